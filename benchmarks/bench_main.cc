@@ -1,0 +1,4 @@
+// Google Benchmark main for the single bigset benchmark binary.
+#include <benchmark/benchmark.h>
+
+BENCHMARK_MAIN();

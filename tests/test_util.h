@@ -1,0 +1,33 @@
+// Shared helpers for the randomized tests.
+//
+// Every randomized test draws its seeds from Seeds(); the seed in use is
+// captured with Catch2's CAPTURE so that a failure prints it. Set
+// BIGSET_TEST_SCALE=K to multiply the number of seeds (long local soaks) and
+// BIGSET_TEST_SEED=S to rerun one seed.
+
+#ifndef BIGSET_TESTS_TEST_UTIL_H_
+#define BIGSET_TESTS_TEST_UTIL_H_
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace bigset::testing {
+
+// The seeds a randomized test should run: `base_count` seeds scaled by
+// BIGSET_TEST_SCALE, or the single seed BIGSET_TEST_SEED.
+std::vector<uint64_t> Seeds(int base_count);
+
+using Rng = std::mt19937_64;
+
+// Random bytes of random length in [0, max_len], biased towards the bytes
+// that break naive encodings (0x00, 0x01, 0xFF) and towards shared prefixes.
+std::string AdversarialBytes(Rng& rng, size_t max_len);
+
+// Uniform integer in [lo, hi].
+uint64_t Uniform(Rng& rng, uint64_t lo, uint64_t hi);
+
+}  // namespace bigset::testing
+
+#endif  // BIGSET_TESTS_TEST_UTIL_H_
