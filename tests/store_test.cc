@@ -1,0 +1,352 @@
+// LevelDbStore: ordered iteration per set, batches, snapshots, coexistence
+// with an embedder's keys, comparator mismatch and corruption handling.
+
+#include "bigset/leveldb_store.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "bigset/comparator.h"
+#include "bigset/keys.h"
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::AdversarialBytes;
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+
+// An in-memory store on LevelDB's MemEnv.
+struct MemStore {
+  MemStore() : env(leveldb::NewMemEnv(leveldb::Env::Default())) {
+    LevelDbStoreOptions o;
+    o.env = env.get();
+    o.write_buffer_bytes = 64 << 10;  // Force flushes and compactions.
+    auto s = LevelDbStore::Open("/mem/db", o);
+    REQUIRE(s.ok());
+    store = std::move(*s);
+  }
+  std::unique_ptr<leveldb::Env> env;
+  std::unique_ptr<LevelDbStore> store;
+};
+
+// A fresh directory under the system temp dir, removed afterwards.
+struct TempDir {
+  TempDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("bigset_store_test_" + std::to_string(::getpid()) + "_" +
+            std::to_string(counter++));
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::filesystem::path path;
+  static inline int counter = 0;
+};
+
+std::vector<std::pair<std::string, std::string>> Scan(Store& store,
+                                                      const KeyRange& range,
+                                                      const Snapshot* snap =
+                                                          nullptr) {
+  ReadOptions ro;
+  ro.snapshot = snap;
+  auto it = store.NewIterator(ro, range);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    out.emplace_back(std::string(it->key()), std::string(it->value()));
+  }
+  REQUIRE(it->status().ok());
+  return out;
+}
+
+TEST_CASE("store: each set's range yields exactly its keys in order") {
+  for (uint64_t seed : Seeds(3)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    MemStore m;
+    std::vector<std::string> sets = {"", std::string("\0", 1), "a",
+                                     std::string("a\0", 2), "a\x01", "\xff"};
+    for (int i = 0; i < 20; ++i) sets.push_back(AdversarialBytes(rng, 6));
+    std::sort(sets.begin(), sets.end());
+    sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
+
+    // Expected: per (keyspace, set), the keys sorted by the comparator.
+    struct Entry {
+      KeyspaceId ks;
+      std::string set;
+      std::string key;
+    };
+    std::vector<Entry> entries;
+    for (int i = 0; i < 20000; ++i) {
+      KeyspaceId ks = static_cast<KeyspaceId>(Uniform(rng, 0, 2));
+      const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+      std::string key;
+      switch (Uniform(rng, 0, 9)) {
+        case 0:
+          key = SetClockKey(ks, set, Uniform(rng, 0, 5));
+          break;
+        case 1:
+          key = SetTombstoneKey(ks, set, Uniform(rng, 0, 5));
+          break;
+        case 2:
+          key = EndOfSetKey(ks, set);
+          break;
+        default:
+          key = ElementKey(ks, set, AdversarialBytes(rng, 8),
+                           Dot{Uniform(rng, 0, 5), rng()});
+      }
+      entries.push_back({ks, set, key});
+    }
+    std::shuffle(entries.begin(), entries.end(), rng);
+    // Embedder keys share the database and must never show up.
+    WriteBatch embedder;
+    for (int i = 0; i < 200; ++i) {
+      std::string k = AdversarialBytes(rng, 10);
+      if (IsBigsetKey(k)) continue;
+      embedder.Put(k, "embedder");
+    }
+    REQUIRE(m.store->Write(WriteOptions(), embedder).ok());
+    // Write in shuffled order, in batches of random size.
+    size_t i = 0;
+    while (i < entries.size()) {
+      WriteBatch batch;
+      size_t n = Uniform(rng, 1, 300);
+      for (size_t j = 0; j < n && i < entries.size(); ++j, ++i) {
+        batch.Put(entries[i].key, entries[i].key);
+      }
+      REQUIRE(m.store->Write(WriteOptions(), batch).ok());
+    }
+    const leveldb::Comparator* cmp = BigsetComparator();
+    for (KeyspaceId ks = 0; ks <= 2; ++ks) {
+      for (const std::string& set : sets) {
+        std::vector<std::string> expected;
+        for (const Entry& e : entries) {
+          if (e.ks == ks && e.set == set) expected.push_back(e.key);
+        }
+        std::sort(expected.begin(), expected.end(),
+                  [&](const std::string& a, const std::string& b) {
+                    return cmp->Compare(a, b) < 0;
+                  });
+        expected.erase(std::unique(expected.begin(), expected.end()),
+                       expected.end());
+        auto got = Scan(*m.store, SetRange(ks, set));
+        REQUIRE(got.size() == expected.size());
+        for (size_t k = 0; k < got.size(); ++k) {
+          REQUIRE(got[k].first == expected[k]);
+          REQUIRE(got[k].second == expected[k]);
+          ParsedKey p;
+          REQUIRE(DecodeKey(got[k].first, &p).ok());
+          REQUIRE(p.set == set);
+          REQUIRE(p.keyspace == ks);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("store: get, delete, batches and snapshots") {
+  MemStore m;
+  Store& s = *m.store;
+  std::string k1 = ElementKey(0, "s", "a", Dot{1, 1});
+  std::string k2 = ElementKey(0, "s", "b", Dot{1, 2});
+  std::string v;
+  CHECK(absl::IsNotFound(s.Get(ReadOptions(), k1, &v)));
+
+  WriteBatch b;
+  b.Put(k1, "one");
+  b.Put(k2, "two");
+  CHECK(b.Count() == 2);
+  REQUIRE(s.Write(WriteOptions(), b).ok());
+  REQUIRE(s.Get(ReadOptions(), k1, &v).ok());
+  CHECK(v == "one");
+
+  auto snap = s.GetSnapshot();
+  WriteBatch del;
+  del.Delete(k1);
+  del.Put(k2, "TWO");
+  REQUIRE(s.Write(WriteOptions(), del).ok());
+  CHECK(absl::IsNotFound(s.Get(ReadOptions(), k1, &v)));
+
+  ReadOptions at_snap;
+  at_snap.snapshot = snap.get();
+  REQUIRE(s.Get(at_snap, k1, &v).ok());
+  CHECK(v == "one");
+  auto old = Scan(s, SetRange(0, "s"), snap.get());
+  REQUIRE(old.size() == 2);
+  CHECK(old[1].second == "two");
+  auto now = Scan(s, SetRange(0, "s"));
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].second == "TWO");
+
+  // Seek clamps to the range start and respects the limit.
+  auto it = s.NewIterator(ReadOptions(), ElementRange(0, "s", "b"));
+  it->Seek(ElementSeekKey(0, "s", ""));
+  REQUIRE(it->Valid());
+  CHECK(it->key() == k2);
+  it->Next();
+  CHECK_FALSE(it->Valid());
+  it->Seek(ElementKey(0, "s", "c", Dot{0, 0}));
+  CHECK_FALSE(it->Valid());
+  // Non-bigset keys sort after every bigset key: seeking one is past the end.
+  it->Seek("embedder key");
+  CHECK_FALSE(it->Valid());
+
+  // Batch iteration reports operations in order.
+  struct Recorder : WriteBatch::Handler {
+    std::vector<std::string> ops;
+    void Put(std::string_view k, std::string_view) override {
+      ops.push_back("put " + std::string(k));
+    }
+    void Delete(std::string_view k) override {
+      ops.push_back("del " + std::string(k));
+    }
+  } rec;
+  REQUIRE(del.Iterate(&rec).ok());
+  REQUIRE(rec.ops.size() == 2);
+  CHECK(rec.ops[0] == "del " + k1);
+  CHECK(rec.ops[1] == "put " + k2);
+  del.Clear();
+  CHECK(del.Count() == 0);
+
+  auto size = s.ApproximateSize(SetRange(0, "s"));
+  REQUIRE(size.ok());
+  CHECK_FALSE(s.ApproximateSize(KeyRange{"a", ""}).ok());
+  CHECK(s.CompactRange(SetRange(0, "s")).ok());
+  CHECK(Scan(s, SetRange(0, "s")).size() == 1);
+}
+
+TEST_CASE("store: data survives reopening on disk") {
+  TempDir dir;
+  LevelDbStoreOptions o;
+  {
+    auto s = LevelDbStore::Open(dir.path.string(), o);
+    REQUIRE(s.ok());
+    WriteBatch b;
+    for (int i = 0; i < 1000; ++i) {
+      b.Put(ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)}),
+            "");
+    }
+    WriteOptions sync;
+    sync.sync = true;
+    REQUIRE((*s)->Write(sync, b).ok());
+  }
+  auto s = LevelDbStore::Open(dir.path.string(), o);
+  REQUIRE(s.ok());
+  CHECK(Scan(**s, SetRange(0, "s")).size() == 1000);
+  // A second open of the same directory is refused while the first holds it.
+  auto again = LevelDbStore::Open(dir.path.string(), o);
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.status().code() == absl::StatusCode::kUnavailable);
+}
+
+TEST_CASE("store: a database made with another comparator is refused") {
+  TempDir dir;
+  {
+    leveldb::Options o;
+    o.create_if_missing = true;
+    leveldb::DB* db = nullptr;
+    REQUIRE(leveldb::DB::Open(o, dir.path.string(), &db).ok());
+    REQUIRE(db->Put(leveldb::WriteOptions(), "k", "v").ok());
+    delete db;
+  }
+  auto s = LevelDbStore::Open(dir.path.string(), LevelDbStoreOptions());
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(s.status().message()).find("comparator") !=
+        std::string::npos);
+  // Missing directory without create_if_missing: a clear error too.
+  LevelDbStoreOptions no_create;
+  no_create.create_if_missing = false;
+  auto missing =
+      LevelDbStore::Open((dir.path / "nope").string(), no_create);
+  CHECK_FALSE(missing.ok());
+}
+
+TEST_CASE("store: adopting an embedder's database keeps its keys apart") {
+  std::unique_ptr<leveldb::Env> env(leveldb::NewMemEnv(leveldb::Env::Default()));
+  leveldb::Options o;
+  o.env = env.get();
+  o.create_if_missing = true;
+  o.comparator = BigsetComparator();
+  leveldb::DB* db = nullptr;
+  REQUIRE(leveldb::DB::Open(o, "/mem/embedder", &db).ok());
+  std::unique_ptr<leveldb::DB> owned(db);
+  REQUIRE(db->Put(leveldb::WriteOptions(), "\x01own", "x").ok());
+  REQUIRE(db->Put(leveldb::WriteOptions(), "\x10riak", "y").ok());
+  {
+    auto store = LevelDbStore::Adopt(db, Ownership::kBorrowed);
+    WriteBatch b;
+    b.Put(SetClockKey(0, "s", 1), "clock");
+    b.Put(ElementKey(0, "s", "e", Dot{1, 1}), "");
+    REQUIRE(store->Write(WriteOptions(), b).ok());
+    CHECK(Scan(*store, KeyspaceRange(0)).size() == 2);
+  }
+  // The embedder sees all keys: ours first, then its own in bytewise order.
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
+  std::vector<std::string> keys;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    keys.push_back(it->key().ToString());
+  }
+  REQUIRE(keys.size() == 4);
+  CHECK(IsBigsetKey(keys[0]));
+  CHECK(IsBigsetKey(keys[1]));
+  CHECK(keys[2] == "\x01own");
+  CHECK(keys[3] == "\x10riak");
+}
+
+TEST_CASE("store: corrupt table files surface as errors, not crashes") {
+  TempDir dir;
+  LevelDbStoreOptions o;
+  o.block_cache_bytes = 1 << 20;
+  {
+    auto s = LevelDbStore::Open(dir.path.string(), o);
+    REQUIRE(s.ok());
+    WriteBatch b;
+    for (int i = 0; i < 5000; ++i) {
+      b.Put(ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)}),
+            std::string(100, 'v'));
+    }
+    REQUIRE((*s)->Write(WriteOptions(), b).ok());
+    REQUIRE((*s)->CompactRange(KeyspaceRange(0)).ok());
+  }
+  // Flip bytes in the middle of every table file.
+  int corrupted = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path)) {
+    if (f.path().extension() != ".ldb") continue;
+    std::fstream file(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+    auto size = std::filesystem::file_size(f.path());
+    for (uint64_t off = 100; off + 100 < size; off += size / 7) {
+      file.seekp(static_cast<std::streamoff>(off));
+      file.write("\xde\xad\xbe\xef", 4);
+    }
+    ++corrupted;
+  }
+  REQUIRE(corrupted > 0);
+  auto s = LevelDbStore::Open(dir.path.string(), o);
+  if (!s.ok()) {
+    CHECK(s.status().code() == absl::StatusCode::kDataLoss);
+    return;
+  }
+  ReadOptions ro;
+  ro.verify_checksums = true;
+  auto it = (*s)->NewIterator(ro, SetRange(0, "s"));
+  size_t n = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+  CHECK(n < 5000);
+  CHECK(it->status().code() == absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace bigset
