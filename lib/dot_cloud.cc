@@ -13,7 +13,9 @@ constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
 // True iff an interval starting at `lo` overlaps or is adjacent to one ending
 // at `hi`, i.e. lo <= hi + 1, written so that hi == UINT64_MAX cannot wrap.
-inline bool Touches(uint64_t hi, uint64_t lo) { return lo == 0 || lo - 1 <= hi; }
+inline bool Touches(uint64_t hi, uint64_t lo) {
+  return lo == 0 || lo - 1 <= hi;
+}
 
 // Appends [lo, hi] to an interval list being built in ascending order of lo,
 // merging it into the last interval when they touch. The result stays

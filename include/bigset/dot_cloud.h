@@ -40,7 +40,14 @@ namespace bigset {
 // for clock arithmetic (where an actor's base is the interval [1, base]).
 class BIGSET_EXPORT IntervalSet {
  public:
-  using Map = absl::btree_map<uint64_t, uint64_t>;
+  // absl's btree scans each node linearly when the comparator is std::less
+  // on an integer key. Lookups at random counters (Seen on a scattered
+  // cloud) mispredict the end of that scan; binary search within a node,
+  // which any other comparator type selects, measured ~20% faster.
+  struct CounterLess {
+    bool operator()(uint64_t a, uint64_t b) const { return a < b; }
+  };
+  using Map = absl::btree_map<uint64_t, uint64_t, CounterLess>;
   // Iterates intervals in ascending order; `it->first` is lo, `it->second`
   // is hi (inclusive).
   using const_iterator = Map::const_iterator;

@@ -64,8 +64,7 @@ class BIGSET_EXPORT VersionVector {
   // "{a:10, b:3}" with actors in hex.
   std::string DebugString() const;
 
-  friend bool operator==(const VersionVector&,
-                         const VersionVector&) = default;
+  friend bool operator==(const VersionVector&, const VersionVector&) = default;
 
  private:
   friend class Clock;

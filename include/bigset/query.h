@@ -1,0 +1,44 @@
+// Query types: membership and range queries over one set.
+
+#ifndef BIGSET_QUERY_H_
+#define BIGSET_QUERY_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bigset/element_dots.h"
+
+namespace bigset {
+
+// The result of a subset query: each requested element with its dots (empty
+// if absent), in request order.
+struct Membership {
+  bool all_present = false;
+  std::vector<ElementDots> elements;
+};
+
+// Elements e of a set with start <(=) e <(=) end, ascending, at most `limit`
+// of them. An absent bound is unbounded.
+struct RangeQuery {
+  std::optional<std::string> start;
+  std::optional<std::string> end;
+  bool start_inclusive = true;
+  bool end_inclusive = false;
+  // Maximum elements returned; 0 means no limit.
+  size_t limit = 1000;
+  // Resume after the previous page: the `continuation` of its result.
+  std::string continuation;
+};
+
+struct RangeResult {
+  std::vector<ElementDots> elements;
+  // Non-empty iff more elements may follow: pass it in the next query (with
+  // the same bounds) to get the next page. Opaque bytes.
+  std::string continuation;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_QUERY_H_

@@ -1,0 +1,105 @@
+#include "bigset/delta.h"
+
+#include "absl/strings/str_cat.h"
+#include "coding.h"
+
+namespace bigset {
+namespace {
+
+void PutBytes(std::string* dst, std::string_view s) {
+  coding::PutVarint64(dst, s.size());
+  dst->append(s.data(), s.size());
+}
+
+void PutDot(std::string* dst, Dot d) {
+  coding::PutFixed64BE(dst, d.actor);
+  coding::PutVarint64(dst, d.counter);
+}
+
+bool GetBytes(coding::Reader* in, std::string_view* out) {
+  uint64_t len = 0;
+  return in->GetVarint64(&len) && len <= in->remaining() &&
+         in->GetBytes(static_cast<size_t>(len), out);
+}
+
+bool GetDot(coding::Reader* in, Dot* d) {
+  return in->GetFixed64BE(&d->actor) && in->GetVarint64(&d->counter) &&
+         d->counter != 0;
+}
+
+absl::Status Corrupt(absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("malformed delta: ", what));
+}
+
+// Smallest encodings, used to bound counts before allocating.
+constexpr size_t kMinOpBytes = 3;   // empty element, no add, no context
+constexpr size_t kMinDotBytes = 9;  // fixed64 actor + 1-byte counter
+
+}  // namespace
+
+void Delta::EncodeTo(std::string* dst) const {
+  dst->push_back(static_cast<char>(kFormatVersion));
+  PutBytes(dst, set);
+  dst->push_back(clear.has_value() ? 1 : 0);
+  if (clear.has_value()) PutBytes(dst, clear->Encode());
+  coding::PutVarint64(dst, ops.size());
+  for (const DeltaOp& op : ops) {
+    PutBytes(dst, op.element);
+    dst->push_back(op.add.has_value() ? 1 : 0);
+    if (op.add.has_value()) PutDot(dst, *op.add);
+    coding::PutVarint64(dst, op.context.size());
+    for (Dot d : op.context) PutDot(dst, d);
+  }
+}
+
+absl::StatusOr<Delta> Delta::Decode(std::string_view bytes) {
+  coding::Reader in(bytes);
+  uint8_t version = 0;
+  if (!in.GetByte(&version)) return Corrupt("empty");
+  if (version != kFormatVersion) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported delta format version ", version));
+  }
+  Delta d;
+  std::string_view set;
+  uint8_t flags = 0;
+  if (!GetBytes(&in, &set)) return Corrupt("set name");
+  d.set.assign(set);
+  if (!in.GetByte(&flags) || flags > 1) return Corrupt("flags");
+  if (flags & 1) {
+    std::string_view clock;
+    if (!GetBytes(&in, &clock)) return Corrupt("clear clock");
+    absl::StatusOr<Clock> c = Clock::Decode(clock);
+    if (!c.ok()) return Corrupt(c.status().message());
+    d.clear = std::move(*c);
+  }
+  uint64_t nops = 0;
+  if (!in.GetVarint64(&nops) || nops > in.remaining() / kMinOpBytes) {
+    return Corrupt("op count");
+  }
+  d.ops.resize(static_cast<size_t>(nops));
+  for (DeltaOp& op : d.ops) {
+    std::string_view element;
+    uint8_t has_add = 0;
+    if (!GetBytes(&in, &element)) return Corrupt("element");
+    op.element.assign(element);
+    if (!in.GetByte(&has_add) || has_add > 1) return Corrupt("add flag");
+    if (has_add) {
+      Dot dot;
+      if (!GetDot(&in, &dot)) return Corrupt("add dot");
+      op.add = dot;
+    }
+    uint64_t nctx = 0;
+    if (!in.GetVarint64(&nctx) || nctx > in.remaining() / kMinDotBytes) {
+      return Corrupt("context size");
+    }
+    op.context.resize(static_cast<size_t>(nctx));
+    for (Dot& dot : op.context) {
+      if (!GetDot(&in, &dot)) return Corrupt("context dot");
+    }
+  }
+  if (!in.empty()) return Corrupt("trailing bytes");
+  return d;
+}
+
+}  // namespace bigset

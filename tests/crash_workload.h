@@ -1,0 +1,78 @@
+// The workload of the crash test, shared by the writer process (which runs
+// it until it is killed) and the test (which predicts the update that was in
+// flight when the writer died). Deterministic in (seed, round, index) and
+// the current value, so both sides compute the same update.
+
+#ifndef BIGSET_TESTS_CRASH_WORKLOAD_H_
+#define BIGSET_TESTS_CRASH_WORKLOAD_H_
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bigset/delta.h"
+#include "bigset/replica.h"
+
+namespace bigset::testing {
+
+// Value of each set: element -> dots.
+using CrashValues =
+    std::map<std::string, std::map<std::string, std::set<Dot>>>;
+
+inline const std::vector<std::string>& CrashSets() {
+  static const std::vector<std::string> sets = {"alpha", std::string("b\0", 2),
+                                                "gamma"};
+  return sets;
+}
+
+struct CrashUpdate {
+  std::string set;
+  std::vector<UpdateOp> ops;
+};
+
+// Update `index` of `round`: 1-4 ops on one set, adds replacing the
+// element's current dots and removes of current dots.
+inline CrashUpdate NextCrashUpdate(uint64_t seed, int round, int index,
+                                   const CrashValues& values) {
+  std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(round) * 7919u +
+                      static_cast<uint64_t>(index));
+  CrashUpdate u;
+  u.set = CrashSets()[rng() % CrashSets().size()];
+  auto set_it = values.find(u.set);
+  int n = 1 + static_cast<int>(rng() % 4);
+  std::set<std::string> used;  // One op per element per update.
+  for (int i = 0; i < n; ++i) {
+    std::string element = "e" + std::to_string(rng() % 40);
+    if (!used.insert(element).second) continue;
+    std::vector<Dot> context;
+    if (set_it != values.end()) {
+      auto e = set_it->second.find(element);
+      if (e != set_it->second.end()) {
+        context.assign(e->second.begin(), e->second.end());
+      }
+    }
+    if (rng() % 3 == 0) {
+      u.ops.push_back(UpdateOp::Remove(element, context));
+    } else {
+      u.ops.push_back(UpdateOp::Add(element, context));
+    }
+  }
+  return u;
+}
+
+// Applies a delta of this single replica to the values.
+inline void ApplyToValues(const Delta& d, CrashValues* values) {
+  auto& set = (*values)[d.set];
+  for (const DeltaOp& op : d.ops) {
+    auto& dots = set[op.element];
+    for (Dot dot : op.context) dots.erase(dot);
+    if (op.add.has_value()) dots.insert(*op.add);
+    if (dots.empty()) set.erase(op.element);
+  }
+}
+
+}  // namespace bigset::testing
+
+#endif  // BIGSET_TESTS_CRASH_WORKLOAD_H_

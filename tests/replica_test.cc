@@ -1,0 +1,752 @@
+// Replica: model-based tests (one and several replicas exchanging deltas
+// that are dropped, duplicated and reordered), the named semantic cases,
+// streaming reads, queries, corruption checks and the delta wire format.
+
+#include "bigset/replica.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bigset/keys.h"
+#include "bigset/leveldb_store.h"
+#include "bigset/local_sets.h"
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
+#include "orswot_model.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::AdversarialBytes;
+using testing::ModelValue;
+using testing::OrswotModel;
+using testing::Rng;
+using testing::Seeds;
+using testing::ToModel;
+using testing::Uniform;
+
+struct MemStore {
+  MemStore() : env(leveldb::NewMemEnv(leveldb::Env::Default())) {
+    LevelDbStoreOptions o;
+    o.env = env.get();
+    o.write_buffer_bytes = 256 << 10;
+    auto s = LevelDbStore::Open("/mem/db", o);
+    REQUIRE(s.ok());
+    store = std::move(*s);
+  }
+  std::unique_ptr<leveldb::Env> env;
+  std::unique_ptr<LevelDbStore> store;
+};
+
+std::unique_ptr<Replica> OpenReplica(Store* store, KeyspaceId ks,
+                                     size_t cache_bytes = 1 << 20) {
+  ReplicaOptions o;
+  o.keyspace = ks;
+  o.clock_cache_bytes = cache_bytes;
+  o.lock_stripes = 4;
+  auto r = Replica::Open(store, o);
+  REQUIRE(r.ok());
+  return std::move(*r);
+}
+
+std::vector<ElementDots> ReadAll(Replica& r, std::string_view set,
+                                 size_t batch_size, Clock* clock = nullptr) {
+  SetReadOptions o;
+  o.batch_size = batch_size;
+  auto reader = r.Read(set, o);
+  REQUIRE(reader.ok());
+  if (clock != nullptr) *clock = (*reader)->clock();
+  std::vector<ElementDots> all;
+  std::vector<ElementDots> chunk;
+  while (true) {
+    auto more = (*reader)->Next(&chunk);
+    REQUIRE(more.ok());
+    if (!*more) {
+      REQUIRE(chunk.empty());
+      break;
+    }
+    REQUIRE(!chunk.empty());
+    REQUIRE(chunk.size() <= batch_size);
+    for (auto& e : chunk) all.push_back(std::move(e));
+  }
+  // Strictly ascending elements, each with strictly ascending dots.
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i > 0) REQUIRE(all[i - 1].element < all[i].element);
+    REQUIRE(!all[i].dots.empty());
+    REQUIRE(std::is_sorted(all[i].dots.begin(), all[i].dots.end()));
+    REQUIRE(std::adjacent_find(all[i].dots.begin(), all[i].dots.end()) ==
+            all[i].dots.end());
+  }
+  return all;
+}
+
+std::vector<Dot> DotsOf(const ModelValue& v, const std::string& element) {
+  auto it = v.find(element);
+  if (it == v.end()) return {};
+  return std::vector<Dot>(it->second.begin(), it->second.end());
+}
+
+// Every query against the model value of one set.
+void CheckQueries(Replica& r, const std::string& set, const ModelValue& want,
+                  Rng& rng, const std::vector<std::string>& universe) {
+  // Full read with a random batch size.
+  size_t batch = std::vector<size_t>{1, 7, 1000}[Uniform(rng, 0, 2)];
+  REQUIRE(ToModel(ReadAll(r, set, batch)) == want);
+  auto count = r.Count(set);
+  REQUIRE(count.ok());
+  REQUIRE(*count == want.size());
+  // Membership.
+  std::vector<std::string> probe;
+  for (int i = 0; i < 5; ++i) {
+    probe.push_back(universe[Uniform(rng, 0, universe.size() - 1)]);
+  }
+  for (const std::string& e : probe) {
+    auto dots = r.Contains(set, e);
+    REQUIRE(dots.ok());
+    REQUIRE(*dots == DotsOf(want, e));
+  }
+  auto m = r.ContainsAll(set, probe);
+  REQUIRE(m.ok());
+  bool all = true;
+  for (size_t i = 0; i < probe.size(); ++i) {
+    REQUIRE(m->elements[i].element == probe[i]);
+    REQUIRE(m->elements[i].dots == DotsOf(want, probe[i]));
+    all = all && !m->elements[i].dots.empty();
+  }
+  REQUIRE(m->all_present == all);
+  // A paged range with random bounds.
+  RangeQuery q;
+  if (Uniform(rng, 0, 3)) q.start = universe[Uniform(rng, 0, universe.size() - 1)];
+  if (Uniform(rng, 0, 3)) q.end = universe[Uniform(rng, 0, universe.size() - 1)];
+  q.start_inclusive = Uniform(rng, 0, 1);
+  q.end_inclusive = Uniform(rng, 0, 1);
+  q.limit = Uniform(rng, 1, 5);
+  ModelValue expect_range;
+  for (const auto& [e, dots] : want) {
+    if (q.start && (e < *q.start || (e == *q.start && !q.start_inclusive))) continue;
+    if (q.end && (e > *q.end || (e == *q.end && !q.end_inclusive))) continue;
+    expect_range[e] = dots;
+  }
+  ModelValue got_range;
+  for (int pages = 0;; ++pages) {
+    REQUIRE(pages <= static_cast<int>(want.size()) + 1);
+    auto page = r.Range(set, q);
+    REQUIRE(page.ok());
+    REQUIRE(page->elements.size() <= q.limit);
+    for (const auto& e : page->elements) {
+      REQUIRE(got_range.count(e.element) == 0);
+      got_range[e.element].insert(e.dots.begin(), e.dots.end());
+    }
+    if (page->continuation.empty()) break;
+    q.continuation = page->continuation;
+  }
+  REQUIRE(got_range == expect_range);
+  // Prefix.
+  std::string prefix = universe[Uniform(rng, 0, universe.size() - 1)];
+  prefix.resize(std::min<size_t>(prefix.size(), Uniform(rng, 0, 2)));
+  ModelValue expect_prefix;
+  for (const auto& [e, dots] : want) {
+    if (e.compare(0, prefix.size(), prefix) == 0) expect_prefix[e] = dots;
+  }
+  ModelValue got_prefix;
+  std::string token;
+  while (true) {
+    auto page = r.Prefix(set, prefix, 3, token);
+    REQUIRE(page.ok());
+    for (const auto& e : page->elements) {
+      got_prefix[e.element].insert(e.dots.begin(), e.dots.end());
+    }
+    if (page->continuation.empty()) break;
+    token = page->continuation;
+  }
+  REQUIRE(got_prefix == expect_prefix);
+}
+
+// A cluster of replicas in one store (one keyspace each) and a lossy,
+// duplicating, reordering network of deltas between them.
+struct Harness {
+  Harness(int n, Rng& rng) : rng(rng) {
+    for (int i = 0; i < n; ++i) {
+      // A small clock cache forces evictions and reloads.
+      replicas.push_back(OpenReplica(mem.store.get(), 10 + i, 4096));
+      delivered.emplace_back();
+      inbox.emplace_back();
+    }
+    universe = {"", std::string("\0", 1), "a", std::string("a\0", 2), "ab",
+                "b", "\xff"};
+    for (int i = 0; i < 12; ++i) universe.push_back(AdversarialBytes(rng, 3));
+    sets = {"s1", std::string("s\0", 2), ""};
+  }
+
+  ModelValue Expected(int r, const std::string& set) const {
+    OrswotModel model;
+    for (size_t id : delivered[r]) {
+      if (deltas[id].set == set) model.Absorb(deltas[id]);
+    }
+    return model.Value();
+  }
+
+  void Record(int origin, Delta d) {
+    for (const DeltaOp& op : d.ops) {
+      if (op.add.has_value()) generated[{d.set, op.element}].push_back(*op.add);
+    }
+    size_t id = deltas.size();
+    deltas.push_back(std::move(d));
+    delivered[origin].insert(id);
+    for (size_t r = 0; r < replicas.size(); ++r) {
+      if (static_cast<int>(r) != origin) inbox[r].push_back(id);
+    }
+  }
+
+  std::vector<Dot> RandomContext(int r, const std::string& set,
+                                 const std::string& element) {
+    std::vector<Dot> ctx;
+    switch (Uniform(rng, 0, 4)) {
+      case 0:
+        return ctx;  // Empty.
+      case 1: {
+        // Dots some replica once returned for this element: possibly
+        // unseen here, possibly removed already.
+        auto it = generated.find({set, element});
+        if (it == generated.end()) return ctx;
+        for (int i = 0, n = Uniform(rng, 1, 3); i < n; ++i) {
+          ctx.push_back(it->second[Uniform(rng, 0, it->second.size() - 1)]);
+        }
+        return ctx;
+      }
+      default: {
+        // What a read of this replica returns: its current dots.
+        auto dots = replicas[r]->Contains(set, element);
+        REQUIRE(dots.ok());
+        ctx = *dots;
+        if (!ctx.empty() && Uniform(rng, 0, 3) == 0) ctx.pop_back();
+        return ctx;
+      }
+    }
+  }
+
+  void RandomUpdate(int r) {
+    const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+    if (Uniform(rng, 0, 60) == 0) {
+      // Clear with a clock some replica read (possibly not this one, so it
+      // may hold dots this replica has not seen yet).
+      auto c = replicas[Uniform(rng, 0, replicas.size() - 1)]->GetClock(set);
+      REQUIRE(c.ok());
+      auto d = replicas[r]->Clear(set, *c);
+      REQUIRE(d.ok());
+      Record(r, std::move(*d));
+      return;
+    }
+    std::vector<UpdateOp> ops;
+    for (int i = 0, n = Uniform(rng, 1, 3); i < n; ++i) {
+      std::string e = universe[Uniform(rng, 0, universe.size() - 1)];
+      std::vector<Dot> ctx = RandomContext(r, set, e);
+      if (Uniform(rng, 0, 2) == 0) {
+        ops.push_back(UpdateOp::Remove(e, ctx));
+      } else {
+        ops.push_back(UpdateOp::Add(e, ctx));
+      }
+      if (Uniform(rng, 0, 9) == 0) ops.back().context_from_replica = true;
+    }
+    auto d = replicas[r]->Update(set, ops);
+    REQUIRE(d.ok());
+    // The delta survives its wire format.
+    auto decoded = Delta::Decode(d->Encode());
+    REQUIRE(decoded.ok());
+    REQUIRE(*decoded == *d);
+    Record(r, std::move(*decoded));
+  }
+
+  void Deliver(int r, size_t id) {
+    REQUIRE(replicas[r]->Apply(deltas[id]).ok());
+    delivered[r].insert(id);
+  }
+
+  void RandomNetworkStep() {
+    int r = static_cast<int>(Uniform(rng, 0, replicas.size() - 1));
+    if (inbox[r].empty()) return;
+    size_t pos = Uniform(rng, 0, inbox[r].size() - 1);  // Reorder.
+    size_t id = inbox[r][pos];
+    switch (Uniform(rng, 0, 5)) {
+      case 0:  // Drop (delivered later by the final exchange).
+        inbox[r].erase(inbox[r].begin() + pos);
+        dropped.push_back({r, id});
+        break;
+      case 1:  // Duplicate: deliver and keep it queued.
+        Deliver(r, id);
+        break;
+      default:
+        Deliver(r, id);
+        inbox[r].erase(inbox[r].begin() + pos);
+    }
+  }
+
+  void CheckReplica(int r) {
+    for (const std::string& set : sets) {
+      INFO("replica " << r << " set \"" << set << "\"");
+      CheckQueries(*replicas[r], set, Expected(r, set), rng, universe);
+    }
+  }
+
+  Rng& rng;
+  MemStore mem;
+  std::vector<std::unique_ptr<Replica>> replicas;
+  std::vector<Delta> deltas;
+  std::vector<std::set<size_t>> delivered;
+  std::vector<std::deque<size_t>> inbox;
+  std::vector<std::pair<int, size_t>> dropped;
+  std::vector<std::string> universe;
+  std::vector<std::string> sets;
+  // Every dot ever added, per (set, element).
+  std::map<std::pair<std::string, std::string>, std::vector<Dot>> generated;
+};
+
+void RunModelTest(int replicas, int ops, int seeds) {
+  for (uint64_t seed : Seeds(seeds)) {
+    CAPTURE(seed, replicas);
+    Rng rng(seed);
+    Harness h(replicas, rng);
+    for (int step = 0; step < ops; ++step) {
+      if (replicas == 1 || Uniform(rng, 0, 1)) {
+        h.RandomUpdate(static_cast<int>(Uniform(rng, 0, replicas - 1)));
+      } else {
+        h.RandomNetworkStep();
+      }
+      if (step % 97 == 0) {
+        h.CheckReplica(static_cast<int>(Uniform(rng, 0, replicas - 1)));
+      }
+    }
+    // Then everything is delivered, dropped deltas included.
+    for (int r = 0; r < replicas; ++r) {
+      for (size_t id = 0; id < h.deltas.size(); ++id) {
+        if (!h.delivered[r].count(id)) h.Deliver(r, id);
+      }
+    }
+    for (int r = 0; r < replicas; ++r) {
+      h.CheckReplica(r);
+      auto report = h.replicas[r]->Verify();
+      REQUIRE(report.ok());
+      INFO((report->problems.empty() ? std::string() : report->problems[0]));
+      REQUIRE(report->ok());
+    }
+    // All replicas hold the same value, equal to the model of every delta.
+    for (const std::string& set : h.sets) {
+      ModelValue all = h.Expected(0, set);
+      for (int r = 0; r < replicas; ++r) {
+        REQUIRE(ToModel(ReadAll(*h.replicas[r], set, 1000)) == all);
+      }
+    }
+  }
+}
+
+TEST_CASE("replica: one replica equals the model") { RunModelTest(1, 2000, 6); }
+
+TEST_CASE("replica: two replicas with a lossy network equal the model") {
+  RunModelTest(2, 3000, 6);
+}
+
+TEST_CASE("replica: three replicas with a lossy network equal the model") {
+  RunModelTest(3, 3000, 6);
+}
+
+// ---- Named cases.
+
+struct Pair {
+  MemStore mem;
+  std::unique_ptr<Replica> a = OpenReplica(mem.store.get(), 1);
+  std::unique_ptr<Replica> b = OpenReplica(mem.store.get(), 2);
+};
+
+std::vector<Dot> Dots(Replica& r, const std::string& e) {
+  auto d = r.Contains("s", e);
+  REQUIRE(d.ok());
+  return *d;
+}
+
+Delta Do(Replica& r, UpdateOp op) {
+  auto d = r.Update("s", std::span(&op, 1));
+  REQUIRE(d.ok());
+  return *d;
+}
+
+TEST_CASE("replica: concurrent add and remove leave the element present") {
+  Pair p;
+  Delta add1 = Do(*p.a, UpdateOp::Add("x"));
+  REQUIRE(p.b->Apply(add1).ok());
+  // a removes what it saw while b concurrently adds again.
+  Delta rm = Do(*p.a, UpdateOp::Remove("x", Dots(*p.a, "x")));
+  Delta add2 = Do(*p.b, UpdateOp::Add("x"));
+  REQUIRE(p.a->Apply(add2).ok());
+  REQUIRE(p.b->Apply(rm).ok());
+  CHECK(Dots(*p.a, "x") == std::vector<Dot>{*add2.ops[0].add});
+  CHECK(Dots(*p.b, "x") == std::vector<Dot>{*add2.ops[0].add});
+}
+
+TEST_CASE("replica: a remove with an empty context does nothing") {
+  Pair p;
+  Delta add = Do(*p.a, UpdateOp::Add("x"));
+  Delta rm = Do(*p.a, UpdateOp::Remove("x", {}));
+  CHECK(Dots(*p.a, "x") == std::vector<Dot>{*add.ops[0].add});
+  REQUIRE(p.b->Apply(rm).ok());
+  REQUIRE(p.b->Apply(add).ok());
+  CHECK(Dots(*p.b, "x") == std::vector<Dot>{*add.ops[0].add});
+}
+
+TEST_CASE("replica: a remove of unseen dots hides the later-arriving add") {
+  Pair p;
+  Delta add = Do(*p.a, UpdateOp::Add("x"));
+  Delta rm = Do(*p.a, UpdateOp::Remove("x", Dots(*p.a, "x")));
+  // b gets the remove first: it has never seen the add's dot.
+  REQUIRE(p.b->Apply(rm).ok());
+  auto clock = p.b->GetClock("s");
+  REQUIRE(clock.ok());
+  CHECK(clock->Seen(*add.ops[0].add));
+  REQUIRE(p.b->Apply(add).ok());
+  CHECK(Dots(*p.b, "x").empty());
+  CHECK(ReadAll(*p.b, "s", 10).empty());
+  auto report = p.b->Verify();
+  REQUIRE(report.ok());
+  CHECK(report->ok());
+}
+
+TEST_CASE("replica: an add with a context replaces only the dots it saw") {
+  Pair p;
+  Delta a1 = Do(*p.a, UpdateOp::Add("x"));
+  Delta b1 = Do(*p.b, UpdateOp::Add("x"));  // Concurrent, unseen by a.
+  // a re-adds with the context it saw (its own dot only).
+  Delta a2 = Do(*p.a, UpdateOp::Add("x", Dots(*p.a, "x")));
+  REQUIRE(p.a->Apply(b1).ok());
+  REQUIRE(p.b->Apply(a1).ok());
+  REQUIRE(p.b->Apply(a2).ok());
+  std::vector<Dot> want = {*b1.ops[0].add, *a2.ops[0].add};
+  std::sort(want.begin(), want.end());
+  CHECK(Dots(*p.a, "x") == want);
+  CHECK(Dots(*p.b, "x") == want);
+}
+
+TEST_CASE("replica: two dots of one actor on one element both survive") {
+  Pair p;
+  Delta d1 = Do(*p.a, UpdateOp::Add("x"));
+  Delta d2 = Do(*p.a, UpdateOp::Add("x"));  // Empty context: concurrent.
+  REQUIRE(d1.ops[0].add->actor == d2.ops[0].add->actor);
+  std::vector<Dot> want = {*d1.ops[0].add, *d2.ops[0].add};
+  CHECK(Dots(*p.a, "x") == want);
+  REQUIRE(p.b->Apply(d2).ok());
+  REQUIRE(p.b->Apply(d1).ok());
+  CHECK(Dots(*p.b, "x") == want);
+  // Removing one of them leaves the other.
+  Do(*p.a, UpdateOp::Remove("x", {want[0]}));
+  CHECK(Dots(*p.a, "x") == std::vector<Dot>{want[1]});
+}
+
+TEST_CASE("replica: Clear followed by a concurrent add leaves that add") {
+  Pair p;
+  Delta x = Do(*p.a, UpdateOp::Add("x"));
+  Delta y = Do(*p.a, UpdateOp::Add("y"));
+  REQUIRE(p.b->Apply(x).ok());
+  REQUIRE(p.b->Apply(y).ok());
+  auto clock = p.a->GetClock("s");
+  REQUIRE(clock.ok());
+  auto clear = p.a->Clear("s", *clock);
+  REQUIRE(clear.ok());
+  // Reads honour the clear at once.
+  CHECK(ReadAll(*p.a, "s", 10).empty());
+  auto count = p.a->Count("s");
+  REQUIRE(count.ok());
+  CHECK(*count == 0);
+  Delta z = Do(*p.b, UpdateOp::Add("x"));  // Concurrent with the clear.
+  REQUIRE(p.a->Apply(z).ok());
+  REQUIRE(p.b->Apply(*clear).ok());
+  for (Replica* r : {p.a.get(), p.b.get()}) {
+    auto all = ReadAll(*r, "s", 10);
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].element == "x");
+    CHECK(all[0].dots == std::vector<Dot>{*z.ops[0].add});
+  }
+  auto stats = p.a->GetSetStats("s");
+  REQUIRE(stats.ok());
+  CHECK(stats->tombstone_dots == 2);
+  CHECK(stats->tombstone_bytes > 0);
+}
+
+TEST_CASE("replica: duplicate and reordered deltas are harmless") {
+  Pair p;
+  std::vector<Delta> ds;
+  for (int i = 0; i < 20; ++i) {
+    ds.push_back(Do(*p.a, UpdateOp::Add(std::to_string(i % 5))));
+    if (i % 3 == 0) {
+      std::string e = std::to_string(i % 5);
+      ds.push_back(Do(*p.a, UpdateOp::Remove(e, Dots(*p.a, e))));
+    }
+  }
+  std::reverse(ds.begin(), ds.end());
+  for (int round = 0; round < 3; ++round) {
+    for (const Delta& d : ds) REQUIRE(p.b->Apply(d).ok());
+  }
+  CHECK(ReadAll(*p.a, "s", 2) == ReadAll(*p.b, "s", 3));
+  auto ca = p.a->GetClock("s");
+  auto cb = p.b->GetClock("s");
+  REQUIRE(ca.ok());
+  REQUIRE(cb.ok());
+  CHECK(*ca == *cb);
+}
+
+// ---- Reads.
+
+TEST_CASE("replica: batch sizes 1, 7 and 1000 read the same set") {
+  MemStore mem;
+  auto r = OpenReplica(mem.store.get(), 0);
+  Rng rng(7);
+  std::vector<UpdateOp> ops;
+  for (int i = 0; i < 3000; ++i) {
+    ops.push_back(UpdateOp::Add(AdversarialBytes(rng, 6)));
+    if (ops.size() == 100) {
+      REQUIRE(r->Update("big", ops).ok());
+      ops.clear();
+    }
+  }
+  Clock c1, c7, c1000;
+  auto r1 = ReadAll(*r, "big", 1, &c1);
+  auto r7 = ReadAll(*r, "big", 7, &c7);
+  auto r1000 = ReadAll(*r, "big", 1000, &c1000);
+  CHECK(r1 == r7);
+  CHECK(r7 == r1000);
+  CHECK(c1 == c1000);
+  CHECK(c1.DotCount() == 3000);
+}
+
+TEST_CASE("replica: a read sees one snapshot while writes go on") {
+  MemStore mem;
+  auto r = OpenReplica(mem.store.get(), 0);
+  for (int i = 0; i < 100; ++i) {
+    UpdateOp op = UpdateOp::Add("e" + std::to_string(1000 + i));
+    REQUIRE(r->Update("s", std::span(&op, 1)).ok());
+  }
+  SetReadOptions o;
+  o.batch_size = 10;
+  auto reader = r->Read("s", o);
+  REQUIRE(reader.ok());
+  Clock at_start = (*reader)->clock();
+  std::vector<ElementDots> chunk;
+  size_t seen = 0;
+  bool first = true;
+  while (true) {
+    auto more = (*reader)->Next(&chunk);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    seen += chunk.size();
+    if (first) {
+      // Between chunks: remove everything and add more.
+      first = false;
+      auto all = ReadAll(*r, "s", 1000);
+      for (const auto& e : all) {
+        UpdateOp rm = UpdateOp::Remove(e.element, e.dots);
+        REQUIRE(r->Update("s", std::span(&rm, 1)).ok());
+      }
+      UpdateOp add = UpdateOp::Add("e0000");
+      REQUIRE(r->Update("s", std::span(&add, 1)).ok());
+    }
+  }
+  CHECK(seen == 100);
+  CHECK((*reader)->clock() == at_start);
+  CHECK(ReadAll(*r, "s", 1000).size() == 1);
+}
+
+TEST_CASE("replica: read arguments are validated") {
+  MemStore mem;
+  auto r = OpenReplica(mem.store.get(), 0);
+  SetReadOptions o;
+  o.batch_size = 0;
+  CHECK(r->Read("s", o).status().code() == absl::StatusCode::kInvalidArgument);
+  RangeQuery q;
+  q.continuation = "\x7fjunk";
+  CHECK(r->Range("s", q).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+// ---- Identity, persistence and corruption.
+
+TEST_CASE("replica: the actor id persists and keyspaces are independent") {
+  MemStore mem;
+  ActorId first;
+  {
+    auto r = OpenReplica(mem.store.get(), 5);
+    first = r->actor();
+    UpdateOp op = UpdateOp::Add("x");
+    REQUIRE(r->Update("s", std::span(&op, 1)).ok());
+  }
+  auto again = OpenReplica(mem.store.get(), 5);
+  CHECK(again->actor() == first);
+  auto other = OpenReplica(mem.store.get(), 6);
+  CHECK(other->actor() != first);
+  CHECK(ReadAll(*other, "s", 10).empty());
+  // Counters continue after reopening: never reused.
+  UpdateOp op = UpdateOp::Add("y");
+  auto d = again->Update("s", std::span(&op, 1));
+  REQUIRE(d.ok());
+  CHECK(d->ops[0].add->counter == 2);
+}
+
+TEST_CASE("replica: element keys without a set-clock are corruption") {
+  MemStore mem;
+  {
+    auto r = OpenReplica(mem.store.get(), 1);
+    UpdateOp op = UpdateOp::Add("x");
+    REQUIRE(r->Update("s", std::span(&op, 1)).ok());
+    // Lose the set-clock behind the replica's back.
+    WriteBatch b;
+    b.Delete(SetClockKey(1, "s", r->actor()));
+    REQUIRE(mem.store->Write(WriteOptions(), b).ok());
+  }
+  auto r = OpenReplica(mem.store.get(), 1);
+  UpdateOp op = UpdateOp::Add("y");
+  auto d = r->Update("s", std::span(&op, 1));
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.status().code() == absl::StatusCode::kDataLoss);
+  CHECK_FALSE(r->Read("s").ok());
+  auto report = r->Verify();
+  REQUIRE(report.ok());
+  CHECK_FALSE(report->ok());
+  REQUIRE(!report->problems.empty());
+  CHECK(report->problems[0].find("without a set-clock") != std::string::npos);
+  // A keyspace whose actor id is gone is refused outright.
+  WriteBatch b;
+  b.Delete(MetadataKey(1, "actor"));
+  REQUIRE(mem.store->Write(WriteOptions(), b).ok());
+  ReplicaOptions o;
+  o.keyspace = 1;
+  auto lost = Replica::Open(mem.store.get(), o);
+  CHECK(lost.status().code() == absl::StatusCode::kDataLoss);
+}
+
+TEST_CASE("replica: Verify finds unseen dots and undecodable values") {
+  MemStore mem;
+  auto r = OpenReplica(mem.store.get(), 1);
+  UpdateOp op = UpdateOp::Add("x");
+  REQUIRE(r->Update("s", std::span(&op, 1)).ok());
+  REQUIRE(r->Update("t", std::span(&op, 1)).ok());
+  auto clean = r->Verify();
+  REQUIRE(clean.ok());
+  CHECK(clean->ok());
+  CHECK(clean->sets == 2);
+  CHECK(clean->element_keys == 2);
+  WriteBatch b;
+  b.Put(ElementKey(1, "s", "ghost", Dot{r->actor(), 99}), "");
+  b.Put(SetClockKey(1, "t", r->actor()), "garbage");
+  REQUIRE(mem.store->Write(WriteOptions(), b).ok());
+  auto report = r->Verify();
+  REQUIRE(report.ok());
+  CHECK(report->problem_count == 3);  // Unseen dot, bad clock, t's element.
+  // Verify changed nothing.
+  std::string v;
+  REQUIRE(mem.store->Get(ReadOptions(), SetClockKey(1, "t", r->actor()), &v).ok());
+  CHECK(v == "garbage");
+}
+
+TEST_CASE("replica: stats count what happened") {
+  MemStore mem;
+  auto r = OpenReplica(mem.store.get(), 1);
+  for (int i = 0; i < 10; ++i) {
+    UpdateOp op = UpdateOp::Add(std::to_string(i));
+    REQUIRE(r->Update("s", std::span(&op, 1)).ok());
+  }
+  UpdateOp rm = UpdateOp::Remove("3", Dots(*r, "3"));
+  REQUIRE(r->Update("s", std::span(&rm, 1)).ok());
+  ReplicaStats s = r->stats();
+  CHECK(s.updates_coordinated == 11);
+  CHECK(s.keys_written == 10 + 11);  // Element keys plus one clock per write.
+  CHECK(s.keys_deleted == 1);
+  CHECK(s.clock_cache_misses == 1);
+  CHECK(s.clock_cache_hits >= 10);
+  auto set_stats = r->GetSetStats("s");
+  REQUIRE(set_stats.ok());
+  CHECK(set_stats->clock_dots == 10);
+  CHECK(set_stats->clock_bytes > 0);
+  CHECK(set_stats->clock_bytes < 32);
+  CHECK(set_stats->tombstone_bytes == 0);
+}
+
+// ---- The single-node facade.
+
+TEST_CASE("local sets: add, remove, members") {
+  auto env = std::unique_ptr<leveldb::Env>(leveldb::NewMemEnv(leveldb::Env::Default()));
+  LocalSetsOptions o;
+  o.store.env = env.get();
+  auto sets = LocalSets::Open("/mem/local", o);
+  REQUIRE(sets.ok());
+  LocalSets& s = **sets;
+  REQUIRE(s.Add("fruits", "pear").ok());
+  REQUIRE(s.Add("fruits", "apple").ok());
+  REQUIRE(s.Add("fruits", "apple").ok());  // Replaces: still one key.
+  REQUIRE(s.Add("colors", "red").ok());
+  auto members = s.Members("fruits");
+  REQUIRE(members.ok());
+  CHECK(*members == std::vector<std::string>{"apple", "pear"});
+  auto dots = s.replica().Contains("fruits", "apple");
+  REQUIRE(dots.ok());
+  CHECK(dots->size() == 1);
+  REQUIRE(s.Remove("fruits", "apple").ok());
+  REQUIRE(s.Remove("fruits", "absent").ok());
+  CHECK(*s.Contains("fruits", "apple") == false);
+  CHECK(*s.Contains("fruits", "pear") == true);
+  CHECK(*s.Count("fruits") == 1);
+  CHECK(*s.Count("colors") == 1);
+}
+
+// ---- Delta wire format.
+
+TEST_CASE("delta: round trip, garbage and truncation") {
+  for (uint64_t seed : Seeds(10)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    for (int i = 0; i < 300; ++i) {
+      Delta d;
+      d.set = AdversarialBytes(rng, 8);
+      if (Uniform(rng, 0, 3) == 0) {
+        Clock c;
+        for (int j = 0; j < 5; ++j) c.AddDot(Dot{Uniform(rng, 0, 3), Uniform(rng, 1, 50)});
+        d.clear = c;
+      }
+      for (int j = 0, n = Uniform(rng, 0, 4); j < n; ++j) {
+        DeltaOp op;
+        op.element = AdversarialBytes(rng, 8);
+        if (Uniform(rng, 0, 1)) op.add = Dot{rng(), Uniform(rng, 1, ~0ull)};
+        for (int k = 0, m = Uniform(rng, 0, 3); k < m; ++k) {
+          op.context.push_back(Dot{rng(), Uniform(rng, 1, ~0ull)});
+        }
+        d.ops.push_back(op);
+      }
+      std::string enc = d.Encode();
+      auto back = Delta::Decode(enc);
+      REQUIRE(back.ok());
+      REQUIRE(*back == d);
+      for (size_t len = 0; len < enc.size(); ++len) {
+        REQUIRE_FALSE(Delta::Decode(enc.substr(0, len)).ok());
+      }
+      REQUIRE_FALSE(Delta::Decode(enc + "x").ok());
+      // Bit flips: an error or some valid delta, never a crash.
+      std::string flipped = enc;
+      flipped[Uniform(rng, 0, flipped.size() - 1)] ^=
+          static_cast<char>(1 << Uniform(rng, 0, 7));
+      (void)Delta::Decode(flipped);
+    }
+    for (int i = 0; i < 2000; ++i) {
+      std::string junk = AdversarialBytes(rng, 64);
+      if (!junk.empty() && Uniform(rng, 0, 1)) junk[0] = 1;
+      auto d = Delta::Decode(junk);
+      if (!d.ok()) continue;
+      auto again = Delta::Decode(d->Encode());
+      REQUIRE(again.ok());
+      REQUIRE(*again == *d);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bigset
