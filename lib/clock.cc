@@ -405,10 +405,15 @@ bool Clock::Descends(const Clock& other) const {
       if (!mine->Includes(e.counters)) return false;
       continue;
     }
+    // Part of their cloud lies within our base: walk both clouds, skipping
+    // their runs that the base covers.
+    auto a = mine->begin();
     for (const auto& [lo, hi] : e.counters) {
       if (hi <= base) continue;
       // base + 1 is never in our cloud, so a run reaching it is not seen.
-      if (lo <= base + 1 || !mine->ContainsRange(lo, hi)) return false;
+      if (lo <= base + 1) return false;
+      while (a != mine->end() && a->second < lo) ++a;
+      if (a == mine->end() || a->first > lo || a->second < hi) return false;
     }
   }
   return true;

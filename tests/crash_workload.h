@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bigset/delta.h"
 #include "bigset/replica.h"
 
@@ -44,7 +45,7 @@ inline CrashUpdate NextCrashUpdate(uint64_t seed, int round, int index,
   int n = 1 + static_cast<int>(rng() % 4);
   std::set<std::string> used;  // One op per element per update.
   for (int i = 0; i < n; ++i) {
-    std::string element = "e" + std::to_string(rng() % 40);
+    std::string element = absl::StrCat("e", rng() % 40);
     if (!used.insert(element).second) continue;
     std::vector<Dot> context;
     if (set_it != values.end()) {

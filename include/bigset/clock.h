@@ -61,9 +61,11 @@ class BIGSET_EXPORT Clock {
   void AddDot(Dot dot);
   void AddDots(std::span<const Dot> dots);
 
-  // Join: this = this ∪ other.
+  // Join: this = this ∪ other. Linear in the runs of both clocks (a cloud
+  // much smaller than ours is merged run by run, O(m log n)).
   void Merge(const Clock& other);
   // True iff every dot of `other` is seen by this clock (this ⊇ other).
+  // O(actors + runs).
   bool Descends(const Clock& other) const;
 
   // Dots in both `a` and `b`.
@@ -101,7 +103,7 @@ class BIGSET_EXPORT Clock {
   void ForEachDot(Fn&& fn) const;
 
   // True iff the normalisation invariants hold (always, unless there is a
-  // bug). For tests and debug checks. O(actors).
+  // bug). For tests and debug checks. O(actors + runs).
   bool IsNormalized() const;
 
   // "{ab:10, cd:3+[5, 7..9], ef:0+[2]}" (actors in hex, base, then cloud).
@@ -126,8 +128,12 @@ class BIGSET_EXPORT Clock {
   //   kind 1, BITMAP: count >= 1 bytes. varint (start - cursor), then count
   //                   bytes; bit i (LSB first) set means counter start + i
   //                   is seen. Bit 0 and the last byte are non-zero.
-  // The encoder picks, for each window of 4096 counters, whichever kind is
-  // smaller, and runs in O(runs + bitmap bytes).
+  // The encoder splits the runs into windows of at most 4096 counters (a
+  // window starts at the first run not yet placed; a run crossing its end
+  // starts the next window, so runs are never split), codes each window as
+  // whichever kind is smaller, merges adjacent RUNS windows, and extends a
+  // BITMAP segment over the next window when cheaper than a new segment.
+  // O(runs + bitmap bytes).
   void EncodeTo(std::string* dst) const;
   std::string Encode() const {
     std::string s;

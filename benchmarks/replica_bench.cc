@@ -1,0 +1,372 @@
+// Replica benchmarks against their baselines, measured in the same run:
+//   - raw LevelDB doing the same physical work (two keys per insert, one
+//     ordered scan, one point read), with the same options;
+//   - the one-value ORSWOT (the whole set in one LevelDB value).
+// Single thread, sync off, 16-byte random elements, databases on disk under
+// $BIGSET_BENCH_DIR (default: the system temp directory).
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "bigset/comparator.h"
+#include "bigset/leveldb_store.h"
+#include "bigset/replica.h"
+#include "coding.h"
+#include "leveldb/cache.h"
+#include "leveldb/db.h"
+#include "leveldb/filter_policy.h"
+#include "leveldb/write_batch.h"
+#include "onevalue_orswot.h"
+
+namespace bigset::bench {
+namespace {
+
+using Rng = std::mt19937_64;
+
+constexpr char kSet[] = "benchmark-set";
+
+// A database directory removed when the benchmark is done with it.
+class BenchDir {
+ public:
+  BenchDir() {
+    const char* base = std::getenv("BIGSET_BENCH_DIR");
+    static int counter = 0;
+    path_ = std::filesystem::path(base != nullptr
+                                      ? base
+                                      : std::filesystem::temp_directory_path()) /
+            ("bigset_bench_" + std::to_string(::getpid()) + "_" +
+             std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+  }
+  ~BenchDir() { std::filesystem::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string RandomElement(Rng& rng) {
+  std::string e(16, '\0');
+  uint64_t a = rng(), b = rng();
+  std::memcpy(e.data(), &a, 8);
+  std::memcpy(e.data() + 8, &b, 8);
+  return e;
+}
+
+void Check(const absl::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "benchmark failed: %s\n", std::string(s.ToString()).c_str());
+    std::abort();
+  }
+}
+
+void Check(const leveldb::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "benchmark failed: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+}
+
+// ---- bigset
+
+struct BigsetDb {
+  BenchDir dir;
+  std::unique_ptr<LevelDbStore> store;
+  std::unique_ptr<Replica> replica;
+  std::vector<std::string> elements;  // Kept only when asked for.
+};
+
+std::unique_ptr<BigsetDb> MakeBigset(uint64_t n, bool keep_elements) {
+  auto db = std::make_unique<BigsetDb>();
+  auto store = LevelDbStore::Open(db->dir.str(), LevelDbStoreOptions());
+  Check(store.status());
+  db->store = std::move(*store);
+  auto replica = Replica::Open(db->store.get(), ReplicaOptions());
+  Check(replica.status());
+  db->replica = std::move(*replica);
+  Rng rng(n);
+  std::vector<UpdateOp> ops;
+  for (uint64_t i = 0; i < n; ++i) {
+    ops.push_back(UpdateOp::Add(RandomElement(rng)));
+    if (keep_elements) db->elements.push_back(ops.back().element);
+    if (ops.size() == 1000 || i + 1 == n) {
+      Check(db->replica->Update(kSet, ops).status());
+      ops.clear();
+    }
+  }
+  return db;
+}
+
+// ---- raw LevelDB: the same physical work with no bigset logic.
+
+struct RawDb {
+  BenchDir dir;
+  std::unique_ptr<leveldb::Cache> cache;
+  std::unique_ptr<const leveldb::FilterPolicy> filter;
+  std::unique_ptr<leveldb::DB> db;
+  uint64_t counter = 0;
+  std::vector<std::string> keys;  // Kept only when asked for.
+};
+
+// Same tuning as LevelDbStoreOptions' defaults, bytewise comparator.
+std::unique_ptr<RawDb> OpenRaw() {
+  auto raw = std::make_unique<RawDb>();
+  LevelDbStoreOptions defaults;
+  raw->cache.reset(leveldb::NewLRUCache(defaults.block_cache_bytes));
+  raw->filter.reset(leveldb::NewBloomFilterPolicy(defaults.bloom_bits_per_key));
+  leveldb::Options o;
+  o.create_if_missing = true;
+  o.block_cache = raw->cache.get();
+  o.filter_policy = raw->filter.get();
+  o.write_buffer_size = defaults.write_buffer_bytes;
+  o.block_size = defaults.block_size;
+  o.max_file_size = defaults.max_file_size;
+  o.max_open_files = defaults.max_open_files;
+  leveldb::DB* db = nullptr;
+  Check(leveldb::DB::Open(o, raw->dir.str(), &db));
+  raw->db.reset(db);
+  return raw;
+}
+
+// An element key as bigset lays it out (set, element, actor, counter), in a
+// plain bytewise namespace.
+std::string RawElementKey(const std::string& element, uint64_t counter) {
+  std::string k = "e/";
+  k += kSet;
+  k += '/';
+  k += element;
+  coding::PutFixed64BE(&k, 0x1234567890abcdefull);
+  coding::PutFixed64BE(&k, counter);
+  return k;
+}
+
+const std::string& RawClockKey() {
+  static const std::string* k = new std::string(std::string("c/") + kSet);
+  return *k;
+}
+
+// One insert: the "clock" and the element key in one batch, like bigset.
+void RawInsert(RawDb& raw, const std::string& element) {
+  leveldb::WriteBatch batch;
+  std::string clock_value(12, 'c');
+  std::memcpy(clock_value.data(), &raw.counter, 8);
+  ++raw.counter;
+  batch.Put(RawClockKey(), clock_value);
+  batch.Put(RawElementKey(element, raw.counter), "");
+  Check(raw.db->Write(leveldb::WriteOptions(), &batch));
+}
+
+std::unique_ptr<RawDb> MakeRaw(uint64_t n, bool keep_keys) {
+  auto raw = OpenRaw();
+  Rng rng(n);
+  leveldb::WriteBatch batch;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string key = RawElementKey(RandomElement(rng), ++raw->counter);
+    batch.Put(key, "");
+    if (keep_keys) raw->keys.push_back(key);
+    if ((i + 1) % 1000 == 0 || i + 1 == n) {
+      batch.Put(RawClockKey(), std::string(12, 'c'));
+      Check(raw->db->Write(leveldb::WriteOptions(), &batch));
+      batch.Clear();
+    }
+  }
+  return raw;
+}
+
+// ---- one value
+
+struct OneValueDb {
+  std::unique_ptr<RawDb> raw = OpenRaw();
+};
+
+std::unique_ptr<OneValueDb> MakeOneValue(uint64_t n) {
+  auto db = std::make_unique<OneValueDb>();
+  OneValueOrswot set;
+  Rng rng(n);
+  for (uint64_t i = 0; i < n; ++i) Check(set.Add(1, RandomElement(rng)));
+  Check(db->raw->db->Put(leveldb::WriteOptions(), kSet, set.Encode()));
+  return db;
+}
+
+void OneValueInsert(OneValueDb& db, const std::string& element) {
+  std::string value;
+  Check(db.raw->db->Get(leveldb::ReadOptions(), kSet, &value));
+  auto set = OneValueOrswot::Decode(value);
+  Check(set.status());
+  Check(set->Add(1, element));
+  Check(db.raw->db->Put(leveldb::WriteOptions(), kSet, set->Encode()));
+}
+
+// ---- BM_InsertLatency: mean time per insert into a set of N elements.
+// A fixed number of inserts (at most N, so the set at most doubles).
+
+void InsertLatencyBigset(benchmark::State& state) {
+  const uint64_t n = static_cast<uint64_t>(state.range(0));
+  auto db = MakeBigset(n, false);
+  Rng rng(~n);
+  for (auto _ : state) {
+    UpdateOp op = UpdateOp::Add(RandomElement(rng));
+    Check(db->replica->Update(kSet, std::span(&op, 1)).status());
+  }
+  state.counters["cardinality"] = static_cast<double>(n);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void InsertLatencyRaw(benchmark::State& state) {
+  const uint64_t n = static_cast<uint64_t>(state.range(0));
+  auto raw = MakeRaw(n, false);
+  Rng rng(~n);
+  for (auto _ : state) RawInsert(*raw, RandomElement(rng));
+  state.counters["cardinality"] = static_cast<double>(n);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void InsertLatencyOneValue(benchmark::State& state) {
+  const uint64_t n = static_cast<uint64_t>(state.range(0));
+  auto db = MakeOneValue(n);
+  Rng rng(~n);
+  for (auto _ : state) OneValueInsert(*db, RandomElement(rng));
+  state.counters["cardinality"] = static_cast<double>(n);
+  state.SetItemsProcessed(state.iterations());
+}
+
+// ---- BM_InsertThroughput: inserts per second into one growing set.
+
+void InsertThroughputBigset(benchmark::State& state) {
+  auto db = MakeBigset(0, false);
+  Rng rng(3);
+  for (auto _ : state) {
+    UpdateOp op = UpdateOp::Add(RandomElement(rng));
+    Check(db->replica->Update(kSet, std::span(&op, 1)).status());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void InsertThroughputRaw(benchmark::State& state) {
+  auto raw = OpenRaw();
+  Rng rng(3);
+  for (auto _ : state) RawInsert(*raw, RandomElement(rng));
+  state.SetItemsProcessed(state.iterations());
+}
+
+// ---- Reads of a 1,000,000-element set, shared by the read benchmarks.
+
+constexpr uint64_t kReadSize = 1000000;
+
+BigsetDb& SharedBigset() {
+  static BigsetDb* db = MakeBigset(kReadSize, true).release();
+  return *db;
+}
+
+RawDb& SharedRaw() {
+  static RawDb* db = MakeRaw(kReadSize, true).release();
+  return *db;
+}
+
+void FullReadBigset(benchmark::State& state) {
+  BigsetDb& db = SharedBigset();
+  uint64_t elements = 0;
+  for (auto _ : state) {
+    auto reader = db.replica->Read(kSet);
+    Check(reader.status());
+    std::vector<ElementDots> chunk;
+    while (true) {
+      auto more = (*reader)->Next(&chunk);
+      Check(more.status());
+      if (!*more) break;
+      elements += chunk.size();
+    }
+  }
+  if (elements != kReadSize * state.iterations()) std::abort();
+  state.SetItemsProcessed(static_cast<int64_t>(elements));
+}
+
+void FullReadRaw(benchmark::State& state) {
+  RawDb& raw = SharedRaw();
+  uint64_t elements = 0;
+  std::string prefix = std::string("e/") + kSet + "/";
+  for (auto _ : state) {
+    leveldb::ReadOptions ro;
+    ro.fill_cache = false;
+    std::unique_ptr<leveldb::Iterator> it(raw.db->NewIterator(ro));
+    size_t bytes = 0;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+         it->Next()) {
+      bytes += it->key().size() + it->value().size();
+      ++elements;
+    }
+    Check(it->status());
+    benchmark::DoNotOptimize(bytes);
+  }
+  if (elements != kReadSize * state.iterations()) std::abort();
+  state.SetItemsProcessed(static_cast<int64_t>(elements));
+}
+
+void ContainsBigset(benchmark::State& state) {
+  BigsetDb& db = SharedBigset();
+  Rng rng(5);
+  for (auto _ : state) {
+    const std::string& e = db.elements[rng() % db.elements.size()];
+    auto dots = db.replica->Contains(kSet, e);
+    if (!dots.ok() || dots->empty()) std::abort();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void GetRaw(benchmark::State& state) {
+  RawDb& raw = SharedRaw();
+  Rng rng(5);
+  std::string value;
+  for (auto _ : state) {
+    const std::string& k = raw.keys[rng() % raw.keys.size()];
+    Check(raw.db->Get(leveldb::ReadOptions(), k, &value));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+const int kRegistered = [] {
+  for (int64_t n : {1000, 10000, 100000, 1000000}) {
+    const std::string suffix = "/cardinality:" + std::to_string(n);
+    const int64_t iters = std::min<int64_t>(n, 10000);
+    benchmark::RegisterBenchmark(("BM_InsertLatency/bigset" + suffix).c_str(),
+                                 InsertLatencyBigset)
+        ->Arg(n)->Iterations(iters)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("BM_InsertLatency/rawleveldb" + suffix).c_str(),
+                                 InsertLatencyRaw)
+        ->Arg(n)->Iterations(iters)->Unit(benchmark::kMicrosecond);
+    if (n <= 100000) {
+      benchmark::RegisterBenchmark(("BM_InsertLatency/onevalue" + suffix).c_str(),
+                                   InsertLatencyOneValue)
+          ->Arg(n)->Iterations(100)->Unit(benchmark::kMicrosecond);
+    }
+  }
+  benchmark::RegisterBenchmark("BM_InsertThroughput/bigset",
+                               InsertThroughputBigset)
+      ->Iterations(200000)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_InsertThroughput/rawleveldb",
+                               InsertThroughputRaw)
+      ->Iterations(200000)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_FullRead/bigset/1000000", FullReadBigset)
+      ->Iterations(3)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_FullRead/rawleveldb/1000000", FullReadRaw)
+      ->Iterations(3)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_Contains/bigset/1000000", ContainsBigset)
+      ->Iterations(200000);
+  benchmark::RegisterBenchmark("BM_Get/rawleveldb/1000000", GetRaw)
+      ->Iterations(200000);
+  return 0;
+}();
+
+}  // namespace
+}  // namespace bigset::bench
