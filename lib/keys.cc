@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "coding.h"
+#include "keys_internal.h"
 #include "string_view_compat.h"
 
 namespace bigset {
@@ -328,6 +329,26 @@ absl::Status DecodeKey(std::string_view key, ParsedKey* out) {
   if (!in.empty()) return Malformed(key, "trailing bytes");
   return absl::OkStatus();
 }
+
+namespace internal {
+
+size_t ElementKeyPrefixLength(std::string_view set) {
+  // magic, version, keyspace, section, escaped set + terminator, kind.
+  size_t nuls = 0;
+  for (char c : set) nuls += c == '\0';
+  return 1 + 1 + 4 + 1 + set.size() + nuls + 2 + 1;
+}
+
+bool DecodeElementKeyAfterPrefix(std::string_view key, size_t prefix_len,
+                                 std::string_view* element,
+                                 std::string* storage, Dot* dot) {
+  if (key.size() < prefix_len + 2 + 16) return false;
+  coding::Reader in(key.substr(prefix_len));
+  return GetEscaped(&in, element, storage) && in.GetFixed64BE(&dot->actor) &&
+         in.GetFixed64BE(&dot->counter) && in.empty();
+}
+
+}  // namespace internal
 
 std::string KeyDebugString(std::string_view key) {
   auto hex = [](std::string_view s) {

@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "clock_cache.h"
 #include "coding.h"
+#include "keys_internal.h"
 #include "set_state.h"
 #include "string_view_compat.h"
 
@@ -73,55 +74,60 @@ struct Replica::Stripe {
 // Streams one set's elements from a snapshot (see set_reader.h).
 class Replica::Reader final : public SetReader {
  public:
-  Reader(View view, std::unique_ptr<Iterator> it, size_t batch_size)
-      : view_(std::move(view)), it_(std::move(it)), batch_size_(batch_size) {
+  Reader(View view, std::unique_ptr<Iterator> it, size_t prefix_len,
+         size_t batch_size)
+      : view_(std::move(view)),
+        it_(std::move(it)),
+        prefix_len_(prefix_len),
+        batch_size_(batch_size),
+        filter_(!view_.tombstone.empty()) {
     it_->SeekToFirst();
   }
 
   const Clock& clock() const override { return view_.clock; }
 
   absl::StatusOr<bool> Next(std::vector<ElementDots>* chunk) override {
-    chunk->clear();
-    ParsedKey key;
+    // Reuse the caller's ElementDots (their strings and vectors keep their
+    // capacity), so a steady read allocates nothing per element.
+    size_t n = 0;
+    ElementDots* current = nullptr;
+    std::string_view element;
+    Dot dot;
     while (it_->Valid()) {
-      absl::Status s = DecodeKey(it_->key(), &key);
-      if (!s.ok() || key.kind != KeyKind::kElement) {
+      if (!internal::DecodeElementKeyAfterPrefix(it_->key(), prefix_len_,
+                                                 &element, &scratch_, &dot)) {
         return absl::DataLossError(
-            absl::StrCat("bad element key in set read: ", s.message()));
+            absl::StrCat("bad element key in set read: ",
+                         Printable(it_->key())));
       }
-      if (view_.tombstone.Seen(key.dot)) {
+      if (filter_ && view_.tombstone.Seen(dot)) {
         it_->Next();
         continue;
       }
-      if (!have_current_ || key.element != current_.element) {
-        if (have_current_) {
-          chunk->push_back(std::move(current_));
-          have_current_ = false;
-          // Stop before consuming the next element's first key: the next
-          // call starts with it.
-          if (chunk->size() >= batch_size_) return true;
-        }
-        current_.element.assign(key.element);
-        current_.dots.clear();
-        have_current_ = true;
+      if (current == nullptr || element != current->element) {
+        // Stop before consuming the next element's first key: the next
+        // call starts with it.
+        if (n == batch_size_) break;
+        if (n == chunk->size()) chunk->emplace_back();
+        current = &(*chunk)[n++];
+        current->element.assign(element);
+        current->dots.clear();
       }
-      current_.dots.push_back(key.dot);
+      current->dots.push_back(dot);
       it_->Next();
     }
+    chunk->resize(n);
     BIGSET_RETURN_IF_ERROR(it_->status());
-    if (have_current_) {
-      chunk->push_back(std::move(current_));
-      have_current_ = false;
-    }
-    return !chunk->empty();
+    return n > 0;
   }
 
  private:
   View view_;
   std::unique_ptr<Iterator> it_;
+  const size_t prefix_len_;
   const size_t batch_size_;
-  ElementDots current_;
-  bool have_current_ = false;
+  const bool filter_;  // Whether the tombstone has any dot.
+  std::string scratch_;
 };
 
 Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor)
@@ -442,7 +448,8 @@ absl::StatusOr<std::unique_ptr<SetReader>> Replica::Read(
   ro.fill_cache = options.fill_cache;
   auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
   return std::unique_ptr<SetReader>(
-      new Reader(std::move(*view), std::move(it), options.batch_size));
+      new Reader(std::move(*view), std::move(it),
+                 internal::ElementKeyPrefixLength(set), options.batch_size));
 }
 
 absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
