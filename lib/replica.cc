@@ -75,16 +75,25 @@ struct Replica::Stripe {
 class Replica::Reader final : public SetReader {
  public:
   Reader(View view, std::unique_ptr<Iterator> it, size_t prefix_len,
-         size_t batch_size)
+         const std::string& seek, std::optional<std::string> end,
+         bool end_inclusive, size_t batch_size)
       : view_(std::move(view)),
         it_(std::move(it)),
         prefix_len_(prefix_len),
+        end_(std::move(end)),
+        end_inclusive_(end_inclusive),
         batch_size_(batch_size),
         filter_(!view_.tombstone.empty()) {
-    it_->SeekToFirst();
+    if (seek.empty()) {
+      it_->SeekToFirst();
+    } else {
+      it_->Seek(seek);
+    }
   }
 
   const Clock& clock() const override { return view_.clock; }
+
+  bool AtEnd() const override { return past_end_ || !it_->Valid(); }
 
   absl::StatusOr<bool> Next(std::vector<ElementDots>* chunk) override {
     // Reuse the caller's ElementDots (their strings and vectors keep their
@@ -93,12 +102,19 @@ class Replica::Reader final : public SetReader {
     ElementDots* current = nullptr;
     std::string_view element;
     Dot dot;
-    while (it_->Valid()) {
+    while (!past_end_ && it_->Valid()) {
       if (!internal::DecodeElementKeyAfterPrefix(it_->key(), prefix_len_,
                                                  &element, &scratch_, &dot)) {
         return absl::DataLossError(
             absl::StrCat("bad element key in set read: ",
                          Printable(it_->key())));
+      }
+      if (end_.has_value()) {
+        int c = element.compare(*end_);
+        if (c > 0 || (c == 0 && !end_inclusive_)) {
+          past_end_ = true;
+          break;
+        }
       }
       if (filter_ && view_.tombstone.Seen(dot)) {
         it_->Next();
@@ -125,8 +141,11 @@ class Replica::Reader final : public SetReader {
   View view_;
   std::unique_ptr<Iterator> it_;
   const size_t prefix_len_;
+  const std::optional<std::string> end_;
+  const bool end_inclusive_;
   const size_t batch_size_;
   const bool filter_;  // Whether the tombstone has any dot.
+  bool past_end_ = false;
   std::string scratch_;
 };
 
@@ -174,7 +193,8 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
           absl::StrCat("keyspace ", options.keyspace,
                        " holds set data but no actor id"));
     }
-    actor = NewActorId();
+    actor = options.actor_id_source ? options.actor_id_source() : NewActorId();
+    if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
     value.clear();
     value.push_back(static_cast<char>(kActorFormatVersion));
     coding::PutFixed64BE(&value, actor);
@@ -447,9 +467,15 @@ absl::StatusOr<std::unique_ptr<SetReader>> Replica::Read(
   ro.snapshot = view->snapshot.get();
   ro.fill_cache = options.fill_cache;
   auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
-  return std::unique_ptr<SetReader>(
-      new Reader(std::move(*view), std::move(it),
-                 internal::ElementKeyPrefixLength(set), options.batch_size));
+  std::string seek;
+  if (options.start.has_value()) {
+    seek = options.start_inclusive
+               ? ElementSeekKey(options_.keyspace, set, *options.start)
+               : ElementRange(options_.keyspace, set, *options.start).limit;
+  }
+  return std::unique_ptr<SetReader>(new Reader(
+      std::move(*view), std::move(it), internal::ElementKeyPrefixLength(set),
+      seek, options.end, options.end_inclusive, options.batch_size));
 }
 
 absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
@@ -461,8 +487,9 @@ absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
 }
 
 absl::StatusOr<Membership> Replica::ContainsAll(
-    std::string_view set, std::span<const std::string> elements) {
-  absl::StatusOr<View> view = OpenView(set, /*with_clock=*/false);
+    std::string_view set, std::span<const std::string> elements,
+    Clock* clock) {
+  absl::StatusOr<View> view = OpenView(set, /*with_clock=*/clock != nullptr);
   if (!view.ok()) return view.status();
   ReadOptions ro;
   ro.snapshot = view->snapshot.get();
@@ -474,6 +501,7 @@ absl::StatusOr<Membership> Replica::ContainsAll(
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return elements[a] < elements[b];
   });
+  if (clock != nullptr) *clock = std::move(view->clock);
   Membership result;
   result.elements.resize(elements.size());
   result.all_present = true;
@@ -595,6 +623,27 @@ absl::StatusOr<Clock> Replica::GetClock(std::string_view set) {
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   return (*loaded)->clock;
+}
+
+absl::StatusOr<std::vector<std::string>> Replica::ListSets(
+    std::optional<std::string> after, size_t limit) {
+  auto it = store_->NewIterator(ReadOptions(), AllSetsRange(options_.keyspace));
+  if (after.has_value()) {
+    it->Seek(SetRange(options_.keyspace, *after).limit);
+  } else {
+    it->SeekToFirst();
+  }
+  std::vector<std::string> sets;
+  ParsedKey key;
+  while (it->Valid() && (limit == 0 || sets.size() < limit)) {
+    absl::Status s = DecodeKey(it->key(), &key);
+    if (!s.ok()) return absl::DataLossError(s.message());
+    sets.emplace_back(key.set);
+    // Jump past every key of this set.
+    it->Seek(SetRange(options_.keyspace, key.set).limit);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  return sets;
 }
 
 absl::StatusOr<SetStats> Replica::GetSetStats(std::string_view set) {

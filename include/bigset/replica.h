@@ -25,8 +25,10 @@
 #define BIGSET_REPLICA_H_
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,6 +83,10 @@ struct ReplicaOptions {
   int lock_stripes = 64;
   // fsync every write before acknowledging it.
   bool sync_writes = false;
+  // Generates the actor id of a new keyspace; empty means random (from
+  // std::random_device). A simulator injects a seeded source here so that
+  // the same seed gives the same run. Must not return 0.
+  std::function<ActorId()> actor_id_source;
 };
 
 class SetState;
@@ -126,9 +132,11 @@ class BIGSET_EXPORT Replica {
   // The dots of `element` (empty if absent): one seek.
   absl::StatusOr<std::vector<Dot>> Contains(std::string_view set,
                                             std::string_view element);
-  // Membership of many elements (a subset query), from one snapshot.
-  absl::StatusOr<Membership> ContainsAll(
-      std::string_view set, std::span<const std::string> elements);
+  // Membership of many elements (a subset query), from one snapshot. If
+  // `clock` is not null it receives the set-clock of that same snapshot.
+  absl::StatusOr<Membership> ContainsAll(std::string_view set,
+                                         std::span<const std::string> elements,
+                                         Clock* clock = nullptr);
   // Elements in a range, paged by `limit` and continuation tokens.
   absl::StatusOr<RangeResult> Range(std::string_view set,
                                     const RangeQuery& query);
@@ -141,6 +149,12 @@ class BIGSET_EXPORT Replica {
 
   // The set's clock as of now (a copy).
   absl::StatusOr<Clock> GetClock(std::string_view set);
+
+  // Names of the sets in this keyspace, ascending: those after `after` (all
+  // if absent), at most `limit` of them (0: no limit). Seeks from set to
+  // set; never scans a set's elements.
+  absl::StatusOr<std::vector<std::string>> ListSets(
+      std::optional<std::string> after, size_t limit);
 
   // Scans the whole keyspace and reports every inconsistency without
   // changing anything: element keys whose dot the set-clock has not seen,

@@ -14,6 +14,8 @@
 #define BIGSET_SET_READER_H_
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +31,12 @@ struct SetReadOptions {
   // Whether the scan populates the block cache. Off by default so that a
   // full read does not evict the working set of inserts and queries.
   bool fill_cache = false;
+  // Optional element bounds: read only elements e with
+  // start <(=) e <(=) end. Absent bounds are unbounded.
+  std::optional<std::string> start;
+  std::optional<std::string> end;
+  bool start_inclusive = true;
+  bool end_inclusive = false;
 };
 
 class BIGSET_EXPORT SetReader {
@@ -42,6 +50,11 @@ class BIGSET_EXPORT SetReader {
   // Replaces *chunk with the next up to batch_size elements. Returns false,
   // with *chunk empty, once the set is exhausted. DataLoss on corruption.
   virtual absl::StatusOr<bool> Next(std::vector<ElementDots>* chunk) = 0;
+
+  // True if the set is known to be exhausted: the next Next would return
+  // false. (False does not promise more elements: the rest may all be
+  // removed.)
+  virtual bool AtEnd() const = 0;
 };
 
 }  // namespace bigset

@@ -1,0 +1,153 @@
+// Node: one member of a bigset cluster.
+//
+// A node hosts the replicas of the partitions the ring gives it (all in one
+// store, keyspace = partition; see docs/ARCHITECTURE.md for why), answers
+// messages from coordinators, and coordinates clients' requests:
+//
+//   - writes: a replica of the set's preference list coordinates the update
+//     (this node if it is one, else the first that answers), the delta is
+//     replicated to the other N-1, and the client is answered after W
+//     durable acknowledgements;
+//   - reads and queries: all N replicas are asked, the first R clocks win,
+//     the others are told to stop, and the R streams are merged in element
+//     order with bounded buffering and back-pressure; every difference found
+//     is repaired on the replicas that lack it.
+//
+// A node is a state machine driven by Receive() and by its Scheduler's
+// timers; it has no threads. Thread-safety: not thread-safe: the embedder
+// calls Receive, the client methods and the timers' callbacks from one
+// thread (or serialises them). Callbacks run on that thread.
+
+#ifndef BIGSET_NODE_H_
+#define BIGSET_NODE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bigset/clock.h"
+#include "bigset/delta.h"
+#include "bigset/element_dots.h"
+#include "bigset/export.h"
+#include "bigset/message.h"
+#include "bigset/query.h"
+#include "bigset/replica.h"
+#include "bigset/ring.h"
+#include "bigset/store.h"
+#include "bigset/transport.h"
+
+namespace bigset {
+
+struct NodeOptions {
+  // Memory for cached set-clocks, shared by the node's replicas.
+  size_t clock_cache_bytes = 64 << 20;
+  bool sync_writes = false;
+  // See ReplicaOptions::actor_id_source.
+  std::function<ActorId()> actor_id_source;
+  // A fold nobody acknowledged for this long is dropped (its coordinator
+  // is presumed gone), releasing its snapshot.
+  uint64_t fold_idle_timeout_micros = 30'000'000;
+};
+
+struct ClusterWriteOptions {
+  int w = 2;  // Durable acknowledgements before success (coordinator's too).
+  uint64_t timeout_micros = 2'000'000;
+  // Retransmit interval for unacknowledged messages.
+  uint64_t retry_micros = 200'000;
+};
+
+struct ClusterReadOptions {
+  int r = 2;                // Replies whose clocks are merged.
+  bool notfound_ok = true;  // An empty replica counts towards R.
+  uint32_t batch_size = 1000;
+  bool read_repair = true;
+  uint64_t timeout_micros = 2'000'000;  // Without progress.
+  uint64_t retry_micros = 200'000;
+};
+
+// Receives a streaming read, in order: OnClock once, OnChunk zero or more
+// times, OnDone once (also on error, possibly before OnClock).
+class BIGSET_EXPORT ReadHandler {
+ public:
+  virtual ~ReadHandler();
+  // The join of the R clocks: the context of the whole read.
+  virtual void OnClock(const Clock& clock) = 0;
+  // Merged elements, ascending, each with its surviving dots. Nothing more
+  // arrives until `next` is called (it may be called later, from the
+  // thread that drives the node).
+  virtual void OnChunk(std::vector<ElementDots> elements,
+                       std::function<void()> next) = 0;
+  virtual void OnDone(absl::Status status) = 0;
+};
+
+class BIGSET_EXPORT Node {
+ public:
+  // REQUIRES: `store`, `transport` and `scheduler` outlive the node; `id` is
+  // one of ring's nodes.
+  static absl::StatusOr<std::unique_ptr<Node>> Open(NodeId id, const Ring& ring,
+                                                    Store* store,
+                                                    Transport* transport,
+                                                    Scheduler* scheduler,
+                                                    const NodeOptions& options);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  NodeId id() const;
+
+  // Hands a message that arrived from `from` to the node. Malformed bytes
+  // are counted and dropped.
+  void Receive(NodeId from, std::string_view bytes);
+
+  // ---- Client API (asynchronous).
+  void Update(std::string_view set, std::vector<UpdateOp> ops,
+              const ClusterWriteOptions& options,
+              std::function<void(absl::StatusOr<Delta>)> done);
+  // Streams the whole set (or the bounds in `bounds`; its limit and
+  // continuation are ignored).
+  void Read(std::string_view set, const ClusterReadOptions& options,
+            ReadHandler* handler, const RangeQuery* bounds = nullptr);
+  void ContainsAll(std::string_view set, std::vector<std::string> elements,
+                   const ClusterReadOptions& options,
+                   std::function<void(absl::StatusOr<Membership>)> done);
+  void Range(std::string_view set, const RangeQuery& query,
+             const ClusterReadOptions& options,
+             std::function<void(absl::StatusOr<RangeResult>)> done);
+  void Count(std::string_view set, const ClusterReadOptions& options,
+             std::function<void(absl::StatusOr<uint64_t>)> done);
+
+  // The local replica of `partition`, opened on first use; nullptr if the
+  // ring does not place one here or it failed to open.
+  Replica* LocalReplica(uint32_t partition);
+
+  struct Stats {
+    uint64_t messages_received = 0;
+    uint64_t malformed_messages = 0;
+    uint64_t repairs_sent = 0;
+    uint64_t repair_ops_sent = 0;
+    uint64_t repairs_applied = 0;
+    uint64_t retransmits = 0;
+    // Writes that gave up on a silent coordinating replica and asked the
+    // next one (the first may still have applied the update).
+    uint64_t coordinator_switches = 0;
+    // Update requests answered from the reply cache (retransmissions).
+    uint64_t duplicate_updates = 0;
+  };
+  Stats stats() const;
+
+  class Impl;
+
+ private:
+  explicit Node(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_NODE_H_

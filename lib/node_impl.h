@@ -1,0 +1,240 @@
+// Node::Impl and the coordinator state machines it runs. Internal header.
+//
+// Layout of the implementation:
+//   node.cc      message dispatch, hosted replicas, the replica side of
+//                every protocol (updates, replication, folds, queries,
+//                repairs);
+//   write_op.cc  the write coordinator (N, W);
+//   read_op.cc   the read coordinator (R-way streaming merge, range,
+//                count) and the membership query coordinator.
+
+#ifndef BIGSET_LIB_NODE_IMPL_H_
+#define BIGSET_LIB_NODE_IMPL_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bigset/node.h"
+#include "read_merge.h"
+
+namespace bigset {
+
+// The write coordinator of one client update.
+class WriteOp {
+ public:
+  WriteOp(Node::Impl* node, uint64_t id, std::string set,
+          std::vector<UpdateOp> ops, const ClusterWriteOptions& options,
+          std::function<void(absl::StatusOr<Delta>)> done);
+  void Start();
+  void OnUpdateReply(NodeId from, Message& m);
+  void OnReplicateAck(NodeId from, const Message& m);
+  void OnTimer();
+
+ private:
+  void SendUpdate();
+  void SendReplicate(NodeId to);
+  void MaybeFinish();
+  // Answers the client and forgets this write.
+  void Finish(absl::StatusOr<Delta> result);
+  // Answers the client; the write goes on replicating.
+  void Reply(absl::StatusOr<Delta> result);
+
+  Node::Impl* node_;
+  const uint64_t id_;
+  const std::string set_;
+  const uint32_t partition_;
+  std::vector<NodeId> preference_;
+  std::vector<NodeId> candidates_;  // Coordinating replica candidates.
+  size_t attempt_ = 0;
+  std::vector<UpdateOp> ops_;
+  const ClusterWriteOptions options_;
+  std::function<void(absl::StatusOr<Delta>)> done_;
+  std::optional<Delta> delta_;
+  NodeId coordinator_ = 0;
+  std::set<NodeId> acked_;
+  uint64_t deadline_ = 0;
+};
+
+// Where a read coordinator sends merged elements.
+class ReadSink {
+ public:
+  virtual ~ReadSink() = default;
+  virtual void OnClock(const Clock& clock) = 0;
+  // Returns true to continue at once; false to wait for `next`.
+  virtual bool OnChunk(std::vector<ElementDots> elements,
+                       std::function<void()> next) = 0;
+  virtual void OnDone(absl::Status status) = 0;
+};
+
+// The read coordinator of one streaming read, range query or count.
+class ReadOp {
+ public:
+  ReadOp(Node::Impl* node, uint64_t id, std::string set,
+         const ClusterReadOptions& options, std::optional<std::string> start,
+         bool start_inclusive, std::optional<std::string> end,
+         bool end_inclusive, size_t limit, std::unique_ptr<ReadSink> sink);
+  void Start();
+  void OnClock(NodeId from, Message& m);
+  void OnChunk(NodeId from, Message& m);
+  void OnTimer();
+
+ private:
+  enum class SlotState { kAsked, kNotFound, kAccepted, kStopped, kFailed };
+  struct Slot {
+    NodeId node = 0;
+    SlotState state = SlotState::kAsked;
+    Clock clock;
+    size_t merger_index = 0;
+    uint64_t next_seq = 0;  // The chunk we wait for.
+    std::optional<Message> early_chunk;  // Arrived before R clocks.
+  };
+
+  Slot* SlotOf(NodeId node);
+  void SendRead(const Slot& slot);
+  void MaybeBegin();
+  void Begin();
+  void Feed(Slot& slot, Message& chunk);
+  void Pump();
+  void SendRepairs();
+  void Finish(absl::Status status);
+
+  Node::Impl* node_;
+  const uint64_t id_;
+  const std::string set_;
+  const uint32_t partition_;
+  const ClusterReadOptions options_;
+  const std::optional<std::string> start_;
+  const bool start_inclusive_;
+  const std::optional<std::string> end_;
+  const bool end_inclusive_;
+  const size_t limit_;  // 0: none.
+  std::unique_ptr<ReadSink> sink_;
+  std::vector<Slot> slots_;
+  std::vector<size_t> accepted_;  // Slot indices, in merger order.
+  std::unique_ptr<ReadMerger> merger_;
+  size_t emitted_ = 0;
+  bool waiting_for_client_ = false;
+  uint64_t last_progress_ = 0;
+};
+
+// The coordinator of one membership (subset) query.
+class QueryOp {
+ public:
+  QueryOp(Node::Impl* node, uint64_t id, std::string set,
+          std::vector<std::string> elements, const ClusterReadOptions& options,
+          std::function<void(absl::StatusOr<Membership>)> done);
+  void Start();
+  void OnReply(NodeId from, Message& m);
+  void OnTimer();
+
+ private:
+  void Finish(absl::StatusOr<Membership> result);
+
+  Node::Impl* node_;
+  const uint64_t id_;
+  const std::string set_;
+  const uint32_t partition_;
+  std::vector<std::string> elements_;
+  const ClusterReadOptions options_;
+  std::function<void(absl::StatusOr<Membership>)> done_;
+  std::vector<NodeId> preference_;
+  std::map<NodeId, Message> replies_;
+  std::set<NodeId> failed_;
+  uint64_t deadline_ = 0;
+};
+
+class Node::Impl {
+ public:
+  Impl(NodeId id, Ring ring, Store* store, Transport* transport,
+       Scheduler* scheduler, const NodeOptions& options);
+  ~Impl();
+
+  NodeId id() const { return id_; }
+  const Ring& ring() const { return ring_; }
+  Scheduler* scheduler() { return scheduler_; }
+  Stats& stats() { return stats_; }
+  uint64_t NextRequestId() { return next_request_id_++; }
+
+  void Send(NodeId to, const Message& m);
+  // Runs fn after `delay` unless this node is gone by then.
+  void After(uint64_t delay_micros, std::function<void()> fn);
+
+  void Receive(NodeId from, std::string_view bytes);
+  Replica* LocalReplica(uint32_t partition);
+
+  // Client entry points.
+  void Update(std::string_view set, std::vector<UpdateOp> ops,
+              const ClusterWriteOptions& options,
+              std::function<void(absl::StatusOr<Delta>)> done);
+  void StartRead(std::string_view set, const ClusterReadOptions& options,
+                 std::optional<std::string> start, bool start_inclusive,
+                 std::optional<std::string> end, bool end_inclusive,
+                 size_t limit, std::unique_ptr<ReadSink> sink);
+  void ContainsAll(std::string_view set, std::vector<std::string> elements,
+                   const ClusterReadOptions& options,
+                   std::function<void(absl::StatusOr<Membership>)> done);
+
+  // Coordinators remove themselves when they finish.
+  void EraseWrite(uint64_t id) { writes_.erase(id); }
+  void EraseRead(uint64_t id) { reads_.erase(id); }
+  void EraseQuery(uint64_t id) { queries_.erase(id); }
+  // Looks a coordinator up again after a callback that may have erased it.
+  WriteOp* FindWrite(uint64_t id);
+  ReadOp* FindRead(uint64_t id);
+  QueryOp* FindQuery(uint64_t id);
+
+ private:
+  struct Fold {
+    uint32_t partition = 0;
+    std::unique_ptr<SetReader> reader;
+    uint64_t last_sent = 0;
+    bool done = false;
+    std::string last_chunk;  // Encoded, for retransmission.
+    std::string clock_message;
+    uint64_t last_activity = 0;
+  };
+  using FoldKey = std::pair<NodeId, uint64_t>;
+
+  void HandleUpdate(NodeId from, Message& m);
+  void HandleReplicate(NodeId from, Message& m);
+  void HandleRead(NodeId from, Message& m);
+  void HandleChunkAck(NodeId from, const Message& m);
+  void HandleQuery(NodeId from, Message& m);
+  void HandleRepair(Message& m);
+  // Produces and sends the next chunk of a fold.
+  void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq);
+  void ScheduleFoldExpiry(const FoldKey& key);
+
+  const NodeId id_;
+  const Ring ring_;
+  Store* const store_;
+  Transport* const transport_;
+  Scheduler* const scheduler_;
+  const NodeOptions options_;
+  // Expires when the node is destroyed; timers hold a weak reference.
+  std::shared_ptr<Impl*> alive_;
+
+  uint64_t next_request_id_;
+  std::map<uint32_t, std::unique_ptr<Replica>> replicas_;
+  std::map<uint64_t, std::unique_ptr<WriteOp>> writes_;
+  std::map<uint64_t, std::unique_ptr<ReadOp>> reads_;
+  std::map<uint64_t, std::unique_ptr<QueryOp>> queries_;
+  std::map<FoldKey, Fold> folds_;
+  // Replies to recent update requests, so that a retransmitted request is
+  // answered again instead of applied twice. Bounded FIFO.
+  std::map<FoldKey, std::string> update_replies_;
+  std::deque<FoldKey> update_reply_order_;
+  Stats stats_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_NODE_IMPL_H_

@@ -1,0 +1,148 @@
+#include "read_merge.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+namespace bigset {
+namespace {
+
+bool HasDot(const std::vector<Dot>& sorted, Dot d) {
+  return std::binary_search(sorted.begin(), sorted.end(), d);
+}
+
+}  // namespace
+
+ReadMerger::ReadMerger(std::vector<Clock> clocks)
+    : clocks_(std::move(clocks)), buffers_(clocks_.size()) {
+  entry_.resize(clocks_.size());
+}
+
+Clock ReadMerger::MergedClock() const {
+  Clock c;
+  for (const Clock& k : clocks_) c.Merge(k);
+  return c;
+}
+
+void ReadMerger::Push(size_t r, std::vector<ElementDots> chunk, bool done) {
+  // Replicas send dots ascending; sort defensively (cheap when sorted).
+  for (ElementDots& e : chunk) {
+    if (!std::is_sorted(e.dots.begin(), e.dots.end())) {
+      std::sort(e.dots.begin(), e.dots.end());
+    }
+  }
+  Buffer& b = buffers_[r];
+  if (b.empty()) {
+    b.elements = std::move(chunk);
+    b.head = 0;
+  } else {
+    for (ElementDots& e : chunk) b.elements.push_back(std::move(e));
+  }
+  b.done = done;
+}
+
+bool ReadMerger::NeedsMore(size_t r) const {
+  return !buffers_[r].done && buffers_[r].empty();
+}
+
+bool ReadMerger::Finished() const {
+  for (const Buffer& b : buffers_) {
+    if (!b.done || !b.empty()) return false;
+  }
+  return true;
+}
+
+size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
+  // least_last: only replicas still sending bound the merge, and each of
+  // them must have something buffered.
+  const std::string* least_last = nullptr;
+  for (const Buffer& b : buffers_) {
+    if (b.done) continue;
+    if (b.empty()) return 0;
+    const std::string& last = b.elements.back().element;
+    if (least_last == nullptr || last < *least_last) least_last = &last;
+  }
+  size_t emitted = 0;
+  while (limit == 0 || emitted < limit) {
+    // The smallest front element across buffers.
+    const std::string* min = nullptr;
+    for (const Buffer& b : buffers_) {
+      if (b.empty()) continue;
+      const std::string& front = b.elements[b.head].element;
+      if (min == nullptr || front < *min) min = &front;
+    }
+    if (min == nullptr) break;
+    if (least_last != nullptr && *least_last < *min) break;
+    size_t before = out->size();
+    JoinOne(out);
+    emitted += out->size() - before;
+  }
+  return emitted;
+}
+
+void ReadMerger::JoinOne(std::vector<ElementDots>* out) {
+  // Which replicas hold the smallest front element.
+  const std::string* min = nullptr;
+  for (const Buffer& b : buffers_) {
+    if (b.empty()) continue;
+    const std::string& front = b.elements[b.head].element;
+    if (min == nullptr || front < *min) min = &front;
+  }
+  const std::string element = *min;
+  for (size_t r = 0; r < buffers_.size(); ++r) {
+    Buffer& b = buffers_[r];
+    entry_[r] = (!b.empty() && b.elements[b.head].element == element)
+                    ? &b.elements[b.head]
+                    : nullptr;
+  }
+  static const std::vector<Dot> kNone;
+  survivors_.clear();
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    if (entry_[i] == nullptr) continue;
+    for (Dot d : entry_[i]->dots) {
+      bool keep = true;
+      for (size_t j = 0; j < buffers_.size() && keep; ++j) {
+        if (j == i) continue;
+        const std::vector<Dot>& dj = entry_[j] ? entry_[j]->dots : kNone;
+        // Removed if j has seen the event and does not hold it.
+        if (!HasDot(dj, d) && clocks_[j].Seen(d)) keep = false;
+      }
+      if (keep) survivors_.push_back(d);
+    }
+  }
+  std::sort(survivors_.begin(), survivors_.end());
+  survivors_.erase(std::unique(survivors_.begin(), survivors_.end()),
+                   survivors_.end());
+
+  // Repairs: what each replica lacks, and what it holds that was removed.
+  for (size_t r = 0; r < buffers_.size(); ++r) {
+    const std::vector<Dot>& have = entry_[r] ? entry_[r]->dots : kNone;
+    std::vector<Dot> extra;
+    for (Dot d : have) {
+      if (!HasDot(survivors_, d)) extra.push_back(d);
+    }
+    if (!extra.empty()) {
+      buffers_[r].repairs.push_back(DeltaOp{element, std::move(extra), {}});
+    }
+    for (Dot d : survivors_) {
+      if (!HasDot(have, d)) {
+        buffers_[r].repairs.push_back(DeltaOp{element, {}, d});
+      }
+    }
+  }
+
+  if (!survivors_.empty()) {
+    out->push_back(ElementDots{element, survivors_});
+  }
+  for (size_t r = 0; r < buffers_.size(); ++r) {
+    if (entry_[r] != nullptr) ++buffers_[r].head;
+  }
+}
+
+std::vector<DeltaOp> ReadMerger::TakeRepairs(size_t r) {
+  std::vector<DeltaOp> out;
+  out.swap(buffers_[r].repairs);
+  return out;
+}
+
+}  // namespace bigset

@@ -1,0 +1,82 @@
+// ReadMerger: the streaming merge of R replicas' folds of one set
+// (DESIGN.md "Merge of R replicas", seed 000 section 6.6.2.6).
+//
+// Each replica's elements arrive in ascending chunks. `least_last` is the
+// smallest last buffered element among replicas that are not done; every
+// buffered element <= least_last can be merged, because no replica can still
+// send anything smaller. An element's dots are joined ORSWOT-style: a dot one
+// replica holds survives unless another replica's clock has seen it and that
+// replica does not hold it. An element without surviving dots is absent.
+//
+// Every difference found is a read repair: dots a replica lacks (adds) and
+// dots it holds that the merge removed (removes, by context). Repairs are
+// accumulated per replica and taken by the caller (never dropped).
+//
+// Memory: the caller feeds at most one chunk per replica between merges, so
+// buffers are O(R * batch_size).
+//
+// Thread-safety: not thread-safe. Internal header.
+
+#ifndef BIGSET_LIB_READ_MERGE_H_
+#define BIGSET_LIB_READ_MERGE_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "bigset/clock.h"
+#include "bigset/delta.h"
+#include "bigset/element_dots.h"
+
+namespace bigset {
+
+class ReadMerger {
+ public:
+  // One clock per replica, as each reported it for this read.
+  explicit ReadMerger(std::vector<Clock> clocks);
+
+  size_t replicas() const { return buffers_.size(); }
+
+  // The join of the replicas' clocks: the read's context.
+  Clock MergedClock() const;
+
+  // Appends replica `r`'s next chunk. REQUIRES: elements ascending and
+  // after everything pushed before; no push after `done`.
+  void Push(size_t r, std::vector<ElementDots> chunk, bool done);
+
+  // True if replica `r` has consumed its buffer and has more to send.
+  bool NeedsMore(size_t r) const;
+  bool done(size_t r) const { return buffers_[r].done; }
+
+  // True once every replica is done and every buffer is empty.
+  bool Finished() const;
+
+  // Merges every element that can be merged, appending surviving elements
+  // to *out (at most `limit` of them if limit > 0). Returns the number of
+  // elements appended.
+  size_t Merge(std::vector<ElementDots>* out, size_t limit = 0);
+
+  // The repair ops found so far for replica `r`; clears them.
+  std::vector<DeltaOp> TakeRepairs(size_t r);
+
+ private:
+  struct Buffer {
+    std::vector<ElementDots> elements;
+    size_t head = 0;  // Next element to merge.
+    bool done = false;
+    std::vector<DeltaOp> repairs;
+    bool empty() const { return head == elements.size(); }
+  };
+
+  // Joins one element whose entries are the fronts of `holders`.
+  void JoinOne(std::vector<ElementDots>* out);
+
+  std::vector<Clock> clocks_;
+  std::vector<Buffer> buffers_;
+  // Scratch, reused across elements.
+  std::vector<const ElementDots*> entry_;
+  std::vector<Dot> survivors_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_READ_MERGE_H_
