@@ -31,7 +31,12 @@ void PutStatus(std::string* dst, const absl::Status& s) {
   PutBytes(dst, ToStd(s.message()));
 }
 
-void PutElements(std::string* dst, const std::vector<ElementDots>& elements) {
+void PutElements(std::string* dst, std::span<const ElementDots> elements) {
+  size_t estimate = 0;
+  for (const ElementDots& e : elements) {
+    estimate += 2 + e.element.size() + 12 * e.dots.size();
+  }
+  dst->reserve(dst->size() + 10 + estimate);
   coding::PutVarint64(dst, elements.size());
   for (const ElementDots& e : elements) {
     PutBytes(dst, e.element);
@@ -148,6 +153,10 @@ const char* MessageTypeName(MessageType type) {
 }
 
 void Message::EncodeTo(std::string* dst) const {
+  if (type == MessageType::kReadChunk) {
+    EncodeReadChunk(request_id, partition, seq, done, elements, dst);
+    return;
+  }
   dst->push_back(static_cast<char>(kFormatVersion));
   dst->push_back(static_cast<char>(type));
   coding::PutVarint64(dst, request_id);
@@ -189,10 +198,7 @@ void Message::EncodeTo(std::string* dst) const {
       if (status.ok()) PutBytes(dst, clock.Encode());
       break;
     case MessageType::kReadChunk:
-      coding::PutVarint64(dst, seq);
-      dst->push_back(done ? 1 : 0);
-      PutElements(dst, elements);
-      break;
+      break;  // Handled above.
     case MessageType::kChunkAck:
       coding::PutVarint64(dst, seq);
       break;
@@ -276,11 +282,12 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       ok = d.Status(&m.status) && (!m.status.ok() || d.Clock(&m.clock));
       break;
     case MessageType::kReadChunk: {
-      uint8_t done = 0;
-      ok = d.Varint(&m.seq) && d.Byte(&done) && done <= 1 &&
-           d.Elements(&m.elements);
-      m.done = done == 1;
-      break;
+      std::string_view elements;
+      absl::Status s = ParseReadChunk(in, &m, &elements);
+      if (!s.ok()) return s;
+      s = DecodeChunkElements(elements, &m.elements);
+      if (!s.ok()) return s;
+      return m;
     }
     case MessageType::kChunkAck:
       ok = d.Varint(&m.seq);
@@ -306,6 +313,47 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
   if (!ok) return Malformed(m.type, "body");
   if (!d.empty()) return Malformed(m.type, "trailing bytes");
   return m;
+}
+
+void EncodeReadChunk(uint64_t request_id, uint32_t partition, uint64_t seq,
+                     bool done, std::span<const ElementDots> elements,
+                     std::string* dst) {
+  dst->push_back(static_cast<char>(Message::kFormatVersion));
+  dst->push_back(static_cast<char>(MessageType::kReadChunk));
+  coding::PutVarint64(dst, request_id);
+  coding::PutVarint64(dst, partition);
+  coding::PutVarint64(dst, seq);
+  dst->push_back(done ? 1 : 0);
+  PutElements(dst, elements);
+}
+
+absl::Status ParseReadChunk(std::string_view in, Message* header,
+                            std::string_view* elements) {
+  coding::Reader r(in);
+  uint8_t version = 0, type = 0, done = 0;
+  uint64_t partition = 0;
+  if (!r.GetByte(&version) || version != Message::kFormatVersion ||
+      !r.GetByte(&type) ||
+      type != static_cast<uint8_t>(MessageType::kReadChunk) ||
+      !r.GetVarint64(&header->request_id) || !r.GetVarint64(&partition) ||
+      partition > UINT32_MAX || !r.GetVarint64(&header->seq) ||
+      !r.GetByte(&done) || done > 1) {
+    return Malformed(MessageType::kReadChunk, "header");
+  }
+  header->type = MessageType::kReadChunk;
+  header->partition = static_cast<uint32_t>(partition);
+  header->done = done == 1;
+  r.GetBytes(r.remaining(), elements);
+  return absl::OkStatus();
+}
+
+absl::Status DecodeChunkElements(std::string_view in,
+                                 std::vector<ElementDots>* out) {
+  Decoder d(in);
+  if (!d.Elements(out) || !d.empty()) {
+    return Malformed(MessageType::kReadChunk, "elements");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace bigset

@@ -81,6 +81,20 @@ QueryOp* Node::Impl::FindQuery(uint64_t id) {
 
 void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   ++stats_.messages_received;
+  if (bytes.size() > 1 &&
+      bytes[1] == static_cast<char>(MessageType::kReadChunk)) {
+    // The bulk of a read: decoded by the coordinator into its buffers.
+    Message header;
+    std::string_view elements;
+    if (!ParseReadChunk(bytes, &header, &elements).ok()) {
+      ++stats_.malformed_messages;
+      return;
+    }
+    if (ReadOp* op = FindRead(header.request_id)) {
+      op->OnChunk(from, header, elements);
+    }
+    return;
+  }
   absl::StatusOr<Message> decoded = Message::Decode(bytes);
   if (!decoded.ok()) {
     ++stats_.malformed_messages;
@@ -119,8 +133,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       if (ReadOp* op = FindRead(m.request_id)) op->OnClock(from, m);
       break;
     case MessageType::kReadChunk:
-      if (ReadOp* op = FindRead(m.request_id)) op->OnChunk(from, m);
-      break;
+      break;  // Handled above.
     case MessageType::kQueryReply:
       if (QueryOp* op = FindQuery(m.request_id)) op->OnReply(from, m);
       break;
@@ -256,22 +269,18 @@ void Node::Impl::HandleRead(NodeId from, Message& m) {
 }
 
 void Node::Impl::SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq) {
-  Message chunk;
-  chunk.type = MessageType::kReadChunk;
-  chunk.request_id = key.second;
-  chunk.partition = fold.partition;
-  chunk.seq = seq;
-  absl::StatusOr<bool> more = fold.reader->Next(&chunk.elements);
+  absl::StatusOr<bool> more = fold.reader->Next(&fold.buffer);
   if (!more.ok()) {
     // Corruption mid-fold: end it; the coordinator sees the replica go
     // silent and reads from the others.
     folds_.erase(key);
     return;
   }
-  chunk.done = !*more || fold.reader->AtEnd();
-  fold.done = chunk.done;
+  fold.done = !*more || fold.reader->AtEnd();
   fold.last_sent = seq;
-  fold.last_chunk = chunk.Encode();
+  fold.last_chunk.clear();
+  EncodeReadChunk(key.second, fold.partition, seq, fold.done, fold.buffer,
+                  &fold.last_chunk);
   transport_->Send(id_, key.first, fold.last_chunk);
 }
 

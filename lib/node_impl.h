@@ -83,7 +83,9 @@ class ReadOp {
          bool end_inclusive, size_t limit, std::unique_ptr<ReadSink> sink);
   void Start();
   void OnClock(NodeId from, Message& m);
-  void OnChunk(NodeId from, Message& m);
+  // A chunk: its header, and its elements still encoded (decoded straight
+  // into the merge buffer when possible).
+  void OnChunk(NodeId from, const Message& header, std::string_view elements);
   void OnTimer();
 
  private:
@@ -102,6 +104,7 @@ class ReadOp {
   void MaybeBegin();
   void Begin();
   void Feed(Slot& slot, Message& chunk);
+  void Fed(Slot& slot);
   void Pump();
   void SendRepairs();
   void Finish(absl::Status status);
@@ -197,6 +200,7 @@ class Node::Impl {
     std::unique_ptr<SetReader> reader;
     uint64_t last_sent = 0;
     bool done = false;
+    std::vector<ElementDots> buffer;  // Reused by every chunk.
     std::string last_chunk;  // Encoded, for retransmission.
     std::string clock_message;
     uint64_t last_activity = 0;

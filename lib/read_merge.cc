@@ -1,6 +1,7 @@
 #include "read_merge.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -25,19 +26,25 @@ Clock ReadMerger::MergedClock() const {
 }
 
 void ReadMerger::Push(size_t r, std::vector<ElementDots> chunk, bool done) {
+  Buffer& b = buffers_[r];
+  if (b.empty()) {
+    b.elements = std::move(chunk);
+  } else {
+    b.elements.erase(b.elements.begin(), b.elements.begin() + b.head);
+    for (ElementDots& e : chunk) b.elements.push_back(std::move(e));
+  }
+  Refilled(r, done);
+}
+
+void ReadMerger::Refilled(size_t r, bool done) {
+  Buffer& b = buffers_[r];
   // Replicas send dots ascending; sort defensively (cheap when sorted).
-  for (ElementDots& e : chunk) {
+  for (ElementDots& e : b.elements) {
     if (!std::is_sorted(e.dots.begin(), e.dots.end())) {
       std::sort(e.dots.begin(), e.dots.end());
     }
   }
-  Buffer& b = buffers_[r];
-  if (b.empty()) {
-    b.elements = std::move(chunk);
-    b.head = 0;
-  } else {
-    for (ElementDots& e : chunk) b.elements.push_back(std::move(e));
-  }
+  b.head = 0;
   b.done = done;
 }
 
@@ -55,13 +62,16 @@ bool ReadMerger::Finished() const {
 size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
   // least_last: only replicas still sending bound the merge, and each of
   // them must have something buffered.
-  const std::string* least_last = nullptr;
+  const std::string* smallest_last = nullptr;
   for (const Buffer& b : buffers_) {
     if (b.done) continue;
     if (b.empty()) return 0;
     const std::string& last = b.elements.back().element;
-    if (least_last == nullptr || last < *least_last) least_last = &last;
+    if (smallest_last == nullptr || last < *smallest_last) smallest_last = &last;
   }
+  // A copy: merging moves elements out of the buffers.
+  std::optional<std::string> least_last;
+  if (smallest_last != nullptr) least_last = *smallest_last;
   size_t emitted = 0;
   while (limit == 0 || emitted < limit) {
     // The smallest front element across buffers.
@@ -72,30 +82,39 @@ size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
       if (min == nullptr || front < *min) min = &front;
     }
     if (min == nullptr) break;
-    if (least_last != nullptr && *least_last < *min) break;
+    if (least_last.has_value() && *least_last < *min) break;
     size_t before = out->size();
-    JoinOne(out);
+    JoinOne(*min, out);
     emitted += out->size() - before;
   }
   return emitted;
 }
 
-void ReadMerger::JoinOne(std::vector<ElementDots>* out) {
-  // Which replicas hold the smallest front element.
-  const std::string* min = nullptr;
-  for (const Buffer& b : buffers_) {
-    if (b.empty()) continue;
-    const std::string& front = b.elements[b.head].element;
-    if (min == nullptr || front < *min) min = &front;
-  }
-  const std::string element = *min;
+void ReadMerger::JoinOne(const std::string& min,
+                         std::vector<ElementDots>* out) {
+  // The replicas holding `min` (which points into one of them).
+  ElementDots* first = nullptr;
+  bool everywhere = true;
   for (size_t r = 0; r < buffers_.size(); ++r) {
     Buffer& b = buffers_[r];
-    entry_[r] = (!b.empty() && b.elements[b.head].element == element)
-                    ? &b.elements[b.head]
-                    : nullptr;
+    ElementDots* e = (!b.empty() && b.elements[b.head].element == min)
+                         ? &b.elements[b.head]
+                         : nullptr;
+    entry_[r] = e;
+    if (e == nullptr) everywhere = false;
+    if (first == nullptr) first = e;
   }
   static const std::vector<Dot> kNone;
+  // The common case: every replica holds the same dots; they all survive.
+  bool agree = everywhere;
+  for (size_t r = 0; agree && r < buffers_.size(); ++r) {
+    agree = entry_[r]->dots == first->dots;
+  }
+  if (agree) {
+    out->push_back(ElementDots{std::move(first->element), std::move(first->dots)});
+    for (Buffer& b : buffers_) ++b.head;
+    return;
+  }
   survivors_.clear();
   for (size_t i = 0; i < buffers_.size(); ++i) {
     if (entry_[i] == nullptr) continue;
@@ -122,17 +141,15 @@ void ReadMerger::JoinOne(std::vector<ElementDots>* out) {
       if (!HasDot(survivors_, d)) extra.push_back(d);
     }
     if (!extra.empty()) {
-      buffers_[r].repairs.push_back(DeltaOp{element, std::move(extra), {}});
+      buffers_[r].repairs.push_back(DeltaOp{min, std::move(extra), {}});
     }
     for (Dot d : survivors_) {
-      if (!HasDot(have, d)) {
-        buffers_[r].repairs.push_back(DeltaOp{element, {}, d});
-      }
+      if (!HasDot(have, d)) buffers_[r].repairs.push_back(DeltaOp{min, {}, d});
     }
   }
 
   if (!survivors_.empty()) {
-    out->push_back(ElementDots{element, survivors_});
+    out->push_back(ElementDots{std::move(first->element), survivors_});
   }
   for (size_t r = 0; r < buffers_.size(); ++r) {
     if (entry_[r] != nullptr) ++buffers_[r].head;

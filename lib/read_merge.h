@@ -43,6 +43,14 @@ class ReadMerger {
   // after everything pushed before; no push after `done`.
   void Push(size_t r, std::vector<ElementDots> chunk, bool done);
 
+  // In-place refill, for decoding a chunk straight into the buffer (its
+  // strings and vectors keep their capacity). REQUIRES: NeedsMore(r).
+  // Overwrite *RefillBuffer(r) (resizing it), then call Refilled.
+  std::vector<ElementDots>* RefillBuffer(size_t r) {
+    return &buffers_[r].elements;
+  }
+  void Refilled(size_t r, bool done);
+
   // True if replica `r` has consumed its buffer and has more to send.
   bool NeedsMore(size_t r) const;
   bool done(size_t r) const { return buffers_[r].done; }
@@ -67,8 +75,8 @@ class ReadMerger {
     bool empty() const { return head == elements.size(); }
   };
 
-  // Joins one element whose entries are the fronts of `holders`.
-  void JoinOne(std::vector<ElementDots>* out);
+  // Joins the element `min`, the smallest front of the buffers.
+  void JoinOne(const std::string& min, std::vector<ElementDots>* out);
 
   std::vector<Clock> clocks_;
   std::vector<Buffer> buffers_;

@@ -161,34 +161,47 @@ void ReadOp::Begin() {
   Pump();
 }
 
-void ReadOp::OnChunk(NodeId from, Message& m) {
+void ReadOp::OnChunk(NodeId from, const Message& header,
+                     std::string_view elements) {
   Slot* slot = SlotOf(from);
-  if (slot == nullptr || m.seq != slot->next_seq) return;  // Old or duplicate.
+  if (slot == nullptr || header.seq != slot->next_seq) return;  // Old or dup.
   switch (slot->state) {
     case SlotState::kAsked:  // Its clock was lost; wait for a resend.
     case SlotState::kStopped:
     case SlotState::kFailed:
       return;
     case SlotState::kNotFound:
-      if (!slot->early_chunk.has_value()) slot->early_chunk = std::move(m);
-      return;
     case SlotState::kAccepted:
-      if (merger_ == nullptr) {
+      if (merger_ == nullptr || slot->state == SlotState::kNotFound) {
         // Before R clocks: at most one chunk per replica waits here, since
         // a replica sends the next only after our ack.
-        if (!slot->early_chunk.has_value()) slot->early_chunk = std::move(m);
+        if (slot->early_chunk.has_value()) return;
+        Message early = header;
+        if (!DecodeChunkElements(elements, &early.elements).ok()) return;
+        slot->early_chunk = std::move(early);
         return;
       }
       if (!merger_->NeedsMore(slot->merger_index)) return;
-      Feed(*slot, m);
+      if (!DecodeChunkElements(elements,
+                               merger_->RefillBuffer(slot->merger_index))
+               .ok()) {
+        merger_->RefillBuffer(slot->merger_index)->clear();
+        return;  // Malformed: dropped; the retry timer asks again.
+      }
+      merger_->Refilled(slot->merger_index, header.done);
+      Fed(*slot);
       Pump();
       return;
   }
 }
 
 void ReadOp::Feed(Slot& slot, Message& chunk) {
-  last_progress_ = node_->scheduler()->NowMicros();
   merger_->Push(slot.merger_index, std::move(chunk.elements), chunk.done);
+  Fed(slot);
+}
+
+void ReadOp::Fed(Slot& slot) {
+  last_progress_ = node_->scheduler()->NowMicros();
   ++slot.next_seq;
 }
 

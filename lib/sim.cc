@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "bigset/keys.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 
@@ -162,6 +163,17 @@ absl::Status Simulator::Restart(NodeId id) {
   return StartNode(id);
 }
 
+absl::Status Simulator::CompactAll() {
+  for (auto& [id, slot] : nodes_) {
+    if (!slot.up) continue;
+    for (uint32_t p : ring_->PartitionsOf(id)) {
+      absl::Status s = slot.store->CompactRange(KeyspaceRange(p));
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 uint64_t Simulator::Latency() {
   if (max_latency_ == min_latency_) return min_latency_;
   return std::uniform_int_distribution<uint64_t>(min_latency_,
@@ -304,7 +316,11 @@ absl::StatusOr<Delta> Simulator::Update(NodeId via, std::string_view set,
 namespace {
 class CollectingHandler final : public ReadHandler {
  public:
-  void OnClock(const Clock& clock) override { result.clock = clock; }
+  void OnClock(const Clock& clock) override {
+    result.clock = clock;
+    // A good guess of the size: every element holds at least one dot.
+    result.elements.reserve(std::min<uint64_t>(clock.DotCount(), 1 << 22));
+  }
   void OnChunk(std::vector<ElementDots> elements,
                std::function<void()> next) override {
     for (ElementDots& e : elements) result.elements.push_back(std::move(e));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bigset/message.h"
 #include "bigset/ring.h"
 #include "bigset/sim.h"
@@ -225,7 +226,7 @@ TEST_CASE("cluster: writes, streaming reads and queries") {
   auto sim = MakeSim(1);
   std::vector<UpdateOp> ops;
   for (int i = 0; i < 500; ++i) {
-    ops.push_back(UpdateOp::Add("e" + std::to_string(1000 + i)));
+    ops.push_back(UpdateOp::Add(absl::StrCat("e", 1000 + i)));
   }
   auto d = sim->Update(1, "s", ops);
   REQUIRE(d.ok());
@@ -359,7 +360,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   Rng rng(seed ^ 0xabcdef);
   const std::vector<std::string> sets = {"s0", "s1", std::string("s\0", 2)};
   std::vector<std::string> elements;
-  for (int i = 0; i < 30; ++i) elements.push_back("e" + std::to_string(i));
+  for (int i = 0; i < 30; ++i) elements.push_back(absl::StrCat("e", i));
   // The model of acknowledged writes, and what unacknowledged ones touched.
   std::map<std::string, OrswotModel> model;
   std::map<std::string, std::set<std::string>> uncertain;
@@ -527,19 +528,20 @@ SoakResult RunSoak(uint64_t seed, int ops) {
 TEST_CASE("cluster: soak under faults against the model") {
   uint64_t acked = 0, failed = 0, dropped = 0, crashes = 0;
   int seeds = 0;
-  for (uint64_t seed : Seeds(4)) {
+  const int kOps = 1500;
+  for (uint64_t seed : Seeds(8)) {
     CAPTURE(seed);
-    SoakResult r = RunSoak(seed, 300);
+    SoakResult r = RunSoak(seed, kOps);
     acked += r.acked;
     failed += r.failed;
     dropped += r.dropped;
     crashes += r.crashes;
     ++seeds;
   }
-  std::printf("cluster soak: %d seeds x 300 ops: %llu writes acknowledged, "
+  std::printf("cluster soak: %d seeds x %d ops: %llu writes acknowledged, "
               "%llu failed, %llu messages dropped, %llu crashes, 0 "
               "divergences\n",
-              seeds, static_cast<unsigned long long>(acked),
+              seeds, kOps, static_cast<unsigned long long>(acked),
               static_cast<unsigned long long>(failed),
               static_cast<unsigned long long>(dropped),
               static_cast<unsigned long long>(crashes));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bigset/leveldb_store.h"
 #include "bigset/replica.h"
 #include "leveldb/env.h"
@@ -68,7 +69,7 @@ TEST_CASE("read merge: random replica states merge to the model and repair") {
     std::vector<Delta> deltas;
     std::vector<std::set<size_t>> seen(n);
     std::vector<std::string> universe;
-    for (int i = 0; i < 40; ++i) universe.push_back("e" + std::to_string(i));
+    for (int i = 0; i < 40; ++i) universe.push_back(absl::StrCat("e", i));
     // Random history: each op on a random replica, its delta delivered to a
     // random subset of the others.
     for (int step = 0; step < 300; ++step) {

@@ -2,6 +2,7 @@
 // that are dropped, duplicated and reordered), the named semantic cases,
 // streaming reads, queries, corruption checks and the delta wire format.
 
+#include "absl/strings/str_cat.h"
 #include "bigset/replica.h"
 
 #include <algorithm>
@@ -526,7 +527,7 @@ TEST_CASE("replica: a read sees one snapshot while writes go on") {
   MemStore mem;
   auto r = OpenReplica(mem.store.get(), 0);
   for (int i = 0; i < 100; ++i) {
-    UpdateOp op = UpdateOp::Add("e" + std::to_string(1000 + i));
+    UpdateOp op = UpdateOp::Add(absl::StrCat("e", 1000 + i));
     REQUIRE(r->Update("s", std::span(&op, 1)).ok());
   }
   SetReadOptions o;

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,22 @@ struct BIGSET_EXPORT Message {
   }
   static absl::StatusOr<Message> Decode(std::string_view in);
 };
+
+// The hot path of streaming reads, without a Message per chunk.
+//
+// Appends a kReadChunk message of `elements` to *dst.
+BIGSET_EXPORT void EncodeReadChunk(uint64_t request_id, uint32_t partition,
+                                   uint64_t seq, bool done,
+                                   std::span<const ElementDots> elements,
+                                   std::string* dst);
+// Decodes the header of a kReadChunk message into *header (type, request
+// id, partition, seq, done) and points *elements at its undecoded elements.
+BIGSET_EXPORT absl::Status ParseReadChunk(std::string_view in, Message* header,
+                                          std::string_view* elements);
+// Decodes the elements of a chunk into *out, reusing the strings and
+// vectors already in it (a steady stream allocates nothing).
+BIGSET_EXPORT absl::Status DecodeChunkElements(std::string_view in,
+                                               std::vector<ElementDots>* out);
 
 }  // namespace bigset
 

@@ -105,6 +105,8 @@ class BIGSET_EXPORT Simulator {
   absl::Status Crash(NodeId id);
   // Reopens the store and starts a new Node on it.
   absl::Status Restart(NodeId id);
+  // Compacts every live node's whole store (as after a bulk load).
+  absl::Status CompactAll();
 
   // ---- Blocking client API: via node `via`, run until done.
   absl::StatusOr<Delta> Update(NodeId via, std::string_view set,

@@ -1,8 +1,8 @@
-// bigset_demo: writes a few sets through the store the way a replica does
+// bigset_store_demo: writes a few sets through the store the way a replica does
 // (one atomic batch per insert: the updated set-clock and one element key),
 // then walks the replica's keyspace and prints every key decoded.
 //
-// Usage: bigset_demo [database directory]   (default: a fresh temp dir)
+// Usage: bigset_store_demo [database directory]   (default: a fresh temp dir)
 
 #include <cstdio>
 #include <cstdlib>
