@@ -39,6 +39,28 @@ void Node::Impl::Send(NodeId to, const Message& m) {
   transport_->Send(id_, to, m.Encode());
 }
 
+void Node::Impl::SendBytes(NodeId to, std::string bytes) {
+  transport_->Send(id_, to, std::move(bytes));
+}
+
+void Node::Impl::EnsureWriteTick() {
+  if (write_tick_scheduled_ || writes_.empty()) return;
+  write_tick_scheduled_ = true;
+  After(write_tick_micros_, [this]() { WriteTick(); });
+}
+
+void Node::Impl::WriteTick() {
+  write_tick_scheduled_ = false;
+  const uint64_t now = scheduler_->NowMicros();
+  std::vector<uint64_t> ids;
+  ids.reserve(writes_.size());
+  for (const auto& [id, op] : writes_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    if (WriteOp* op = FindWrite(id)) op->OnTick(now);
+  }
+  EnsureWriteTick();
+}
+
 void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
   std::weak_ptr<Impl*> alive = alive_;
   scheduler_->After(delay_micros, [alive, fn = std::move(fn)]() {
@@ -175,12 +197,14 @@ void Node::Impl::HandleUpdate(NodeId from, Message& m) {
   std::string bytes = reply.Encode();
   if (reply.status.ok()) {
     constexpr size_t kMaxCachedReplies = 4096;
-    update_replies_[key] = bytes;
-    update_reply_order_.push_back(key);
-    if (update_reply_order_.size() > kMaxCachedReplies) {
-      update_replies_.erase(update_reply_order_.front());
-      update_reply_order_.pop_front();
+    if (update_reply_ring_.size() < kMaxCachedReplies) {
+      update_reply_ring_.push_back(key);
+    } else {
+      update_replies_.erase(update_reply_ring_[update_reply_next_]);
+      update_reply_ring_[update_reply_next_] = key;
+      update_reply_next_ = (update_reply_next_ + 1) % kMaxCachedReplies;
     }
+    update_replies_[key] = bytes;
   }
   transport_->Send(id_, from, std::move(bytes));
 }
@@ -325,7 +349,11 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
                                       std::move(ops), options, std::move(done));
   WriteOp* raw = op.get();
   writes_[id] = std::move(op);
+  write_tick_micros_ = write_tick_micros_ == 0
+                           ? options.retry_micros
+                           : std::min(write_tick_micros_, options.retry_micros);
   raw->Start();
+  EnsureWriteTick();
 }
 
 void Node::Impl::StartRead(std::string_view set,

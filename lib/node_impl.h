@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "bigset/node.h"
 #include "read_merge.h"
 
@@ -36,11 +37,12 @@ class WriteOp {
   void Start();
   void OnUpdateReply(NodeId from, Message& m);
   void OnReplicateAck(NodeId from, const Message& m);
-  void OnTimer();
+  // Called by the node's write tick: retries and the deadline.
+  void OnTick(uint64_t now);
 
  private:
   void SendUpdate();
-  void SendReplicate(NodeId to);
+  int IndexOf(NodeId node) const;
   void MaybeFinish();
   // Answers the client and forgets this write.
   void Finish(absl::StatusOr<Delta> result);
@@ -51,16 +53,17 @@ class WriteOp {
   const uint64_t id_;
   const std::string set_;
   const uint32_t partition_;
-  std::vector<NodeId> preference_;
-  std::vector<NodeId> candidates_;  // Coordinating replica candidates.
+  const std::vector<NodeId>& preference_;  // Owned by the node's ring.
+  std::vector<size_t> candidates_;  // Preference indices, in trying order.
   size_t attempt_ = 0;
-  std::vector<UpdateOp> ops_;
   const ClusterWriteOptions options_;
   std::function<void(absl::StatusOr<Delta>)> done_;
+  std::string update_bytes_;
+  std::string replicate_bytes_;
   std::optional<Delta> delta_;
-  NodeId coordinator_ = 0;
-  std::set<NodeId> acked_;
+  uint32_t acked_ = 0;  // Bit i: preference_[i] acknowledged.
   uint64_t deadline_ = 0;
+  uint64_t next_retry_ = 0;
 };
 
 // Where a read coordinator sends merged elements.
@@ -167,6 +170,7 @@ class Node::Impl {
   uint64_t NextRequestId() { return next_request_id_++; }
 
   void Send(NodeId to, const Message& m);
+  void SendBytes(NodeId to, std::string bytes);
   // Runs fn after `delay` unless this node is gone by then.
   void After(uint64_t delay_micros, std::function<void()> fn);
 
@@ -216,6 +220,10 @@ class Node::Impl {
   // Produces and sends the next chunk of a fold.
   void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq);
   void ScheduleFoldExpiry(const FoldKey& key);
+  // One timer per node drives every write's retries and deadline (cheaper
+  // than a timer per write).
+  void EnsureWriteTick();
+  void WriteTick();
 
   const NodeId id_;
   const Ring ring_;
@@ -229,13 +237,16 @@ class Node::Impl {
   uint64_t next_request_id_;
   std::map<uint32_t, std::unique_ptr<Replica>> replicas_;
   std::map<uint64_t, std::unique_ptr<WriteOp>> writes_;
+  bool write_tick_scheduled_ = false;
+  uint64_t write_tick_micros_ = 0;
   std::map<uint64_t, std::unique_ptr<ReadOp>> reads_;
   std::map<uint64_t, std::unique_ptr<QueryOp>> queries_;
   std::map<FoldKey, Fold> folds_;
   // Replies to recent update requests, so that a retransmitted request is
   // answered again instead of applied twice. Bounded FIFO.
-  std::map<FoldKey, std::string> update_replies_;
-  std::deque<FoldKey> update_reply_order_;
+  absl::flat_hash_map<FoldKey, std::string> update_replies_;
+  std::vector<FoldKey> update_reply_ring_;  // Insertion order, circular.
+  size_t update_reply_next_ = 0;
   Stats stats_;
 };
 

@@ -74,12 +74,20 @@ size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
   if (smallest_last != nullptr) least_last = *smallest_last;
   size_t emitted = 0;
   while (limit == 0 || emitted < limit) {
-    // The smallest front element across buffers.
+    // The smallest front element across buffers, and who holds it: one
+    // three-way comparison per buffer.
     const std::string* min = nullptr;
-    for (const Buffer& b : buffers_) {
+    for (size_t r = 0; r < buffers_.size(); ++r) {
+      Buffer& b = buffers_[r];
+      entry_[r] = nullptr;
       if (b.empty()) continue;
-      const std::string& front = b.elements[b.head].element;
-      if (min == nullptr || front < *min) min = &front;
+      ElementDots* front = &b.elements[b.head];
+      int c = min == nullptr ? -1 : front->element.compare(*min);
+      if (c < 0) {
+        for (size_t q = 0; q < r; ++q) entry_[q] = nullptr;
+        min = &front->element;
+      }
+      if (c <= 0) entry_[r] = front;
     }
     if (min == nullptr) break;
     if (least_last.has_value() && *least_last < *min) break;
@@ -92,15 +100,10 @@ size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
 
 void ReadMerger::JoinOne(const std::string& min,
                          std::vector<ElementDots>* out) {
-  // The replicas holding `min` (which points into one of them).
+  // entry_[r] is replica r's entry for `min` (set by Merge), or null.
   ElementDots* first = nullptr;
   bool everywhere = true;
-  for (size_t r = 0; r < buffers_.size(); ++r) {
-    Buffer& b = buffers_[r];
-    ElementDots* e = (!b.empty() && b.elements[b.head].element == min)
-                         ? &b.elements[b.head]
-                         : nullptr;
-    entry_[r] = e;
+  for (ElementDots* e : entry_) {
     if (e == nullptr) everywhere = false;
     if (first == nullptr) first = e;
   }

@@ -75,13 +75,14 @@ class ReadMerger {
     bool empty() const { return head == elements.size(); }
   };
 
-  // Joins the element `min`, the smallest front of the buffers.
+  // Joins the element `min`, the smallest front of the buffers, whose
+  // holders Merge has put in entry_.
   void JoinOne(const std::string& min, std::vector<ElementDots>* out);
 
   std::vector<Clock> clocks_;
   std::vector<Buffer> buffers_;
   // Scratch, reused across elements.
-  std::vector<const ElementDots*> entry_;
+  std::vector<ElementDots*> entry_;
   std::vector<Dot> survivors_;
 };
 

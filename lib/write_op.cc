@@ -2,6 +2,7 @@
 // replicate the delta to the others, answer after W durable acks.
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,8 @@
 
 namespace bigset {
 namespace {
+// Tries per coordinating candidate before the next is asked. Retries of a
+// lost message hit the candidate's reply cache and apply nothing twice.
 constexpr size_t kAttemptsPerCandidate = 3;
 }  // namespace
 
@@ -20,90 +23,85 @@ WriteOp::WriteOp(Node::Impl* node, uint64_t id, std::string set,
       set_(std::move(set)),
       partition_(node->ring().PartitionOf(set_)),
       preference_(node->ring().PreferenceList(partition_)),
-      ops_(std::move(ops)),
       options_(options),
       done_(std::move(done)) {
   // This node coordinates if it holds a replica (no extra hop); otherwise
   // the preference list in order.
-  if (std::find(preference_.begin(), preference_.end(), node->id()) !=
-      preference_.end()) {
-    candidates_.push_back(node->id());
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (preference_[i] == node->id()) candidates_.insert(candidates_.begin(), i);
+    else candidates_.push_back(i);
   }
-  for (NodeId n : preference_) {
-    if (n != node->id()) candidates_.push_back(n);
-  }
-}
-
-void WriteOp::Start() {
-  deadline_ = node_->scheduler()->NowMicros() + options_.timeout_micros;
-  SendUpdate();
-  const uint64_t id = id_;
-  Node::Impl* node = node_;
-  node_->After(options_.retry_micros, [node, id]() {
-    if (WriteOp* op = node->FindWrite(id)) op->OnTimer();
-  });
-}
-
-void WriteOp::SendUpdate() {
   Message m;
   m.type = MessageType::kUpdate;
   m.request_id = id_;
   m.partition = partition_;
   m.set = set_;
-  m.ops = ops_;
-  // Each candidate gets kAttemptsPerCandidate tries (retries of a lost
-  // message hit its reply cache and apply nothing twice) before the next
-  // is asked.
-  node_->Send(candidates_[(attempt_ / kAttemptsPerCandidate) % candidates_.size()],
-              m);
+  m.ops = std::move(ops);
+  update_bytes_ = m.Encode();  // Encoded once, resent as is.
 }
 
-void WriteOp::SendReplicate(NodeId to) {
-  Message m;
-  m.type = MessageType::kReplicate;
-  m.request_id = id_;
-  m.partition = partition_;
-  m.delta = *delta_;
-  node_->Send(to, m);
+void WriteOp::Start() {
+  const uint64_t now = node_->scheduler()->NowMicros();
+  deadline_ = now + options_.timeout_micros;
+  next_retry_ = now + options_.retry_micros;
+  SendUpdate();
+}
+
+void WriteOp::SendUpdate() {
+  size_t candidate = (attempt_ / kAttemptsPerCandidate) % candidates_.size();
+  node_->SendBytes(preference_[candidates_[candidate]], update_bytes_);
 }
 
 void WriteOp::OnUpdateReply(NodeId from, Message& m) {
   if (delta_.has_value()) return;  // A late or duplicate coordinator reply.
+  int index = IndexOf(from);
+  if (index < 0) return;
   if (!m.status.ok()) {
     if (absl::IsUnavailable(m.status)) return;  // Try the next on the timer.
     Finish(m.status);
     return;
   }
   delta_ = std::move(m.delta);
-  coordinator_ = from;
-  acked_.insert(from);
+  acked_ |= 1u << index;
+  Message replicate;
+  replicate.type = MessageType::kReplicate;
+  replicate.request_id = id_;
+  replicate.partition = partition_;
+  replicate.delta = *delta_;
+  replicate_bytes_ = replicate.Encode();
   for (NodeId n : preference_) {
-    if (n != from) SendReplicate(n);
+    if (n != from) node_->SendBytes(n, replicate_bytes_);
   }
   MaybeFinish();
 }
 
 void WriteOp::OnReplicateAck(NodeId from, const Message& m) {
   if (!delta_.has_value() || !m.status.ok()) return;
-  if (std::find(preference_.begin(), preference_.end(), from) ==
-      preference_.end()) {
-    return;
-  }
-  acked_.insert(from);
+  int index = IndexOf(from);
+  if (index < 0) return;
+  acked_ |= 1u << index;
   MaybeFinish();
 }
 
-void WriteOp::OnTimer() {
-  const uint64_t now = node_->scheduler()->NowMicros();
+int WriteOp::IndexOf(NodeId node) const {
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (preference_[i] == node) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void WriteOp::OnTick(uint64_t now) {
   if (now >= deadline_) {
     if (done_) {
       Reply(absl::DeadlineExceededError(absl::StrCat(
-          "update of set \"", set_, "\": ", acked_.size(), " of ",
+          "update of set \"", set_, "\": ", std::popcount(acked_), " of ",
           options_.w, " required replicas acknowledged before the timeout")));
     }
     node_->EraseWrite(id_);  // Destroys this.
     return;
   }
+  if (now < next_retry_) return;
+  next_retry_ = now + options_.retry_micros;
   if (!delta_.has_value()) {
     // No coordinator answered: ask again, then the next one. If a given-up
     // coordinator did apply the update, its late answer is ignored and the
@@ -115,31 +113,28 @@ void WriteOp::OnTimer() {
     }
     SendUpdate();
   } else {
-    for (NodeId n : preference_) {
-      if (!acked_.count(n)) {
-        SendReplicate(n);
+    for (size_t i = 0; i < preference_.size(); ++i) {
+      if (!(acked_ & (1u << i))) {
+        node_->SendBytes(preference_[i], replicate_bytes_);
         ++node_->stats().retransmits;
       }
     }
   }
-  const uint64_t id = id_;
-  Node::Impl* node = node_;
-  node_->After(options_.retry_micros, [node, id]() {
-    if (WriteOp* op = node->FindWrite(id)) op->OnTimer();
-  });
 }
 
 void WriteOp::MaybeFinish() {
   const uint64_t id = id_;
   Node::Impl* node = node_;
-  if (done_ && static_cast<int>(acked_.size()) >= options_.w) {
+  if (done_ && std::popcount(acked_) >= options_.w) {
     Reply(*delta_);
-    // The callback may have destroyed the node's ops; look this one up.
+    // The callback may have finished other operations; look this one up.
     if (node->FindWrite(id) != this) return;
   }
   // Replicas beyond W keep getting the delta until they ack or the
   // deadline passes.
-  if (acked_.size() == preference_.size()) node_->EraseWrite(id_);
+  if (std::popcount(acked_) == static_cast<int>(preference_.size())) {
+    node_->EraseWrite(id_);
+  }
 }
 
 void WriteOp::Finish(absl::StatusOr<Delta> result) {

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Prints the benchmark figures the issues name, as ratios measured in one run.
+
+Usage: bench_ratios.py bench.json   (Google Benchmark JSON output)
+"""
+import json
+import sys
+
+
+def main(path):
+    with open(path) as f:
+        runs = {b["name"]: b for b in json.load(f)["benchmarks"]}
+
+    def time(name):
+        b = runs[name]
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+        return b["real_time"] * scale
+
+    def ips(name):
+        return runs[name]["items_per_second"]
+
+    def have(*names):
+        return all(n in runs for n in names)
+
+    rows = []
+
+    def row(figure, value, target, ok):
+        rows.append((figure, value, target, "yes" if ok else "NO"))
+
+    if have("BM_ClockEncodedSize/gap_then_1M"):
+        v = runs["BM_ClockEncodedSize/gap_then_1M"]["bytes"]
+        row("clock bytes, gap then 1M", f"{v:.0f}", "<= 48", v <= 48)
+    if have("BM_ClockEncodedSize/scattered_100k_of_1M"):
+        v = runs["BM_ClockEncodedSize/scattered_100k_of_1M"]["bytes"]
+        row("clock bytes, 100k scattered of 1M", f"{v:.0f}", "<= 137500", v <= 137500)
+    if have("BM_Compare/bigset", "BM_Compare/bytewise"):
+        r = time("BM_Compare/bigset") / time("BM_Compare/bytewise")
+        row("comparator time / bytewise", f"{r:.2f}", "(report)", True)
+    lat = "BM_InsertLatency/{}/cardinality:{}"
+    if have(lat.format("bigset", 1000), lat.format("bigset", 1000000),
+            lat.format("rawleveldb", 1000), lat.format("rawleveldb", 1000000)):
+        bg = time(lat.format("bigset", 1000000)) / time(lat.format("bigset", 1000))
+        rg = time(lat.format("rawleveldb", 1000000)) / time(lat.format("rawleveldb", 1000))
+        row("insert latency growth 1k->1M: bigset / (1.5 x raw)",
+            f"{bg:.2f} / {1.5 * rg:.2f}", "bigset <= 1.5 x raw", bg <= 1.5 * rg)
+    if have(lat.format("bigset", 100000), lat.format("onevalue", 100000)):
+        r = time(lat.format("onevalue", 100000)) / time(lat.format("bigset", 100000))
+        row("onevalue / bigset insert time at 100k", f"{r:.0f}x", ">= 100x", r >= 100)
+    if have("BM_InsertThroughput/bigset", "BM_InsertThroughput/rawleveldb"):
+        r = ips("BM_InsertThroughput/bigset") / ips("BM_InsertThroughput/rawleveldb")
+        row("insert throughput bigset / raw", f"{r:.2f}", ">= 0.5", r >= 0.5)
+    if have("BM_FullRead/bigset/1000000", "BM_FullRead/rawleveldb/1000000"):
+        r = ips("BM_FullRead/bigset/1000000") / ips("BM_FullRead/rawleveldb/1000000")
+        row("full read bigset / raw", f"{r:.2f}", ">= 0.5", r >= 0.5)
+    if have("BM_Contains/bigset/1000000", "BM_Get/rawleveldb/1000000"):
+        r = time("BM_Contains/bigset/1000000") / time("BM_Get/rawleveldb/1000000")
+        row("contains time / raw get", f"{r:.2f}", "<= 3", r <= 3)
+    if have("BM_ClusterInsert/n:3/w:2", "BM_InsertThroughput/bigset"):
+        r = ips("BM_ClusterInsert/n:3/w:2") / ips("BM_InsertThroughput/bigset")
+        row("cluster insert / replica insert", f"{r:.3f}", ">= 0.25", r >= 0.25)
+    if have("BM_ClusterFullRead/r:2/1000000", "BM_FullRead/bigset/1000000"):
+        r = ips("BM_ClusterFullRead/r:2/1000000") / ips("BM_FullRead/bigset/1000000")
+        row("cluster full read / replica full read", f"{r:.3f}", ">= 0.4", r >= 0.4)
+
+    width = max(len(r[0]) for r in rows) if rows else 10
+    print(f"\n{'figure':<{width}}  {'value':>16}  {'target':>22}  met")
+    for figure, value, target, ok in rows:
+        print(f"{figure:<{width}}  {value:>16}  {target:>22}  {ok}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
