@@ -97,9 +97,9 @@ void ClusterFullRead(benchmark::State& state) {
   class Counter final : public ReadHandler {
    public:
     void OnClock(const bigset::Clock&) override {}
-    void OnChunk(std::vector<ElementDots> elements,
+    void OnChunk(std::vector<ElementDots>* elements,
                  std::function<void()> next) override {
-      count += elements.size();
+      count += elements->size();
       next();
     }
     void OnDone(absl::Status s) override {

@@ -41,11 +41,11 @@ class CountingReader final : public bigset::ReadHandler {
   void OnClock(const bigset::Clock& clock) override {
     clock_dots = clock.DotCount();
   }
-  void OnChunk(std::vector<bigset::ElementDots> elements,
+  void OnChunk(std::vector<bigset::ElementDots>* elements,
                std::function<void()> next) override {
-    for (auto& e : elements) {
+    for (const auto& e : *elements) {
       if (e.element <= last) ordered = false;
-      last = std::move(e.element);
+      last = e.element;
       ++count;
     }
     next();  // Ask for the next chunk: back-pressure is the caller's.

@@ -343,6 +343,16 @@ bool DecodeElementKeyAfterPrefix(std::string_view key, size_t prefix_len,
                                  std::string_view* element,
                                  std::string* storage, Dot* dot) {
   if (key.size() < prefix_len + 2 + 16) return false;
+  // Fast path: no NUL in the element, so its terminator is right before
+  // the 16 bytes of the dot.
+  const size_t end = key.size() - 18;
+  if (key[end] == kEscape && key[end + 1] == kTerminator &&
+      std::memchr(key.data() + prefix_len, 0, end - prefix_len) == nullptr) {
+    *element = key.substr(prefix_len, end - prefix_len);
+    dot->actor = coding::DecodeFixed64BE(key.data() + end + 2);
+    dot->counter = coding::DecodeFixed64BE(key.data() + end + 10);
+    return true;
+  }
   coding::Reader in(key.substr(prefix_len));
   return GetEscaped(&in, element, storage) && in.GetFixed64BE(&dot->actor) &&
          in.GetFixed64BE(&dot->counter) && in.empty();

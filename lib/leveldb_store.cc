@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/comparator.h"
+#include "bigset/keys.h"
 #include "leveldb/cache.h"
 #include "leveldb/comparator.h"
 #include "leveldb/filter_policy.h"
@@ -49,7 +50,10 @@ class LevelDbIterator final : public Iterator {
  public:
   LevelDbIterator(leveldb::Iterator* it, const leveldb::Comparator* cmp,
                   KeyRange range)
-      : it_(it), cmp_(cmp), range_(std::move(range)) {}
+      : it_(it),
+        cmp_(cmp),
+        range_(std::move(range)),
+        bigset_limit_(IsBigsetKey(range_.limit)) {}
 
   bool Valid() const override { return valid_; }
 
@@ -88,14 +92,24 @@ class LevelDbIterator final : public Iterator {
 
  private:
   void Update() {
-    valid_ = it_->Valid() &&
-             (range_.limit.empty() ||
-              cmp_->Compare(it_->key(), ToSlice(range_.limit)) < 0);
+    if (!it_->Valid()) {
+      valid_ = false;
+    } else if (bigset_limit_) {
+      // Bigset keys compare bytewise among themselves and before all other
+      // keys, under any wrapped comparator: skip the virtual call.
+      leveldb::Slice k = it_->key();
+      valid_ = IsBigsetKey(std::string_view(k.data(), k.size())) &&
+               k.compare(ToSlice(range_.limit)) < 0;
+    } else {
+      valid_ = range_.limit.empty() ||
+               cmp_->Compare(it_->key(), ToSlice(range_.limit)) < 0;
+    }
   }
 
   std::unique_ptr<leveldb::Iterator> it_;
   const leveldb::Comparator* cmp_;
   KeyRange range_;
+  const bool bigset_limit_;
   bool valid_ = false;
 };
 

@@ -1,5 +1,7 @@
 #include "bigset/message.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "coding.h"
 #include "string_view_compat.h"
@@ -31,17 +33,38 @@ void PutStatus(std::string* dst, const absl::Status& s) {
   PutBytes(dst, ToStd(s.message()));
 }
 
+// Writes a varint at p; returns the end.
+char* WriteVarint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+// The bulk of every read: sized once, then written through a pointer.
 void PutElements(std::string* dst, std::span<const ElementDots> elements) {
-  size_t estimate = 0;
+  size_t bound = coding::kMaxVarint64Bytes;
   for (const ElementDots& e : elements) {
-    estimate += 2 + e.element.size() + 12 * e.dots.size();
+    bound += 2 * coding::kMaxVarint64Bytes + e.element.size() +
+             e.dots.size() * (8 + coding::kMaxVarint64Bytes);
   }
-  dst->reserve(dst->size() + 10 + estimate);
-  coding::PutVarint64(dst, elements.size());
+  const size_t start = dst->size();
+  dst->resize(start + bound);
+  char* p = dst->data() + start;
+  p = WriteVarint(p, elements.size());
   for (const ElementDots& e : elements) {
-    PutBytes(dst, e.element);
-    PutDots(dst, e.dots);
+    p = WriteVarint(p, e.element.size());
+    std::memcpy(p, e.element.data(), e.element.size());
+    p += e.element.size();
+    p = WriteVarint(p, e.dots.size());
+    for (Dot d : e.dots) {
+      for (int i = 7; i >= 0; --i) *p++ = static_cast<char>(d.actor >> (8 * i));
+      p = WriteVarint(p, d.counter);
+    }
   }
+  dst->resize(static_cast<size_t>(p - dst->data()));
 }
 
 class Decoder {

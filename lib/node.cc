@@ -70,8 +70,8 @@ void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
 
 Replica* Node::Impl::LocalReplica(uint32_t partition) {
   if (partition >= ring_.ring_size()) return nullptr;
-  auto it = replicas_.find(partition);
-  if (it != replicas_.end()) return it->second.get();
+  if (replicas_.size() != ring_.ring_size()) replicas_.resize(ring_.ring_size());
+  if (replicas_[partition] != nullptr) return replicas_[partition].get();
   const auto& pl = ring_.PreferenceList(partition);
   if (std::find(pl.begin(), pl.end(), id_) == pl.end()) return nullptr;
   ReplicaOptions ro;
@@ -176,7 +176,7 @@ void Node::Impl::HandleUpdate(NodeId from, Message& m) {
   auto cached = update_replies_.find(key);
   if (cached != update_replies_.end()) {
     ++stats_.duplicate_updates;
-    transport_->Send(id_, from, cached->second);
+    transport_->Send(id_, from, update_reply_ring_[cached->second].bytes);
     return;
   }
   Message reply;
@@ -198,13 +198,16 @@ void Node::Impl::HandleUpdate(NodeId from, Message& m) {
   if (reply.status.ok()) {
     constexpr size_t kMaxCachedReplies = 4096;
     if (update_reply_ring_.size() < kMaxCachedReplies) {
-      update_reply_ring_.push_back(key);
+      update_reply_ring_.push_back({key, bytes});
+      update_replies_[key] = update_reply_ring_.size() - 1;
     } else {
-      update_replies_.erase(update_reply_ring_[update_reply_next_]);
-      update_reply_ring_[update_reply_next_] = key;
+      CachedReply& slot = update_reply_ring_[update_reply_next_];
+      update_replies_.erase(slot.key);
+      slot.key = key;
+      slot.bytes.assign(bytes);  // Reuses the slot's capacity.
+      update_replies_[key] = update_reply_next_;
       update_reply_next_ = (update_reply_next_ + 1) % kMaxCachedReplies;
     }
-    update_replies_[key] = bytes;
   }
   transport_->Send(id_, from, std::move(bytes));
 }
@@ -255,7 +258,7 @@ void Node::Impl::HandleRead(NodeId from, Message& m) {
     Fold& fold = existing->second;
     fold.last_activity = scheduler_->NowMicros();
     transport_->Send(id_, from, fold.clock_message);
-    if (!fold.last_chunk.empty()) transport_->Send(id_, from, fold.last_chunk);
+    SendChunk(key, fold);
     return;
   }
   Message clock;
@@ -302,10 +305,16 @@ void Node::Impl::SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq) {
   }
   fold.done = !*more || fold.reader->AtEnd();
   fold.last_sent = seq;
-  fold.last_chunk.clear();
-  EncodeReadChunk(key.second, fold.partition, seq, fold.done, fold.buffer,
-                  &fold.last_chunk);
-  transport_->Send(id_, key.first, fold.last_chunk);
+  SendChunk(key, fold);
+}
+
+void Node::Impl::SendChunk(const FoldKey& key, const Fold& fold) {
+  // Encoded from the fold's buffer, which holds the last chunk until the
+  // next one is produced: a retransmission encodes it again.
+  std::string bytes;
+  EncodeReadChunk(key.second, fold.partition, fold.last_sent, fold.done,
+                  fold.buffer, &bytes);
+  transport_->Send(id_, key.first, std::move(bytes));
 }
 
 void Node::Impl::HandleChunkAck(NodeId from, const Message& m) {
@@ -317,7 +326,7 @@ void Node::Impl::HandleChunkAck(NodeId from, const Message& m) {
   if (m.seq == fold.last_sent + 1 && !fold.done) {
     SendNextChunk(key, fold, m.seq);
   } else if (m.seq == fold.last_sent) {
-    transport_->Send(id_, from, fold.last_chunk);  // Retransmit.
+    SendChunk(key, fold);  // Retransmit.
     ++stats_.retransmits;
   }
 }

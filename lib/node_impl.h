@@ -42,6 +42,7 @@ class WriteOp {
 
  private:
   void SendUpdate();
+  void CoordinateLocally();
   int IndexOf(NodeId node) const;
   void MaybeFinish();
   // Answers the client and forgets this write.
@@ -58,7 +59,8 @@ class WriteOp {
   size_t attempt_ = 0;
   const ClusterWriteOptions options_;
   std::function<void(absl::StatusOr<Delta>)> done_;
-  std::string update_bytes_;
+  std::vector<UpdateOp> ops_;
+  std::string update_bytes_;  // Encoded when first sent to another node.
   std::string replicate_bytes_;
   std::optional<Delta> delta_;
   uint32_t acked_ = 0;  // Bit i: preference_[i] acknowledged.
@@ -72,7 +74,9 @@ class ReadSink {
   virtual ~ReadSink() = default;
   virtual void OnClock(const Clock& clock) = 0;
   // Returns true to continue at once; false to wait for `next`.
-  virtual bool OnChunk(std::vector<ElementDots> elements,
+  // `*elements` may be consumed until `next` is called (or, if this
+  // returns true, until it returns).
+  virtual bool OnChunk(std::vector<ElementDots>* elements,
                        std::function<void()> next) = 0;
   virtual void OnDone(absl::Status status) = 0;
 };
@@ -99,10 +103,19 @@ class ReadOp {
     Clock clock;
     size_t merger_index = 0;
     uint64_t next_seq = 0;  // The chunk we wait for.
+    // Whether next_seq was asked for (chunk 0 comes with the clock).
+    bool requested = true;
+    // This node's own replica is read in-process, not through messages.
+    std::unique_ptr<SetReader> local;
     std::optional<Message> early_chunk;  // Arrived before R clocks.
   };
 
   Slot* SlotOf(NodeId node);
+  // Opens this node's own replica for slot `i`; false if it has none.
+  bool OpenLocal(size_t i);
+  void OnLocalClock(size_t i);
+  // Fills a local slot's merge buffer with its next chunk.
+  absl::Status FillLocal(Slot& slot);
   void SendRead(const Slot& slot);
   void MaybeBegin();
   void Begin();
@@ -126,6 +139,7 @@ class ReadOp {
   std::vector<Slot> slots_;
   std::vector<size_t> accepted_;  // Slot indices, in merger order.
   std::unique_ptr<ReadMerger> merger_;
+  std::vector<ElementDots> out_;  // The chunk the client holds.
   size_t emitted_ = 0;
   bool waiting_for_client_ = false;
   uint64_t last_progress_ = 0;
@@ -204,8 +218,8 @@ class Node::Impl {
     std::unique_ptr<SetReader> reader;
     uint64_t last_sent = 0;
     bool done = false;
-    std::vector<ElementDots> buffer;  // Reused by every chunk.
-    std::string last_chunk;  // Encoded, for retransmission.
+    // The last chunk sent (kept for retransmission); reused by every chunk.
+    std::vector<ElementDots> buffer;
     std::string clock_message;
     uint64_t last_activity = 0;
   };
@@ -219,6 +233,7 @@ class Node::Impl {
   void HandleRepair(Message& m);
   // Produces and sends the next chunk of a fold.
   void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq);
+  void SendChunk(const FoldKey& key, const Fold& fold);
   void ScheduleFoldExpiry(const FoldKey& key);
   // One timer per node drives every write's retries and deadline (cheaper
   // than a timer per write).
@@ -235,7 +250,7 @@ class Node::Impl {
   std::shared_ptr<Impl*> alive_;
 
   uint64_t next_request_id_;
-  std::map<uint32_t, std::unique_ptr<Replica>> replicas_;
+  std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
   std::map<uint64_t, std::unique_ptr<WriteOp>> writes_;
   bool write_tick_scheduled_ = false;
   uint64_t write_tick_micros_ = 0;
@@ -244,8 +259,12 @@ class Node::Impl {
   std::map<FoldKey, Fold> folds_;
   // Replies to recent update requests, so that a retransmitted request is
   // answered again instead of applied twice. Bounded FIFO.
-  absl::flat_hash_map<FoldKey, std::string> update_replies_;
-  std::vector<FoldKey> update_reply_ring_;  // Insertion order, circular.
+  struct CachedReply {
+    FoldKey key;
+    std::string bytes;
+  };
+  absl::flat_hash_map<FoldKey, size_t> update_replies_;  // -> ring index.
+  std::vector<CachedReply> update_reply_ring_;  // Circular; reuses strings.
   size_t update_reply_next_ = 0;
   Stats stats_;
 };

@@ -114,7 +114,7 @@ void ReadMerger::JoinOne(const std::string& min,
     agree = entry_[r]->dots == first->dots;
   }
   if (agree) {
-    out->push_back(ElementDots{std::move(first->element), std::move(first->dots)});
+    Emit(first, out);
     for (Buffer& b : buffers_) ++b.head;
     return;
   }
@@ -152,11 +152,30 @@ void ReadMerger::JoinOne(const std::string& min,
   }
 
   if (!survivors_.empty()) {
-    out->push_back(ElementDots{std::move(first->element), survivors_});
+    first->dots.swap(survivors_);
+    Emit(first, out);
   }
   for (size_t r = 0; r < buffers_.size(); ++r) {
     if (entry_[r] != nullptr) ++buffers_[r].head;
   }
+}
+
+void ReadMerger::Emit(ElementDots* from, std::vector<ElementDots>* out) {
+  if (spares_.empty()) {
+    out->emplace_back();
+  } else {
+    out->push_back(std::move(spares_.back()));
+    spares_.pop_back();
+  }
+  // Swap, not move: the buffer entry gets the spare's capacity back for
+  // the next chunk decoded into it.
+  out->back().element.swap(from->element);
+  out->back().dots.swap(from->dots);
+}
+
+void ReadMerger::Recycle(std::vector<ElementDots>* consumed) {
+  for (ElementDots& e : *consumed) spares_.push_back(std::move(e));
+  consumed->clear();
 }
 
 std::vector<DeltaOp> ReadMerger::TakeRepairs(size_t r) {

@@ -63,6 +63,11 @@ class ReadMerger {
   // elements appended.
   size_t Merge(std::vector<ElementDots>* out, size_t limit = 0);
 
+  // Takes back the ElementDots of an earlier output (clearing *consumed),
+  // to be reused: emitting an element swaps strings and vectors between
+  // buffers and these spares, so a steady stream allocates nothing.
+  void Recycle(std::vector<ElementDots>* consumed);
+
   // The repair ops found so far for replica `r`; clears them.
   std::vector<DeltaOp> TakeRepairs(size_t r);
 
@@ -78,12 +83,15 @@ class ReadMerger {
   // Joins the element `min`, the smallest front of the buffers, whose
   // holders Merge has put in entry_.
   void JoinOne(const std::string& min, std::vector<ElementDots>* out);
+  // Appends `from`'s element and dots to *out (swapping them with a spare).
+  void Emit(ElementDots* from, std::vector<ElementDots>* out);
 
   std::vector<Clock> clocks_;
   std::vector<Buffer> buffers_;
   // Scratch, reused across elements.
   std::vector<ElementDots*> entry_;
   std::vector<Dot> survivors_;
+  std::vector<ElementDots> spares_;
 };
 
 }  // namespace bigset

@@ -72,12 +72,53 @@ void ReadOp::SendRead(const Slot& slot) {
 
 void ReadOp::Start() {
   last_progress_ = node_->scheduler()->NowMicros();
-  for (const Slot& s : slots_) SendRead(s);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!OpenLocal(i)) SendRead(slots_[i]);
+  }
   const uint64_t id = id_;
   Node::Impl* node = node_;
   node_->After(options_.retry_micros, [node, id]() {
     if (ReadOp* op = node->FindRead(id)) op->OnTimer();
   });
+}
+
+bool ReadOp::OpenLocal(size_t i) {
+  Slot& slot = slots_[i];
+  if (slot.node != node_->id()) return false;
+  Replica* replica = node_->LocalReplica(partition_);
+  if (replica == nullptr) return false;
+  SetReadOptions ro;
+  ro.batch_size = options_.batch_size;
+  ro.start = start_;
+  ro.start_inclusive = start_inclusive_;
+  ro.end = end_;
+  ro.end_inclusive = end_inclusive_;
+  absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(set_, ro);
+  if (!reader.ok()) return false;
+  slot.local = std::move(*reader);
+  // Its clock "arrives" like the others: asynchronously.
+  const uint64_t id = id_;
+  Node::Impl* node = node_;
+  node_->After(0, [node, id, i]() {
+    if (ReadOp* op = node->FindRead(id)) op->OnLocalClock(i);
+  });
+  return true;
+}
+
+void ReadOp::OnLocalClock(size_t i) {
+  Message m;
+  m.type = MessageType::kReadClock;
+  m.clock = slots_[i].local->clock();
+  OnClock(slots_[i].node, m);
+}
+
+absl::Status ReadOp::FillLocal(Slot& slot) {
+  std::vector<ElementDots>* buffer = merger_->RefillBuffer(slot.merger_index);
+  absl::StatusOr<bool> more = slot.local->Next(buffer);
+  if (!more.ok()) return more.status();
+  merger_->Refilled(slot.merger_index, !*more || slot.local->AtEnd());
+  Fed(slot);
+  return absl::OkStatus();
 }
 
 void ReadOp::OnClock(NodeId from, Message& m) {
@@ -135,6 +176,9 @@ void ReadOp::Begin() {
       s.merger_index = accepted_.size();
       accepted_.push_back(i);
       clocks.push_back(s.clock);
+    } else if (s.local != nullptr) {
+      s.state = SlotState::kStopped;
+      s.local.reset();
     } else if (s.state != SlotState::kFailed) {
       // Not among the first R: stop its fold.
       s.state = SlotState::kStopped;
@@ -203,6 +247,7 @@ void ReadOp::Feed(Slot& slot, Message& chunk) {
 void ReadOp::Fed(Slot& slot) {
   last_progress_ = node_->scheduler()->NowMicros();
   ++slot.next_seq;
+  slot.requested = false;
 }
 
 void ReadOp::SendRepairs() {
@@ -219,17 +264,30 @@ void ReadOp::Pump() {
   const uint64_t id = id_;
   Node::Impl* node = node_;
   while (!waiting_for_client_) {
-    std::vector<ElementDots> out;
+    // The client is done with the last chunk: recycle its storage.
+    merger_->Recycle(&out_);
     size_t remaining = limit_ == 0 ? 0 : limit_ - emitted_;
-    merger_->Merge(&out, remaining);
-    emitted_ += out.size();
+    merger_->Merge(&out_, remaining);
+    emitted_ += out_.size();
     SendRepairs();
     const bool limit_reached = limit_ != 0 && emitted_ >= limit_;
-    // Ask for the next chunk of every replica whose buffer ran dry.
+    // Ask for the next chunk of every replica whose buffer ran dry (once
+    // per chunk: the retry timer asks again if it does not come); read
+    // the local replica's next chunk at once.
+    bool refilled = false;
     if (!limit_reached) {
       for (size_t i : accepted_) {
         Slot& s = slots_[i];
-        if (merger_->NeedsMore(s.merger_index)) {
+        if (!merger_->NeedsMore(s.merger_index)) continue;
+        if (s.local != nullptr) {
+          absl::Status status = FillLocal(s);
+          if (!status.ok()) {
+            Finish(status);
+            return;
+          }
+          refilled = true;
+        } else if (!s.requested) {
+          s.requested = true;
           Message ack;
           ack.type = MessageType::kChunkAck;
           ack.request_id = id_;
@@ -240,12 +298,12 @@ void ReadOp::Pump() {
       }
     }
     const bool finished = limit_reached || merger_->Finished();
-    const bool produced = !out.empty();
+    const bool produced = !out_.empty();
     if (produced) {
       waiting_for_client_ = true;
       // `next` resumes from the scheduler, never inside OnChunk, so this op
       // outlives the call.
-      bool go_on = sink_->OnChunk(std::move(out), [node, id]() {
+      bool go_on = sink_->OnChunk(&out_, [node, id]() {
         node->After(0, [node, id]() {
           ReadOp* op = node->FindRead(id);
           if (op == nullptr || !op->waiting_for_client_) return;
@@ -260,7 +318,7 @@ void ReadOp::Pump() {
       if (!waiting_for_client_) Finish(absl::OkStatus());
       return;
     }
-    if (!produced) return;  // Waiting for replicas.
+    if (!produced && !refilled) return;  // Waiting for replicas.
   }
 }
 
@@ -275,6 +333,7 @@ void ReadOp::OnTimer() {
   // Retransmit what may have been lost: requests without a clock yet, and
   // acks for chunks that did not come.
   for (Slot& s : slots_) {
+    if (s.local != nullptr) continue;
     if (s.state == SlotState::kAsked) {
       SendRead(s);
       ++node_->stats().retransmits;
@@ -301,7 +360,7 @@ void ReadOp::Finish(absl::Status status) {
   // Release every fold still open (the done ones too: their replicas keep
   // the last chunk for retransmission until told).
   for (Slot& s : slots_) {
-    if (s.state == SlotState::kFailed) continue;
+    if (s.state == SlotState::kFailed || s.local != nullptr) continue;
     Message stop;
     stop.type = MessageType::kStopFold;
     stop.request_id = id_;
@@ -458,9 +517,9 @@ class HandlerSink final : public ReadSink {
  public:
   explicit HandlerSink(ReadHandler* handler) : handler_(handler) {}
   void OnClock(const Clock& clock) override { handler_->OnClock(clock); }
-  bool OnChunk(std::vector<ElementDots> elements,
+  bool OnChunk(std::vector<ElementDots>* elements,
                std::function<void()> next) override {
-    handler_->OnChunk(std::move(elements), std::move(next));
+    handler_->OnChunk(elements, std::move(next));
     return false;
   }
   void OnDone(absl::Status status) override { handler_->OnDone(status); }
@@ -474,9 +533,9 @@ class RangeSink final : public ReadSink {
   RangeSink(size_t limit, std::function<void(absl::StatusOr<RangeResult>)> done)
       : limit_(limit), done_(std::move(done)) {}
   void OnClock(const Clock&) override {}
-  bool OnChunk(std::vector<ElementDots> elements,
+  bool OnChunk(std::vector<ElementDots>* elements,
                std::function<void()>) override {
-    for (ElementDots& e : elements) result_.elements.push_back(std::move(e));
+    for (ElementDots& e : *elements) result_.elements.push_back(std::move(e));
     return true;
   }
   void OnDone(absl::Status status) override {
@@ -502,9 +561,9 @@ class CountSink final : public ReadSink {
   explicit CountSink(std::function<void(absl::StatusOr<uint64_t>)> done)
       : done_(std::move(done)) {}
   void OnClock(const Clock&) override {}
-  bool OnChunk(std::vector<ElementDots> elements,
+  bool OnChunk(std::vector<ElementDots>* elements,
                std::function<void()>) override {
-    count_ += elements.size();
+    count_ += elements->size();
     return true;
   }
   void OnDone(absl::Status status) override {

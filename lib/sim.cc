@@ -1,6 +1,7 @@
 #include "bigset/sim.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -48,10 +49,7 @@ Simulator::~Simulator() {
   // Nodes first (they may hold snapshots and iterators), then stores.
   for (auto& [id, slot] : nodes_) slot.node.reset();
   for (auto& [id, slot] : nodes_) slot.store.reset();
-  while (!queue_.empty()) {
-    delete queue_.top();
-    queue_.pop();
-  }
+  queue_.clear();
 }
 
 absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
@@ -180,9 +178,10 @@ uint64_t Simulator::Latency() {
                                                  max_latency_)(rng_);
 }
 
-void Simulator::Push(std::unique_ptr<Event> e) {
-  e->seq = next_seq_++;
-  queue_.push(e.release());
+void Simulator::Push(Event e) {
+  e.seq = next_seq_++;
+  queue_.push_back(std::move(e));
+  std::push_heap(queue_.begin(), queue_.end(), Later());
 }
 
 void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
@@ -198,34 +197,36 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
   const bool dup =
       duplicate_ > 0 && std::uniform_real_distribution<double>()(rng_) < duplicate_;
   for (int copy = 0; copy < (dup ? 2 : 1); ++copy) {
-    auto e = std::make_unique<Event>();
-    e->time = now_ + Latency();
-    e->is_message = true;
-    e->from = from;
-    e->to = to;
-    e->incarnation = dest->second.incarnation;
-    e->bytes = copy == 0 && !dup ? std::move(bytes) : bytes;
+    Event e;
+    e.time = now_ + Latency();
+    e.is_message = true;
+    e.from = from;
+    e.to = to;
+    e.incarnation = dest->second.incarnation;
+    e.bytes = copy == 0 && !dup ? std::move(bytes) : bytes;
     Push(std::move(e));
   }
 }
 
 uint64_t Simulator::AddTimer(NodeId node, uint64_t delay,
                              std::function<void()> fn) {
-  auto e = std::make_unique<Event>();
-  e->time = now_ + delay;
-  e->to = node;
-  e->incarnation = nodes_[node].incarnation;
-  e->fn = std::move(fn);
-  e->timer_id = next_timer_++;
-  uint64_t id = e->timer_id;
+  Event e;
+  e.time = now_ + delay;
+  e.to = node;
+  e.incarnation = nodes_[node].incarnation;
+  e.fn = std::move(fn);
+  e.timer_id = next_timer_++;
+  uint64_t id = e.timer_id;
   Push(std::move(e));
   return id;
 }
 
 bool Simulator::Step() {
   if (queue_.empty()) return false;
-  std::unique_ptr<Event> e(queue_.top());
-  queue_.pop();
+  std::pop_heap(queue_.begin(), queue_.end(), Later());
+  Event event = std::move(queue_.back());
+  queue_.pop_back();
+  Event* e = &event;
   now_ = std::max(now_, e->time);
   ++events_;
   NodeSlot& slot = nodes_[e->to];
@@ -238,10 +239,17 @@ bool Simulator::Step() {
       return true;
     }
     ++delivered_;
-    // The header and size identify a message well enough, and hashing
-    // whole read chunks would cost more than delivering them.
+    // The header (type, request id, partition), the last bytes and the
+    // size identify a message well enough; hashing whole read chunks would
+    // cost more than delivering them.
+    uint64_t head = 0, tail = 0;
+    std::memcpy(&head, e->bytes.data(), std::min<size_t>(8, e->bytes.size()));
+    if (e->bytes.size() >= 8) {
+      std::memcpy(&tail, e->bytes.data() + e->bytes.size() - 8, 8);
+    }
     const uint64_t digest =
-        StableHash(std::string_view(e->bytes).substr(0, 32)) ^ e->bytes.size();
+        (head * 0x9e3779b97f4a7c15ull) ^ (tail * 0xc2b2ae3d27d4eb4full) ^
+        e->bytes.size();
     if (options_.trace_capacity == 0) {
       trace_hash_ = (trace_hash_ ^ digest) * 0x100000001b3ull + now_;
     } else {
@@ -275,7 +283,7 @@ bool Simulator::RunUntil(const std::function<bool()>& pred) {
 
 void Simulator::RunFor(uint64_t micros) {
   const uint64_t until = now_ + micros;
-  while (!queue_.empty() && queue_.top()->time <= until) Step();
+  while (!queue_.empty() && queue_.front().time <= until) Step();
   now_ = std::max(now_, until);
 }
 
@@ -321,9 +329,9 @@ class CollectingHandler final : public ReadHandler {
     // A good guess of the size: every element holds at least one dot.
     result.elements.reserve(std::min<uint64_t>(clock.DotCount(), 1 << 22));
   }
-  void OnChunk(std::vector<ElementDots> elements,
+  void OnChunk(std::vector<ElementDots>* elements,
                std::function<void()> next) override {
-    for (ElementDots& e : elements) result.elements.push_back(std::move(e));
+    for (ElementDots& e : *elements) result.elements.push_back(std::move(e));
     next();
   }
   void OnDone(absl::Status s) override { status = s; }

@@ -31,13 +31,7 @@ WriteOp::WriteOp(Node::Impl* node, uint64_t id, std::string set,
     if (preference_[i] == node->id()) candidates_.insert(candidates_.begin(), i);
     else candidates_.push_back(i);
   }
-  Message m;
-  m.type = MessageType::kUpdate;
-  m.request_id = id_;
-  m.partition = partition_;
-  m.set = set_;
-  m.ops = std::move(ops);
-  update_bytes_ = m.Encode();  // Encoded once, resent as is.
+  ops_ = std::move(ops);
 }
 
 void WriteOp::Start() {
@@ -49,7 +43,45 @@ void WriteOp::Start() {
 
 void WriteOp::SendUpdate() {
   size_t candidate = (attempt_ / kAttemptsPerCandidate) % candidates_.size();
-  node_->SendBytes(preference_[candidates_[candidate]], update_bytes_);
+  const NodeId to = preference_[candidates_[candidate]];
+  if (to == node_->id()) {
+    // This node's own replica coordinates in-process (no message round
+    // trip), from the scheduler like any reply.
+    const uint64_t id = id_;
+    Node::Impl* node = node_;
+    node_->After(0, [node, id]() {
+      if (WriteOp* op = node->FindWrite(id)) op->CoordinateLocally();
+    });
+    return;
+  }
+  if (update_bytes_.empty()) {
+    Message m;
+    m.type = MessageType::kUpdate;
+    m.request_id = id_;
+    m.partition = partition_;
+    m.set = set_;
+    m.ops = ops_;
+    update_bytes_ = m.Encode();  // Encoded once, resent as is.
+  }
+  node_->SendBytes(to, update_bytes_);
+}
+
+void WriteOp::CoordinateLocally() {
+  if (delta_.has_value()) return;
+  Message reply;
+  reply.type = MessageType::kUpdateReply;
+  Replica* replica = node_->LocalReplica(partition_);
+  if (replica == nullptr) {
+    reply.status = absl::UnavailableError("no local replica");
+  } else {
+    absl::StatusOr<Delta> delta = replica->Update(set_, ops_);
+    if (delta.ok()) {
+      reply.delta = std::move(*delta);
+    } else {
+      reply.status = delta.status();
+    }
+  }
+  OnUpdateReply(node_->id(), reply);
 }
 
 void WriteOp::OnUpdateReply(NodeId from, Message& m) {
@@ -61,14 +93,14 @@ void WriteOp::OnUpdateReply(NodeId from, Message& m) {
     Finish(m.status);
     return;
   }
-  delta_ = std::move(m.delta);
   acked_ |= 1u << index;
   Message replicate;
   replicate.type = MessageType::kReplicate;
   replicate.request_id = id_;
   replicate.partition = partition_;
-  replicate.delta = *delta_;
+  replicate.delta = std::move(m.delta);
   replicate_bytes_ = replicate.Encode();
+  delta_ = std::move(replicate.delta);
   for (NodeId n : preference_) {
     if (n != from) node_->SendBytes(n, replicate_bytes_);
   }

@@ -78,10 +78,12 @@ class BIGSET_EXPORT ReadHandler {
   virtual ~ReadHandler();
   // The join of the R clocks: the context of the whole read.
   virtual void OnClock(const Clock& clock) = 0;
-  // Merged elements, ascending, each with its surviving dots. Nothing more
-  // arrives until `next` is called (it may be called later, from the
-  // thread that drives the node).
-  virtual void OnChunk(std::vector<ElementDots> elements,
+  // Merged elements, ascending, each with its surviving dots. `*elements`
+  // stays valid, and nothing more arrives, until `next` is called (now or
+  // later, from the thread that drives the node). The handler may move
+  // elements out; whatever it leaves is recycled for later chunks, so a
+  // handler that only looks allocates nothing.
+  virtual void OnChunk(std::vector<ElementDots>* elements,
                        std::function<void()> next) = 0;
   virtual void OnDone(absl::Status status) = 0;
 };

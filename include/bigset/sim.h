@@ -148,8 +148,8 @@ class BIGSET_EXPORT Simulator {
     uint64_t timer_id = 0;
   };
   struct Later {
-    bool operator()(const Event* a, const Event* b) const {
-      return a->time != b->time ? a->time > b->time : a->seq > b->seq;
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
     }
   };
   struct NodeSlot {
@@ -163,7 +163,7 @@ class BIGSET_EXPORT Simulator {
   explicit Simulator(const SimOptions& options);
   absl::Status StartNode(NodeId id);
   void Route(NodeId from, NodeId to, std::string bytes);
-  void Push(std::unique_ptr<Event> e);
+  void Push(Event e);
   uint64_t AddTimer(NodeId node, uint64_t delay, std::function<void()> fn);
   void Trace(std::string line);
   uint64_t Latency();
@@ -174,7 +174,9 @@ class BIGSET_EXPORT Simulator {
   std::optional<Ring> ring_;
   std::unique_ptr<SimTransport> transport_;
   std::map<NodeId, NodeSlot> nodes_;
-  std::priority_queue<Event*, std::vector<Event*>, Later> queue_;
+  // A binary heap of events by value (std::push_heap/pop_heap), so that
+  // an event costs no allocation of its own.
+  std::vector<Event> queue_;
   std::set<uint64_t> cancelled_timers_;
   uint64_t now_ = 0;
   uint64_t next_seq_ = 0;
