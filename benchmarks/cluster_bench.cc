@@ -4,6 +4,7 @@
 // BM_InsertThroughput/bigset and BM_FullRead/bigset/1000000.
 
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -11,8 +12,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "bigset/sim.h"
 
@@ -26,9 +25,8 @@ struct ClusterDb {
   ClusterDb() {
     const char* base = std::getenv("BIGSET_BENCH_DIR");
     static int counter = 0;
-    dir = std::filesystem::path(base != nullptr
-                                    ? base
-                                    : std::filesystem::temp_directory_path()) /
+    dir = std::filesystem::path(
+              base != nullptr ? base : std::filesystem::temp_directory_path()) /
           ("bigset_cluster_bench_" + std::to_string(::getpid()) + "_" +
            std::to_string(counter++));
     std::filesystem::remove_all(dir);
@@ -69,7 +67,8 @@ void ClusterInsert(benchmark::State& state) {
   wo.w = 2;
   uint64_t i = 0;
   for (auto _ : state) {
-    auto d = db->sim->Update(db->via, kSet, {UpdateOp::Add(RandomElement(rng))}, wo);
+    auto d =
+        db->sim->Update(db->via, kSet, {UpdateOp::Add(RandomElement(rng))}, wo);
     if (!d.ok()) std::abort();
     // Zero latency freezes virtual time; advance it now and then so the
     // coordinators' retry timers fire (and find nothing to do).
@@ -85,7 +84,8 @@ void ClusterFullRead(benchmark::State& state) {
     std::mt19937_64 rng(1000000);
     for (int i = 0; i < 1000; ++i) {
       std::vector<UpdateOp> ops;
-      for (int j = 0; j < 1000; ++j) ops.push_back(UpdateOp::Add(RandomElement(rng)));
+      for (int j = 0; j < 1000; ++j)
+        ops.push_back(UpdateOp::Add(RandomElement(rng)));
       if (!d->sim->Update(d->via, kSet, std::move(ops)).ok()) std::abort();
     }
     d->sim->RunUntilIdle();
@@ -126,7 +126,8 @@ void ClusterFullRead(benchmark::State& state) {
 const int kRegistered = [] {
   benchmark::RegisterBenchmark("BM_ClusterInsert/n:3/w:2", ClusterInsert)
       ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("BM_ClusterFullRead/r:2/1000000", ClusterFullRead)
+  benchmark::RegisterBenchmark("BM_ClusterFullRead/r:2/1000000",
+                               ClusterFullRead)
       ->Unit(benchmark::kMillisecond);
   return 0;
 }();

@@ -6,19 +6,18 @@
 // $BIGSET_BENCH_DIR (default: the system temp directory).
 
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <span>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "bigset/comparator.h"
 #include "bigset/keys.h"
@@ -44,11 +43,11 @@ class BenchDir {
   BenchDir() {
     const char* base = std::getenv("BIGSET_BENCH_DIR");
     static int counter = 0;
-    path_ = std::filesystem::path(base != nullptr
-                                      ? base
-                                      : std::filesystem::temp_directory_path()) /
-            ("bigset_bench_" + std::to_string(::getpid()) + "_" +
-             std::to_string(counter++));
+    path_ =
+        std::filesystem::path(
+            base != nullptr ? base : std::filesystem::temp_directory_path()) /
+        ("bigset_bench_" + std::to_string(::getpid()) + "_" +
+         std::to_string(counter++));
     std::filesystem::remove_all(path_);
   }
   ~BenchDir() { std::filesystem::remove_all(path_); }
@@ -68,7 +67,8 @@ std::string RandomElement(Rng& rng) {
 
 void Check(const absl::Status& s) {
   if (!s.ok()) {
-    std::fprintf(stderr, "benchmark failed: %s\n", std::string(s.ToString()).c_str());
+    std::fprintf(stderr, "benchmark failed: %s\n",
+                 std::string(s.ToString()).c_str());
     std::abort();
   }
 }
@@ -225,12 +225,16 @@ Db& Cached(std::map<uint64_t, std::unique_ptr<Db>>& cache, uint64_t n,
   return *slot;
 }
 
-uint64_t Refill(uint64_t n) { return std::max<uint64_t>(1, std::min<uint64_t>(n / 2, 50000)); }
+uint64_t Refill(uint64_t n) {
+  return std::max<uint64_t>(1, std::min<uint64_t>(n / 2, 50000));
+}
 
 std::unique_ptr<BigsetDb> MakeBigsetForWrites(uint64_t n) {
   return MakeBigset(n, false);
 }
-std::unique_ptr<RawDb> MakeRawForWrites(uint64_t n) { return MakeRaw(n, false); }
+std::unique_ptr<RawDb> MakeRawForWrites(uint64_t n) {
+  return MakeRaw(n, false);
+}
 
 void InsertLatencyBigset(benchmark::State& state, uint64_t n) {
   static auto* cache = new std::map<uint64_t, std::unique_ptr<BigsetDb>>();
@@ -241,7 +245,8 @@ void InsertLatencyBigset(benchmark::State& state, uint64_t n) {
     UpdateOp op = UpdateOp::Add(RandomElement(rng));
     auto delta = db.replica->Update(kSet, std::span(&op, 1));
     Check(delta.status());
-    undo.push_back(UpdateOp::Remove(std::move(op.element), {*delta->ops[0].add}));
+    undo.push_back(
+        UpdateOp::Remove(std::move(op.element), {*delta->ops[0].add}));
     if (undo.size() == Refill(n)) {
       state.PauseTiming();
       Check(db.replica->Update(kSet, undo).status());

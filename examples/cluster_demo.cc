@@ -31,7 +31,8 @@ std::string Item(uint64_t i) {
 }
 
 int Fail(const char* what, const absl::Status& s) {
-  std::fprintf(stderr, "%s failed: %s\n", what, std::string(s.ToString()).c_str());
+  std::fprintf(stderr, "%s failed: %s\n", what,
+               std::string(s.ToString()).c_str());
   return 1;
 }
 
@@ -124,11 +125,12 @@ int main(int argc, char** argv) {
   sim.node(4)->Read(set, bigset::ClusterReadOptions(), &reader);
   sim.RunUntil([&reader]() { return reader.done; });
   if (!reader.status.ok()) return Fail("streaming read", reader.status);
-  std::printf("streamed %llu elements in order=%s, clock of %llu dots, in "
-              "%.1f s\n\n",
-              static_cast<unsigned long long>(reader.count),
-              reader.ordered ? "yes" : "NO",
-              static_cast<unsigned long long>(reader.clock_dots), Seconds(t));
+  std::printf(
+      "streamed %llu elements in order=%s, clock of %llu dots, in "
+      "%.1f s\n\n",
+      static_cast<unsigned long long>(reader.count),
+      reader.ordered ? "yes" : "NO",
+      static_cast<unsigned long long>(reader.clock_dots), Seconds(t));
 
   // 3. Queries.
   auto m = sim.ContainsAll(2, set, {Item(0), Item(n / 2), "not-an-item"});
@@ -159,13 +161,14 @@ int main(int argc, char** argv) {
   if (auto s = sim.Crash(victim); !s.ok()) return Fail("crash", s);
   std::printf("crashed node %u (a replica of \"%s\")\n", victim, set.c_str());
   std::vector<bigset::UpdateOp> more;
-  for (uint64_t j = n; j < n + 1000; ++j) more.push_back(bigset::UpdateOp::Add(Item(j)));
+  for (uint64_t j = n; j < n + 1000; ++j)
+    more.push_back(bigset::UpdateOp::Add(Item(j)));
   auto w = sim.Update(pl[1], set, std::move(more));
   if (!w.ok()) return Fail("write with a node down", w.status());
   auto rm = sim.ContainsAll(pl[2], set, {Item(7)});
   if (!rm.ok()) return Fail("membership with a node down", rm.status());
-  auto del = sim.Update(pl[2], set,
-                        {bigset::UpdateOp::Remove(Item(7), rm->elements[0].dots)});
+  auto del = sim.Update(
+      pl[2], set, {bigset::UpdateOp::Remove(Item(7), rm->elements[0].dots)});
   if (!del.ok()) return Fail("remove with a node down", del.status());
   count = sim.Count(pl[1], set);
   if (!count.ok()) return Fail("count with a node down", count.status());
@@ -184,10 +187,11 @@ int main(int argc, char** argv) {
   if (!repaired.ok()) return Fail("repairing read", repaired.status());
   sim.RunUntilIdle();
   const auto stats = sim.node(victim)->stats();
-  std::printf("read with R=3 (%.1f s) sent %llu repair ops; node %u's replica "
-              "now holds %llu elements\n",
-              Seconds(t), static_cast<unsigned long long>(stats.repair_ops_sent),
-              victim, static_cast<unsigned long long>(LocalCount(sim, victim, set)));
+  std::printf(
+      "read with R=3 (%.1f s) sent %llu repair ops; node %u's replica "
+      "now holds %llu elements\n",
+      Seconds(t), static_cast<unsigned long long>(stats.repair_ops_sent),
+      victim, static_cast<unsigned long long>(LocalCount(sim, victim, set)));
   const bool converged = LocalCount(sim, victim, set) == *repaired &&
                          LocalCount(sim, pl[1], set) == *repaired &&
                          LocalCount(sim, pl[2], set) == *repaired;

@@ -29,7 +29,8 @@ int Fail(const absl::Status& s) {
 
 // Inserts `element` into `set`: increments the set-clock and writes the new
 // clock and the element key in one batch, so a crash leaves both or neither.
-absl::Status Insert(bigset::Store& store, std::map<std::string, bigset::Clock>& clocks,
+absl::Status Insert(bigset::Store& store,
+                    std::map<std::string, bigset::Clock>& clocks,
                     const std::string& set, std::string_view element) {
   bigset::Clock& clock = clocks[set];
   absl::StatusOr<bigset::Dot> dot = clock.Increment(kActor);
@@ -96,8 +97,8 @@ int main(int argc, char** argv) {
 
   // One set's elements, by seeking its element range.
   std::printf("\nset \"fruits\" elements:\n");
-  auto elems = (*store)->NewIterator(bigset::ReadOptions(),
-                                     bigset::ElementsRange(kKeyspace, "fruits"));
+  auto elems = (*store)->NewIterator(
+      bigset::ReadOptions(), bigset::ElementsRange(kKeyspace, "fruits"));
   for (elems->SeekToFirst(); elems->Valid(); elems->Next()) {
     bigset::ParsedKey key;
     if (absl::Status s = bigset::DecodeKey(elems->key(), &key); !s.ok()) {

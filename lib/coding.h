@@ -75,7 +75,8 @@ inline uint32_t DecodeFixed32BE(const char* p) {
 // input is too short or malformed.
 class Reader {
  public:
-  explicit Reader(std::string_view in) : p_(in.data()), end_(in.data() + in.size()) {}
+  explicit Reader(std::string_view in)
+      : p_(in.data()), end_(in.data() + in.size()) {}
 
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   bool empty() const { return p_ == end_; }

@@ -118,8 +118,9 @@ std::string PrefixSuccessor(std::string prefix) {
 }
 
 absl::Status Malformed(std::string_view key, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "malformed bigset key (", ToAbsl(why), "): ", absl::CHexEscape(ToAbsl(key))));
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed bigset key (", ToAbsl(why),
+                   "): ", absl::CHexEscape(ToAbsl(key))));
 }
 
 }  // namespace
@@ -139,8 +140,7 @@ void AppendSetTombstoneKey(std::string* dst, KeyspaceId keyspace,
 }
 
 void AppendElementKey(std::string* dst, KeyspaceId keyspace,
-                      std::string_view set, std::string_view element,
-                      Dot dot) {
+                      std::string_view set, std::string_view element, Dot dot) {
   dst->reserve(dst->size() + element.size() + 2);
   AppendSetPrefix(dst, keyspace, set);
   dst->push_back(kKindElement);
@@ -304,8 +304,8 @@ absl::Status DecodeKey(std::string_view key, ParsedKey* out) {
   switch (kind) {
     case kKindClock:
     case kKindTombstone:
-      out->kind = kind == kKindClock ? KeyKind::kSetClock
-                                     : KeyKind::kSetTombstone;
+      out->kind =
+          kind == kKindClock ? KeyKind::kSetClock : KeyKind::kSetTombstone;
       if (!in.GetFixed64BE(&out->dot.actor)) {
         return Malformed(key, "bad actor");
       }
@@ -361,9 +361,7 @@ bool DecodeElementKeyAfterPrefix(std::string_view key, size_t prefix_len,
 }  // namespace internal
 
 std::string KeyDebugString(std::string_view key) {
-  auto hex = [](std::string_view s) {
-    return absl::CHexEscape(ToAbsl(s));
-  };
+  auto hex = [](std::string_view s) { return absl::CHexEscape(ToAbsl(s)); };
   ParsedKey k;
   if (!DecodeKey(key, &k).ok()) return absl::StrCat("raw:\"", hex(key), "\"");
   switch (k.kind) {
@@ -377,10 +375,9 @@ std::string KeyDebugString(std::string_view key) {
       return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set),
                           "\"/tombstone:", absl::Hex(k.dot.actor));
     case KeyKind::kElement:
-      return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set),
-                          "\"/elem:\"", hex(k.element),
-                          "\"/dot:", absl::Hex(k.dot.actor), ".",
-                          k.dot.counter);
+      return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set), "\"/elem:\"",
+                          hex(k.element), "\"/dot:", absl::Hex(k.dot.actor),
+                          ".", k.dot.counter);
     case KeyKind::kEndOfSet:
       return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set), "\"/end");
   }

@@ -39,8 +39,7 @@ leveldb::ReadOptions ToLevelDb(const ReadOptions& options) {
   o.verify_checksums = options.verify_checksums;
   if (options.snapshot != nullptr) {
     // Every Snapshot a LevelDbStore hands out is a LevelDbSnapshot.
-    o.snapshot =
-        static_cast<const LevelDbSnapshot*>(options.snapshot)->get();
+    o.snapshot = static_cast<const LevelDbSnapshot*>(options.snapshot)->get();
   }
   return o;
 }
@@ -174,12 +173,14 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
     if (s.IsInvalidArgument() &&
         msg.find("does not match existing comparator") != std::string::npos) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "database at ", ToAbsl(path), " was created with another comparator (",
-          msg, "); bigset stores need comparator ", o.comparator->Name()));
+          "database at ", ToAbsl(path),
+          " was created with another comparator (", msg,
+          "); bigset stores need comparator ", o.comparator->Name()));
     }
     if (s.IsIOError() && msg.find("lock") != std::string::npos) {
-      return absl::UnavailableError(absl::StrCat(
-          "database at ", ToAbsl(path), " is in use by another process: ", msg));
+      return absl::UnavailableError(
+          absl::StrCat("database at ", ToAbsl(path),
+                       " is in use by another process: ", msg));
     }
     absl::Status status = FromLevelDbStatus(s);
     return absl::Status(status.code(),
@@ -206,8 +207,8 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
       db_->Write(o, const_cast<leveldb::WriteBatch*>(batch.rep())));
 }
 
-absl::Status LevelDbStore::Get(const ReadOptions& options,
-                               std::string_view key, std::string* value) {
+absl::Status LevelDbStore::Get(const ReadOptions& options, std::string_view key,
+                               std::string* value) {
   return FromLevelDbStatus(db_->Get(ToLevelDb(options), ToSlice(key), value));
 }
 
@@ -217,8 +218,8 @@ std::unique_ptr<Iterator> LevelDbStore::NewIterator(const ReadOptions& options,
   // under any wrapped comparator, so the bytewise-wrapping one bounds them.
   const leveldb::Comparator* cmp =
       comparator_ ? comparator_.get() : BigsetComparator();
-  return std::make_unique<LevelDbIterator>(
-      db_->NewIterator(ToLevelDb(options)), cmp, std::move(range));
+  return std::make_unique<LevelDbIterator>(db_->NewIterator(ToLevelDb(options)),
+                                           cmp, std::move(range));
 }
 
 std::unique_ptr<const Snapshot> LevelDbStore::GetSnapshot() {

@@ -26,8 +26,7 @@ absl::Status LocalSets::Add(std::string_view set, std::string_view element) {
   return replica_->Update(set, std::span(&op, 1)).status();
 }
 
-absl::Status LocalSets::Remove(std::string_view set,
-                               std::string_view element) {
+absl::Status LocalSets::Remove(std::string_view set, std::string_view element) {
   UpdateOp op = UpdateOp::Remove(std::string(element), {});
   op.context_from_replica = true;
   return replica_->Update(set, std::span(&op, 1)).status();

@@ -139,8 +139,8 @@ class Decoder {
 };
 
 absl::Status Malformed(MessageType type, absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("malformed ", MessageTypeName(type),
-                                          " message: ", what));
+  return absl::DataLossError(
+      absl::StrCat("malformed ", MessageTypeName(type), " message: ", what));
 }
 
 }  // namespace
@@ -189,9 +189,9 @@ void Message::EncodeTo(std::string* dst) const {
       PutBytes(dst, set);
       coding::PutVarint64(dst, ops.size());
       for (const UpdateOp& op : ops) {
-        dst->push_back(static_cast<char>(
-            (op.kind == UpdateOp::Kind::kAdd ? 1 : 0) |
-            (op.context_from_replica ? 2 : 0)));
+        dst->push_back(
+            static_cast<char>((op.kind == UpdateOp::Kind::kAdd ? 1 : 0) |
+                              (op.context_from_replica ? 2 : 0)));
         PutBytes(dst, op.element);
         PutDots(dst, op.context);
       }

@@ -1,8 +1,9 @@
+#include "bigset/node.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "bigset/node.h"
 #include "node_impl.h"
 
 namespace bigset {
@@ -70,7 +71,8 @@ void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
 
 Replica* Node::Impl::LocalReplica(uint32_t partition) {
   if (partition >= ring_.ring_size()) return nullptr;
-  if (replicas_.size() != ring_.ring_size()) replicas_.resize(ring_.ring_size());
+  if (replicas_.size() != ring_.ring_size())
+    replicas_.resize(ring_.ring_size());
   if (replicas_[partition] != nullptr) return replicas_[partition].get();
   const auto& pl = ring_.PreferenceList(partition);
   if (std::find(pl.begin(), pl.end(), id_) == pl.end()) return nullptr;
@@ -80,7 +82,8 @@ Replica* Node::Impl::LocalReplica(uint32_t partition) {
   ro.sync_writes = options_.sync_writes;
   ro.actor_id_source = options_.actor_id_source;
   size_t mine = std::max<size_t>(1, ring_.PartitionsOf(id_).size());
-  ro.clock_cache_bytes = std::max<size_t>(4096, options_.clock_cache_bytes / mine);
+  ro.clock_cache_bytes =
+      std::max<size_t>(4096, options_.clock_cache_bytes / mine);
   absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
   if (!r.ok()) return nullptr;
   return (replicas_[partition] = std::move(*r)).get();
@@ -368,19 +371,18 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
 void Node::Impl::StartRead(std::string_view set,
                            const ClusterReadOptions& options,
                            std::optional<std::string> start,
-                           bool start_inclusive,
-                           std::optional<std::string> end, bool end_inclusive,
-                           size_t limit, std::unique_ptr<ReadSink> sink) {
+                           bool start_inclusive, std::optional<std::string> end,
+                           bool end_inclusive, size_t limit,
+                           std::unique_ptr<ReadSink> sink) {
   if (options.r < 1 || options.r > ring_.n() || options.batch_size == 0) {
     sink->OnDone(
         absl::InvalidArgumentError("r must be in [1, n] and batch_size >= 1"));
     return;
   }
   uint64_t id = NextRequestId();
-  auto op = std::make_unique<ReadOp>(this, id, std::string(set), options,
-                                     std::move(start), start_inclusive,
-                                     std::move(end), end_inclusive, limit,
-                                     std::move(sink));
+  auto op = std::make_unique<ReadOp>(
+      this, id, std::string(set), options, std::move(start), start_inclusive,
+      std::move(end), end_inclusive, limit, std::move(sink));
   ReadOp* raw = op.get();
   reads_[id] = std::move(op);
   raw->Start();
@@ -395,9 +397,9 @@ void Node::Impl::ContainsAll(
     return;
   }
   uint64_t id = NextRequestId();
-  auto op = std::make_unique<QueryOp>(this, id, std::string(set),
-                                      std::move(elements), options,
-                                      std::move(done));
+  auto op =
+      std::make_unique<QueryOp>(this, id, std::string(set), std::move(elements),
+                                options, std::move(done));
   QueryOp* raw = op.get();
   queries_[id] = std::move(op);
   raw->Start();
@@ -418,8 +420,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Open(NodeId id, const Ring& ring,
   if (store == nullptr || transport == nullptr || scheduler == nullptr) {
     return absl::InvalidArgumentError("store, transport and scheduler needed");
   }
-  auto impl = std::make_unique<Impl>(id, ring, store, transport, scheduler,
-                                     options);
+  auto impl =
+      std::make_unique<Impl>(id, ring, store, transport, scheduler, options);
   // Open every hosted replica now, so a corrupt store fails here.
   for (uint32_t p : ring.PartitionsOf(id)) {
     if (impl->LocalReplica(p) == nullptr) {

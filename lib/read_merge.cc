@@ -67,7 +67,8 @@ size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
     if (b.done) continue;
     if (b.empty()) return 0;
     const std::string& last = b.elements.back().element;
-    if (smallest_last == nullptr || last < *smallest_last) smallest_last = &last;
+    if (smallest_last == nullptr || last < *smallest_last)
+      smallest_last = &last;
   }
   // A copy: merging moves elements out of the buffers.
   std::optional<std::string> least_last;

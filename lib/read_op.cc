@@ -31,8 +31,8 @@ void SendRepair(Node::Impl* node, NodeId to, uint32_t partition,
 ReadOp::ReadOp(Node::Impl* node, uint64_t id, std::string set,
                const ClusterReadOptions& options,
                std::optional<std::string> start, bool start_inclusive,
-               std::optional<std::string> end, bool end_inclusive,
-               size_t limit, std::unique_ptr<ReadSink> sink)
+               std::optional<std::string> end, bool end_inclusive, size_t limit,
+               std::unique_ptr<ReadSink> sink)
     : node_(node),
       id_(id),
       set_(std::move(set)),
@@ -467,9 +467,10 @@ void QueryOp::OnReply(NodeId from, Message& m) {
   Membership result;
   result.all_present = true;
   for (const std::string& e : elements_) {
-    auto it = std::lower_bound(
-        merged.begin(), merged.end(), e,
-        [](const ElementDots& a, const std::string& b) { return a.element < b; });
+    auto it = std::lower_bound(merged.begin(), merged.end(), e,
+                               [](const ElementDots& a, const std::string& b) {
+                                 return a.element < b;
+                               });
     ElementDots& out = result.elements.emplace_back();
     out.element = e;
     if (it != merged.end() && it->element == e) out.dots = it->dots;

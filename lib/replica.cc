@@ -23,10 +23,10 @@ constexpr uint8_t kActorFormatVersion = 1;
 // Continuation tokens: version byte + the last element returned.
 constexpr char kContinuationVersion = 0x01;
 
-#define BIGSET_RETURN_IF_ERROR(expr)         \
-  do {                                       \
-    absl::Status _status = (expr);           \
-    if (!_status.ok()) return _status;       \
+#define BIGSET_RETURN_IF_ERROR(expr)   \
+  do {                                 \
+    absl::Status _status = (expr);     \
+    if (!_status.ok()) return _status; \
   } while (0)
 
 std::string Printable(std::string_view s) {
@@ -35,9 +35,9 @@ std::string Printable(std::string_view s) {
 
 absl::Status SetCorruption(std::string_view set, std::string_view what,
                            absl::string_view detail = {}) {
-  return absl::DataLossError(absl::StrCat("set \"", Printable(set), "\": ",
-                                          ToAbsl(what), detail.empty() ? "" : ": ",
-                                          detail));
+  return absl::DataLossError(absl::StrCat("set \"", Printable(set),
+                                          "\": ", ToAbsl(what),
+                                          detail.empty() ? "" : ": ", detail));
 }
 
 ActorId NewActorId() {
@@ -105,9 +105,8 @@ class Replica::Reader final : public SetReader {
     while (!past_end_ && it_->Valid()) {
       if (!internal::DecodeElementKeyAfterPrefix(it_->key(), prefix_len_,
                                                  &element, &scratch_, &dot)) {
-        return absl::DataLossError(
-            absl::StrCat("bad element key in set read: ",
-                         Printable(it_->key())));
+        return absl::DataLossError(absl::StrCat("bad element key in set read: ",
+                                                Printable(it_->key())));
       }
       if (end_.has_value()) {
         int c = element.compare(*end_);
@@ -178,8 +177,8 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
     uint8_t version = 0;
     if (!in.GetByte(&version) || version != kActorFormatVersion ||
         !in.GetFixed64BE(&actor) || !in.empty() || actor == 0) {
-      return absl::DataLossError(absl::StrCat(
-          "keyspace ", options.keyspace, ": undecodable actor id"));
+      return absl::DataLossError(absl::StrCat("keyspace ", options.keyspace,
+                                              ": undecodable actor id"));
     }
   } else if (absl::IsNotFound(s)) {
     // A keyspace that holds sets but no actor id lost its identity; starting
@@ -189,9 +188,8 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
     it->SeekToFirst();
     BIGSET_RETURN_IF_ERROR(it->status());
     if (it->Valid()) {
-      return absl::DataLossError(
-          absl::StrCat("keyspace ", options.keyspace,
-                       " holds set data but no actor id"));
+      return absl::DataLossError(absl::StrCat(
+          "keyspace ", options.keyspace, " holds set data but no actor id"));
     }
     actor = options.actor_id_source ? options.actor_id_source() : NewActorId();
     if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
@@ -217,9 +215,8 @@ Replica::Stripe& Replica::StripeFor(std::string_view set) {
 absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   SetState state;
   std::string value;
-  absl::Status s = store_->Get(ReadOptions(),
-                               SetClockKey(options_.keyspace, set, actor_),
-                               &value);
+  absl::Status s = store_->Get(
+      ReadOptions(), SetClockKey(options_.keyspace, set, actor_), &value);
   if (s.ok()) {
     absl::StatusOr<Clock> clock = Clock::Decode(value);
     if (!clock.ok()) {
@@ -230,8 +227,8 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   } else if (absl::IsNotFound(s)) {
     // Never treat a missing clock as fresh when the set has keys: its
     // counters could be reused.
-    auto it = store_->NewIterator(ReadOptions(),
-                                  SetRange(options_.keyspace, set));
+    auto it =
+        store_->NewIterator(ReadOptions(), SetRange(options_.keyspace, set));
     it->SeekToFirst();
     BIGSET_RETURN_IF_ERROR(it->status());
     if (it->Valid()) {
@@ -319,8 +316,9 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(
-    std::string_view set, std::string_view element, const Clock& tombstone) {
+absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(std::string_view set,
+                                                      std::string_view element,
+                                                      const Clock& tombstone) {
   std::vector<Dot> dots;
   auto it = store_->NewIterator(ReadOptions(),
                                 ElementRange(options_.keyspace, set, element));
@@ -405,8 +403,7 @@ absl::Status Replica::Apply(const Delta& delta) {
     }
     ApplyContext(set, op.element, op.context, state, &batch);
     // Never rewrite a seen dot: its key may have been removed.
-    if (op.add.has_value() && op.add->valid() &&
-        !state->clock.Seen(*op.add)) {
+    if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
       state->clock.AddDot(*op.add);
       batch.Put(ElementKey(options_.keyspace, set, op.element, *op.add), "");
       ++puts;
@@ -424,8 +421,7 @@ absl::Status Replica::Apply(const Delta& delta) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Delta> Replica::Clear(std::string_view set,
-                                     const Clock& clock) {
+absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
   Stripe& stripe = StripeFor(set);
   absl::MutexLock lock(&stripe.mu);
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
@@ -487,8 +483,7 @@ absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
 }
 
 absl::StatusOr<Membership> Replica::ContainsAll(
-    std::string_view set, std::span<const std::string> elements,
-    Clock* clock) {
+    std::string_view set, std::span<const std::string> elements, Clock* clock) {
   absl::StatusOr<View> view = OpenView(set, /*with_clock=*/clock != nullptr);
   if (!view.ok()) return view.status();
   ReadOptions ro;
@@ -498,9 +493,8 @@ absl::StatusOr<Membership> Replica::ContainsAll(
   // Seek in element order so the iterator only moves forward.
   std::vector<size_t> order(elements.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return elements[a] < elements[b];
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return elements[a] < elements[b]; });
   if (clock != nullptr) *clock = std::move(view->clock);
   Membership result;
   result.elements.resize(elements.size());
@@ -723,10 +717,10 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
         if (key.dot.actor != actor_) break;  // Another actor's copy.
         absl::StatusOr<Clock> c = Clock::Decode(it->value());
         if (!c.ok()) {
-          problem(absl::StrCat(where, ": undecodable ",
-                               key.kind == KeyKind::kSetClock ? "set-clock"
-                                                              : "set-tombstone",
-                               ": ", c.status().message()));
+          problem(absl::StrCat(
+              where, ": undecodable ",
+              key.kind == KeyKind::kSetClock ? "set-clock" : "set-tombstone",
+              ": ", c.status().message()));
           break;
         }
         (key.kind == KeyKind::kSetClock ? clock : tombstone) = std::move(*c);
@@ -739,10 +733,9 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
                                Printable(key.element), "\" ",
                                DotToString(key.dot), " without a set-clock"));
         } else if (!clock->Seen(key.dot)) {
-          problem(absl::StrCat(where, ": element key \"",
-                               Printable(key.element), "\" has dot ",
-                               DotToString(key.dot),
-                               " its set-clock has not seen"));
+          problem(absl::StrCat(
+              where, ": element key \"", Printable(key.element), "\" has dot ",
+              DotToString(key.dot), " its set-clock has not seen"));
         }
         break;
       default:
@@ -753,8 +746,8 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
   BIGSET_RETURN_IF_ERROR(it->status());
   // The actor id itself.
   std::string value;
-  absl::Status s = store_->Get(ro, MetadataKey(options_.keyspace, kActorMetadata),
-                               &value);
+  absl::Status s =
+      store_->Get(ro, MetadataKey(options_.keyspace, kActorMetadata), &value);
   if (!s.ok()) problem(absl::StrCat("actor id: ", s.message()));
   return report;
 }

@@ -69,7 +69,8 @@ std::map<NodeId, std::vector<uint32_t>> Ring::CoveragePlan() const {
       if (plan.count(node)) continue;
       size_t count = 0;
       for (uint32_t p : PartitionsOf(node)) count += !covered[p];
-      if (count > best_count || (count == best_count && count > 0 && node < best)) {
+      if (count > best_count ||
+          (count == best_count && count > 0 && node < best)) {
         best = node;
         best_count = count;
       }

@@ -42,8 +42,8 @@ Simulator::Simulator(const SimOptions& options)
       loss_(options.loss),
       duplicate_(options.duplicate),
       min_latency_(options.min_latency_micros),
-      max_latency_(std::max(options.min_latency_micros,
-                            options.max_latency_micros)) {}
+      max_latency_(
+          std::max(options.min_latency_micros, options.max_latency_micros)) {}
 
 Simulator::~Simulator() {
   // Nodes first (they may hold snapshots and iterators), then stores.
@@ -54,10 +54,12 @@ Simulator::~Simulator() {
 
 absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
     const SimOptions& options) {
-  if (options.nodes < 1) return absl::InvalidArgumentError("nodes must be >= 1");
+  if (options.nodes < 1)
+    return absl::InvalidArgumentError("nodes must be >= 1");
   std::unique_ptr<Simulator> sim(new Simulator(options));
   std::vector<NodeId> ids;
-  for (int i = 1; i <= options.nodes; ++i) ids.push_back(static_cast<NodeId>(i));
+  for (int i = 1; i <= options.nodes; ++i)
+    ids.push_back(static_cast<NodeId>(i));
   absl::StatusOr<Ring> ring = Ring::Create(ids, options.ring);
   if (!ring.ok()) return ring.status();
   sim->ring_.emplace(std::move(*ring));
@@ -93,9 +95,8 @@ absl::Status Simulator::StartNode(NodeId id) {
     while (a == 0) a = rng_();
     return a;
   };
-  absl::StatusOr<std::unique_ptr<Node>> node =
-      Node::Open(id, *ring_, slot.store.get(), transport_.get(),
-                 slot.scheduler.get(), no);
+  absl::StatusOr<std::unique_ptr<Node>> node = Node::Open(
+      id, *ring_, slot.store.get(), transport_.get(), slot.scheduler.get(), no);
   if (!node.ok()) {
     slot.store.reset();
     return node.status();
@@ -186,16 +187,15 @@ void Simulator::Push(Event e) {
 
 void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
   auto dest = nodes_.find(to);
-  const bool partitioned =
-      !group_.empty() && group_.count(from) && group_.count(to) &&
-      group_[from] != group_[to];
+  const bool partitioned = !group_.empty() && group_.count(from) &&
+                           group_.count(to) && group_[from] != group_[to];
   if (dest == nodes_.end() || partitioned ||
       (loss_ > 0 && std::uniform_real_distribution<double>()(rng_) < loss_)) {
     ++dropped_;
     return;
   }
-  const bool dup =
-      duplicate_ > 0 && std::uniform_real_distribution<double>()(rng_) < duplicate_;
+  const bool dup = duplicate_ > 0 &&
+                   std::uniform_real_distribution<double>()(rng_) < duplicate_;
   for (int copy = 0; copy < (dup ? 2 : 1); ++copy) {
     Event e;
     e.time = now_ + Latency();
@@ -247,9 +247,8 @@ bool Simulator::Step() {
     if (e->bytes.size() >= 8) {
       std::memcpy(&tail, e->bytes.data() + e->bytes.size() - 8, 8);
     }
-    const uint64_t digest =
-        (head * 0x9e3779b97f4a7c15ull) ^ (tail * 0xc2b2ae3d27d4eb4full) ^
-        e->bytes.size();
+    const uint64_t digest = (head * 0x9e3779b97f4a7c15ull) ^
+                            (tail * 0xc2b2ae3d27d4eb4full) ^ e->bytes.size();
     if (options_.trace_capacity == 0) {
       trace_hash_ = (trace_hash_ ^ digest) * 0x100000001b3ull + now_;
     } else {
@@ -361,15 +360,16 @@ absl::StatusOr<Membership> Simulator::ContainsAll(
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   std::optional<absl::StatusOr<Membership>> result;
-  n->ContainsAll(set, std::move(elements), options,
-                 [&result](absl::StatusOr<Membership> r) { result = std::move(r); });
+  n->ContainsAll(
+      set, std::move(elements), options,
+      [&result](absl::StatusOr<Membership> r) { result = std::move(r); });
   if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
   return std::move(*result);
 }
 
-absl::StatusOr<RangeResult> Simulator::Range(NodeId via, std::string_view set,
-                                             const RangeQuery& query,
-                                             const ClusterReadOptions& options) {
+absl::StatusOr<RangeResult> Simulator::Range(
+    NodeId via, std::string_view set, const RangeQuery& query,
+    const ClusterReadOptions& options) {
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   std::optional<absl::StatusOr<RangeResult>> result;

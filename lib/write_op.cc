@@ -28,8 +28,10 @@ WriteOp::WriteOp(Node::Impl* node, uint64_t id, std::string set,
   // This node coordinates if it holds a replica (no extra hop); otherwise
   // the preference list in order.
   for (size_t i = 0; i < preference_.size(); ++i) {
-    if (preference_[i] == node->id()) candidates_.insert(candidates_.begin(), i);
-    else candidates_.push_back(i);
+    if (preference_[i] == node->id())
+      candidates_.insert(candidates_.begin(), i);
+    else
+      candidates_.push_back(i);
   }
   ops_ = std::move(ops);
 }

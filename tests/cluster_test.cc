@@ -49,14 +49,16 @@ Message RandomMessage(Rng& rng) {
     return es;
   };
   Clock c;
-  for (int i = 0; i < 4; ++i) c.AddDot(Dot{Uniform(rng, 1, 3), Uniform(rng, 1, 40)});
+  for (int i = 0; i < 4; ++i)
+    c.AddDot(Dot{Uniform(rng, 1, 3), Uniform(rng, 1, 40)});
   absl::Status err = absl::UnavailableError(AdversarialBytes(rng, 5));
   switch (m.type) {
     case MessageType::kUpdate:
       m.set = AdversarialBytes(rng, 6);
       for (int i = 0, n = Uniform(rng, 0, 3); i < n; ++i) {
-        UpdateOp op = Uniform(rng, 0, 1) ? UpdateOp::Add(AdversarialBytes(rng, 5), dots())
-                                         : UpdateOp::Remove(AdversarialBytes(rng, 5), dots());
+        UpdateOp op = Uniform(rng, 0, 1)
+                          ? UpdateOp::Add(AdversarialBytes(rng, 5), dots())
+                          : UpdateOp::Remove(AdversarialBytes(rng, 5), dots());
         op.context_from_replica = Uniform(rng, 0, 1);
         m.ops.push_back(op);
       }
@@ -69,7 +71,8 @@ Message RandomMessage(Rng& rng) {
         break;
       }
       m.delta.set = AdversarialBytes(rng, 4);
-      m.delta.ops.push_back(DeltaOp{AdversarialBytes(rng, 4), dots(), Dot{7, 9}});
+      m.delta.ops.push_back(
+          DeltaOp{AdversarialBytes(rng, 4), dots(), Dot{7, 9}});
       break;
     case MessageType::kReplicateAck:
       if (Uniform(rng, 0, 1)) m.status = err;
@@ -83,7 +86,10 @@ Message RandomMessage(Rng& rng) {
       m.batch_size = static_cast<uint32_t>(Uniform(rng, 1, 5000));
       break;
     case MessageType::kReadClock:
-      if (Uniform(rng, 0, 1)) m.status = err; else m.clock = c;
+      if (Uniform(rng, 0, 1))
+        m.status = err;
+      else
+        m.clock = c;
       break;
     case MessageType::kReadChunk:
       m.seq = rng();
@@ -203,7 +209,8 @@ TEST_CASE("ring: preference lists, partitions and coverage") {
   CHECK(plan.size() <= 3);
   // Stable partitioning: fixed values, independent of the process.
   CHECK(StableHash("") == StableHash(""));
-  CHECK(ring->PartitionOf("fruits") == ring->PartitionOf(std::string("fruits")));
+  CHECK(ring->PartitionOf("fruits") ==
+        ring->PartitionOf(std::string("fruits")));
   CHECK_FALSE(Ring::Create({1, 1}, RingOptions{8, 1}).ok());
   CHECK_FALSE(Ring::Create({1, 2}, RingOptions{8, 3}).ok());
   CHECK_FALSE(Ring::Create({}, RingOptions{8, 1}).ok());
@@ -247,7 +254,8 @@ TEST_CASE("cluster: writes, streaming reads and queries") {
   CHECK(m->elements[0].dots.size() == 1);
   CHECK(m->elements[1].dots.empty());
   // Remove with the context the query returned.
-  auto rm = sim->Update(5, "s", {UpdateOp::Remove("e1001", m->elements[0].dots)});
+  auto rm =
+      sim->Update(5, "s", {UpdateOp::Remove("e1001", m->elements[0].dots)});
   REQUIRE(rm.ok());
   auto after = sim->ContainsAll(1, "s", {"e1001"});
   REQUIRE(after.ok());
@@ -279,12 +287,15 @@ TEST_CASE("cluster: writes, streaming reads and queries") {
   CHECK_FALSE(sim->Read(1, "s", bad_r).ok());
 }
 
-TEST_CASE("cluster: a crashed node does not stop reads and writes; repair converges it") {
+TEST_CASE(
+    "cluster: a crashed node does not stop reads and writes; repair converges "
+    "it") {
   auto sim = MakeSim(2);
   const std::string set = "crash-set";
   uint32_t p = sim->ring().PartitionOf(set);
   const auto pl = sim->ring().PreferenceList(p);
-  REQUIRE(sim->Update(pl[1], set, {UpdateOp::Add("a"), UpdateOp::Add("b")}).ok());
+  REQUIRE(
+      sim->Update(pl[1], set, {UpdateOp::Add("a"), UpdateOp::Add("b")}).ok());
   sim->RunUntilIdle();
   REQUIRE(sim->Crash(pl[0]).ok());
   // Writes and reads through a surviving replica still reach W=2 / R=2.
@@ -385,7 +396,8 @@ SoakResult RunSoak(uint64_t seed, int ops) {
       auto read = sim.Read(via, set, ro);
       if (!read.ok()) {
         auto tail = sim.TraceTail();
-        for (size_t i = tail.size() > 30 ? tail.size() - 30 : 0; i < tail.size(); ++i) {
+        for (size_t i = tail.size() > 30 ? tail.size() - 30 : 0;
+             i < tail.size(); ++i) {
           UNSCOPED_INFO(tail[i]);
         }
       }
@@ -538,13 +550,14 @@ TEST_CASE("cluster: soak under faults against the model") {
     crashes += r.crashes;
     ++seeds;
   }
-  std::printf("cluster soak: %d seeds x %d ops: %llu writes acknowledged, "
-              "%llu failed, %llu messages dropped, %llu crashes, 0 "
-              "divergences\n",
-              seeds, kOps, static_cast<unsigned long long>(acked),
-              static_cast<unsigned long long>(failed),
-              static_cast<unsigned long long>(dropped),
-              static_cast<unsigned long long>(crashes));
+  std::printf(
+      "cluster soak: %d seeds x %d ops: %llu writes acknowledged, "
+      "%llu failed, %llu messages dropped, %llu crashes, 0 "
+      "divergences\n",
+      seeds, kOps, static_cast<unsigned long long>(acked),
+      static_cast<unsigned long long>(failed),
+      static_cast<unsigned long long>(dropped),
+      static_cast<unsigned long long>(crashes));
   CHECK(acked > 0);
 }
 

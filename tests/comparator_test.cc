@@ -24,8 +24,7 @@ using testing::Uniform;
 class ReverseComparator final : public leveldb::Comparator {
  public:
   const char* Name() const override { return "test.Reverse"; }
-  int Compare(const leveldb::Slice& a,
-              const leveldb::Slice& b) const override {
+  int Compare(const leveldb::Slice& a, const leveldb::Slice& b) const override {
     return -a.compare(b);
   }
   void FindShortestSeparator(std::string*,
@@ -45,7 +44,8 @@ std::string RandomMixedKey(Rng& rng) {
                          AdversarialBytes(rng, 3), rng());
     case 2: {
       // Non-bigset keys starting right below and above the magic byte.
-      std::string k(1, static_cast<char>(kKeyMagic - 1 + 2 * Uniform(rng, 0, 1)));
+      std::string k(1,
+                    static_cast<char>(kKeyMagic - 1 + 2 * Uniform(rng, 0, 1)));
       return k + AdversarialBytes(rng, 4);
     }
     case 3: {
@@ -70,8 +70,9 @@ TEST_CASE("comparator: names") {
   ReverseComparator reverse;
   CHECK(std::string(NewBigsetComparator(&reverse)->Name()) ==
         "bigset.v1+test.Reverse");
-  CHECK(std::string(NewBigsetComparator(leveldb::BytewiseComparator())->Name()) ==
-        "bigset.v1");
+  CHECK(
+      std::string(NewBigsetComparator(leveldb::BytewiseComparator())->Name()) ==
+      "bigset.v1");
 }
 
 TEST_CASE("comparator: bigset keys first, others in the wrapped order") {
@@ -84,8 +85,8 @@ TEST_CASE("comparator: bigset keys first, others in the wrapped order") {
       std::string a = RandomMixedKey(rng);
       std::string b = RandomMixedKey(rng);
       for (const leveldb::Comparator* c :
-           {BigsetComparator(), static_cast<const leveldb::Comparator*>(
-                                    reversed.get())}) {
+           {BigsetComparator(),
+            static_cast<const leveldb::Comparator*>(reversed.get())}) {
         const leveldb::Comparator* wrapped =
             c == BigsetComparator() ? leveldb::BytewiseComparator() : &reverse;
         int r = Cmp(c, a, b);
@@ -137,7 +138,8 @@ TEST_CASE("comparator: separator and successor stay within their bounds") {
   }
 }
 
-TEST_CASE("comparator: wrapped results that would enter the namespace are refused") {
+TEST_CASE(
+    "comparator: wrapped results that would enter the namespace are refused") {
   const leveldb::Comparator* c = BigsetComparator();
   // Bytewise would turn "\x04zz" < "\x07" into "\x05", a bigset key that
   // sorts before "\x04zz".

@@ -44,7 +44,8 @@ struct Writer {
 Writer Spawn(const std::string& path, const std::vector<std::string>& args) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(path.c_str()));
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
@@ -113,13 +114,13 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
   for (uint64_t seed : Seeds(2)) {
     CAPTURE(seed);
     Rng rng(seed);
-    std::filesystem::path dir =
-        std::filesystem::temp_directory_path() /
-        ("bigset_crash_" + std::to_string(::getpid()) + "_" + std::to_string(seed));
+    std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                ("bigset_crash_" + std::to_string(::getpid()) +
+                                 "_" + std::to_string(seed));
     std::filesystem::remove_all(dir);
 
     CrashValues values;  // As recovered after the previous round.
-    std::set<std::pair<std::string, Dot>> used;  // Every dot ever committed.
+    std::set<std::pair<std::string, Dot>> used;   // Every dot ever committed.
     std::map<std::string, uint64_t> max_counter;  // Per set, own actor.
     uint64_t total_acked = 0;
     int in_flight_committed = 0;
@@ -150,8 +151,8 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
       // workload asked for.
       CrashValues after_acked = values;
       for (size_t i = 0; i < acked.size(); ++i) {
-        CrashUpdate u = NextCrashUpdate(seed, round, static_cast<int>(i),
-                                        after_acked);
+        CrashUpdate u =
+            NextCrashUpdate(seed, round, static_cast<int>(i), after_acked);
         REQUIRE(acked[i].set == u.set);
         REQUIRE(acked[i].ops.size() == u.ops.size());
         for (const DeltaOp& op : acked[i].ops) {
@@ -174,9 +175,8 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
       REQUIRE(report->ok());
 
       // The update in flight at the kill, as the writer would have made it.
-      CrashUpdate next = NextCrashUpdate(seed, round,
-                                         static_cast<int>(acked.size()),
-                                         after_acked);
+      CrashUpdate next = NextCrashUpdate(
+          seed, round, static_cast<int>(acked.size()), after_acked);
       Delta in_flight;
       in_flight.set = next.set;
       std::vector<Dot> new_dots;
@@ -215,11 +215,11 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
       }
       values = std::move(recovered);
     }
-    std::printf("crash seed %llu: 6 kills, %llu acknowledged updates, %d "
-                "unacknowledged updates found committed\n",
-                static_cast<unsigned long long>(seed),
-                static_cast<unsigned long long>(total_acked),
-                in_flight_committed);
+    std::printf(
+        "crash seed %llu: 6 kills, %llu acknowledged updates, %d "
+        "unacknowledged updates found committed\n",
+        static_cast<unsigned long long>(seed),
+        static_cast<unsigned long long>(total_acked), in_flight_committed);
     // The test did exercise the writer.
     CHECK(total_acked > 0);
     std::filesystem::remove_all(dir);

@@ -19,8 +19,7 @@
 namespace bigset::testing {
 
 // Value of each set: element -> dots.
-using CrashValues =
-    std::map<std::string, std::map<std::string, std::set<Dot>>>;
+using CrashValues = std::map<std::string, std::map<std::string, std::set<Dot>>>;
 
 inline const std::vector<std::string>& CrashSets() {
   static const std::vector<std::string> sets = {"alpha", std::string("b\0", 2),

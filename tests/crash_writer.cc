@@ -23,7 +23,8 @@ namespace {
 void WriteAll(const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::write(STDOUT_FILENO, bytes.data() + done, bytes.size() - done);
+    ssize_t n =
+        ::write(STDOUT_FILENO, bytes.data() + done, bytes.size() - done);
     if (n <= 0) Die("write to pipe failed");
     done += static_cast<size_t>(n);
   }

@@ -24,9 +24,9 @@ using testing::Uniform;
 // A key as the tuple it stands for. Ordered logically, field by field.
 struct LogicalKey {
   KeyspaceId keyspace = 0;
-  int section = 0;  // 0 metadata, 1 set
+  int section = 0;   // 0 metadata, 1 set
   std::string name;  // metadata name, or set name
-  int kind = 0;  // 0 clock, 1 tombstone, 2 element, 3 end
+  int kind = 0;      // 0 clock, 1 tombstone, 2 element, 3 end
   std::string element;
   uint64_t actor = 0;
   uint64_t counter = 0;
@@ -71,8 +71,9 @@ uint64_t EdgyU64(Rng& rng) {
 
 LogicalKey RandomKey(Rng& rng, const std::vector<std::string>& names) {
   LogicalKey k;
-  k.keyspace = Uniform(rng, 0, 3) == 0 ? ~uint32_t{0}
-                                       : static_cast<uint32_t>(Uniform(rng, 0, 2));
+  k.keyspace = Uniform(rng, 0, 3) == 0
+                   ? ~uint32_t{0}
+                   : static_cast<uint32_t>(Uniform(rng, 0, 2));
   k.section = Uniform(rng, 0, 9) == 0 ? 0 : 1;
   k.name = names[Uniform(rng, 0, names.size() - 1)];
   if (k.section == 0) return k;
@@ -87,9 +88,10 @@ LogicalKey RandomKey(Rng& rng, const std::vector<std::string>& names) {
 }
 
 std::vector<std::string> RandomNames(Rng& rng, int n) {
-  std::vector<std::string> names = {"", std::string("\0", 1),
-                                    std::string("\0\0", 2), "a",
-                                    std::string("a\0", 2), "a\x01", "\xff"};
+  std::vector<std::string> names = {
+      "",    std::string("\0", 1),  std::string("\0\0", 2),
+      "a",   std::string("a\0", 2), "a\x01",
+      "\xff"};
   for (int i = 0; i < n; ++i) names.push_back(AdversarialBytes(rng, 5));
   return names;
 }
@@ -157,10 +159,9 @@ TEST_CASE("keys: comparator order over encodings equals logical order") {
     for (size_t i = 0; i < keys.size(); ++i) {
       encoded.emplace_back(keys[i].Encode(), i);
     }
-    std::sort(encoded.begin(), encoded.end(),
-              [](const auto& a, const auto& b) {
-                return Cmp(a.first, b.first) < 0;
-              });
+    std::sort(encoded.begin(), encoded.end(), [](const auto& a, const auto& b) {
+      return Cmp(a.first, b.first) < 0;
+    });
     for (size_t i = 0; i < logical.size(); ++i) {
       INFO("position " << i << ": " << KeyDebugString(encoded[i].first));
       REQUIRE(keys[encoded[i].second] == logical[i]);

@@ -2,6 +2,8 @@
 // of anonymous resident memory during the read is measured and must stay
 // far below the size of the set.
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -9,8 +11,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "bigset/leveldb_store.h"
 #include "bigset/replica.h"
@@ -84,11 +84,12 @@ TEST_CASE("read: streaming a 1,000,000-element set uses O(batch) memory") {
     }
     peak = std::max(peak, RssAnonBytes());
     const uint64_t growth = peak > before ? peak - before : 0;
-    std::printf("streamed %llu dots; anonymous RSS growth %llu KiB for a set "
-                "of %llu KiB\n",
-                static_cast<unsigned long long>(seen),
-                static_cast<unsigned long long>(growth / 1024),
-                static_cast<unsigned long long>(set_bytes / 1024));
+    std::printf(
+        "streamed %llu dots; anonymous RSS growth %llu KiB for a set "
+        "of %llu KiB\n",
+        static_cast<unsigned long long>(seen),
+        static_cast<unsigned long long>(growth / 1024),
+        static_cast<unsigned long long>(set_bytes / 1024));
     CHECK(seen == kElements);
     // Far below the set: less than a tenth of it.
     CHECK(growth < set_bytes / 10);

@@ -77,10 +77,11 @@ TEST_CASE("read merge: random replica states merge to the model and repair") {
       const std::string& e = universe[Uniform(rng, 0, universe.size() - 1)];
       auto dots = replicas[r]->Contains(set, e);
       REQUIRE(dots.ok());
-      UpdateOp op = Uniform(rng, 0, 2) == 0 ? UpdateOp::Remove(e, *dots)
-                                            : UpdateOp::Add(e, Uniform(rng, 0, 1)
-                                                                   ? *dots
-                                                                   : std::vector<Dot>{});
+      UpdateOp op =
+          Uniform(rng, 0, 2) == 0
+              ? UpdateOp::Remove(e, *dots)
+              : UpdateOp::Add(e,
+                              Uniform(rng, 0, 1) ? *dots : std::vector<Dot>{});
       auto d = replicas[r]->Update(set, std::span(&op, 1));
       REQUIRE(d.ok());
       size_t id = deltas.size();

@@ -2,7 +2,6 @@
 // that are dropped, duplicated and reordered), the named semantic cases,
 // streaming reads, queries, corruption checks and the delta wire format.
 
-#include "absl/strings/str_cat.h"
 #include "bigset/replica.h"
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bigset/keys.h"
 #include "bigset/leveldb_store.h"
 #include "bigset/local_sets.h"
@@ -124,14 +124,17 @@ void CheckQueries(Replica& r, const std::string& set, const ModelValue& want,
   REQUIRE(m->all_present == all);
   // A paged range with random bounds.
   RangeQuery q;
-  if (Uniform(rng, 0, 3)) q.start = universe[Uniform(rng, 0, universe.size() - 1)];
-  if (Uniform(rng, 0, 3)) q.end = universe[Uniform(rng, 0, universe.size() - 1)];
+  if (Uniform(rng, 0, 3))
+    q.start = universe[Uniform(rng, 0, universe.size() - 1)];
+  if (Uniform(rng, 0, 3))
+    q.end = universe[Uniform(rng, 0, universe.size() - 1)];
   q.start_inclusive = Uniform(rng, 0, 1);
   q.end_inclusive = Uniform(rng, 0, 1);
   q.limit = Uniform(rng, 1, 5);
   ModelValue expect_range;
   for (const auto& [e, dots] : want) {
-    if (q.start && (e < *q.start || (e == *q.start && !q.start_inclusive))) continue;
+    if (q.start && (e < *q.start || (e == *q.start && !q.start_inclusive)))
+      continue;
     if (q.end && (e > *q.end || (e == *q.end && !q.end_inclusive))) continue;
     expect_range[e] = dots;
   }
@@ -180,8 +183,9 @@ struct Harness {
       delivered.emplace_back();
       inbox.emplace_back();
     }
-    universe = {"", std::string("\0", 1), "a", std::string("a\0", 2), "ab",
-                "b", "\xff"};
+    universe = {
+        "",    std::string("\0", 1), "a", std::string("a\0", 2), "ab", "b",
+        "\xff"};
     for (int i = 0; i < 12; ++i) universe.push_back(AdversarialBytes(rng, 3));
     sets = {"s1", std::string("s\0", 2), ""};
   }
@@ -646,7 +650,8 @@ TEST_CASE("replica: Verify finds unseen dots and undecodable values") {
   CHECK(report->problem_count == 3);  // Unseen dot, bad clock, t's element.
   // Verify changed nothing.
   std::string v;
-  REQUIRE(mem.store->Get(ReadOptions(), SetClockKey(1, "t", r->actor()), &v).ok());
+  REQUIRE(
+      mem.store->Get(ReadOptions(), SetClockKey(1, "t", r->actor()), &v).ok());
   CHECK(v == "garbage");
 }
 
@@ -676,7 +681,8 @@ TEST_CASE("replica: stats count what happened") {
 // ---- The single-node facade.
 
 TEST_CASE("local sets: add, remove, members") {
-  auto env = std::unique_ptr<leveldb::Env>(leveldb::NewMemEnv(leveldb::Env::Default()));
+  auto env = std::unique_ptr<leveldb::Env>(
+      leveldb::NewMemEnv(leveldb::Env::Default()));
   LocalSetsOptions o;
   o.store.env = env.get();
   auto sets = LocalSets::Open("/mem/local", o);
@@ -711,7 +717,8 @@ TEST_CASE("delta: round trip, garbage and truncation") {
       d.set = AdversarialBytes(rng, 8);
       if (Uniform(rng, 0, 3) == 0) {
         Clock c;
-        for (int j = 0; j < 5; ++j) c.AddDot(Dot{Uniform(rng, 0, 3), Uniform(rng, 1, 50)});
+        for (int j = 0; j < 5; ++j)
+          c.AddDot(Dot{Uniform(rng, 0, 3), Uniform(rng, 1, 50)});
         d.clear = c;
       }
       for (int j = 0, n = Uniform(rng, 0, 4); j < n; ++j) {

@@ -1,7 +1,7 @@
 // LevelDbStore: ordered iteration per set, batches, snapshots, coexistence
 // with an embedder's keys, comparator mismatch and corruption handling.
 
-#include "bigset/leveldb_store.h"
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -13,10 +13,9 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "bigset/comparator.h"
 #include "bigset/keys.h"
+#include "bigset/leveldb_store.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "test_util.h"
@@ -56,10 +55,8 @@ struct TempDir {
   static inline int counter = 0;
 };
 
-std::vector<std::pair<std::string, std::string>> Scan(Store& store,
-                                                      const KeyRange& range,
-                                                      const Snapshot* snap =
-                                                          nullptr) {
+std::vector<std::pair<std::string, std::string>> Scan(
+    Store& store, const KeyRange& range, const Snapshot* snap = nullptr) {
   ReadOptions ro;
   ro.snapshot = snap;
   auto it = store.NewIterator(ro, range);
@@ -76,8 +73,8 @@ TEST_CASE("store: each set's range yields exactly its keys in order") {
     CAPTURE(seed);
     Rng rng(seed);
     MemStore m;
-    std::vector<std::string> sets = {"", std::string("\0", 1), "a",
-                                     std::string("a\0", 2), "a\x01", "\xff"};
+    std::vector<std::string> sets = {
+        "", std::string("\0", 1), "a", std::string("a\0", 2), "a\x01", "\xff"};
     for (int i = 0; i < 20; ++i) sets.push_back(AdversarialBytes(rng, 6));
     std::sort(sets.begin(), sets.end());
     sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
@@ -235,8 +232,7 @@ TEST_CASE("store: data survives reopening on disk") {
     REQUIRE(s.ok());
     WriteBatch b;
     for (int i = 0; i < 1000; ++i) {
-      b.Put(ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)}),
-            "");
+      b.Put(ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)}), "");
     }
     WriteOptions sync;
     sync.sync = true;
@@ -269,13 +265,13 @@ TEST_CASE("store: a database made with another comparator is refused") {
   // Missing directory without create_if_missing: a clear error too.
   LevelDbStoreOptions no_create;
   no_create.create_if_missing = false;
-  auto missing =
-      LevelDbStore::Open((dir.path / "nope").string(), no_create);
+  auto missing = LevelDbStore::Open((dir.path / "nope").string(), no_create);
   CHECK_FALSE(missing.ok());
 }
 
 TEST_CASE("store: adopting an embedder's database keeps its keys apart") {
-  std::unique_ptr<leveldb::Env> env(leveldb::NewMemEnv(leveldb::Env::Default()));
+  std::unique_ptr<leveldb::Env> env(
+      leveldb::NewMemEnv(leveldb::Env::Default()));
   leveldb::Options o;
   o.env = env.get();
   o.create_if_missing = true;
@@ -294,7 +290,8 @@ TEST_CASE("store: adopting an embedder's database keeps its keys apart") {
     CHECK(Scan(*store, KeyspaceRange(0)).size() == 2);
   }
   // The embedder sees all keys: ours first, then its own in bytewise order.
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
+  std::unique_ptr<leveldb::Iterator> it(
+      db->NewIterator(leveldb::ReadOptions()));
   std::vector<std::string> keys;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     keys.push_back(it->key().ToString());
@@ -325,7 +322,8 @@ TEST_CASE("store: corrupt table files surface as errors, not crashes") {
   int corrupted = 0;
   for (const auto& f : std::filesystem::directory_iterator(dir.path)) {
     if (f.path().extension() != ".ldb") continue;
-    std::fstream file(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream file(f.path(),
+                      std::ios::in | std::ios::out | std::ios::binary);
     auto size = std::filesystem::file_size(f.path());
     for (uint64_t off = 100; off + 100 < size; off += size / 7) {
       file.seekp(static_cast<std::streamoff>(off));

@@ -80,11 +80,10 @@ BIGSET_EXPORT void AppendEndOfSetKey(std::string* dst, KeyspaceId keyspace,
 BIGSET_EXPORT void AppendMetadataKey(std::string* dst, KeyspaceId keyspace,
                                      std::string_view name);
 
-BIGSET_EXPORT std::string SetClockKey(KeyspaceId keyspace,
-                                      std::string_view set, ActorId actor);
+BIGSET_EXPORT std::string SetClockKey(KeyspaceId keyspace, std::string_view set,
+                                      ActorId actor);
 BIGSET_EXPORT std::string SetTombstoneKey(KeyspaceId keyspace,
-                                          std::string_view set,
-                                          ActorId actor);
+                                          std::string_view set, ActorId actor);
 BIGSET_EXPORT std::string ElementKey(KeyspaceId keyspace, std::string_view set,
                                      std::string_view element, Dot dot);
 BIGSET_EXPORT std::string EndOfSetKey(KeyspaceId keyspace,
@@ -109,8 +108,7 @@ BIGSET_EXPORT KeyRange SetClocksRange(KeyspaceId keyspace,
 BIGSET_EXPORT KeyRange SetTombstonesRange(KeyspaceId keyspace,
                                           std::string_view set);
 // The element keys of one set.
-BIGSET_EXPORT KeyRange ElementsRange(KeyspaceId keyspace,
-                                     std::string_view set);
+BIGSET_EXPORT KeyRange ElementsRange(KeyspaceId keyspace, std::string_view set);
 // The keys of one element of one set (all its dots).
 BIGSET_EXPORT KeyRange ElementRange(KeyspaceId keyspace, std::string_view set,
                                     std::string_view element);

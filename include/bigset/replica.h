@@ -25,8 +25,8 @@
 #define BIGSET_REPLICA_H_
 
 #include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>

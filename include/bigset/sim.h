@@ -115,9 +115,9 @@ class BIGSET_EXPORT Simulator {
   absl::StatusOr<SimReadResult> Read(NodeId via, std::string_view set,
                                      const ClusterReadOptions& options = {},
                                      const RangeQuery* bounds = nullptr);
-  absl::StatusOr<Membership> ContainsAll(NodeId via, std::string_view set,
-                                         std::vector<std::string> elements,
-                                         const ClusterReadOptions& options = {});
+  absl::StatusOr<Membership> ContainsAll(
+      NodeId via, std::string_view set, std::vector<std::string> elements,
+      const ClusterReadOptions& options = {});
   absl::StatusOr<RangeResult> Range(NodeId via, std::string_view set,
                                     const RangeQuery& query,
                                     const ClusterReadOptions& options = {});
