@@ -174,6 +174,17 @@ absl::Status NotAReplica(NodeId node, uint32_t partition) {
 
 // ---- Replica side.
 
+namespace {
+// A reply of `type` to `request` (same request id and partition).
+Message ReplyTo(const Message& request, MessageType type) {
+  Message reply;
+  reply.type = type;
+  reply.request_id = request.request_id;
+  reply.partition = request.partition;
+  return reply;
+}
+}  // namespace
+
 void Node::Impl::HandleUpdate(NodeId from, Message& m) {
   const FoldKey key{from, m.request_id};
   auto cached = update_replies_.find(key);
@@ -182,10 +193,7 @@ void Node::Impl::HandleUpdate(NodeId from, Message& m) {
     transport_->Send(id_, from, update_reply_ring_[cached->second].bytes);
     return;
   }
-  Message reply;
-  reply.type = MessageType::kUpdateReply;
-  reply.request_id = m.request_id;
-  reply.partition = m.partition;
+  Message reply = ReplyTo(m, MessageType::kUpdateReply);
   Replica* replica = LocalReplica(m.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(id_, m.partition);
@@ -216,10 +224,7 @@ void Node::Impl::HandleUpdate(NodeId from, Message& m) {
 }
 
 void Node::Impl::HandleReplicate(NodeId from, Message& m) {
-  Message reply;
-  reply.type = MessageType::kReplicateAck;
-  reply.request_id = m.request_id;
-  reply.partition = m.partition;
+  Message reply = ReplyTo(m, MessageType::kReplicateAck);
   Replica* replica = LocalReplica(m.partition);
   reply.status = replica == nullptr ? NotAReplica(id_, m.partition)
                                     : replica->Apply(m.delta);
@@ -234,10 +239,7 @@ void Node::Impl::HandleRepair(Message& m) {
 }
 
 void Node::Impl::HandleQuery(NodeId from, Message& m) {
-  Message reply;
-  reply.type = MessageType::kQueryReply;
-  reply.request_id = m.request_id;
-  reply.partition = m.partition;
+  Message reply = ReplyTo(m, MessageType::kQueryReply);
   Replica* replica = LocalReplica(m.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(id_, m.partition);
@@ -264,10 +266,7 @@ void Node::Impl::HandleRead(NodeId from, Message& m) {
     SendChunk(key, fold);
     return;
   }
-  Message clock;
-  clock.type = MessageType::kReadClock;
-  clock.request_id = m.request_id;
-  clock.partition = m.partition;
+  Message clock = ReplyTo(m, MessageType::kReadClock);
   Replica* replica = LocalReplica(m.partition);
   if (replica == nullptr) {
     clock.status = NotAReplica(id_, m.partition);

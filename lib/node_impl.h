@@ -117,6 +117,9 @@ class ReadOp {
   // Fills a local slot's merge buffer with its next chunk.
   absl::Status FillLocal(Slot& slot);
   void SendRead(const Slot& slot);
+  // kChunkAck (for slot.next_seq) or kStopFold.
+  void SendControl(const Slot& slot, MessageType type);
+  void ScheduleTimer();
   void MaybeBegin();
   void Begin();
   void Feed(Slot& slot, Message& chunk);
@@ -156,6 +159,8 @@ class QueryOp {
   void OnTimer();
 
  private:
+  void ScheduleTimer();
+  Message QueryMessage() const;
   void Finish(absl::StatusOr<Membership> result);
 
   Node::Impl* node_;

@@ -75,11 +75,7 @@ void ReadOp::Start() {
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (!OpenLocal(i)) SendRead(slots_[i]);
   }
-  const uint64_t id = id_;
-  Node::Impl* node = node_;
-  node_->After(options_.retry_micros, [node, id]() {
-    if (ReadOp* op = node->FindRead(id)) op->OnTimer();
-  });
+  ScheduleTimer();
 }
 
 bool ReadOp::OpenLocal(size_t i) {
@@ -182,11 +178,7 @@ void ReadOp::Begin() {
     } else if (s.state != SlotState::kFailed) {
       // Not among the first R: stop its fold.
       s.state = SlotState::kStopped;
-      Message stop;
-      stop.type = MessageType::kStopFold;
-      stop.request_id = id_;
-      stop.partition = partition_;
-      node_->Send(s.node, stop);
+      SendControl(s, MessageType::kStopFold);
     }
   }
   merger_ = std::make_unique<ReadMerger>(std::move(clocks));
@@ -250,6 +242,15 @@ void ReadOp::Fed(Slot& slot) {
   slot.requested = false;
 }
 
+void ReadOp::SendControl(const Slot& slot, MessageType type) {
+  Message m;
+  m.type = type;
+  m.request_id = id_;
+  m.partition = partition_;
+  m.seq = slot.next_seq;  // kChunkAck: the chunk wanted.
+  node_->Send(slot.node, m);
+}
+
 void ReadOp::SendRepairs() {
   if (!options_.read_repair) return;
   for (size_t i : accepted_) {
@@ -288,12 +289,7 @@ void ReadOp::Pump() {
           refilled = true;
         } else if (!s.requested) {
           s.requested = true;
-          Message ack;
-          ack.type = MessageType::kChunkAck;
-          ack.request_id = id_;
-          ack.partition = partition_;
-          ack.seq = s.next_seq;
-          node_->Send(s.node, ack);
+          SendControl(s, MessageType::kChunkAck);
         }
       }
     }
@@ -322,6 +318,14 @@ void ReadOp::Pump() {
   }
 }
 
+void ReadOp::ScheduleTimer() {
+  const uint64_t id = id_;
+  Node::Impl* node = node_;
+  node_->After(options_.retry_micros, [node, id]() {
+    if (ReadOp* op = node->FindRead(id)) op->OnTimer();
+  });
+}
+
 void ReadOp::OnTimer() {
   const uint64_t now = node_->scheduler()->NowMicros();
   if (!waiting_for_client_ && now - last_progress_ >= options_.timeout_micros) {
@@ -340,20 +344,11 @@ void ReadOp::OnTimer() {
     } else if (s.state == SlotState::kAccepted && merger_ != nullptr &&
                merger_->NeedsMore(s.merger_index) &&
                now - last_progress_ >= options_.retry_micros) {
-      Message ack;
-      ack.type = MessageType::kChunkAck;
-      ack.request_id = id_;
-      ack.partition = partition_;
-      ack.seq = s.next_seq;
-      node_->Send(s.node, ack);
+      SendControl(s, MessageType::kChunkAck);
       ++node_->stats().retransmits;
     }
   }
-  const uint64_t id = id_;
-  Node::Impl* node = node_;
-  node_->After(options_.retry_micros, [node, id]() {
-    if (ReadOp* op = node->FindRead(id)) op->OnTimer();
-  });
+  ScheduleTimer();
 }
 
 void ReadOp::Finish(absl::Status status) {
@@ -361,11 +356,7 @@ void ReadOp::Finish(absl::Status status) {
   // the last chunk for retransmission until told).
   for (Slot& s : slots_) {
     if (s.state == SlotState::kFailed || s.local != nullptr) continue;
-    Message stop;
-    stop.type = MessageType::kStopFold;
-    stop.request_id = id_;
-    stop.partition = partition_;
-    node_->Send(s.node, stop);
+    SendControl(s, MessageType::kStopFold);
   }
   std::unique_ptr<ReadSink> sink = std::move(sink_);
   node_->EraseRead(id_);  // Destroys this.
@@ -389,18 +380,19 @@ QueryOp::QueryOp(Node::Impl* node, uint64_t id, std::string set,
 
 void QueryOp::Start() {
   deadline_ = node_->scheduler()->NowMicros() + options_.timeout_micros;
+  const Message m = QueryMessage();
+  for (NodeId n : preference_) node_->Send(n, m);
+  ScheduleTimer();
+}
+
+Message QueryOp::QueryMessage() const {
   Message m;
   m.type = MessageType::kQuery;
   m.request_id = id_;
   m.partition = partition_;
   m.set = set_;
   m.query = elements_;
-  for (NodeId n : preference_) node_->Send(n, m);
-  const uint64_t id = id_;
-  Node::Impl* node = node_;
-  node_->After(options_.retry_micros, [node, id]() {
-    if (QueryOp* op = node->FindQuery(id)) op->OnTimer();
-  });
+  return m;
 }
 
 void QueryOp::OnReply(NodeId from, Message& m) {
@@ -479,29 +471,28 @@ void QueryOp::OnReply(NodeId from, Message& m) {
   Finish(std::move(result));
 }
 
+void QueryOp::ScheduleTimer() {
+  const uint64_t id = id_;
+  Node::Impl* node = node_;
+  node_->After(options_.retry_micros, [node, id]() {
+    if (QueryOp* op = node->FindQuery(id)) op->OnTimer();
+  });
+}
+
 void QueryOp::OnTimer() {
   if (node_->scheduler()->NowMicros() >= deadline_) {
     Finish(absl::DeadlineExceededError(
         absl::StrCat("query of set \"", set_, "\": timed out")));
     return;
   }
-  Message m;
-  m.type = MessageType::kQuery;
-  m.request_id = id_;
-  m.partition = partition_;
-  m.set = set_;
-  m.query = elements_;
+  const Message m = QueryMessage();
   for (NodeId n : preference_) {
     if (!replies_.count(n) && !failed_.count(n)) {
       node_->Send(n, m);
       ++node_->stats().retransmits;
     }
   }
-  const uint64_t id = id_;
-  Node::Impl* node = node_;
-  node_->After(options_.retry_micros, [node, id]() {
-    if (QueryOp* op = node->FindQuery(id)) op->OnTimer();
-  });
+  ScheduleTimer();
 }
 
 void QueryOp::Finish(absl::StatusOr<Membership> result) {

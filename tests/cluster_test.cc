@@ -513,16 +513,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     for (NodeId n : sim.ring().PreferenceList(p)) {
       Replica* r = sim.node(n)->LocalReplica(p);
       REQUIRE(r != nullptr);
-      auto reader = r->Read(set);
-      REQUIRE(reader.ok());
-      std::vector<ElementDots> all_elems, chunk;
-      while (true) {
-        auto more = (*reader)->Next(&chunk);
-        REQUIRE(more.ok());
-        if (!*more) break;
-        for (auto& e : chunk) all_elems.push_back(std::move(e));
-      }
-      ModelValue v = ToModel(all_elems);
+      ModelValue v = ToModel(testing::ReadAll(*r, set));
       if (!first) first = v;
       INFO("set " << set << " node " << n);
       REQUIRE(v == *first);

@@ -26,42 +26,23 @@ namespace {
 
 using testing::ModelValue;
 using testing::OrswotModel;
+using testing::ReadAll;
 using testing::Rng;
 using testing::Seeds;
 using testing::ToModel;
 using testing::Uniform;
 
-std::vector<ElementDots> ReadAll(Replica& r, const std::string& set,
-                                 Clock* clock) {
-  auto reader = r.Read(set);
-  REQUIRE(reader.ok());
-  *clock = (*reader)->clock();
-  std::vector<ElementDots> all, chunk;
-  while (true) {
-    auto more = (*reader)->Next(&chunk);
-    REQUIRE(more.ok());
-    if (!*more) break;
-    for (auto& e : chunk) all.push_back(std::move(e));
-  }
-  return all;
-}
-
 TEST_CASE("read merge: random replica states merge to the model and repair") {
   for (uint64_t seed : Seeds(30)) {
     CAPTURE(seed);
     Rng rng(seed);
-    std::unique_ptr<leveldb::Env> env(
-        leveldb::NewMemEnv(leveldb::Env::Default()));
-    LevelDbStoreOptions so;
-    so.env = env.get();
-    auto store = LevelDbStore::Open("/mem/merge", so);
-    REQUIRE(store.ok());
+    testing::MemStore mem;
     const int n = 3;
     std::vector<std::unique_ptr<Replica>> replicas;
     for (int i = 0; i < n; ++i) {
       ReplicaOptions ro;
       ro.keyspace = static_cast<KeyspaceId>(i);
-      auto r = Replica::Open(store->get(), ro);
+      auto r = Replica::Open(mem.store.get(), ro);
       REQUIRE(r.ok());
       replicas.push_back(std::move(*r));
     }
@@ -102,7 +83,7 @@ TEST_CASE("read merge: random replica states merge to the model and repair") {
     std::vector<Clock> clocks(R);
     std::vector<std::vector<ElementDots>> states(R);
     for (size_t i = 0; i < R; ++i) {
-      states[i] = ReadAll(*replicas[chosen[i]], set, &clocks[i]);
+      states[i] = ReadAll(*replicas[chosen[i]], set, 1000, &clocks[i]);
     }
     ReadMerger merger(clocks);
     std::vector<size_t> pos(R, 0);
@@ -141,9 +122,7 @@ TEST_CASE("read merge: random replica states merge to the model and repair") {
       repair.set = set;
       repair.ops = repairs[i];
       REQUIRE(replicas[chosen[i]]->Apply(repair).ok());
-      Clock ignored;
-      REQUIRE(ToModel(ReadAll(*replicas[chosen[i]], set, &ignored)) ==
-              model.Value());
+      REQUIRE(ToModel(ReadAll(*replicas[chosen[i]], set)) == model.Value());
     }
   }
 }

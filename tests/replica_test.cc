@@ -26,25 +26,14 @@ namespace bigset {
 namespace {
 
 using testing::AdversarialBytes;
+using testing::MemStore;
 using testing::ModelValue;
 using testing::OrswotModel;
+using testing::ReadAll;
 using testing::Rng;
 using testing::Seeds;
 using testing::ToModel;
 using testing::Uniform;
-
-struct MemStore {
-  MemStore() : env(leveldb::NewMemEnv(leveldb::Env::Default())) {
-    LevelDbStoreOptions o;
-    o.env = env.get();
-    o.write_buffer_bytes = 256 << 10;
-    auto s = LevelDbStore::Open("/mem/db", o);
-    REQUIRE(s.ok());
-    store = std::move(*s);
-  }
-  std::unique_ptr<leveldb::Env> env;
-  std::unique_ptr<LevelDbStore> store;
-};
 
 std::unique_ptr<Replica> OpenReplica(Store* store, KeyspaceId ks,
                                      size_t cache_bytes = 1 << 20) {
@@ -55,37 +44,6 @@ std::unique_ptr<Replica> OpenReplica(Store* store, KeyspaceId ks,
   auto r = Replica::Open(store, o);
   REQUIRE(r.ok());
   return std::move(*r);
-}
-
-std::vector<ElementDots> ReadAll(Replica& r, std::string_view set,
-                                 size_t batch_size, Clock* clock = nullptr) {
-  SetReadOptions o;
-  o.batch_size = batch_size;
-  auto reader = r.Read(set, o);
-  REQUIRE(reader.ok());
-  if (clock != nullptr) *clock = (*reader)->clock();
-  std::vector<ElementDots> all;
-  std::vector<ElementDots> chunk;
-  while (true) {
-    auto more = (*reader)->Next(&chunk);
-    REQUIRE(more.ok());
-    if (!*more) {
-      REQUIRE(chunk.empty());
-      break;
-    }
-    REQUIRE(!chunk.empty());
-    REQUIRE(chunk.size() <= batch_size);
-    for (auto& e : chunk) all.push_back(std::move(e));
-  }
-  // Strictly ascending elements, each with strictly ascending dots.
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (i > 0) REQUIRE(all[i - 1].element < all[i].element);
-    REQUIRE(!all[i].dots.empty());
-    REQUIRE(std::is_sorted(all[i].dots.begin(), all[i].dots.end()));
-    REQUIRE(std::adjacent_find(all[i].dots.begin(), all[i].dots.end()) ==
-            all[i].dots.end());
-  }
-  return all;
 }
 
 std::vector<Dot> DotsOf(const ModelValue& v, const std::string& element) {

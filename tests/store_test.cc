@@ -28,18 +28,9 @@ using testing::Rng;
 using testing::Seeds;
 using testing::Uniform;
 
-// An in-memory store on LevelDB's MemEnv.
-struct MemStore {
-  MemStore() : env(leveldb::NewMemEnv(leveldb::Env::Default())) {
-    LevelDbStoreOptions o;
-    o.env = env.get();
-    o.write_buffer_bytes = 64 << 10;  // Force flushes and compactions.
-    auto s = LevelDbStore::Open("/mem/db", o);
-    REQUIRE(s.ok());
-    store = std::move(*s);
-  }
-  std::unique_ptr<leveldb::Env> env;
-  std::unique_ptr<LevelDbStore> store;
+// Small write buffers force flushes and compactions.
+struct SmallMemStore : testing::MemStore {
+  SmallMemStore() : testing::MemStore(64 << 10) {}
 };
 
 // A fresh directory under the system temp dir, removed afterwards.
@@ -72,7 +63,7 @@ TEST_CASE("store: each set's range yields exactly its keys in order") {
   for (uint64_t seed : Seeds(3)) {
     CAPTURE(seed);
     Rng rng(seed);
-    MemStore m;
+    SmallMemStore m;
     std::vector<std::string> sets = {
         "", std::string("\0", 1), "a", std::string("a\0", 2), "a\x01", "\xff"};
     for (int i = 0; i < 20; ++i) sets.push_back(AdversarialBytes(rng, 6));
@@ -154,7 +145,7 @@ TEST_CASE("store: each set's range yields exactly its keys in order") {
 }
 
 TEST_CASE("store: get, delete, batches and snapshots") {
-  MemStore m;
+  SmallMemStore m;
   Store& s = *m.store;
   std::string k1 = ElementKey(0, "s", "a", Dot{1, 1});
   std::string k2 = ElementKey(0, "s", "b", Dot{1, 2});

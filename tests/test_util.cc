@@ -1,7 +1,11 @@
 #include "test_util.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
+
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
 
 namespace bigset::testing {
 
@@ -37,6 +41,48 @@ std::string AdversarialBytes(Rng& rng, size_t max_len) {
     }
   }
   return s;
+}
+
+MemStore::MemStore(size_t write_buffer_bytes)
+    : env(leveldb::NewMemEnv(leveldb::Env::Default())) {
+  LevelDbStoreOptions o;
+  o.env = env.get();
+  o.write_buffer_bytes = write_buffer_bytes;
+  auto s = LevelDbStore::Open("/mem/db", o);
+  REQUIRE(s.ok());
+  store = std::move(*s);
+}
+
+MemStore::~MemStore() { store.reset(); }
+
+std::vector<ElementDots> ReadAll(Replica& replica, std::string_view set,
+                                 size_t batch_size, Clock* clock) {
+  SetReadOptions o;
+  o.batch_size = batch_size;
+  auto reader = replica.Read(set, o);
+  REQUIRE(reader.ok());
+  if (clock != nullptr) *clock = (*reader)->clock();
+  std::vector<ElementDots> all;
+  std::vector<ElementDots> chunk;
+  while (true) {
+    auto more = (*reader)->Next(&chunk);
+    REQUIRE(more.ok());
+    if (!*more) {
+      REQUIRE(chunk.empty());
+      break;
+    }
+    REQUIRE(!chunk.empty());
+    REQUIRE(chunk.size() <= batch_size);
+    for (auto& e : chunk) all.push_back(std::move(e));
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i > 0) REQUIRE(all[i - 1].element < all[i].element);
+    REQUIRE(!all[i].dots.empty());
+    REQUIRE(std::is_sorted(all[i].dots.begin(), all[i].dots.end()));
+    REQUIRE(std::adjacent_find(all[i].dots.begin(), all[i].dots.end()) ==
+            all[i].dots.end());
+  }
+  return all;
 }
 
 }  // namespace bigset::testing

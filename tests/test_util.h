@@ -9,9 +9,19 @@
 #define BIGSET_TESTS_TEST_UTIL_H_
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "bigset/element_dots.h"
+#include "bigset/leveldb_store.h"
+#include "bigset/replica.h"
+
+namespace leveldb {
+class Env;
+}  // namespace leveldb
 
 namespace bigset::testing {
 
@@ -27,6 +37,22 @@ std::string AdversarialBytes(Rng& rng, size_t max_len);
 
 // Uniform integer in [lo, hi].
 uint64_t Uniform(Rng& rng, uint64_t lo, uint64_t hi);
+
+// A LevelDbStore on LevelDB's in-memory Env. A small write buffer makes
+// flushes and compactions happen in small tests.
+struct MemStore {
+  explicit MemStore(size_t write_buffer_bytes = 256 << 10);
+  ~MemStore();
+  std::unique_ptr<leveldb::Env> env;
+  std::unique_ptr<LevelDbStore> store;
+};
+
+// Every element of `set` on `replica`, read in chunks of `batch_size`;
+// checks the stream's invariants (ascending elements, non-empty ascending
+// unique dots, chunk sizes) as it goes. `clock` receives the read's clock.
+std::vector<ElementDots> ReadAll(Replica& replica, std::string_view set,
+                                 size_t batch_size = 1000,
+                                 Clock* clock = nullptr);
 
 }  // namespace bigset::testing
 
