@@ -53,6 +53,13 @@ void Delta::EncodeTo(std::string* dst) const {
 }
 
 absl::StatusOr<Delta> Delta::Decode(std::string_view bytes) {
+  Delta d;
+  absl::Status s = DecodeInto(bytes, &d);
+  if (!s.ok()) return s;
+  return d;
+}
+
+absl::Status Delta::DecodeInto(std::string_view bytes, Delta* out) {
   coding::Reader in(bytes);
   uint8_t version = 0;
   if (!in.GetByte(&version)) return Corrupt("empty");
@@ -60,12 +67,13 @@ absl::StatusOr<Delta> Delta::Decode(std::string_view bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("unsupported delta format version ", version));
   }
-  Delta d;
+  Delta& d = *out;
   std::string_view set;
   uint8_t flags = 0;
   if (!GetBytes(&in, &set)) return Corrupt("set name");
   d.set.assign(set);
   if (!in.GetByte(&flags) || flags > 1) return Corrupt("flags");
+  d.clear.reset();
   if (flags & 1) {
     std::string_view clock;
     if (!GetBytes(&in, &clock)) return Corrupt("clear clock");
@@ -84,6 +92,7 @@ absl::StatusOr<Delta> Delta::Decode(std::string_view bytes) {
     if (!GetBytes(&in, &element)) return Corrupt("element");
     op.element.assign(element);
     if (!in.GetByte(&has_add) || has_add > 1) return Corrupt("add flag");
+    op.add.reset();
     if (has_add) {
       Dot dot;
       if (!GetDot(&in, &dot)) return Corrupt("add dot");
@@ -99,7 +108,7 @@ absl::StatusOr<Delta> Delta::Decode(std::string_view bytes) {
     }
   }
   if (!in.empty()) return Corrupt("trailing bytes");
-  return d;
+  return absl::OkStatus();
 }
 
 }  // namespace bigset

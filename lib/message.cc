@@ -282,9 +282,14 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       ok = d.Status(&m.status) && (!m.status.ok() || d.Delta(&m.delta));
       break;
     case MessageType::kReplicate:
-    case MessageType::kRepair:
-      ok = d.Delta(&m.delta);
-      break;
+    case MessageType::kRepair: {
+      std::string_view delta;
+      absl::Status s = ParseDeltaMessage(in, &m, &delta);
+      if (!s.ok()) return s;
+      s = Delta::DecodeInto(delta, &m.delta);
+      if (!s.ok()) return Malformed(m.type, s.message());
+      return m;
+    }
     case MessageType::kReplicateAck:
       ok = d.Status(&m.status);
       break;
@@ -367,6 +372,25 @@ absl::Status ParseReadChunk(std::string_view in, Message* header,
   header->partition = static_cast<uint32_t>(partition);
   header->done = done == 1;
   r.GetBytes(r.remaining(), elements);
+  return absl::OkStatus();
+}
+
+absl::Status ParseDeltaMessage(std::string_view in, Message* header,
+                               std::string_view* delta) {
+  coding::Reader r(in);
+  uint8_t version = 0, type = 0;
+  uint64_t partition = 0, len = 0;
+  if (!r.GetByte(&version) || version != Message::kFormatVersion ||
+      !r.GetByte(&type) ||
+      (type != static_cast<uint8_t>(MessageType::kReplicate) &&
+       type != static_cast<uint8_t>(MessageType::kRepair)) ||
+      !r.GetVarint64(&header->request_id) || !r.GetVarint64(&partition) ||
+      partition > UINT32_MAX || !r.GetVarint64(&len) || len != r.remaining()) {
+    return Malformed(MessageType::kReplicate, "header");
+  }
+  header->type = static_cast<MessageType>(type);
+  header->partition = static_cast<uint32_t>(partition);
+  r.GetBytes(r.remaining(), delta);
   return absl::OkStatus();
 }
 

@@ -8,6 +8,24 @@
 
 namespace bigset {
 
+namespace {
+absl::Status NotAReplica(NodeId node, uint32_t partition) {
+  return absl::UnavailableError(absl::StrCat(
+      "node ", node, " holds no replica of partition ", partition));
+}
+}  // namespace
+
+namespace {
+// A reply of `type` to `request` (same request id and partition).
+Message ReplyTo(const Message& request, MessageType type) {
+  Message reply;
+  reply.type = type;
+  reply.request_id = request.request_id;
+  reply.partition = request.partition;
+  return reply;
+}
+}  // namespace
+
 ReadHandler::~ReadHandler() = default;
 Transport::~Transport() = default;
 Scheduler::~Scheduler() = default;
@@ -120,6 +138,24 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
     }
     return;
   }
+  if (bytes.size() > 1 &&
+      bytes[1] == static_cast<char>(MessageType::kReplicate)) {
+    // Every replicated write: decoded into a reused Delta, acked with a
+    // few bytes.
+    Message header;
+    std::string_view delta;
+    if (!ParseDeltaMessage(bytes, &header, &delta).ok() ||
+        !Delta::DecodeInto(delta, &scratch_delta_).ok()) {
+      ++stats_.malformed_messages;
+      return;
+    }
+    Message ack = ReplyTo(header, MessageType::kReplicateAck);
+    Replica* replica = LocalReplica(header.partition);
+    ack.status = replica == nullptr ? NotAReplica(id_, header.partition)
+                                    : replica->Apply(scratch_delta_);
+    Send(from, ack);
+    return;
+  }
   absl::StatusOr<Message> decoded = Message::Decode(bytes);
   if (!decoded.ok()) {
     ++stats_.malformed_messages;
@@ -131,8 +167,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       HandleUpdate(from, m);
       break;
     case MessageType::kReplicate:
-      HandleReplicate(from, m);
-      break;
+      break;  // Handled above.
     case MessageType::kRead:
       HandleRead(from, m);
       break;
@@ -165,25 +200,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   }
 }
 
-namespace {
-absl::Status NotAReplica(NodeId node, uint32_t partition) {
-  return absl::UnavailableError(absl::StrCat(
-      "node ", node, " holds no replica of partition ", partition));
-}
-}  // namespace
-
 // ---- Replica side.
-
-namespace {
-// A reply of `type` to `request` (same request id and partition).
-Message ReplyTo(const Message& request, MessageType type) {
-  Message reply;
-  reply.type = type;
-  reply.request_id = request.request_id;
-  reply.partition = request.partition;
-  return reply;
-}
-}  // namespace
 
 void Node::Impl::HandleUpdate(NodeId from, Message& m) {
   const FoldKey key{from, m.request_id};
@@ -221,14 +238,6 @@ void Node::Impl::HandleUpdate(NodeId from, Message& m) {
     }
   }
   transport_->Send(id_, from, std::move(bytes));
-}
-
-void Node::Impl::HandleReplicate(NodeId from, Message& m) {
-  Message reply = ReplyTo(m, MessageType::kReplicateAck);
-  Replica* replica = LocalReplica(m.partition);
-  reply.status = replica == nullptr ? NotAReplica(id_, m.partition)
-                                    : replica->Apply(m.delta);
-  Send(from, reply);
 }
 
 void Node::Impl::HandleRepair(Message& m) {

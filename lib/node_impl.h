@@ -231,7 +231,6 @@ class Node::Impl {
   using FoldKey = std::pair<NodeId, uint64_t>;
 
   void HandleUpdate(NodeId from, Message& m);
-  void HandleReplicate(NodeId from, Message& m);
   void HandleRead(NodeId from, Message& m);
   void HandleChunkAck(NodeId from, const Message& m);
   void HandleQuery(NodeId from, Message& m);
@@ -271,6 +270,7 @@ class Node::Impl {
   absl::flat_hash_map<FoldKey, size_t> update_replies_;  // -> ring index.
   std::vector<CachedReply> update_reply_ring_;  // Circular; reuses strings.
   size_t update_reply_next_ = 0;
+  Delta scratch_delta_;  // Reused by every replicated delta.
   Stats stats_;
 };
 

@@ -57,6 +57,9 @@ struct BIGSET_EXPORT Delta {
     return s;
   }
   static absl::StatusOr<Delta> Decode(std::string_view in);
+  // Decodes into *out, reusing its strings and vectors (a receiver that
+  // applies many deltas allocates little). On error *out is unspecified.
+  static absl::Status DecodeInto(std::string_view in, Delta* out);
 
   friend bool operator==(const Delta&, const Delta&) = default;
 };

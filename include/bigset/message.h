@@ -109,6 +109,12 @@ BIGSET_EXPORT void EncodeReadChunk(uint64_t request_id, uint32_t partition,
 // id, partition, seq, done) and points *elements at its undecoded elements.
 BIGSET_EXPORT absl::Status ParseReadChunk(std::string_view in, Message* header,
                                           std::string_view* elements);
+// The hot path of replication, likewise without a Message per delta:
+// decodes the header of a kReplicate or kRepair message into *header and
+// points *delta at its encoded Delta (see Delta::DecodeInto).
+BIGSET_EXPORT absl::Status ParseDeltaMessage(std::string_view in,
+                                             Message* header,
+                                             std::string_view* delta);
 // Decodes the elements of a chunk into *out, reusing the strings and
 // vectors already in it (a steady stream allocates nothing).
 BIGSET_EXPORT absl::Status DecodeChunkElements(std::string_view in,
