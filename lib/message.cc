@@ -202,10 +202,10 @@ void Message::EncodeTo(std::string* dst) const {
       break;
     case MessageType::kReplicate:
     case MessageType::kRepair:
-      PutBytes(dst, delta.Encode());
+      PutBytes(dst, delta.Encode());  // As EncodeDeltaMessage.
       break;
     case MessageType::kReplicateAck:
-      PutStatus(dst, status);
+      PutStatus(dst, status);  // As EncodeStatusReply.
       break;
     case MessageType::kRead:
       PutBytes(dst, set);
@@ -372,6 +372,42 @@ absl::Status ParseReadChunk(std::string_view in, Message* header,
   header->partition = static_cast<uint32_t>(partition);
   header->done = done == 1;
   r.GetBytes(r.remaining(), elements);
+  return absl::OkStatus();
+}
+
+void EncodeDeltaMessage(MessageType type, uint64_t request_id,
+                        uint32_t partition, const Delta& delta,
+                        std::string* dst) {
+  dst->push_back(static_cast<char>(Message::kFormatVersion));
+  dst->push_back(static_cast<char>(type));
+  coding::PutVarint64(dst, request_id);
+  coding::PutVarint64(dst, partition);
+  PutBytes(dst, delta.Encode());
+}
+
+void EncodeStatusReply(MessageType type, uint64_t request_id,
+                       uint32_t partition, const absl::Status& status,
+                       std::string* dst) {
+  dst->push_back(static_cast<char>(Message::kFormatVersion));
+  dst->push_back(static_cast<char>(type));
+  coding::PutVarint64(dst, request_id);
+  coding::PutVarint64(dst, partition);
+  PutStatus(dst, status);
+}
+
+absl::Status ParseStatusReply(std::string_view in, Message* header) {
+  Decoder d(in);
+  uint8_t version = 0, type = 0;
+  uint64_t partition = 0;
+  if (!d.Byte(&version) || version != Message::kFormatVersion ||
+      !d.Byte(&type) ||
+      type != static_cast<uint8_t>(MessageType::kReplicateAck) ||
+      !d.Varint(&header->request_id) || !d.Varint(&partition) ||
+      partition > UINT32_MAX || !d.Status(&header->status) || !d.empty()) {
+    return Malformed(MessageType::kReplicateAck, "reply");
+  }
+  header->type = MessageType::kReplicateAck;
+  header->partition = static_cast<uint32_t>(partition);
   return absl::OkStatus();
 }
 

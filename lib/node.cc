@@ -80,13 +80,6 @@ void Node::Impl::WriteTick() {
   EnsureWriteTick();
 }
 
-void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
-  std::weak_ptr<Impl*> alive = alive_;
-  scheduler_->After(delay_micros, [alive, fn = std::move(fn)]() {
-    if (alive.lock()) fn();
-  });
-}
-
 Replica* Node::Impl::LocalReplica(uint32_t partition) {
   if (partition >= ring_.ring_size()) return nullptr;
   if (replicas_.size() != ring_.ring_size())
@@ -149,11 +142,26 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       ++stats_.malformed_messages;
       return;
     }
-    Message ack = ReplyTo(header, MessageType::kReplicateAck);
     Replica* replica = LocalReplica(header.partition);
-    ack.status = replica == nullptr ? NotAReplica(id_, header.partition)
-                                    : replica->Apply(scratch_delta_);
-    Send(from, ack);
+    absl::Status applied = replica == nullptr
+                               ? NotAReplica(id_, header.partition)
+                               : replica->Apply(scratch_delta_);
+    std::string ack;
+    EncodeStatusReply(MessageType::kReplicateAck, header.request_id,
+                      header.partition, applied, &ack);
+    transport_->Send(id_, from, std::move(ack));
+    return;
+  }
+  if (bytes.size() > 1 &&
+      bytes[1] == static_cast<char>(MessageType::kReplicateAck)) {
+    Message header;
+    if (!ParseStatusReply(bytes, &header).ok()) {
+      ++stats_.malformed_messages;
+      return;
+    }
+    if (WriteOp* op = FindWrite(header.request_id)) {
+      op->OnReplicateAck(from, header);
+    }
     return;
   }
   absl::StatusOr<Message> decoded = Message::Decode(bytes);
@@ -187,8 +195,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       if (WriteOp* op = FindWrite(m.request_id)) op->OnUpdateReply(from, m);
       break;
     case MessageType::kReplicateAck:
-      if (WriteOp* op = FindWrite(m.request_id)) op->OnReplicateAck(from, m);
-      break;
+      break;  // Handled above.
     case MessageType::kReadClock:
       if (ReadOp* op = FindRead(m.request_id)) op->OnClock(from, m);
       break;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "bigset/node.h"
 #include "read_merge.h"
 
@@ -36,6 +37,8 @@ class WriteOp {
           std::function<void(absl::StatusOr<Delta>)> done);
   void Start();
   void OnUpdateReply(NodeId from, Message& m);
+  // The coordinating replica's answer, from a message or in-process.
+  void OnCoordinated(NodeId from, absl::StatusOr<Delta> result);
   void OnReplicateAck(NodeId from, const Message& m);
   // Called by the node's write tick: retries and the deadline.
   void OnTick(uint64_t now);
@@ -55,7 +58,8 @@ class WriteOp {
   const std::string set_;
   const uint32_t partition_;
   const std::vector<NodeId>& preference_;  // Owned by the node's ring.
-  std::vector<size_t> candidates_;  // Preference indices, in trying order.
+  // Preference indices, in trying order.
+  absl::InlinedVector<size_t, 4> candidates_;
   size_t attempt_ = 0;
   const ClusterWriteOptions options_;
   std::function<void(absl::StatusOr<Delta>)> done_;
@@ -191,7 +195,14 @@ class Node::Impl {
   void Send(NodeId to, const Message& m);
   void SendBytes(NodeId to, std::string bytes);
   // Runs fn after `delay` unless this node is gone by then.
-  void After(uint64_t delay_micros, std::function<void()> fn);
+  template <typename F>
+  void After(uint64_t delay_micros, F fn) {
+    std::weak_ptr<Impl*> alive = alive_;
+    scheduler_->After(delay_micros,
+                      [alive = std::move(alive), fn = std::move(fn)]() mutable {
+                        if (alive.lock()) fn();
+                      });
+  }
 
   void Receive(NodeId from, std::string_view bytes);
   Replica* LocalReplica(uint32_t partition);

@@ -70,39 +70,36 @@ void WriteOp::SendUpdate() {
 
 void WriteOp::CoordinateLocally() {
   if (delta_.has_value()) return;
-  Message reply;
-  reply.type = MessageType::kUpdateReply;
   Replica* replica = node_->LocalReplica(partition_);
   if (replica == nullptr) {
-    reply.status = absl::UnavailableError("no local replica");
+    OnCoordinated(node_->id(), absl::UnavailableError("no local replica"));
   } else {
-    absl::StatusOr<Delta> delta = replica->Update(set_, ops_);
-    if (delta.ok()) {
-      reply.delta = std::move(*delta);
-    } else {
-      reply.status = delta.status();
-    }
+    OnCoordinated(node_->id(), replica->Update(set_, ops_));
   }
-  OnUpdateReply(node_->id(), reply);
 }
 
 void WriteOp::OnUpdateReply(NodeId from, Message& m) {
+  if (m.status.ok()) {
+    OnCoordinated(from, std::move(m.delta));
+  } else {
+    OnCoordinated(from, m.status);
+  }
+}
+
+void WriteOp::OnCoordinated(NodeId from, absl::StatusOr<Delta> result) {
   if (delta_.has_value()) return;  // A late or duplicate coordinator reply.
   int index = IndexOf(from);
   if (index < 0) return;
-  if (!m.status.ok()) {
-    if (absl::IsUnavailable(m.status)) return;  // Try the next on the timer.
-    Finish(m.status);
+  if (!result.ok()) {
+    // Unavailable: try the next on the timer.
+    if (!absl::IsUnavailable(result.status())) Finish(result.status());
     return;
   }
   acked_ |= 1u << index;
-  Message replicate;
-  replicate.type = MessageType::kReplicate;
-  replicate.request_id = id_;
-  replicate.partition = partition_;
-  replicate.delta = std::move(m.delta);
-  replicate_bytes_ = replicate.Encode();
-  delta_ = std::move(replicate.delta);
+  delta_ = std::move(*result);
+  replicate_bytes_.clear();
+  EncodeDeltaMessage(MessageType::kReplicate, id_, partition_, *delta_,
+                     &replicate_bytes_);
   for (NodeId n : preference_) {
     if (n != from) node_->SendBytes(n, replicate_bytes_);
   }

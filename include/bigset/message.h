@@ -115,6 +115,18 @@ BIGSET_EXPORT absl::Status ParseReadChunk(std::string_view in, Message* header,
 BIGSET_EXPORT absl::Status ParseDeltaMessage(std::string_view in,
                                              Message* header,
                                              std::string_view* delta);
+// Appends a kReplicate or kRepair message carrying `delta` to *dst.
+BIGSET_EXPORT void EncodeDeltaMessage(MessageType type, uint64_t request_id,
+                                      uint32_t partition, const Delta& delta,
+                                      std::string* dst);
+// Replies that carry only a status (kReplicateAck): encoded and decoded
+// without a Message.
+BIGSET_EXPORT void EncodeStatusReply(MessageType type, uint64_t request_id,
+                                     uint32_t partition,
+                                     const absl::Status& status,
+                                     std::string* dst);
+BIGSET_EXPORT absl::Status ParseStatusReply(std::string_view in,
+                                            Message* header);
 // Decodes the elements of a chunk into *out, reusing the strings and
 // vectors already in it (a steady stream allocates nothing).
 BIGSET_EXPORT absl::Status DecodeChunkElements(std::string_view in,
