@@ -18,11 +18,7 @@ absl::Status NotAReplica(NodeId node, uint32_t partition) {
 namespace {
 // A reply of `type` to `request` (same request id and partition).
 Message ReplyTo(const Message& request, MessageType type) {
-  Message reply;
-  reply.type = type;
-  reply.request_id = request.request_id;
-  reply.partition = request.partition;
-  return reply;
+  return NewMessage(type, request.request_id, request.partition);
 }
 }  // namespace
 
@@ -41,7 +37,8 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
       alive_(std::make_shared<Impl*>(this)),
       // Request ids must not repeat across restarts (replicas cache replies
       // by (node, request id)): start from the clock.
-      next_request_id_((scheduler->NowMicros() << 16) + 1) {}
+      next_request_id_((scheduler->NowMicros() << 16) + 1),
+      replicas_(ring_.ring_size()) {}
 
 Node::Impl::~Impl() {
   // Coordinators and folds go first (folds hold snapshots of the replicas'
@@ -82,8 +79,6 @@ void Node::Impl::WriteTick() {
 
 Replica* Node::Impl::LocalReplica(uint32_t partition) {
   if (partition >= ring_.ring_size()) return nullptr;
-  if (replicas_.size() != ring_.ring_size())
-    replicas_.resize(ring_.ring_size());
   if (replicas_[partition] != nullptr) return replicas_[partition].get();
   const auto& pl = ring_.PreferenceList(partition);
   if (std::find(pl.begin(), pl.end(), id_) == pl.end()) return nullptr;

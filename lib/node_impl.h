@@ -29,6 +29,16 @@
 
 namespace bigset {
 
+// A message of `type` about `partition`, matched by `request_id`.
+inline Message NewMessage(MessageType type, uint64_t request_id,
+                          uint32_t partition) {
+  Message m;
+  m.type = type;
+  m.request_id = request_id;
+  m.partition = partition;
+  return m;
+}
+
 // The write coordinator of one client update.
 class WriteOp {
  public:

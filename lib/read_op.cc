@@ -16,9 +16,7 @@ constexpr char kContinuationVersion = 0x01;
 
 void SendRepair(Node::Impl* node, NodeId to, uint32_t partition,
                 const std::string& set, std::vector<DeltaOp> ops) {
-  Message m;
-  m.type = MessageType::kRepair;
-  m.partition = partition;
+  Message m = NewMessage(MessageType::kRepair, 0, partition);
   m.delta.set = set;
   m.delta.ops = std::move(ops);
   ++node->stats().repairs_sent;
@@ -57,10 +55,7 @@ ReadOp::Slot* ReadOp::SlotOf(NodeId node) {
 }
 
 void ReadOp::SendRead(const Slot& slot) {
-  Message m;
-  m.type = MessageType::kRead;
-  m.request_id = id_;
-  m.partition = partition_;
+  Message m = NewMessage(MessageType::kRead, id_, partition_);
   m.set = set_;
   m.start = start_;
   m.start_inclusive = start_inclusive_;
@@ -243,10 +238,7 @@ void ReadOp::Fed(Slot& slot) {
 }
 
 void ReadOp::SendControl(const Slot& slot, MessageType type) {
-  Message m;
-  m.type = type;
-  m.request_id = id_;
-  m.partition = partition_;
+  Message m = NewMessage(type, id_, partition_);
   m.seq = slot.next_seq;  // kChunkAck: the chunk wanted.
   node_->Send(slot.node, m);
 }
@@ -386,10 +378,7 @@ void QueryOp::Start() {
 }
 
 Message QueryOp::QueryMessage() const {
-  Message m;
-  m.type = MessageType::kQuery;
-  m.request_id = id_;
-  m.partition = partition_;
+  Message m = NewMessage(MessageType::kQuery, id_, partition_);
   m.set = set_;
   m.query = elements_;
   return m;

@@ -57,10 +57,7 @@ void WriteOp::SendUpdate() {
     return;
   }
   if (update_bytes_.empty()) {
-    Message m;
-    m.type = MessageType::kUpdate;
-    m.request_id = id_;
-    m.partition = partition_;
+    Message m = NewMessage(MessageType::kUpdate, id_, partition_);
     m.set = set_;
     m.ops = ops_;
     update_bytes_ = m.Encode();  // Encoded once, resent as is.
