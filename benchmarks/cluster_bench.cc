@@ -10,9 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "bigset/leveldb_store.h"
+#include "bigset/replica.h"
 #include "bigset/sim.h"
 
 namespace bigset::bench {
@@ -20,17 +23,23 @@ namespace {
 
 constexpr char kSet[] = "benchmark-set";
 
+// A fresh directory under $BIGSET_BENCH_DIR (default: the temp directory).
+std::filesystem::path NewBenchDir() {
+  const char* base = std::getenv("BIGSET_BENCH_DIR");
+  static int counter = 0;
+  std::filesystem::path dir =
+      std::filesystem::path(
+          base != nullptr ? base : std::filesystem::temp_directory_path()) /
+      ("bigset_cluster_bench_" + std::to_string(::getpid()) + "_" +
+       std::to_string(counter++));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 // A 3-node simulator (N=3, every node a replica of every set) on disk.
 struct ClusterDb {
-  ClusterDb() {
-    const char* base = std::getenv("BIGSET_BENCH_DIR");
-    static int counter = 0;
-    dir = std::filesystem::path(
-              base != nullptr ? base : std::filesystem::temp_directory_path()) /
-          ("bigset_cluster_bench_" + std::to_string(::getpid()) + "_" +
-           std::to_string(counter++));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
+  ClusterDb() : dir(NewBenchDir()) {
     SimOptions o;
     o.seed = 1;
     o.nodes = 3;
@@ -67,14 +76,56 @@ void ClusterInsert(benchmark::State& state) {
   wo.w = 2;
   uint64_t i = 0;
   for (auto _ : state) {
-    auto d =
-        db->sim->Update(db->via, kSet, {UpdateOp::Add(RandomElement(rng))}, wo);
+    std::vector<UpdateOp> ops;
+    ops.push_back(UpdateOp::Add(RandomElement(rng)));
+    auto d = db->sim->Update(db->via, kSet, std::move(ops), wo);
     if (!d.ok()) std::abort();
     // Zero latency freezes virtual time; advance it now and then so the
     // coordinators' retry timers fire (and find nothing to do).
     if (++i % 1000 == 0) db->sim->RunFor(1'000'000);
   }
   db->sim->RunUntilIdle();
+  state.SetItemsProcessed(state.iterations());
+}
+
+// The floor under BM_ClusterInsert: the same three replica writes per
+// insert (one Update, two Applies of its delta) on three stores, with no
+// coordinator, messages or simulator. The difference is what the cluster
+// layer costs.
+struct ThreeReplicas {
+  ThreeReplicas() {
+    for (int i = 0; i < 3; ++i) {
+      auto store =
+          LevelDbStore::Open((dir / ("floor" + std::to_string(i))).string(),
+                             LevelDbStoreOptions());
+      if (!store.ok()) std::abort();
+      stores[i] = std::move(*store);
+      auto replica = Replica::Open(stores[i].get(), ReplicaOptions());
+      if (!replica.ok()) std::abort();
+      replicas[i] = std::move(*replica);
+    }
+  }
+  ~ThreeReplicas() {
+    for (auto& r : replicas) r.reset();
+    for (auto& s : stores) s.reset();
+    std::filesystem::remove_all(dir);
+  }
+  const std::filesystem::path dir = NewBenchDir();
+  std::unique_ptr<LevelDbStore> stores[3];
+  std::unique_ptr<Replica> replicas[3];
+};
+
+void ThreeReplicaInsert(benchmark::State& state) {
+  static ThreeReplicas* db = new ThreeReplicas();
+  std::mt19937_64 rng(state.iterations());
+  for (auto _ : state) {
+    UpdateOp op = UpdateOp::Add(RandomElement(rng));
+    auto delta = db->replicas[0]->Update(kSet, std::span(&op, 1));
+    if (!delta.ok() || !db->replicas[1]->Apply(*delta).ok() ||
+        !db->replicas[2]->Apply(*delta).ok()) {
+      std::abort();
+    }
+  }
   state.SetItemsProcessed(state.iterations());
 }
 
@@ -125,6 +176,9 @@ void ClusterFullRead(benchmark::State& state) {
 
 const int kRegistered = [] {
   benchmark::RegisterBenchmark("BM_ClusterInsert/n:3/w:2", ClusterInsert)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_ClusterInsertFloor/three_replicas",
+                               ThreeReplicaInsert)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_ClusterFullRead/r:2/1000000",
                                ClusterFullRead)

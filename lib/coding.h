@@ -26,15 +26,20 @@ inline size_t VarintLength(uint64_t v) {
   return len;
 }
 
-inline void PutVarint64(std::string* dst, uint64_t v) {
-  char buf[kMaxVarint64Bytes];
+// Writes v to buf (at least kMaxVarint64Bytes); returns the bytes used.
+inline size_t EncodeVarint64(char* buf, uint64_t v) {
   size_t n = 0;
   while (v >= 0x80) {
     buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
   buf[n++] = static_cast<char>(v);
-  dst->append(buf, n);
+  return n;
+}
+
+inline void PutVarint64(std::string* dst, uint64_t v) {
+  char buf[kMaxVarint64Bytes];
+  dst->append(buf, EncodeVarint64(buf, v));
 }
 
 // Big-endian so that byte order equals numeric order (used inside keys).

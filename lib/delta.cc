@@ -1,5 +1,7 @@
 #include "bigset/delta.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "coding.h"
 
@@ -9,11 +11,6 @@ namespace {
 void PutBytes(std::string* dst, std::string_view s) {
   coding::PutVarint64(dst, s.size());
   dst->append(s.data(), s.size());
-}
-
-void PutDot(std::string* dst, Dot d) {
-  coding::PutFixed64BE(dst, d.actor);
-  coding::PutVarint64(dst, d.counter);
 }
 
 bool GetBytes(coding::Reader* in, std::string_view* out) {
@@ -42,14 +39,34 @@ void Delta::EncodeTo(std::string* dst) const {
   PutBytes(dst, set);
   dst->push_back(clear.has_value() ? 1 : 0);
   if (clear.has_value()) PutBytes(dst, clear->Encode());
-  coding::PutVarint64(dst, ops.size());
+  // The ops (every replicated write) are sized once, then written through
+  // a pointer.
+  constexpr size_t kVarint = coding::kMaxVarint64Bytes;
+  constexpr size_t kDot = 8 + kVarint;
+  size_t bound = kVarint;
   for (const DeltaOp& op : ops) {
-    PutBytes(dst, op.element);
-    dst->push_back(op.add.has_value() ? 1 : 0);
-    if (op.add.has_value()) PutDot(dst, *op.add);
-    coding::PutVarint64(dst, op.context.size());
-    for (Dot d : op.context) PutDot(dst, d);
+    bound +=
+        2 * kVarint + 1 + op.element.size() + kDot * (1 + op.context.size());
   }
+  const size_t start = dst->size();
+  dst->resize(start + bound);
+  char* const base = dst->data();
+  char* p = base + start;
+  auto put_dot = [&p](Dot d) {
+    for (int i = 7; i >= 0; --i) *p++ = static_cast<char>(d.actor >> (8 * i));
+    p += coding::EncodeVarint64(p, d.counter);
+  };
+  p += coding::EncodeVarint64(p, ops.size());
+  for (const DeltaOp& op : ops) {
+    p += coding::EncodeVarint64(p, op.element.size());
+    std::memcpy(p, op.element.data(), op.element.size());
+    p += op.element.size();
+    *p++ = op.add.has_value() ? 1 : 0;
+    if (op.add.has_value()) put_dot(*op.add);
+    p += coding::EncodeVarint64(p, op.context.size());
+    for (Dot d : op.context) put_dot(d);
+  }
+  dst->resize(static_cast<size_t>(p - base));
 }
 
 absl::StatusOr<Delta> Delta::Decode(std::string_view bytes) {

@@ -284,7 +284,8 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     case MessageType::kReplicate:
     case MessageType::kRepair: {
       std::string_view delta;
-      absl::Status s = ParseDeltaMessage(in, &m, &delta);
+      MessageHeader h;
+      absl::Status s = ParseDeltaMessage(in, &h, &delta);
       if (!s.ok()) return s;
       s = Delta::DecodeInto(delta, &m.delta);
       if (!s.ok()) return Malformed(m.type, s.message());
@@ -311,8 +312,11 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       break;
     case MessageType::kReadChunk: {
       std::string_view elements;
-      absl::Status s = ParseReadChunk(in, &m, &elements);
+      MessageHeader h;
+      absl::Status s = ParseReadChunk(in, &h, &elements);
       if (!s.ok()) return s;
+      m.seq = h.seq;
+      m.done = h.done;
       s = DecodeChunkElements(elements, &m.elements);
       if (!s.ok()) return s;
       return m;
@@ -355,7 +359,7 @@ void EncodeReadChunk(uint64_t request_id, uint32_t partition, uint64_t seq,
   PutElements(dst, elements);
 }
 
-absl::Status ParseReadChunk(std::string_view in, Message* header,
+absl::Status ParseReadChunk(std::string_view in, MessageHeader* header,
                             std::string_view* elements) {
   coding::Reader r(in);
   uint8_t version = 0, type = 0, done = 0;
@@ -378,24 +382,47 @@ absl::Status ParseReadChunk(std::string_view in, Message* header,
 void EncodeDeltaMessage(MessageType type, uint64_t request_id,
                         uint32_t partition, const Delta& delta,
                         std::string* dst) {
+  // One allocation for the common delta (no clear): a dot is at most 20
+  // bytes, every length and count at most 10.
+  size_t estimate = 40 + delta.set.size();
+  for (const DeltaOp& op : delta.ops) {
+    estimate += op.element.size() + 31 + 20 * op.context.size();
+  }
+  dst->reserve(dst->size() + estimate);
   dst->push_back(static_cast<char>(Message::kFormatVersion));
   dst->push_back(static_cast<char>(type));
   coding::PutVarint64(dst, request_id);
   coding::PutVarint64(dst, partition);
-  PutBytes(dst, delta.Encode());
+  // Length-prefixed like PutBytes, but encoded in place: the delta is
+  // appended, then its length inserted before it (a few bytes moved
+  // instead of a temporary string).
+  const size_t start = dst->size();
+  delta.EncodeTo(dst);
+  char len[coding::kMaxVarint64Bytes];
+  const size_t n = coding::EncodeVarint64(len, dst->size() - start);
+  dst->insert(start, len, n);
 }
 
 void EncodeStatusReply(MessageType type, uint64_t request_id,
                        uint32_t partition, const absl::Status& status,
                        std::string* dst) {
-  dst->push_back(static_cast<char>(Message::kFormatVersion));
-  dst->push_back(static_cast<char>(type));
-  coding::PutVarint64(dst, request_id);
-  coding::PutVarint64(dst, partition);
-  PutStatus(dst, status);
+  // One append of a stack buffer: an OK reply fits a string's inline
+  // storage and allocates nothing.
+  char buf[2 + 4 * coding::kMaxVarint64Bytes];
+  char* p = buf;
+  *p++ = static_cast<char>(Message::kFormatVersion);
+  *p++ = static_cast<char>(type);
+  p += coding::EncodeVarint64(p, request_id);
+  p += coding::EncodeVarint64(p, partition);
+  p += coding::EncodeVarint64(p, static_cast<uint64_t>(status.code()));
+  const absl::string_view message = status.message();
+  p += coding::EncodeVarint64(p, message.size());
+  dst->append(buf, static_cast<size_t>(p - buf));
+  dst->append(message.data(), message.size());
 }
 
-absl::Status ParseStatusReply(std::string_view in, Message* header) {
+absl::Status ParseStatusReply(std::string_view in, MessageHeader* header,
+                              absl::Status* status) {
   Decoder d(in);
   uint8_t version = 0, type = 0;
   uint64_t partition = 0;
@@ -403,7 +430,7 @@ absl::Status ParseStatusReply(std::string_view in, Message* header) {
       !d.Byte(&type) ||
       type != static_cast<uint8_t>(MessageType::kReplicateAck) ||
       !d.Varint(&header->request_id) || !d.Varint(&partition) ||
-      partition > UINT32_MAX || !d.Status(&header->status) || !d.empty()) {
+      partition > UINT32_MAX || !d.Status(status) || !d.empty()) {
     return Malformed(MessageType::kReplicateAck, "reply");
   }
   header->type = MessageType::kReplicateAck;
@@ -411,7 +438,7 @@ absl::Status ParseStatusReply(std::string_view in, Message* header) {
   return absl::OkStatus();
 }
 
-absl::Status ParseDeltaMessage(std::string_view in, Message* header,
+absl::Status ParseDeltaMessage(std::string_view in, MessageHeader* header,
                                std::string_view* delta) {
   coding::Reader r(in);
   uint8_t version = 0, type = 0;

@@ -71,6 +71,7 @@ void Node::Impl::WriteTick() {
   std::vector<uint64_t> ids;
   ids.reserve(writes_.size());
   for (const auto& [id, op] : writes_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
   for (uint64_t id : ids) {
     if (WriteOp* op = FindWrite(id)) op->OnTick(now);
   }
@@ -95,6 +96,19 @@ Replica* Node::Impl::LocalReplica(uint32_t partition) {
   return (replicas_[partition] = std::move(*r)).get();
 }
 
+void Node::Impl::EraseWrite(uint64_t id) {
+  auto it = writes_.find(id);
+  if (it == writes_.end()) return;
+  std::unique_ptr<WriteOp> op = std::move(it->second);
+  writes_.erase(it);
+  // A few idle coordinators cover a steady stream of writes.
+  constexpr size_t kMaxSpareWrites = 16;
+  if (spare_writes_.size() < kMaxSpareWrites) {
+    op->Release();
+    spare_writes_.push_back(std::move(op));
+  }
+}
+
 WriteOp* Node::Impl::FindWrite(uint64_t id) {
   auto it = writes_.find(id);
   return it == writes_.end() ? nullptr : it->second.get();
@@ -115,7 +129,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   if (bytes.size() > 1 &&
       bytes[1] == static_cast<char>(MessageType::kReadChunk)) {
     // The bulk of a read: decoded by the coordinator into its buffers.
-    Message header;
+    MessageHeader header;
     std::string_view elements;
     if (!ParseReadChunk(bytes, &header, &elements).ok()) {
       ++stats_.malformed_messages;
@@ -130,7 +144,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       bytes[1] == static_cast<char>(MessageType::kReplicate)) {
     // Every replicated write: decoded into a reused Delta, acked with a
     // few bytes.
-    Message header;
+    MessageHeader header;
     std::string_view delta;
     if (!ParseDeltaMessage(bytes, &header, &delta).ok() ||
         !Delta::DecodeInto(delta, &scratch_delta_).ok()) {
@@ -149,13 +163,14 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   }
   if (bytes.size() > 1 &&
       bytes[1] == static_cast<char>(MessageType::kReplicateAck)) {
-    Message header;
-    if (!ParseStatusReply(bytes, &header).ok()) {
+    MessageHeader header;
+    absl::Status status;
+    if (!ParseStatusReply(bytes, &header, &status).ok()) {
       ++stats_.malformed_messages;
       return;
     }
     if (WriteOp* op = FindWrite(header.request_id)) {
-      op->OnReplicateAck(from, header);
+      op->OnReplicateAck(from, status);
     }
     return;
   }
@@ -367,8 +382,14 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
     return;
   }
   uint64_t id = NextRequestId();
-  auto op = std::make_unique<WriteOp>(this, id, std::string(set),
-                                      std::move(ops), options, std::move(done));
+  std::unique_ptr<WriteOp> op;
+  if (spare_writes_.empty()) {
+    op = std::make_unique<WriteOp>(this);
+  } else {
+    op = std::move(spare_writes_.back());
+    spare_writes_.pop_back();
+  }
+  op->Reset(id, set, std::move(ops), options, std::move(done));
   WriteOp* raw = op.get();
   writes_[id] = std::move(op);
   write_tick_micros_ = write_tick_micros_ == 0

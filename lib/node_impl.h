@@ -42,20 +42,28 @@ inline Message NewMessage(MessageType type, uint64_t request_id,
 // The write coordinator of one client update.
 class WriteOp {
  public:
-  WriteOp(Node::Impl* node, uint64_t id, std::string set,
-          std::vector<UpdateOp> ops, const ClusterWriteOptions& options,
-          std::function<void(absl::StatusOr<Delta>)> done);
+  // Idle until Reset. The node reuses finished coordinators (and the
+  // capacity of their buffers) for later writes.
+  explicit WriteOp(Node::Impl* node);
+  void Reset(uint64_t id, std::string_view set, std::vector<UpdateOp> ops,
+             const ClusterWriteOptions& options,
+             std::function<void(absl::StatusOr<Delta>)> done);
+  // Drops what belongs to the finished write (the client's callback, its
+  // ops), keeping buffer capacity.
+  void Release();
   void Start();
   void OnUpdateReply(NodeId from, Message& m);
   // The coordinating replica's answer, from a message or in-process.
   void OnCoordinated(NodeId from, absl::StatusOr<Delta> result);
-  void OnReplicateAck(NodeId from, const Message& m);
+  void OnReplicateAck(NodeId from, const absl::Status& status);
   // Called by the node's write tick: retries and the deadline.
   void OnTick(uint64_t now);
 
  private:
   void SendUpdate();
   void CoordinateLocally();
+  // What Start had to put off: the client's answer, or the write's end.
+  void RunDeferred();
   int IndexOf(NodeId node) const;
   void MaybeFinish();
   // Answers the client and forgets this write.
@@ -63,23 +71,27 @@ class WriteOp {
   // Answers the client; the write goes on replicating.
   void Reply(absl::StatusOr<Delta> result);
 
-  Node::Impl* node_;
-  const uint64_t id_;
-  const std::string set_;
-  const uint32_t partition_;
-  const std::vector<NodeId>& preference_;  // Owned by the node's ring.
+  Node::Impl* const node_;
+  uint64_t id_ = 0;
+  std::string set_;
+  uint32_t partition_ = 0;
+  const std::vector<NodeId>* preference_ = nullptr;  // The ring's.
   // Preference indices, in trying order.
   absl::InlinedVector<size_t, 4> candidates_;
   size_t attempt_ = 0;
-  const ClusterWriteOptions options_;
+  ClusterWriteOptions options_;
   std::function<void(absl::StatusOr<Delta>)> done_;
   std::vector<UpdateOp> ops_;
   std::string update_bytes_;  // Encoded when first sent to another node.
   std::string replicate_bytes_;
-  std::optional<Delta> delta_;
-  uint32_t acked_ = 0;  // Bit i: preference_[i] acknowledged.
+  bool coordinated_ = false;  // delta_ and replicate_bytes_ are set.
+  Delta delta_;               // Until handed to the client.
+  uint32_t acked_ = 0;        // Bit i: preference_[i] acknowledged.
   uint64_t deadline_ = 0;
   uint64_t next_retry_ = 0;
+  bool starting_ = false;  // Inside Start: answers are deferred.
+  bool deferred_ = false;  // RunDeferred is due.
+  std::optional<absl::Status> deferred_error_;
 };
 
 // Where a read coordinator sends merged elements.
@@ -106,7 +118,8 @@ class ReadOp {
   void OnClock(NodeId from, Message& m);
   // A chunk: its header, and its elements still encoded (decoded straight
   // into the merge buffer when possible).
-  void OnChunk(NodeId from, const Message& header, std::string_view elements);
+  void OnChunk(NodeId from, const MessageHeader& header,
+               std::string_view elements);
   void OnTimer();
 
  private:
@@ -230,7 +243,9 @@ class Node::Impl {
                    std::function<void(absl::StatusOr<Membership>)> done);
 
   // Coordinators remove themselves when they finish.
-  void EraseWrite(uint64_t id) { writes_.erase(id); }
+  // Ends a write; its WriteOp may be reused at once (callers touch no
+  // member after this).
+  void EraseWrite(uint64_t id);
   void EraseRead(uint64_t id) { reads_.erase(id); }
   void EraseQuery(uint64_t id) { queries_.erase(id); }
   // Looks a coordinator up again after a callback that may have erased it.
@@ -276,7 +291,9 @@ class Node::Impl {
 
   uint64_t next_request_id_;
   std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
-  std::map<uint64_t, std::unique_ptr<WriteOp>> writes_;
+  // Unordered for speed; a tick sorts the ids (deterministic order).
+  absl::flat_hash_map<uint64_t, std::unique_ptr<WriteOp>> writes_;
+  std::vector<std::unique_ptr<WriteOp>> spare_writes_;  // For reuse.
   bool write_tick_scheduled_ = false;
   uint64_t write_tick_micros_ = 0;
   std::map<uint64_t, std::unique_ptr<ReadOp>> reads_;

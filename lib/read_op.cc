@@ -192,7 +192,7 @@ void ReadOp::Begin() {
   Pump();
 }
 
-void ReadOp::OnChunk(NodeId from, const Message& header,
+void ReadOp::OnChunk(NodeId from, const MessageHeader& header,
                      std::string_view elements) {
   Slot* slot = SlotOf(from);
   if (slot == nullptr || header.seq != slot->next_seq) return;  // Old or dup.
@@ -207,7 +207,10 @@ void ReadOp::OnChunk(NodeId from, const Message& header,
         // Before R clocks: at most one chunk per replica waits here, since
         // a replica sends the next only after our ack.
         if (slot->early_chunk.has_value()) return;
-        Message early = header;
+        Message early = NewMessage(MessageType::kReadChunk, header.request_id,
+                                   header.partition);
+        early.seq = header.seq;
+        early.done = header.done;
         if (!DecodeChunkElements(elements, &early.elements).ok()) return;
         slot->early_chunk = std::move(early);
         return;

@@ -47,9 +47,10 @@ Simulator::Simulator(const SimOptions& options)
 
 Simulator::~Simulator() {
   // Nodes first (they may hold snapshots and iterators), then stores.
-  for (auto& [id, slot] : nodes_) slot.node.reset();
-  for (auto& [id, slot] : nodes_) slot.store.reset();
+  for (NodeSlot& slot : nodes_) slot.node.reset();
+  for (NodeSlot& slot : nodes_) slot.store.reset();
   queue_.clear();
+  slab_.clear();
 }
 
 absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
@@ -64,6 +65,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   if (!ring.ok()) return ring.status();
   sim->ring_.emplace(std::move(*ring));
   sim->transport_ = std::make_unique<SimTransport>(sim.get());
+  sim->nodes_.resize(ids.size());
   if (options.directory.empty()) {
     sim->mem_env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
   }
@@ -75,7 +77,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
 }
 
 absl::Status Simulator::StartNode(NodeId id) {
-  NodeSlot& slot = nodes_[id];
+  NodeSlot& slot = *SlotOf(id);
   LevelDbStoreOptions so = options_.store;
   std::string path;
   if (mem_env_ != nullptr) {
@@ -110,13 +112,14 @@ absl::Status Simulator::StartNode(NodeId id) {
 }
 
 Node* Simulator::node(NodeId id) {
-  auto it = nodes_.find(id);
-  return it == nodes_.end() || !it->second.up ? nullptr : it->second.node.get();
+  NodeSlot* slot = SlotOf(id);
+  return slot == nullptr || !slot->up ? nullptr : slot->node.get();
 }
 
 bool Simulator::IsUp(NodeId id) const {
-  auto it = nodes_.find(id);
-  return it != nodes_.end() && it->second.up;
+  const NodeSlot* slot =
+      id >= 1 && id <= nodes_.size() ? &nodes_[id - 1] : nullptr;
+  return slot != nullptr && slot->up;
 }
 
 void Simulator::SetLatency(uint64_t min_micros, uint64_t max_micros) {
@@ -125,15 +128,17 @@ void Simulator::SetLatency(uint64_t min_micros, uint64_t max_micros) {
 }
 
 void Simulator::Partition(const std::vector<std::vector<NodeId>>& groups) {
-  group_.clear();
+  group_.assign(nodes_.size(), -1);
   int g = 0;
   for (const auto& group : groups) {
-    for (NodeId n : group) group_[n] = g;
+    for (NodeId n : group) {
+      if (SlotOf(n) != nullptr) group_[n - 1] = g;
+    }
     ++g;
   }
   // Nodes in no group are each alone.
-  for (NodeId n : ring_->nodes()) {
-    if (!group_.count(n)) group_[n] = g++;
+  for (int& group : group_) {
+    if (group < 0) group = g++;
   }
   Trace(absl::StrCat("t=", now_, " partition into ", g, " groups"));
 }
@@ -144,9 +149,9 @@ void Simulator::Heal() {
 }
 
 absl::Status Simulator::Crash(NodeId id) {
-  auto it = nodes_.find(id);
-  if (it == nodes_.end()) return absl::NotFoundError("no such node");
-  NodeSlot& slot = it->second;
+  NodeSlot* found = SlotOf(id);
+  if (found == nullptr) return absl::NotFoundError("no such node");
+  NodeSlot& slot = *found;
   if (!slot.up) return absl::FailedPreconditionError("node is down");
   slot.node.reset();
   slot.store.reset();
@@ -156,14 +161,15 @@ absl::Status Simulator::Crash(NodeId id) {
 }
 
 absl::Status Simulator::Restart(NodeId id) {
-  auto it = nodes_.find(id);
-  if (it == nodes_.end()) return absl::NotFoundError("no such node");
-  if (it->second.up) return absl::FailedPreconditionError("node is up");
+  NodeSlot* slot = SlotOf(id);
+  if (slot == nullptr) return absl::NotFoundError("no such node");
+  if (slot->up) return absl::FailedPreconditionError("node is up");
   return StartNode(id);
 }
 
 absl::Status Simulator::CompactAll() {
-  for (auto& [id, slot] : nodes_) {
+  for (NodeId id = 1; id <= nodes_.size(); ++id) {
+    NodeSlot& slot = *SlotOf(id);
     if (!slot.up) continue;
     for (uint32_t p : ring_->PartitionsOf(id)) {
       absl::Status s = slot.store->CompactRange(KeyspaceRange(p));
@@ -179,17 +185,26 @@ uint64_t Simulator::Latency() {
                                                  max_latency_)(rng_);
 }
 
-void Simulator::Push(Event e) {
-  e.seq = next_seq_++;
-  queue_.push_back(std::move(e));
+void Simulator::Push(uint64_t time, Event e) {
+  uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(slab_.size());
+    slab_.push_back(std::move(e));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slab_[slot] = std::move(e);
+  }
+  queue_.push_back(Scheduled{time, next_seq_++, slot});
   std::push_heap(queue_.begin(), queue_.end(), Later());
 }
 
 void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
-  auto dest = nodes_.find(to);
-  const bool partitioned = !group_.empty() && group_.count(from) &&
-                           group_.count(to) && group_[from] != group_[to];
-  if (dest == nodes_.end() || partitioned ||
+  NodeSlot* dest = SlotOf(to);
+  const bool partitioned = dest != nullptr && !group_.empty() &&
+                           SlotOf(from) != nullptr &&
+                           group_[from - 1] != group_[to - 1];
+  if (dest == nullptr || partitioned ||
       (loss_ > 0 && std::uniform_real_distribution<double>()(rng_) < loss_)) {
     ++dropped_;
     return;
@@ -198,43 +213,46 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
                    std::uniform_real_distribution<double>()(rng_) < duplicate_;
   for (int copy = 0; copy < (dup ? 2 : 1); ++copy) {
     Event e;
-    e.time = now_ + Latency();
+    const uint64_t time = now_ + Latency();
     e.is_message = true;
     e.from = from;
     e.to = to;
-    e.incarnation = dest->second.incarnation;
+    e.incarnation = dest->incarnation;
     e.bytes = copy == 0 && !dup ? std::move(bytes) : bytes;
-    Push(std::move(e));
+    Push(time, std::move(e));
   }
 }
 
 uint64_t Simulator::AddTimer(NodeId node, uint64_t delay,
                              std::function<void()> fn) {
   Event e;
-  e.time = now_ + delay;
   e.to = node;
-  e.incarnation = nodes_[node].incarnation;
+  e.incarnation = SlotOf(node)->incarnation;
   e.fn = std::move(fn);
   e.timer_id = next_timer_++;
   uint64_t id = e.timer_id;
-  Push(std::move(e));
+  Push(now_ + delay, std::move(e));
   return id;
 }
 
 bool Simulator::Step() {
   if (queue_.empty()) return false;
   std::pop_heap(queue_.begin(), queue_.end(), Later());
-  Event event = std::move(queue_.back());
+  const Scheduled next = queue_.back();
   queue_.pop_back();
+  // Moved out: handling it may schedule more events into the slab.
+  Event event = std::move(slab_[next.slot]);
+  free_slots_.push_back(next.slot);
   Event* e = &event;
-  now_ = std::max(now_, e->time);
+  now_ = std::max(now_, next.time);
   ++events_;
-  NodeSlot& slot = nodes_[e->to];
+  NodeSlot& slot = *SlotOf(e->to);
   // A crashed node, or one restarted since, gets nothing sent to (or
   // scheduled by) its former self.
   const bool alive = slot.up && slot.incarnation == e->incarnation;
   if (e->is_message) {
-    if (!alive || (!group_.empty() && group_[e->from] != group_[e->to])) {
+    if (!alive || (!group_.empty() && SlotOf(e->from) != nullptr &&
+                   group_[e->from - 1] != group_[e->to - 1])) {
       ++dropped_;
       return true;
     }

@@ -98,6 +98,16 @@ struct BIGSET_EXPORT Message {
   static absl::StatusOr<Message> Decode(std::string_view in);
 };
 
+// The fixed part of a message, all the hot paths below decode: they skip
+// constructing a whole Message (a Delta, a Clock, vectors) per message.
+struct MessageHeader {
+  MessageType type = MessageType::kUpdate;
+  uint64_t request_id = 0;
+  uint32_t partition = 0;
+  uint64_t seq = 0;   // kReadChunk only.
+  bool done = false;  // kReadChunk only.
+};
+
 // The hot path of streaming reads, without a Message per chunk.
 //
 // Appends a kReadChunk message of `elements` to *dst.
@@ -107,26 +117,29 @@ BIGSET_EXPORT void EncodeReadChunk(uint64_t request_id, uint32_t partition,
                                    std::string* dst);
 // Decodes the header of a kReadChunk message into *header (type, request
 // id, partition, seq, done) and points *elements at its undecoded elements.
-BIGSET_EXPORT absl::Status ParseReadChunk(std::string_view in, Message* header,
+BIGSET_EXPORT absl::Status ParseReadChunk(std::string_view in,
+                                          MessageHeader* header,
                                           std::string_view* elements);
 // The hot path of replication, likewise without a Message per delta:
 // decodes the header of a kReplicate or kRepair message into *header and
 // points *delta at its encoded Delta (see Delta::DecodeInto).
 BIGSET_EXPORT absl::Status ParseDeltaMessage(std::string_view in,
-                                             Message* header,
+                                             MessageHeader* header,
                                              std::string_view* delta);
 // Appends a kReplicate or kRepair message carrying `delta` to *dst.
 BIGSET_EXPORT void EncodeDeltaMessage(MessageType type, uint64_t request_id,
                                       uint32_t partition, const Delta& delta,
                                       std::string* dst);
 // Replies that carry only a status (kReplicateAck): encoded and decoded
-// without a Message.
+// without a Message; ParseStatusReply stores the carried status in
+// *status.
 BIGSET_EXPORT void EncodeStatusReply(MessageType type, uint64_t request_id,
                                      uint32_t partition,
                                      const absl::Status& status,
                                      std::string* dst);
 BIGSET_EXPORT absl::Status ParseStatusReply(std::string_view in,
-                                            Message* header);
+                                            MessageHeader* header,
+                                            absl::Status* status);
 // Decodes the elements of a chunk into *out, reusing the strings and
 // vectors already in it (a steady stream allocates nothing).
 BIGSET_EXPORT absl::Status DecodeChunkElements(std::string_view in,
