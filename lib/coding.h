@@ -43,12 +43,16 @@ inline void PutVarint64(std::string* dst, uint64_t v) {
 }
 
 // Big-endian so that byte order equals numeric order (used inside keys).
-inline void PutFixed64BE(std::string* dst, uint64_t v) {
-  char buf[8];
+inline void EncodeFixed64BE(char* buf, uint64_t v) {
   for (int i = 7; i >= 0; --i) {
     buf[i] = static_cast<char>(v & 0xff);
     v >>= 8;
   }
+}
+
+inline void PutFixed64BE(std::string* dst, uint64_t v) {
+  char buf[8];
+  EncodeFixed64BE(buf, v);
   dst->append(buf, 8);
 }
 

@@ -35,12 +35,8 @@ constexpr size_t kMinDotBytes = 9;  // fixed64 actor + 1-byte counter
 }  // namespace
 
 void Delta::EncodeTo(std::string* dst) const {
-  dst->push_back(static_cast<char>(kFormatVersion));
-  PutBytes(dst, set);
-  dst->push_back(clear.has_value() ? 1 : 0);
-  if (clear.has_value()) PutBytes(dst, clear->Encode());
   // The ops (every replicated write) are sized once, then written through
-  // a pointer.
+  // a pointer; one reservation covers the header too.
   constexpr size_t kVarint = coding::kMaxVarint64Bytes;
   constexpr size_t kDot = 8 + kVarint;
   size_t bound = kVarint;
@@ -48,12 +44,18 @@ void Delta::EncodeTo(std::string* dst) const {
     bound +=
         2 * kVarint + 1 + op.element.size() + kDot * (1 + op.context.size());
   }
+  dst->reserve(dst->size() + 2 + kVarint + set.size() + bound);
+  dst->push_back(static_cast<char>(kFormatVersion));
+  PutBytes(dst, set);
+  dst->push_back(clear.has_value() ? 1 : 0);
+  if (clear.has_value()) PutBytes(dst, clear->Encode());
   const size_t start = dst->size();
   dst->resize(start + bound);
   char* const base = dst->data();
   char* p = base + start;
   auto put_dot = [&p](Dot d) {
-    for (int i = 7; i >= 0; --i) *p++ = static_cast<char>(d.actor >> (8 * i));
+    coding::EncodeFixed64BE(p, d.actor);
+    p += 8;
     p += coding::EncodeVarint64(p, d.counter);
   };
   p += coding::EncodeVarint64(p, ops.size());

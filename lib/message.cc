@@ -33,16 +33,6 @@ void PutStatus(std::string* dst, const absl::Status& s) {
   PutBytes(dst, ToStd(s.message()));
 }
 
-// Writes a varint at p; returns the end.
-char* WriteVarint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
 // The bulk of every read: sized once, then written through a pointer.
 void PutElements(std::string* dst, std::span<const ElementDots> elements) {
   size_t bound = coding::kMaxVarint64Bytes;
@@ -53,15 +43,15 @@ void PutElements(std::string* dst, std::span<const ElementDots> elements) {
   const size_t start = dst->size();
   dst->resize(start + bound);
   char* p = dst->data() + start;
-  p = WriteVarint(p, elements.size());
+  p += coding::EncodeVarint64(p, elements.size());
   for (const ElementDots& e : elements) {
-    p = WriteVarint(p, e.element.size());
+    p += coding::EncodeVarint64(p, e.element.size());
     std::memcpy(p, e.element.data(), e.element.size());
     p += e.element.size();
-    p = WriteVarint(p, e.dots.size());
+    p += coding::EncodeVarint64(p, e.dots.size());
     for (Dot d : e.dots) {
       for (int i = 7; i >= 0; --i) *p++ = static_cast<char>(d.actor >> (8 * i));
-      p = WriteVarint(p, d.counter);
+      p += coding::EncodeVarint64(p, d.counter);
     }
   }
   dst->resize(static_cast<size_t>(p - dst->data()));
@@ -382,13 +372,6 @@ absl::Status ParseReadChunk(std::string_view in, MessageHeader* header,
 void EncodeDeltaMessage(MessageType type, uint64_t request_id,
                         uint32_t partition, const Delta& delta,
                         std::string* dst) {
-  // One allocation for the common delta (no clear): a dot is at most 20
-  // bytes, every length and count at most 10.
-  size_t estimate = 40 + delta.set.size();
-  for (const DeltaOp& op : delta.ops) {
-    estimate += op.element.size() + 31 + 20 * op.context.size();
-  }
-  dst->reserve(dst->size() + estimate);
   dst->push_back(static_cast<char>(Message::kFormatVersion));
   dst->push_back(static_cast<char>(type));
   coding::PutVarint64(dst, request_id);

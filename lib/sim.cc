@@ -117,8 +117,7 @@ Node* Simulator::node(NodeId id) {
 }
 
 bool Simulator::IsUp(NodeId id) const {
-  const NodeSlot* slot =
-      id >= 1 && id <= nodes_.size() ? &nodes_[id - 1] : nullptr;
+  const NodeSlot* slot = SlotOf(id);
   return slot != nullptr && slot->up;
 }
 

@@ -173,6 +173,9 @@ class BIGSET_EXPORT Simulator {
   NodeSlot* SlotOf(NodeId id) {
     return id >= 1 && id <= nodes_.size() ? &nodes_[id - 1] : nullptr;
   }
+  const NodeSlot* SlotOf(NodeId id) const {
+    return id >= 1 && id <= nodes_.size() ? &nodes_[id - 1] : nullptr;
+  }
   uint64_t AddTimer(NodeId node, uint64_t delay, std::function<void()> fn);
   void Trace(std::string line);
   uint64_t Latency();
