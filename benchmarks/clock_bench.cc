@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "bigset/clock.h"
-#include "bigset/dot.h"
+#include "bigset/core/clock.h"
+#include "bigset/core/dot.h"
 
 namespace bigset {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "bigset/leveldb_store.h"
-#include "bigset/replica.h"
-#include "bigset/sim.h"
+#include "bigset/store/leveldb_store.h"
+#include "bigset/replica/replica.h"
+#include "bigset/testing/sim.h"
 
 namespace bigset::bench {
 namespace {

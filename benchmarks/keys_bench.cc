@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "bigset/comparator.h"
-#include "bigset/keys.h"
+#include "bigset/keys/comparator.h"
+#include "bigset/keys/keys.h"
 #include "leveldb/comparator.h"
 #include "leveldb/slice.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "coding.h"
+#include "core/coding.h"
 
 namespace bigset::bench {
 

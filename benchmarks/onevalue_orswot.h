@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "bigset/clock.h"
+#include "bigset/core/clock.h"
 
 namespace bigset::bench {
 

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "bigset/comparator.h"
-#include "bigset/keys.h"
-#include "bigset/leveldb_store.h"
-#include "bigset/replica.h"
-#include "coding.h"
+#include "bigset/keys/comparator.h"
+#include "bigset/keys/keys.h"
+#include "bigset/store/leveldb_store.h"
+#include "bigset/replica/replica.h"
+#include "core/coding.h"
 #include "leveldb/cache.h"
 #include "leveldb/db.h"
 #include "leveldb/filter_policy.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bigset/sim.h"
+#include "bigset/testing/sim.h"
 
 namespace {
 

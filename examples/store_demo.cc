@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "bigset/clock.h"
-#include "bigset/keys.h"
-#include "bigset/leveldb_store.h"
+#include "bigset/core/clock.h"
+#include "bigset/keys/keys.h"
+#include "bigset/store/leveldb_store.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // std::set of expanded dots, so they only use clocks whose dot count is
 // small (the large shapes are covered by round-trip and size tests).
 
-#include "bigset/clock.h"
+#include "bigset/core/clock.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -16,9 +16,9 @@
 
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
-#include "bigset/dot.h"
-#include "bigset/dot_cloud.h"
-#include "bigset/version_vector.h"
+#include "bigset/core/dot.h"
+#include "bigset/core/dot_cloud.h"
+#include "bigset/core/version_vector.h"
 #include "test_util.h"
 
 namespace bigset {

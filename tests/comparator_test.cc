@@ -1,14 +1,14 @@
 // The bigset.v1 comparator: namespace separation, delegation to the wrapped
 // comparator, and the separator/successor contracts LevelDB relies on.
 
-#include "bigset/comparator.h"
+#include "bigset/keys/comparator.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "bigset/keys.h"
+#include "bigset/keys/keys.h"
 #include "leveldb/slice.h"
 #include "test_util.h"
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "bigset/leveldb_store.h"
-#include "bigset/replica.h"
+#include "bigset/store/leveldb_store.h"
+#include "bigset/replica/replica.h"
 #include "crash_workload.h"
 #include "test_util.h"
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bigset/delta.h"
-#include "bigset/replica.h"
+#include "bigset/replica/delta.h"
+#include "bigset/replica/replica.h"
 
 namespace bigset::testing {
 

@@ -1,7 +1,7 @@
 // Key codec: round trips, logical order under the comparator, ranges, and
 // decoding of garbage and truncated keys.
 
-#include "bigset/keys.h"
+#include "bigset/keys/keys.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "bigset/comparator.h"
+#include "bigset/keys/comparator.h"
 #include "leveldb/slice.h"
 #include "test_util.h"
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "bigset/clock.h"
-#include "bigset/delta.h"
-#include "bigset/element_dots.h"
+#include "bigset/core/clock.h"
+#include "bigset/replica/delta.h"
+#include "bigset/replica/element_dots.h"
 
 namespace bigset::testing {
 

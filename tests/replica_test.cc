@@ -2,7 +2,7 @@
 // that are dropped, duplicated and reordered), the named semantic cases,
 // streaming reads, queries, corruption checks and the delta wire format.
 
-#include "bigset/replica.h"
+#include "bigset/replica/replica.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bigset/keys.h"
-#include "bigset/leveldb_store.h"
-#include "bigset/local_sets.h"
+#include "bigset/keys/keys.h"
+#include "bigset/store/leveldb_store.h"
+#include "bigset/replica/local_sets.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "orswot_model.h"

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "bigset/element_dots.h"
-#include "bigset/leveldb_store.h"
-#include "bigset/replica.h"
+#include "bigset/replica/element_dots.h"
+#include "bigset/store/leveldb_store.h"
+#include "bigset/replica/replica.h"
 
 namespace leveldb {
 class Env;

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "bigset/keys.h"
+#include "bigset/keys/keys.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

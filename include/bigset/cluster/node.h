@@ -1,0 +1,189 @@
+// Node: one member of a bigset cluster.
+//
+// A node hosts the replicas of the partitions the ring gives it (all in one
+// store, keyspace = partition; see docs/ARCHITECTURE.md for why), answers
+// messages from coordinators, and coordinates clients' requests:
+//
+//   - writes: a replica of the set's preference list coordinates the update
+//     (this node if it is one, else the first that answers), the delta is
+//     replicated to the other N-1, and the client is answered after W
+//     durable acknowledgements;
+//   - reads and queries: all N replicas are asked, the first R clocks win,
+//     the others are told to stop, and the R streams are merged in element
+//     order with bounded buffering and back-pressure; every difference found
+//     is repaired on the replicas that lack it.
+//
+// A node is a state machine driven by Receive() and by its Scheduler's
+// timers; it has no threads. Thread-safety: not thread-safe: the embedder
+// calls Receive, the client methods and the timers' callbacks from one
+// thread (or serialises them). Callbacks run on that thread.
+
+#ifndef BIGSET_CLUSTER_NODE_H_
+#define BIGSET_CLUSTER_NODE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bigset/cluster/ring.h"
+#include "bigset/core/clock.h"
+#include "bigset/export.h"
+#include "bigset/net/transport.h"
+#include "bigset/replica/delta.h"
+#include "bigset/replica/element_bounds.h"
+#include "bigset/replica/element_dots.h"
+#include "bigset/replica/query.h"
+#include "bigset/replica/replica.h"
+#include "bigset/store/store.h"
+
+namespace bigset {
+
+struct NodeOptions {
+  // Memory for cached set-clocks, shared by the node's replicas.
+  size_t clock_cache_bytes = 64 << 20;
+  // Lock stripes of each replica (see ReplicaOptions::lock_stripes).
+  int lock_stripes = 4;
+  // fsync every replica write before acknowledging it. Without it a W
+  // acknowledgement means "applied in W processes" (a process crash loses
+  // nothing, a machine losing power may lose the most recent writes of its
+  // replicas); with it, "on disk in W machines".
+  bool sync_writes = false;
+  // See ReplicaOptions::actor_id_source.
+  std::function<ActorId()> actor_id_source;
+  // A fold nobody acknowledged or kept alive for this long is dropped (its
+  // coordinator is presumed gone), releasing its snapshot. Coordinators
+  // keep the folds they wait on alive (ClusterReadOptions::keepalive_micros),
+  // so this must exceed their keepalive interval.
+  uint64_t fold_idle_timeout_micros = 30'000'000;
+  // Upper bound on a read chunk a replica sends, whatever batch size the
+  // coordinator asks for: in elements, and in bytes (element bytes plus 16
+  // per dot; a chunk holds at least one element).
+  uint32_t max_chunk_elements = 10'000;
+  size_t max_chunk_bytes = 1 << 20;
+  // Bytes of recent update replies kept, so that a retransmitted update is
+  // answered again instead of applied twice. Oldest replies go first.
+  size_t reply_cache_bytes = 8 << 20;
+};
+
+struct ClusterWriteOptions {
+  // Acknowledgements before success (the coordinating replica's too).
+  // REQUIRES: 1 <= w <= n.
+  int w = 2;
+  uint64_t timeout_micros = 2'000'000;
+  // Retransmit interval for unacknowledged messages.
+  uint64_t retry_micros = 200'000;
+};
+
+struct ClusterReadOptions {
+  int r = 2;                // Replies whose clocks are merged.
+  bool notfound_ok = true;  // An empty replica counts towards R.
+  uint32_t batch_size = 1000;
+  bool read_repair = true;
+  // The read fails with DeadlineExceeded after this long without progress.
+  uint64_t timeout_micros = 2'000'000;
+  // Retransmit interval for unanswered requests.
+  uint64_t retry_micros = 200'000;
+  // A replica whose next chunk does not come for this long (retransmits
+  // included) is replaced by another replica of the set, which resumes the
+  // read after the last element already returned.
+  uint64_t replica_timeout_micros = 700'000;
+  // Interval at which the coordinator tells the replicas it reads from that
+  // it is still there (while it waits on the client or on other replicas).
+  // Keep it well under NodeOptions::fold_idle_timeout_micros.
+  uint64_t keepalive_micros = 5'000'000;
+};
+
+// Receives a streaming read, in order: OnClock once, OnChunk zero or more
+// times, OnDone once (also on error, possibly before OnClock).
+class BIGSET_EXPORT ReadHandler {
+ public:
+  virtual ~ReadHandler();
+  // The join of the R clocks: the context of the whole read.
+  virtual void OnClock(const Clock& clock) = 0;
+  // Merged elements, ascending, each with its surviving dots. `*elements`
+  // stays valid, and nothing more arrives, until `next` is called (now or
+  // later, from the thread that drives the node). The handler may move
+  // elements out; whatever it leaves is recycled for later chunks, so a
+  // handler that only looks allocates nothing.
+  virtual void OnChunk(std::vector<ElementDots>* elements,
+                       std::function<void()> next) = 0;
+  virtual void OnDone(absl::Status status) = 0;
+};
+
+class BIGSET_EXPORT Node {
+ public:
+  // REQUIRES: `store`, `transport` and `scheduler` outlive the node; `id` is
+  // one of ring's nodes.
+  static absl::StatusOr<std::unique_ptr<Node>> Open(NodeId id, const Ring& ring,
+                                                    Store* store,
+                                                    Transport* transport,
+                                                    Scheduler* scheduler,
+                                                    const NodeOptions& options);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  NodeId id() const;
+
+  // Hands a message that arrived from `from` to the node. Malformed bytes
+  // are counted and dropped.
+  void Receive(NodeId from, std::string_view bytes);
+
+  // ---- Client API (asynchronous).
+  void Update(std::string_view set, std::vector<UpdateOp> ops,
+              const ClusterWriteOptions& options,
+              std::function<void(absl::StatusOr<Delta>)> done);
+  // Streams the whole set, or the elements within `bounds` if given (a
+  // RangeQuery's limit and continuation are not used here).
+  void Read(std::string_view set, const ClusterReadOptions& options,
+            ReadHandler* handler, const ElementBounds* bounds = nullptr);
+  void ContainsAll(std::string_view set, std::vector<std::string> elements,
+                   const ClusterReadOptions& options,
+                   std::function<void(absl::StatusOr<Membership>)> done);
+  void Range(std::string_view set, const RangeQuery& query,
+             const ClusterReadOptions& options,
+             std::function<void(absl::StatusOr<RangeResult>)> done);
+  void Count(std::string_view set, const ClusterReadOptions& options,
+             std::function<void(absl::StatusOr<uint64_t>)> done);
+
+  // The local replica of `partition`, opened on first use; nullptr if the
+  // ring does not place one here or it failed to open.
+  Replica* LocalReplica(uint32_t partition);
+
+  struct Stats {
+    uint64_t messages_received = 0;
+    uint64_t malformed_messages = 0;
+    uint64_t repairs_sent = 0;
+    uint64_t repair_ops_sent = 0;
+    uint64_t repairs_applied = 0;
+    uint64_t retransmits = 0;
+    // Writes that gave up on a silent coordinating replica and asked the
+    // next one (the first may still have applied the update).
+    uint64_t coordinator_switches = 0;
+    // Update requests answered from the reply cache (retransmissions).
+    uint64_t duplicate_updates = 0;
+    // Deltas and repairs a replica refused (e.g. a context claiming events
+    // of this replica's actor that it never generated).
+    uint64_t deltas_rejected = 0;
+    // Reads that replaced a silent replica by another one mid-stream.
+    uint64_t read_replica_switches = 0;
+    // Folds dropped because their coordinator went silent.
+    uint64_t folds_expired = 0;
+  };
+  Stats stats() const;
+
+ private:
+  class Impl;
+  explicit Node(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_CLUSTER_NODE_H_

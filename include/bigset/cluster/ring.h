@@ -1,0 +1,75 @@
+// Ring: which nodes hold which sets (seed 001, Dynamo-style).
+//
+// A set name hashes (with a fixed, platform-independent hash) to one of
+// `ring_size` partitions; partition p is owned by node p mod |nodes|, and its
+// preference list is the owner and the next N-1 distinct nodes around the
+// ring. Every replica of a partition is keyspace p in its node's store.
+//
+// Thread-safety: immutable after construction; safe for concurrent use.
+
+#ifndef BIGSET_CLUSTER_RING_H_
+#define BIGSET_CLUSTER_RING_H_
+
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bigset/export.h"
+#include "bigset/net/transport.h"
+
+namespace bigset {
+
+// Partitions are keyspaces of a node's store; the largest keyspace ids stay
+// free for the node's own metadata.
+inline constexpr uint32_t kMaxRingSize = uint32_t{1} << 24;
+
+struct RingOptions {
+  uint32_t ring_size = 64;  // Partitions.
+  int n = 3;                // Replicas per partition.
+};
+
+class BIGSET_EXPORT Ring {
+ public:
+  // InvalidArgument unless nodes are non-empty and distinct,
+  // 1 <= ring_size <= kMaxRingSize and 1 <= n <= |nodes| (any n: a write
+  // tracks acknowledgements for any number of replicas).
+  static absl::StatusOr<Ring> Create(std::vector<NodeId> nodes,
+                                     const RingOptions& options);
+
+  uint32_t ring_size() const { return ring_size_; }
+  int n() const { return n_; }
+  const std::vector<NodeId>& nodes() const { return nodes_; }
+
+  // The partition of a set name. Stable across processes and platforms.
+  uint32_t PartitionOf(std::string_view set) const;
+
+  // The N distinct nodes that hold `partition`, the owner first.
+  const std::vector<NodeId>& PreferenceList(uint32_t partition) const {
+    return preference_[partition];
+  }
+
+  // The partitions `node` holds a replica of, ascending.
+  std::vector<uint32_t> PartitionsOf(NodeId node) const;
+
+  // A coverage plan: for each chosen node, the partitions to ask it about,
+  // such that every partition is covered once, using few nodes (greedy set
+  // cover: for listing every set with the fewest replicas).
+  std::map<NodeId, std::vector<uint32_t>> CoveragePlan() const;
+
+ private:
+  Ring() = default;
+
+  uint32_t ring_size_ = 0;
+  int n_ = 0;
+  std::vector<NodeId> nodes_;
+  std::vector<std::vector<NodeId>> preference_;
+};
+
+// 64-bit FNV-1a, the ring's stable hash.
+BIGSET_EXPORT uint64_t StableHash(std::string_view bytes);
+
+}  // namespace bigset
+
+#endif  // BIGSET_CLUSTER_RING_H_

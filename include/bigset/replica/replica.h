@@ -1,0 +1,225 @@
+// Replica: one actor's copy of many decomposed ORSWOT sets over one Store
+// (DESIGN.md layer 4 and section 2).
+//
+// Per set the replica keeps, in its keyspace of the store, a set-clock (every
+// event it has seen), an optional set-tombstone (events whose keys may still
+// be on disk but are removed) and one key per element insert. An update reads
+// only the (cached) set-clock and writes one atomic batch, so its cost does
+// not depend on the set's size.
+//
+// Semantics are add-wins. A remove or an add carries a context: the dots the
+// client observed for that element (what a read or query returned). A remove
+// with an empty context does nothing; an add with an empty context is
+// concurrent with every existing add of the element.
+//
+// Durability: every method that changes state writes exactly one atomic
+// batch before returning; a crash at any point leaves either the whole
+// change or none of it. With `sync_writes` the batch is also fsynced, so an
+// acknowledged change survives a machine crash.
+//
+// Thread-safety: all methods are safe to call concurrently. Changes to one
+// set serialise on a striped lock; different sets proceed in parallel.
+// Reads and queries see a consistent snapshot.
+
+#ifndef BIGSET_REPLICA_REPLICA_H_
+#define BIGSET_REPLICA_REPLICA_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bigset/core/clock.h"
+#include "bigset/replica/delta.h"
+#include "bigset/core/dot.h"
+#include "bigset/replica/element_dots.h"
+#include "bigset/export.h"
+#include "bigset/keys/keys.h"
+#include "bigset/replica/query.h"
+#include "bigset/replica/replica_stats.h"
+#include "bigset/replica/set_reader.h"
+#include "bigset/store/store.h"
+
+namespace bigset {
+
+// One operation of an update.
+struct UpdateOp {
+  enum class Kind { kAdd, kRemove };
+
+  Kind kind = Kind::kAdd;
+  std::string element;
+  // The dots observed for `element`: removed by a remove, replaced by an add.
+  // REQUIRES: each is a dot some replica returned for this same element (a
+  // dot names one add of one element; an invented dot could later name
+  // another element's add, which would then be lost).
+  std::vector<Dot> context;
+  // Use the element's dots currently on this replica as the context (read
+  // under the set's lock, so nothing slips in between). For single-node
+  // use; `context` is then ignored.
+  bool context_from_replica = false;
+
+  static UpdateOp Add(std::string element, std::vector<Dot> context = {}) {
+    return UpdateOp{Kind::kAdd, std::move(element), std::move(context), false};
+  }
+  static UpdateOp Remove(std::string element, std::vector<Dot> context) {
+    return UpdateOp{Kind::kRemove, std::move(element), std::move(context),
+                    false};
+  }
+};
+
+struct ReplicaOptions {
+  // The replica's keyspace in the store (several replicas may share one).
+  KeyspaceId keyspace = 0;
+  // Upper bound on the memory of cached set-clocks and set-tombstones.
+  size_t clock_cache_bytes = 64 << 20;
+  // Number of lock stripes (and cache shards). REQUIRES: >= 1.
+  int lock_stripes = 64;
+  // fsync every write before acknowledging it.
+  bool sync_writes = false;
+  // Generates the actor id of a new keyspace; empty means random (from
+  // std::random_device). A simulator injects a seeded source here so that
+  // the same seed gives the same run. Must not return 0.
+  std::function<ActorId()> actor_id_source;
+};
+
+class SetState;
+class ClockCache;
+
+class BIGSET_EXPORT Replica {
+ public:
+  // Opens the replica of `options.keyspace` in `store`. A keyspace without
+  // data gets a new random actor id, persisted; an existing one keeps its
+  // actor. DataLoss if the keyspace holds sets but no actor id.
+  // REQUIRES: `store` outlives the replica.
+  static absl::StatusOr<std::unique_ptr<Replica>> Open(
+      Store* store, const ReplicaOptions& options);
+
+  ~Replica();
+  Replica(const Replica&) = delete;
+  Replica& operator=(const Replica&) = delete;
+
+  ActorId actor() const { return actor_; }
+  KeyspaceId keyspace() const { return options_.keyspace; }
+
+  // Coordinates `ops` on `set` (DESIGN.md "Coordinate an update"): for each
+  // context dot, deletes its key if the set-clock has seen it, else adds the
+  // dot to the set-clock so the key is never written later; for each add,
+  // increments the set-clock and puts the element key. One atomic batch.
+  // Returns the delta to send to the other replicas.
+  absl::StatusOr<Delta> Update(std::string_view set,
+                               std::span<const UpdateOp> ops);
+
+  // Applies a delta from another replica (DESIGN.md "Apply a delta"):
+  // idempotent, in any order, duplicates harmless. One atomic batch.
+  absl::Status Apply(const Delta& delta);
+
+  // Removes every dot `clock` has seen from `set` by merging it into the
+  // set-tombstone (and the set-clock); reads honour it at once. Returns the
+  // delta that replicates the clear.
+  absl::StatusOr<Delta> Clear(std::string_view set, const Clock& clock);
+
+  // Streams `set` from one snapshot (see set_reader.h).
+  absl::StatusOr<std::unique_ptr<SetReader>> Read(
+      std::string_view set, const SetReadOptions& options = {});
+
+  // The dots of `element` (empty if absent): one seek.
+  absl::StatusOr<std::vector<Dot>> Contains(std::string_view set,
+                                            std::string_view element);
+  // Membership of many elements (a subset query), from one snapshot. If
+  // `clock` is not null it receives the set-clock of that same snapshot.
+  absl::StatusOr<Membership> ContainsAll(std::string_view set,
+                                         std::span<const std::string> elements,
+                                         Clock* clock = nullptr);
+  // Elements in a range, paged by `limit` and continuation tokens.
+  absl::StatusOr<RangeResult> Range(std::string_view set,
+                                    const RangeQuery& query);
+  // Elements starting with `prefix`, paged like Range.
+  absl::StatusOr<RangeResult> Prefix(std::string_view set,
+                                     std::string_view prefix, size_t limit,
+                                     std::string_view continuation = {});
+  // Number of present elements. Scans the set.
+  absl::StatusOr<uint64_t> Count(std::string_view set);
+
+  // The set's clock as of now (a copy).
+  absl::StatusOr<Clock> GetClock(std::string_view set);
+
+  // Names of the sets in this keyspace, ascending: those after `after` (all
+  // if absent), at most `limit` of them (0: no limit). Seeks from set to
+  // set; never scans a set's elements.
+  absl::StatusOr<std::vector<std::string>> ListSets(
+      std::optional<std::string> after, size_t limit);
+
+  // Scans the whole keyspace and reports every inconsistency without
+  // changing anything: element keys whose dot the set-clock has not seen,
+  // element keys or tombstones of a set without a set-clock, undecodable
+  // keys or values.
+  absl::StatusOr<VerifyReport> Verify();
+
+  ReplicaStats stats() const;
+  absl::StatusOr<SetStats> GetSetStats(std::string_view set);
+
+ private:
+  struct Stripe;
+  class Reader;
+  struct Counters {
+    std::atomic<uint64_t> updates_coordinated{0};
+    std::atomic<uint64_t> deltas_applied{0};
+    std::atomic<uint64_t> clears{0};
+    std::atomic<uint64_t> keys_written{0};
+    std::atomic<uint64_t> keys_deleted{0};
+    std::atomic<uint64_t> clock_cache_hits{0};
+    std::atomic<uint64_t> clock_cache_misses{0};
+  };
+
+  Replica(Store* store, const ReplicaOptions& options, ActorId actor);
+
+  Stripe& StripeFor(std::string_view set);
+  // Returns the cached state of `set`, loading it on a miss.
+  // REQUIRES: the set's stripe is locked.
+  absl::StatusOr<SetState*> LoadState(Stripe& stripe, std::string_view set);
+  absl::StatusOr<SetState> ReadStateFromStore(std::string_view set);
+  // Writes `batch` and the set's clock (and tombstone if `tombstone_changed`)
+  // and updates the cache; on failure drops the cached state, which was
+  // already modified, so the next access reloads it from the store.
+  // REQUIRES: the set's stripe is locked.
+  absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
+                      WriteBatch* batch, bool tombstone_changed);
+  // Applies one op's context to the state and batch (DESIGN.md: seen dots
+  // delete their key, unseen dots enter the set-clock).
+  void ApplyContext(std::string_view set, std::string_view element,
+                    std::span<const Dot> context, SetState* state,
+                    WriteBatch* batch);
+  void ApplyClear(std::string_view set, const Clock& clock, SetState* state);
+  // Dots of `element` present on the replica now (tombstone filtered).
+  absl::StatusOr<std::vector<Dot>> CurrentDots(std::string_view set,
+                                               std::string_view element,
+                                               const Clock& tombstone);
+  // A snapshot and a copy of the set's tombstone and clock, consistent.
+  struct View {
+    std::unique_ptr<const Snapshot> snapshot;
+    Clock clock;
+    Clock tombstone;
+  };
+  absl::StatusOr<View> OpenView(std::string_view set, bool with_clock);
+  // The key a scan of `set` within `bounds` seeks to; empty for the start
+  // of the set.
+  std::string SeekKey(std::string_view set, const ElementBounds& bounds) const;
+
+  Store* const store_;
+  const ReplicaOptions options_;
+  const ActorId actor_;
+  const WriteOptions write_options_;
+  std::vector<std::unique_ptr<Stripe>> stripes_;
+  Counters counters_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_REPLICA_REPLICA_H_

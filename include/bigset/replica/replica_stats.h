@@ -1,0 +1,46 @@
+// Counters and reports about a replica.
+
+#ifndef BIGSET_REPLICA_REPLICA_STATS_H_
+#define BIGSET_REPLICA_REPLICA_STATS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bigset {
+
+// Monotonic counters since the replica was opened.
+struct ReplicaStats {
+  uint64_t updates_coordinated = 0;
+  uint64_t deltas_applied = 0;
+  uint64_t clears = 0;
+  uint64_t keys_written = 0;
+  uint64_t keys_deleted = 0;
+  uint64_t clock_cache_hits = 0;
+  uint64_t clock_cache_misses = 0;
+};
+
+// Sizes of one set's causal metadata on this replica.
+struct SetStats {
+  uint64_t clock_bytes = 0;      // encoded set-clock
+  uint64_t tombstone_bytes = 0;  // encoded set-tombstone (0 if none)
+  uint64_t clock_dots = 0;
+  uint64_t tombstone_dots = 0;
+};
+
+// What Replica::Verify found. `problems` lists the first inconsistencies
+// found (at most kMaxProblems), `problem_count` counts all of them.
+struct VerifyReport {
+  static constexpr size_t kMaxProblems = 100;
+
+  uint64_t sets = 0;
+  uint64_t element_keys = 0;
+  uint64_t problem_count = 0;
+  std::vector<std::string> problems;
+
+  bool ok() const { return problem_count == 0; }
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_REPLICA_REPLICA_STATS_H_

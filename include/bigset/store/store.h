@@ -1,0 +1,169 @@
+// Store: the ordered key/value storage bigset runs on (layer 3).
+//
+// A Store offers exactly what the layers above need: atomic write batches,
+// point reads, ordered iteration over a key range, and snapshots. Keys are
+// ordered by the bigset comparator (comparator.h). LevelDbStore
+// (leveldb_store.h) is the implementation.
+//
+// Errors are absl::Status values: NotFound for a missing key on Get,
+// DataLoss for corruption found on disk, Unavailable/Internal for I/O errors.
+//
+// Thread-safety: a Store is safe for concurrent use by many threads. An
+// Iterator, a WriteBatch and a Snapshot handle are not; each belongs to one
+// thread at a time.
+
+#ifndef BIGSET_STORE_STORE_H_
+#define BIGSET_STORE_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bigset/export.h"
+#include "bigset/keys/key_range.h"
+
+namespace bigset {
+
+// A consistent point-in-time view of a store. Released when destroyed.
+// REQUIRES: destroyed before the store that created it.
+class BIGSET_EXPORT Snapshot {
+ public:
+  virtual ~Snapshot();
+};
+
+struct ReadOptions {
+  // Read as of this snapshot (not owned); nullptr reads the latest state.
+  const Snapshot* snapshot = nullptr;
+  // Whether blocks read should enter the block cache. Turn off for scans
+  // that should not evict the working set (hand-off, sweep, full reads).
+  bool fill_cache = true;
+  // Verify block checksums on every read.
+  bool verify_checksums = false;
+};
+
+struct WriteOptions {
+  // fsync the write-ahead log before acknowledging. Without it a machine
+  // crash (not a process crash) may lose the most recent writes, never
+  // part of one batch.
+  bool sync = false;
+};
+
+// An ordered list of puts and deletes applied atomically by Store::Write.
+//
+// The batch keeps its own representation (docs/FORMATS.md, "Write batch"):
+// a Store implementation reads it with a WriteBatch::Reader, so no storage
+// engine's types appear here. A value type; movable, not copyable.
+class BIGSET_EXPORT WriteBatch {
+ public:
+  WriteBatch() = default;
+  WriteBatch(WriteBatch&&) noexcept = default;
+  WriteBatch& operator=(WriteBatch&&) noexcept = default;
+  WriteBatch(const WriteBatch&) = delete;
+  WriteBatch& operator=(const WriteBatch&) = delete;
+
+  void Put(std::string_view key, std::string_view value);
+  void Delete(std::string_view key);
+  // Empties the batch, keeping its buffer's capacity.
+  void Clear() {
+    rep_.clear();
+    count_ = 0;
+  }
+
+  // Number of puts and deletes.
+  size_t Count() const { return count_; }
+  // Bytes of the batch's representation (what a write logs, roughly).
+  size_t ApproximateSize() const { return rep_.size(); }
+
+  // One operation of a batch. `value` is empty for a delete.
+  struct Op {
+    bool is_put = false;
+    std::string_view key;
+    std::string_view value;
+  };
+
+  // Reads the operations of a batch in order. The views stay valid while
+  // the batch is unchanged. Not thread-safe.
+  class BIGSET_EXPORT Reader {
+   public:
+    explicit Reader(const WriteBatch& batch) : rest_(batch.rep_) {}
+    // Stores the next operation in *op and returns true, or returns false
+    // at the end. A batch built with Put/Delete always decodes.
+    bool Next(Op* op);
+
+   private:
+    std::string_view rest_;
+  };
+
+  // Receives the operations of a batch in order (see Iterate).
+  class Handler {
+   public:
+    virtual ~Handler();
+    virtual void Put(std::string_view key, std::string_view value) = 0;
+    virtual void Delete(std::string_view key) = 0;
+  };
+  // Calls `handler` for every operation in order.
+  void Iterate(Handler* handler) const;
+
+ private:
+  // Per operation: tag byte (1 put, 0 delete), varint key length, key, and
+  // for a put varint value length, value.
+  std::string rep_;
+  size_t count_ = 0;
+};
+
+// Iterates the keys of one KeyRange in comparator order. Starts unpositioned:
+// call SeekToFirst or Seek. key() and value() are valid until the next move.
+class BIGSET_EXPORT Iterator {
+ public:
+  virtual ~Iterator();
+
+  // True when positioned on a key inside the range.
+  virtual bool Valid() const = 0;
+  // Positions at the first key of the range.
+  virtual void SeekToFirst() = 0;
+  // Positions at the first key >= max(target, range.start).
+  virtual void Seek(std::string_view target) = 0;
+  // REQUIRES: Valid().
+  virtual void Next() = 0;
+  // REQUIRES: Valid().
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+  // Non-OK if iteration stopped because of an error (as opposed to reaching
+  // the end of the range).
+  virtual absl::Status status() const = 0;
+};
+
+class BIGSET_EXPORT Store {
+ public:
+  virtual ~Store();
+
+  // Applies every operation of `batch` atomically: after a crash either all
+  // of them or none are visible.
+  virtual absl::Status Write(const WriteOptions& options,
+                             const WriteBatch& batch) = 0;
+
+  // Reads the value of `key` into *value. NotFound if absent.
+  virtual absl::Status Get(const ReadOptions& options, std::string_view key,
+                           std::string* value) = 0;
+
+  // An iterator over `range`. REQUIRES: destroyed before the store.
+  virtual std::unique_ptr<Iterator> NewIterator(const ReadOptions& options,
+                                                KeyRange range) = 0;
+
+  // A snapshot of the current state. REQUIRES: destroyed before the store.
+  virtual std::unique_ptr<const Snapshot> GetSnapshot() = 0;
+
+  // Compacts the storage of `range` (e.g. after a sweep deleted keys).
+  virtual absl::Status CompactRange(const KeyRange& range) = 0;
+
+  // Approximate bytes on disk used by `range`.
+  virtual absl::StatusOr<uint64_t> ApproximateSize(const KeyRange& range) = 0;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_STORE_STORE_H_

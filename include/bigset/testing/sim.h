@@ -1,0 +1,210 @@
+// Simulator: a deterministic in-process cluster of N nodes.
+//
+// Every node is a real Node over a real LevelDbStore (in memory by default,
+// or on disk), connected by a simulated network with virtual time: a
+// latency distribution, message loss, duplication, reordering (by latency),
+// partitions between groups of nodes, and node crash and restart (the store
+// survives; the node's memory, timers and in-flight messages do not). All
+// randomness comes from one seeded generator, so the same seed gives the
+// same run, and the event trace (and its hash) shows what happened.
+//
+// The blocking client methods (Update, Read, ...) start a request on one
+// node and run the simulation until it completes.
+//
+// Thread-safety: not thread-safe; one thread drives a simulator.
+
+#ifndef BIGSET_TESTING_SIM_H_
+#define BIGSET_TESTING_SIM_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bigset/export.h"
+#include "bigset/store/leveldb_store.h"
+#include "bigset/cluster/node.h"
+#include "bigset/cluster/ring.h"
+#include "bigset/net/transport.h"
+
+namespace leveldb {
+class Env;
+}  // namespace leveldb
+
+namespace bigset {
+
+struct SimOptions {
+  uint64_t seed = 1;
+  int nodes = 5;  // Node ids 1..nodes.
+  RingOptions ring;
+  // One-way latency, uniform in [min, max] microseconds.
+  uint64_t min_latency_micros = 100;
+  uint64_t max_latency_micros = 2000;
+  double loss = 0.0;       // Probability a message is lost.
+  double duplicate = 0.0;  // Probability a message is delivered twice.
+  // Empty: stores live in memory (LevelDB's MemEnv). Otherwise a directory
+  // that receives one LevelDB per node.
+  std::string directory;
+  LevelDbStoreOptions store;
+  NodeOptions node;  // Its actor_id_source is replaced by a seeded one.
+  // Trace lines kept (the hash covers every event).
+  size_t trace_capacity = 2000;
+};
+
+// What a blocking Read returns.
+struct SimReadResult {
+  Clock clock;
+  std::vector<ElementDots> elements;
+};
+
+class BIGSET_EXPORT Simulator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Simulator>> Create(
+      const SimOptions& options);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  const Ring& ring() const { return *ring_; }
+  const std::vector<NodeId>& node_ids() const { return ring_->nodes(); }
+  // The live node `id`, or nullptr while it is crashed.
+  Node* node(NodeId id);
+  bool IsUp(NodeId id) const;
+  uint64_t NowMicros() const { return now_; }
+  std::mt19937_64& rng() { return rng_; }
+
+  // ---- Running.
+  // Processes the next event; false if there is none.
+  bool Step();
+  // Runs until no event is left or `max_events` ran; returns events run.
+  uint64_t RunUntilIdle(uint64_t max_events = UINT64_MAX);
+  // Runs until pred() holds or no event is left; returns pred().
+  bool RunUntil(const std::function<bool()>& pred);
+  // Runs every event due in the next `micros` of virtual time.
+  void RunFor(uint64_t micros);
+
+  // ---- Faults.
+  void SetLoss(double p) { loss_ = p; }
+  void SetDuplicate(double p) { duplicate_ = p; }
+  void SetLatency(uint64_t min_micros, uint64_t max_micros);
+  // Only nodes within one group can talk; nodes in no group are isolated.
+  void Partition(const std::vector<std::vector<NodeId>>& groups);
+  void Heal();
+  // Kills a node: its Node object, timers and in-flight messages are gone;
+  // its store is closed and survives.
+  absl::Status Crash(NodeId id);
+  // Reopens the store and starts a new Node on it.
+  absl::Status Restart(NodeId id);
+  // Compacts every live node's whole store (as after a bulk load).
+  absl::Status CompactAll();
+
+  // ---- Blocking client API: via node `via`, run until done.
+  absl::StatusOr<Delta> Update(NodeId via, std::string_view set,
+                               std::vector<UpdateOp> ops,
+                               const ClusterWriteOptions& options = {});
+  absl::StatusOr<SimReadResult> Read(NodeId via, std::string_view set,
+                                     const ClusterReadOptions& options = {},
+                                     const RangeQuery* bounds = nullptr);
+  absl::StatusOr<Membership> ContainsAll(
+      NodeId via, std::string_view set, std::vector<std::string> elements,
+      const ClusterReadOptions& options = {});
+  absl::StatusOr<RangeResult> Range(NodeId via, std::string_view set,
+                                    const RangeQuery& query,
+                                    const ClusterReadOptions& options = {});
+  absl::StatusOr<uint64_t> Count(NodeId via, std::string_view set,
+                                 const ClusterReadOptions& options = {});
+
+  // ---- Trace.
+  uint64_t events() const { return events_; }
+  uint64_t messages_delivered() const { return delivered_; }
+  uint64_t messages_dropped() const { return dropped_; }
+  // Hash of every event so far: equal for equal seeds and inputs.
+  uint64_t TraceHash() const { return trace_hash_; }
+  // The most recent events, oldest first.
+  std::vector<std::string> TraceTail() const;
+
+ private:
+  class SimTransport;
+  class SimScheduler;
+  struct Event {
+    bool is_message = false;
+    NodeId from = 0;
+    NodeId to = 0;  // Message destination, or the timer's node.
+    uint64_t incarnation = 0;
+    std::string bytes;
+    std::function<void()> fn;
+    uint64_t timer_id = 0;
+  };
+  // The heap orders these small entries; the events themselves stay put in
+  // a slab, so a heap operation moves 24 bytes, not an event.
+  struct Scheduled {
+    uint64_t time = 0;
+    uint64_t seq = 0;
+    uint32_t slot = 0;
+  };
+  struct Later {
+    bool operator()(const Scheduled& a, const Scheduled& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
+  struct NodeSlot {
+    std::unique_ptr<LevelDbStore> store;
+    std::unique_ptr<SimScheduler> scheduler;
+    std::unique_ptr<Node> node;
+    uint64_t incarnation = 0;
+    bool up = false;
+  };
+
+  explicit Simulator(const SimOptions& options);
+  absl::Status StartNode(NodeId id);
+  void Route(NodeId from, NodeId to, std::string bytes);
+  void Push(uint64_t time, Event e);
+  // nullptr if `id` is not a node of this simulation.
+  NodeSlot* SlotOf(NodeId id) {
+    return id >= 1 && id <= nodes_.size() ? &nodes_[id - 1] : nullptr;
+  }
+  const NodeSlot* SlotOf(NodeId id) const {
+    return id >= 1 && id <= nodes_.size() ? &nodes_[id - 1] : nullptr;
+  }
+  uint64_t AddTimer(NodeId node, uint64_t delay, std::function<void()> fn);
+  void Trace(std::string line);
+  uint64_t Latency();
+
+  const SimOptions options_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<leveldb::Env> mem_env_;
+  std::optional<Ring> ring_;
+  std::unique_ptr<SimTransport> transport_;
+  std::vector<NodeSlot> nodes_;   // Node id i at index i - 1.
+  std::vector<Scheduled> queue_;  // A binary heap (std::push_heap).
+  std::vector<Event> slab_;       // Events, by Scheduled::slot.
+  std::vector<uint32_t> free_slots_;
+  std::set<uint64_t> cancelled_timers_;
+  uint64_t now_ = 0;
+  uint64_t next_seq_ = 0;
+  uint64_t next_timer_ = 1;
+  double loss_;
+  double duplicate_;
+  uint64_t min_latency_;
+  uint64_t max_latency_;
+  std::vector<int> group_;  // By node id - 1; empty: no partition.
+  uint64_t events_ = 0;
+  uint64_t delivered_ = 0;
+  uint64_t dropped_ = 0;
+  uint64_t trace_hash_ = 0;
+  std::deque<std::string> trace_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_TESTING_SIM_H_

@@ -1,0 +1,97 @@
+// CoordinatorHost: what a coordinator (a state machine for one client
+// request) may ask of the node that runs it. Internal header.
+//
+// Coordinators see this narrow interface, never the node's internals: they
+// send bytes, set timers, read the time, take request ids, use the node's
+// own replica of a partition, count what they do, and say when they are
+// done. Node::Impl implements it.
+//
+// Thread-safety: a node and its coordinators run on the one thread that
+// drives the node (see node.h).
+
+#ifndef BIGSET_LIB_CLUSTER_COORDINATOR_HOST_H_
+#define BIGSET_LIB_CLUSTER_COORDINATOR_HOST_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "bigset/cluster/node.h"
+#include "bigset/cluster/ring.h"
+#include "bigset/net/transport.h"
+#include "bigset/replica/replica.h"
+
+namespace bigset {
+
+class CoordinatorHost {
+ public:
+  virtual ~CoordinatorHost() = default;
+
+  virtual NodeId node_id() const = 0;
+  virtual const Ring& ring() const = 0;
+  virtual uint64_t NowMicros() const = 0;
+  // A request id no other request of this node uses, across restarts too.
+  virtual uint64_t NextRequestId() = 0;
+  virtual void Send(NodeId to, std::string bytes) = 0;
+  // Runs `fn` after `delay_micros` on the node's thread, unless the node is
+  // gone by then. Never runs it before returning.
+  virtual void After(uint64_t delay_micros, std::function<void()> fn) = 0;
+  // This node's replica of `partition`, or nullptr if it holds none.
+  virtual Replica* LocalReplica(uint32_t partition) = 0;
+  virtual Node::Stats& stats() = 0;
+
+  // A coordinator is done: the host destroys (or recycles) it at once, so
+  // the caller touches none of its members after the call.
+  virtual void FinishWrite(uint64_t id) = 0;
+  virtual void FinishRead(uint64_t id) = 0;
+  virtual void FinishQuery(uint64_t id) = 0;
+  // Read replies carry the request id of one fold; these route a fold's
+  // replies to the read coordinator that opened it.
+  virtual void RouteFold(uint64_t fold_id, uint64_t read_id) = 0;
+  virtual void UnrouteFold(uint64_t fold_id) = 0;
+};
+
+// Base of the coordinators: their host, request id, and timers that do
+// nothing once the coordinator is gone.
+class Coordinator {
+ public:
+  Coordinator(CoordinatorHost* host, uint64_t id)
+      : host_(host), id_(id), alive_(std::make_shared<bool>(true)) {}
+  virtual ~Coordinator() = default;
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  uint64_t id() const { return id_; }
+
+ protected:
+  // A token that expires with this coordinator: a callback that may outlive
+  // it checks `!token.expired()` before touching it.
+  std::weak_ptr<bool> Token() const { return alive_; }
+
+  // Runs fn() after `delay_micros` if this coordinator still exists.
+  template <typename Fn>
+  void After(uint64_t delay_micros, Fn fn) {
+    host_->After(delay_micros, [token = Token(), fn = std::move(fn)]() mutable {
+      if (!token.expired()) fn();
+    });
+  }
+
+  // Gives a recycled coordinator a new request id; timers set for its
+  // former request no longer reach it.
+  void Renew(uint64_t id) {
+    id_ = id;
+    alive_ = std::make_shared<bool>(true);
+  }
+
+  CoordinatorHost* const host_;
+  uint64_t id_;
+
+ private:
+  std::shared_ptr<bool> alive_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_COORDINATOR_HOST_H_

@@ -1,0 +1,417 @@
+#include "bigset/cluster/node.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/keys/keys.h"
+#include "cluster/node_impl.h"
+#include "cluster/read_sink.h"
+#include "core/coding.h"
+#include "net/message.h"
+#include "replica/continuation.h"
+
+namespace bigset {
+namespace {
+
+// Metadata key of the request id lease: version byte + fixed64 end.
+constexpr std::string_view kRequestIdLease = "request_id_lease";
+constexpr uint8_t kLeaseFormatVersion = 1;
+// Ids per lease: a restart skips what is left of its lease, so 2^32 per
+// lease leaves room for 2^32 restarts in 64 bits.
+constexpr uint64_t kRequestIdLeaseSize = uint64_t{1} << 32;
+
+}  // namespace
+
+ReadHandler::~ReadHandler() = default;
+
+Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
+                 Scheduler* scheduler, const NodeOptions& options)
+    : id_(id),
+      ring_(std::move(ring)),
+      store_(store),
+      transport_(transport),
+      scheduler_(scheduler),
+      options_(options),
+      alive_(std::make_shared<Impl*>(this)),
+      replicas_(ring_.ring_size()),
+      service_(this, options_) {}
+
+Node::Impl::~Impl() {
+  // Coordinators and folds go first (folds hold snapshots of the replicas'
+  // store), then the replicas.
+  alive_.reset();
+  writes_.clear();
+  spare_writes_.clear();
+  reads_.clear();
+  queries_.clear();
+  service_.Clear();
+  replicas_.clear();
+}
+
+absl::Status Node::Impl::Open() {
+  std::string value;
+  const std::string key = MetadataKey(kNodeKeyspace, kRequestIdLease);
+  absl::Status s = store_->Get(ReadOptions(), key, &value);
+  if (s.ok()) {
+    coding::Reader in(value);
+    uint8_t version = 0;
+    uint64_t end = 0;
+    if (!in.GetByte(&version) || version != kLeaseFormatVersion ||
+        !in.GetFixed64BE(&end) || !in.empty() || end == 0) {
+      return absl::DataLossError(
+          absl::StrCat("node ", id_, ": undecodable request id lease"));
+    }
+    next_request_id_ = request_id_lease_end_ = end;
+  } else if (!absl::IsNotFound(s)) {
+    return s;
+  }
+  s = ExtendRequestIdLease();
+  if (!s.ok()) return s;
+  // Open every hosted replica now, so a corrupt store fails here.
+  for (uint32_t p : ring_.PartitionsOf(id_)) {
+    ReplicaOptions ro;
+    ro.keyspace = p;
+    ro.lock_stripes = options_.lock_stripes;
+    ro.sync_writes = options_.sync_writes;
+    ro.actor_id_source = options_.actor_id_source;
+    const size_t mine = std::max<size_t>(1, ring_.PartitionsOf(id_).size());
+    ro.clock_cache_bytes =
+        std::max<size_t>(4096, options_.clock_cache_bytes / mine);
+    absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
+    if (!r.ok()) {
+      return absl::Status(
+          r.status().code(),
+          absl::StrCat("node ", id_, ": replica of partition ", p, ": ",
+                       r.status().message()));
+    }
+    replicas_[p] = std::move(*r);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Node::Impl::ExtendRequestIdLease() {
+  const uint64_t end = request_id_lease_end_ + kRequestIdLeaseSize;
+  std::string value;
+  value.push_back(static_cast<char>(kLeaseFormatVersion));
+  coding::PutFixed64BE(&value, end);
+  WriteBatch batch;
+  batch.Put(MetadataKey(kNodeKeyspace, kRequestIdLease), value);
+  WriteOptions sync;
+  sync.sync = true;
+  absl::Status s = store_->Write(sync, batch);
+  if (s.ok()) request_id_lease_end_ = end;
+  return s;
+}
+
+uint64_t Node::Impl::NextRequestId() {
+  if (next_request_id_ >= request_id_lease_end_) {
+    // Once per 2^32 requests. If the store cannot take the new lease, ids
+    // go on past it: they repeat only if this node also restarts before a
+    // later extension succeeds.
+    (void)ExtendRequestIdLease();
+  }
+  return next_request_id_++;
+}
+
+void Node::Impl::Send(NodeId to, std::string bytes) {
+  transport_->Send(id_, to, std::move(bytes));
+}
+
+void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
+  std::weak_ptr<Impl*> alive = alive_;
+  scheduler_->After(delay_micros,
+                    [alive = std::move(alive), fn = std::move(fn)]() mutable {
+                      if (alive.lock()) fn();
+                    });
+}
+
+Replica* Node::Impl::LocalReplica(uint32_t partition) {
+  if (partition >= replicas_.size()) return nullptr;
+  return replicas_[partition].get();
+}
+
+void Node::Impl::FinishWrite(uint64_t id) {
+  auto it = writes_.find(id);
+  if (it == writes_.end()) return;
+  std::unique_ptr<WriteCoordinator> op = std::move(it->second);
+  writes_.erase(it);
+  // A few idle coordinators cover a steady stream of writes.
+  constexpr size_t kMaxSpareWrites = 16;
+  if (spare_writes_.size() < kMaxSpareWrites) {
+    op->Release();
+    spare_writes_.push_back(std::move(op));
+  }
+}
+
+void Node::Impl::FinishRead(uint64_t id) { reads_.erase(id); }
+
+void Node::Impl::FinishQuery(uint64_t id) { queries_.erase(id); }
+
+void Node::Impl::RouteFold(uint64_t fold_id, uint64_t read_id) {
+  fold_routes_[fold_id] = read_id;
+}
+
+void Node::Impl::UnrouteFold(uint64_t fold_id) { fold_routes_.erase(fold_id); }
+
+ReadCoordinator* Node::Impl::ReadForFold(uint64_t fold_id) {
+  auto route = fold_routes_.find(fold_id);
+  if (route == fold_routes_.end()) return nullptr;
+  auto it = reads_.find(route->second);
+  return it == reads_.end() ? nullptr : it->second.get();
+}
+
+void Node::Impl::EnsureWriteTick() {
+  if (write_tick_scheduled_ || writes_.empty()) return;
+  write_tick_scheduled_ = true;
+  After(write_tick_micros_, [this]() { WriteTick(); });
+}
+
+void Node::Impl::WriteTick() {
+  write_tick_scheduled_ = false;
+  const uint64_t now = scheduler_->NowMicros();
+  std::vector<uint64_t> ids;
+  ids.reserve(writes_.size());
+  for (const auto& [id, op] : writes_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) {
+    auto it = writes_.find(id);
+    if (it != writes_.end()) it->second->OnTick(now);
+  }
+  EnsureWriteTick();
+}
+
+void Node::Impl::Receive(NodeId from, std::string_view bytes) {
+  ++stats_.messages_received;
+  MessageHeader header;
+  std::string_view body;
+  if (!ParseHeader(bytes, &header, &body).ok()) {
+    ++stats_.malformed_messages;
+    return;
+  }
+  // The bulk of the traffic, parsed without a Message.
+  switch (header.type) {
+    case MessageType::kReplicate:
+    case MessageType::kRepair:
+      service_.HandleDelta(from, header, body);
+      return;
+    case MessageType::kReplicateAck: {
+      absl::Status status;
+      if (!ParseStatusBody(body, &status).ok()) {
+        ++stats_.malformed_messages;
+        return;
+      }
+      auto it = writes_.find(header.request_id);
+      if (it != writes_.end()) it->second->OnReplicateAck(from, status);
+      return;
+    }
+    case MessageType::kReadChunk: {
+      uint64_t seq = 0;
+      bool done = false;
+      std::string_view elements;
+      if (!ParseReadChunkBody(body, &seq, &done, &elements).ok()) {
+        ++stats_.malformed_messages;
+        return;
+      }
+      if (ReadCoordinator* read = ReadForFold(header.request_id)) {
+        read->OnChunk(header.request_id, from, seq, done, elements);
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  absl::StatusOr<Message> decoded = Message::Decode(bytes);
+  if (!decoded.ok()) {
+    ++stats_.malformed_messages;
+    return;
+  }
+  Message& m = *decoded;
+  switch (m.type()) {
+    case MessageType::kUpdate:
+      service_.HandleUpdate(from, m);
+      break;
+    case MessageType::kRead:
+      service_.HandleRead(from, m);
+      break;
+    case MessageType::kChunkAck:
+      service_.HandleChunkAck(from, m);
+      break;
+    case MessageType::kStopFold:
+      service_.HandleStopFold(from, m);
+      break;
+    case MessageType::kKeepFold:
+      service_.HandleKeepFold(from, m);
+      break;
+    case MessageType::kQuery:
+      service_.HandleQuery(from, m);
+      break;
+    case MessageType::kUpdateReply: {
+      auto it = writes_.find(m.header.request_id);
+      if (it != writes_.end()) it->second->OnUpdateReply(from, m);
+      break;
+    }
+    case MessageType::kReadClock:
+      if (ReadCoordinator* read = ReadForFold(m.header.request_id)) {
+        read->OnClock(m.header.request_id, from, m);
+      }
+      break;
+    case MessageType::kQueryReply: {
+      auto it = queries_.find(m.header.request_id);
+      if (it != queries_.end()) it->second->OnReply(from, m);
+      break;
+    }
+    case MessageType::kReplicate:
+    case MessageType::kRepair:
+    case MessageType::kReplicateAck:
+    case MessageType::kReadChunk:
+      break;  // Handled above.
+  }
+}
+
+// ---- Client entry points.
+
+void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
+                        const ClusterWriteOptions& options,
+                        std::function<void(absl::StatusOr<Delta>)> done) {
+  if (options.w < 1 || options.w > ring_.n()) {
+    done(absl::InvalidArgumentError("w must be in [1, n]"));
+    return;
+  }
+  const uint64_t id = NextRequestId();
+  std::unique_ptr<WriteCoordinator> op;
+  if (spare_writes_.empty()) {
+    op = std::make_unique<WriteCoordinator>(this);
+  } else {
+    op = std::move(spare_writes_.back());
+    spare_writes_.pop_back();
+  }
+  op->Reset(id, set, std::move(ops), options, std::move(done));
+  WriteCoordinator* raw = op.get();
+  writes_[id] = std::move(op);
+  write_tick_micros_ = write_tick_micros_ == 0
+                           ? options.retry_micros
+                           : std::min(write_tick_micros_, options.retry_micros);
+  raw->Start();
+  EnsureWriteTick();
+}
+
+void Node::Impl::StartRead(std::string_view set,
+                           const ClusterReadOptions& options,
+                           ElementBounds bounds, size_t limit,
+                           std::unique_ptr<ReadSink> sink) {
+  if (options.r < 1 || options.r > ring_.n() || options.batch_size == 0) {
+    sink->OnDone(
+        absl::InvalidArgumentError("r must be in [1, n] and batch_size >= 1"));
+    return;
+  }
+  const uint64_t id = NextRequestId();
+  auto op = std::make_unique<ReadCoordinator>(this, id, std::string(set),
+                                              options, std::move(bounds), limit,
+                                              std::move(sink));
+  ReadCoordinator* raw = op.get();
+  reads_[id] = std::move(op);
+  raw->Start();
+}
+
+void Node::Impl::ContainsAll(
+    std::string_view set, std::vector<std::string> elements,
+    const ClusterReadOptions& options,
+    std::function<void(absl::StatusOr<Membership>)> done) {
+  if (options.r < 1 || options.r > ring_.n()) {
+    done(absl::InvalidArgumentError("r must be in [1, n]"));
+    return;
+  }
+  const uint64_t id = NextRequestId();
+  auto op = std::make_unique<QueryCoordinator>(
+      this, id, std::string(set), std::move(elements), options,
+      std::move(done));
+  QueryCoordinator* raw = op.get();
+  queries_[id] = std::move(op);
+  raw->Start();
+}
+
+// ---- Node (the public face).
+
+absl::StatusOr<std::unique_ptr<Node>> Node::Open(NodeId id, const Ring& ring,
+                                                 Store* store,
+                                                 Transport* transport,
+                                                 Scheduler* scheduler,
+                                                 const NodeOptions& options) {
+  const auto& nodes = ring.nodes();
+  if (std::find(nodes.begin(), nodes.end(), id) == nodes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", id, " is not in the ring"));
+  }
+  if (store == nullptr || transport == nullptr || scheduler == nullptr) {
+    return absl::InvalidArgumentError("store, transport and scheduler needed");
+  }
+  if (options.lock_stripes < 1 || options.max_chunk_elements < 1 ||
+      options.max_chunk_bytes < 1) {
+    return absl::InvalidArgumentError(
+        "lock_stripes, max_chunk_elements and max_chunk_bytes must be >= 1");
+  }
+  auto impl =
+      std::make_unique<Impl>(id, ring, store, transport, scheduler, options);
+  absl::Status s = impl->Open();
+  if (!s.ok()) return s;
+  return std::unique_ptr<Node>(new Node(std::move(impl)));
+}
+
+Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Node::~Node() = default;
+
+NodeId Node::id() const { return impl_->node_id(); }
+
+void Node::Receive(NodeId from, std::string_view bytes) {
+  impl_->Receive(from, bytes);
+}
+
+void Node::Update(std::string_view set, std::vector<UpdateOp> ops,
+                  const ClusterWriteOptions& options,
+                  std::function<void(absl::StatusOr<Delta>)> done) {
+  impl_->Update(set, std::move(ops), options, std::move(done));
+}
+
+void Node::Read(std::string_view set, const ClusterReadOptions& options,
+                ReadHandler* handler, const ElementBounds* bounds) {
+  impl_->StartRead(set, options, bounds ? *bounds : ElementBounds(), 0,
+                   NewHandlerSink(handler));
+}
+
+void Node::Range(std::string_view set, const RangeQuery& query,
+                 const ClusterReadOptions& options,
+                 std::function<void(absl::StatusOr<RangeResult>)> done) {
+  ElementBounds bounds = query;
+  if (!query.continuation.empty()) {
+    absl::StatusOr<std::string> after = DecodeContinuation(query.continuation);
+    if (!after.ok()) {
+      done(after.status());
+      return;
+    }
+    bounds.start = std::move(*after);
+    bounds.start_inclusive = false;
+  }
+  impl_->StartRead(set, options, std::move(bounds), query.limit,
+                   NewRangeSink(query.limit, std::move(done)));
+}
+
+void Node::Count(std::string_view set, const ClusterReadOptions& options,
+                 std::function<void(absl::StatusOr<uint64_t>)> done) {
+  impl_->StartRead(set, options, ElementBounds(), 0,
+                   NewCountSink(std::move(done)));
+}
+
+void Node::ContainsAll(std::string_view set, std::vector<std::string> elements,
+                       const ClusterReadOptions& options,
+                       std::function<void(absl::StatusOr<Membership>)> done) {
+  impl_->ContainsAll(set, std::move(elements), options, std::move(done));
+}
+
+Replica* Node::LocalReplica(uint32_t partition) {
+  return impl_->LocalReplica(partition);
+}
+
+Node::Stats Node::stats() const { return impl_->stats(); }
+
+}  // namespace bigset

@@ -1,0 +1,115 @@
+// Node::Impl: the node's state and message dispatch. Internal header.
+//
+// The node hosts its replicas, dispatches every message to the replica side
+// (ReplicaService) or to the coordinator it answers (by request id), offers
+// the client API, and hosts the coordinators (CoordinatorHost). The
+// protocols themselves live in their own files:
+//
+//   replica_service.{h,cc}     the replica side of every protocol
+//   write_coordinator.{h,cc}   client updates (N, W)
+//   read_coordinator.{h,cc}    streaming reads, ranges, counts (R-way merge)
+//   query_coordinator.{h,cc}   membership queries
+//   read_merger.{h,cc}         the R-way streaming ORSWOT merge
+//   read_sink.{h,cc}           where a read's merged elements go
+//
+// Thread-safety: not thread-safe; see node.h.
+
+#ifndef BIGSET_LIB_CLUSTER_NODE_IMPL_H_
+#define BIGSET_LIB_CLUSTER_NODE_IMPL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "bigset/cluster/node.h"
+#include "cluster/coordinator_host.h"
+#include "cluster/query_coordinator.h"
+#include "cluster/read_coordinator.h"
+#include "cluster/replica_service.h"
+#include "cluster/write_coordinator.h"
+
+namespace bigset {
+
+// The keyspace of a node's store that holds the node's own metadata (not a
+// partition: rings have fewer partitions).
+inline constexpr KeyspaceId kNodeKeyspace = 0xFFFFFFFF;
+
+class Node::Impl final : public CoordinatorHost {
+ public:
+  Impl(NodeId id, Ring ring, Store* store, Transport* transport,
+       Scheduler* scheduler, const NodeOptions& options);
+  ~Impl() override;
+
+  // Takes a lease of request ids and opens every hosted replica.
+  absl::Status Open();
+
+  // CoordinatorHost.
+  NodeId node_id() const override { return id_; }
+  const Ring& ring() const override { return ring_; }
+  uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
+  uint64_t NextRequestId() override;
+  void Send(NodeId to, std::string bytes) override;
+  void After(uint64_t delay_micros, std::function<void()> fn) override;
+  Replica* LocalReplica(uint32_t partition) override;
+  Node::Stats& stats() override { return stats_; }
+  void FinishWrite(uint64_t id) override;
+  void FinishRead(uint64_t id) override;
+  void FinishQuery(uint64_t id) override;
+  void RouteFold(uint64_t fold_id, uint64_t read_id) override;
+  void UnrouteFold(uint64_t fold_id) override;
+
+  void Receive(NodeId from, std::string_view bytes);
+
+  // Client entry points.
+  void Update(std::string_view set, std::vector<UpdateOp> ops,
+              const ClusterWriteOptions& options,
+              std::function<void(absl::StatusOr<Delta>)> done);
+  void StartRead(std::string_view set, const ClusterReadOptions& options,
+                 ElementBounds bounds, size_t limit,
+                 std::unique_ptr<ReadSink> sink);
+  void ContainsAll(std::string_view set, std::vector<std::string> elements,
+                   const ClusterReadOptions& options,
+                   std::function<void(absl::StatusOr<Membership>)> done);
+
+ private:
+  // Persists the end of a new lease of request ids (synced), so that no id
+  // is issued twice, whatever the clock does across restarts.
+  absl::Status ExtendRequestIdLease();
+  ReadCoordinator* ReadForFold(uint64_t fold_id);
+  // One timer per node drives every write's retries and deadline (cheaper
+  // than a timer per write).
+  void EnsureWriteTick();
+  void WriteTick();
+
+  const NodeId id_;
+  const Ring ring_;
+  Store* const store_;
+  Transport* const transport_;
+  Scheduler* const scheduler_;
+  const NodeOptions options_;
+  // Expires when the node is destroyed; timers hold a weak reference.
+  std::shared_ptr<Impl*> alive_;
+
+  uint64_t next_request_id_ = 1;
+  uint64_t request_id_lease_end_ = 1;
+  std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
+  ReplicaService service_;
+  // Unordered for speed; a tick sorts the ids (deterministic order).
+  absl::flat_hash_map<uint64_t, std::unique_ptr<WriteCoordinator>> writes_;
+  std::vector<std::unique_ptr<WriteCoordinator>> spare_writes_;
+  bool write_tick_scheduled_ = false;
+  uint64_t write_tick_micros_ = 0;
+  std::map<uint64_t, std::unique_ptr<ReadCoordinator>> reads_;
+  absl::flat_hash_map<uint64_t, uint64_t> fold_routes_;  // fold -> read id
+  std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
+  Node::Stats stats_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_NODE_IMPL_H_

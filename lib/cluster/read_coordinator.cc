@@ -1,0 +1,476 @@
+#include "cluster/read_coordinator.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace bigset {
+
+ReadCoordinator::ReadCoordinator(CoordinatorHost* host, uint64_t id,
+                                 std::string set,
+                                 const ClusterReadOptions& options,
+                                 ElementBounds bounds, size_t limit,
+                                 std::unique_ptr<ReadSink> sink)
+    : Coordinator(host, id),
+      set_(std::move(set)),
+      partition_(host->ring().PartitionOf(set_)),
+      options_(options),
+      bounds_(std::move(bounds)),
+      limit_(limit),
+      sink_(std::move(sink)) {
+  for (NodeId n : host->ring().PreferenceList(partition_)) {
+    slots_.emplace_back().node = n;
+  }
+}
+
+ReadCoordinator::~ReadCoordinator() = default;
+
+ReadCoordinator::Slot* ReadCoordinator::SlotOfFold(uint64_t fold_id) {
+  for (Slot& s : slots_) {
+    if (s.fold_id == fold_id) return &s;
+  }
+  return nullptr;
+}
+
+void ReadCoordinator::Start() {
+  last_progress_ = host_->NowMicros();
+  for (size_t i = 0; i < slots_.size(); ++i) OpenFold(i, bounds_);
+  ScheduleTimer();
+}
+
+void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
+  Slot& slot = slots_[i];
+  if (slot.fold_id != 0) host_->UnrouteFold(slot.fold_id);
+  slot.fold_id = host_->NextRequestId();
+  slot.state = SlotState::kAsked;
+  slot.merger_index = -1;
+  slot.next_seq = 0;
+  slot.requested = true;
+  slot.has_early = false;
+  slot.local.reset();
+  slot.clock.clear();
+  slot.last_heard = host_->NowMicros();
+  if (OpenLocal(i, bounds)) return;
+  host_->RouteFold(slot.fold_id, id_);
+  SendRead(slot, bounds);
+}
+
+bool ReadCoordinator::OpenLocal(size_t i, const ElementBounds& bounds) {
+  Slot& slot = slots_[i];
+  if (slot.node != host_->node_id()) return false;
+  Replica* replica = host_->LocalReplica(partition_);
+  if (replica == nullptr) return false;
+  SetReadOptions ro;
+  ro.batch_size = options_.batch_size;
+  ro.bounds = bounds;
+  absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(set_, ro);
+  if (!reader.ok()) return false;
+  slot.local = std::move(*reader);
+  // Copied now: the reader may be released before the clock "arrives".
+  slot.clock = slot.local->clock();
+  // Its clock arrives like the others: asynchronously, and only for this
+  // fold (the slot may have been stopped or reopened by then).
+  const uint64_t fold_id = slot.fold_id;
+  After(0, [this, i, fold_id]() {
+    if (slots_[i].fold_id == fold_id) OnLocalClock(i);
+  });
+  return true;
+}
+
+void ReadCoordinator::OnLocalClock(size_t i) {
+  Slot& slot = slots_[i];
+  if (slot.state != SlotState::kAsked || slot.local == nullptr) return;
+  last_progress_ = host_->NowMicros();
+  Clock clock = slot.clock;
+  AcceptClock(slot, std::move(clock));
+}
+
+void ReadCoordinator::SendRead(Slot& slot, const ElementBounds& bounds) {
+  Message m;
+  m.header = MessageHeader{MessageType::kRead, slot.fold_id, partition_};
+  m.set = set_;
+  m.bounds = bounds;
+  m.batch_size = options_.batch_size;
+  slot.last_sent = host_->NowMicros();
+  host_->Send(slot.node, m.Encode());
+}
+
+void ReadCoordinator::SendControl(Slot& slot, MessageType type) {
+  Message m;
+  m.header = MessageHeader{type, slot.fold_id, partition_};
+  m.seq = slot.next_seq;  // kChunkAck: the chunk wanted.
+  slot.last_sent = host_->NowMicros();
+  host_->Send(slot.node, m.Encode());
+}
+
+void ReadCoordinator::StopFold(Slot& slot) {
+  if (slot.local != nullptr) {
+    slot.local.reset();
+  } else if (slot.state == SlotState::kAsked ||
+             slot.state == SlotState::kAccepted ||
+             slot.state == SlotState::kNotFound) {
+    SendControl(slot, MessageType::kStopFold);
+  }
+  if (slot.fold_id != 0 && slot.node != host_->node_id()) {
+    host_->UnrouteFold(slot.fold_id);
+  }
+  slot.state = SlotState::kStopped;
+  slot.merger_index = -1;
+  slot.replaces = -1;
+  slot.has_early = false;
+}
+
+void ReadCoordinator::OnClock(uint64_t fold_id, NodeId from, Message& m) {
+  Slot* slot = SlotOfFold(fold_id);
+  if (slot == nullptr || slot->node != from ||
+      slot->state != SlotState::kAsked) {
+    return;  // Unknown, or a duplicate.
+  }
+  const uint64_t now = host_->NowMicros();
+  slot->last_heard = now;
+  last_progress_ = now;
+  if (!m.status.ok()) {
+    if (slot->replaces >= 0) {
+      // The replacement failed too: try another.
+      Replace(static_cast<size_t>(slot - slots_.data()), /*failed=*/true);
+      return;
+    }
+    slot->state = SlotState::kFailed;
+    MaybeBegin();
+    return;
+  }
+  AcceptClock(*slot, std::move(m.clock));
+}
+
+void ReadCoordinator::AcceptClock(Slot& slot, Clock clock) {
+  slot.clock = std::move(clock);
+  if (slot.replaces >= 0) {
+    // A replacement: it takes over the merge slot from after the last
+    // merged element, with its own clock.
+    slot.merger_index = slot.replaces;
+    slot.replaces = -1;
+    slot.state = SlotState::kAccepted;
+    merger_->Replace(slot.merger_index, slot.clock);
+    FeedEarly(slot);
+    Pump();
+    return;
+  }
+  slot.state = (options_.notfound_ok || !slot.clock.empty())
+                   ? SlotState::kAccepted
+                   : SlotState::kNotFound;
+  if (merger_ != nullptr) {
+    // R clocks were already in: this fold is not needed; release its
+    // snapshot now rather than when the read ends.
+    StopFold(slot);
+    return;
+  }
+  MaybeBegin();
+}
+
+void ReadCoordinator::MaybeBegin() {
+  if (merger_ != nullptr) return;
+  size_t accepted = 0, not_found = 0, failed = 0;
+  for (const Slot& s : slots_) {
+    accepted += s.state == SlotState::kAccepted;
+    not_found += s.state == SlotState::kNotFound;
+    failed += s.state == SlotState::kFailed;
+  }
+  const size_t r = static_cast<size_t>(options_.r);
+  if (accepted < r && accepted + not_found + failed == slots_.size()) {
+    // Everyone answered: empty replicas make up the quorum after all.
+    for (Slot& s : slots_) {
+      if (s.state == SlotState::kNotFound && accepted < r) {
+        s.state = SlotState::kAccepted;
+        ++accepted;
+      }
+    }
+  }
+  if (accepted >= r) {
+    Begin();
+  } else if (slots_.size() - failed < r) {
+    Finish(absl::UnavailableError(absl::StrCat(
+        "read of set \"", set_, "\": only ", slots_.size() - failed,
+        " replicas answered, r = ", options_.r)));
+  }
+}
+
+void ReadCoordinator::Begin() {
+  std::vector<Clock> clocks;
+  const size_t r = static_cast<size_t>(options_.r);
+  for (Slot& s : slots_) {
+    if (s.state == SlotState::kAccepted && clocks.size() < r) {
+      s.merger_index = static_cast<int>(clocks.size());
+      clocks.push_back(s.clock);
+    } else if (s.state != SlotState::kFailed) {
+      // Not among the first R: stop its fold (asked ones too: their fold
+      // may be open already).
+      StopFold(s);
+    }
+  }
+  merger_ = std::make_unique<ReadMerger>(std::move(clocks));
+  std::weak_ptr<bool> token = Token();
+  sink_->OnClock(merger_->MergedClock());
+  if (token.expired()) return;
+  for (Slot& s : slots_) FeedEarly(s);
+  Pump();
+}
+
+void ReadCoordinator::FeedEarly(Slot& slot) {
+  if (!slot.has_early || !InMerge(slot)) return;
+  slot.has_early = false;
+  if (!merger_->NeedsMore(slot.merger_index)) return;
+  merger_->RefillBuffer(slot.merger_index)->swap(slot.early);
+  if (!merger_->Refilled(slot.merger_index, slot.early_done)) {
+    ++host_->stats().malformed_messages;
+    slot.requested = false;  // Pump asks again.
+    return;
+  }
+  Fed(slot);
+}
+
+void ReadCoordinator::OnChunk(uint64_t fold_id, NodeId from, uint64_t seq,
+                              bool done, std::string_view elements) {
+  Slot* found = SlotOfFold(fold_id);
+  if (found == nullptr || found->node != from || seq != found->next_seq) {
+    return;  // Unknown, old or a duplicate.
+  }
+  Slot& slot = *found;
+  switch (slot.state) {
+    case SlotState::kIdle:
+    case SlotState::kStopped:
+    case SlotState::kFailed:
+      return;
+    case SlotState::kAsked:
+    case SlotState::kNotFound:
+    case SlotState::kAccepted:
+      break;
+  }
+  slot.last_heard = host_->NowMicros();
+  if (!InMerge(slot)) {
+    // Before R clocks, or before this slot's own clock (a chunk may
+    // overtake its clock): kept, at most one per replica, since a replica
+    // sends the next only after our ack.
+    if (slot.has_early) return;
+    if (!DecodeChunkElements(elements, &slot.early).ok()) {
+      ++host_->stats().malformed_messages;
+      return;  // The retry timer asks again.
+    }
+    slot.has_early = true;
+    slot.early_done = done;
+    return;
+  }
+  const size_t index = static_cast<size_t>(slot.merger_index);
+  if (!merger_->NeedsMore(index)) return;
+  std::vector<ElementDots>* buffer = merger_->RefillBuffer(index);
+  if (!DecodeChunkElements(elements, buffer).ok() ||
+      !merger_->Refilled(index, done)) {
+    // Malformed, or not a continuation of the stream: nothing of it is
+    // kept (the buffer is empty again, its position reset) and the chunk
+    // is asked for again.
+    buffer->clear();
+    merger_->Refilled(index, false);
+    ++host_->stats().malformed_messages;
+    slot.requested = false;
+    Pump();
+    return;
+  }
+  Fed(slot);
+  Pump();
+}
+
+void ReadCoordinator::Fed(Slot& slot) {
+  last_progress_ = host_->NowMicros();
+  ++slot.next_seq;
+  slot.requested = false;
+}
+
+absl::Status ReadCoordinator::FillLocal(Slot& slot) {
+  const size_t index = static_cast<size_t>(slot.merger_index);
+  absl::StatusOr<bool> more = slot.local->Next(merger_->RefillBuffer(index));
+  if (!more.ok()) return more.status();
+  if (!merger_->Refilled(index, !*more || slot.local->AtEnd())) {
+    return absl::InternalError("local fold returned elements out of order");
+  }
+  Fed(slot);
+  return absl::OkStatus();
+}
+
+void ReadCoordinator::SendRepairs() {
+  if (!options_.read_repair) return;
+  for (Slot& s : slots_) {
+    if (!InMerge(s)) continue;
+    std::vector<DeltaOp> ops = merger_->TakeRepairs(s.merger_index);
+    if (ops.empty()) continue;
+    Message m;
+    m.header = MessageHeader{MessageType::kRepair, 0, partition_};
+    m.delta.set = set_;
+    m.delta.ops = std::move(ops);
+    ++host_->stats().repairs_sent;
+    host_->stats().repair_ops_sent += m.delta.ops.size();
+    host_->Send(s.node, m.Encode());
+  }
+}
+
+void ReadCoordinator::Pump() {
+  std::weak_ptr<bool> token = Token();
+  while (!waiting_for_client_ && !finished_) {
+    // The client is done with the last chunk: recycle its storage.
+    merger_->Recycle(&out_);
+    const size_t remaining = limit_ == 0 ? 0 : limit_ - emitted_;
+    merger_->Merge(&out_, remaining);
+    emitted_ += out_.size();
+    SendRepairs();
+    const bool limit_reached = limit_ != 0 && emitted_ >= limit_;
+    // Ask for the next chunk of every replica whose buffer ran dry (once
+    // per chunk: the timer asks again if it does not come); read the local
+    // replica's next chunk at once.
+    bool refilled = false;
+    if (!limit_reached) {
+      for (Slot& s : slots_) {
+        if (!InMerge(s) || !merger_->NeedsMore(s.merger_index)) continue;
+        if (s.local != nullptr) {
+          absl::Status status = FillLocal(s);
+          if (!status.ok()) {
+            Finish(status);
+            return;
+          }
+          refilled = true;
+        } else if (!s.requested) {
+          s.requested = true;
+          SendControl(s, MessageType::kChunkAck);
+        }
+      }
+    }
+    const bool finished = limit_reached || merger_->Finished();
+    const bool produced = !out_.empty();
+    if (produced) {
+      waiting_for_client_ = true;
+      // `next` resumes from the scheduler, never inside OnChunk, so this
+      // coordinator outlives the call.
+      CoordinatorHost* host = host_;
+      bool go_on = sink_->OnChunk(&out_, [host, token, this]() {
+        if (token.expired()) return;
+        host->After(0, [token, this]() {
+          if (token.expired() || !waiting_for_client_) return;
+          waiting_for_client_ = false;
+          Pump();
+        });
+      });
+      if (token.expired()) return;
+      if (go_on) waiting_for_client_ = false;
+    }
+    if (finished) {
+      // With the client still holding a chunk, finish once it asks again.
+      if (!waiting_for_client_) Finish(absl::OkStatus());
+      return;
+    }
+    if (!produced && !refilled) return;  // Waiting for replicas.
+  }
+}
+
+void ReadCoordinator::Replace(size_t dropped, bool failed) {
+  Slot& old = slots_[dropped];
+  const int index = old.merger_index >= 0 ? old.merger_index : old.replaces;
+  if (index < 0 || merger_ == nullptr) return;
+  // Repairs found for the replica being dropped still hold for it.
+  SendRepairs();
+  StopFold(old);
+  if (failed) old.state = SlotState::kFailed;
+  // Another replica of the list, preferring one that is not the dropped
+  // one; the dropped one again (with a new fold: its old one may have
+  // expired) if it is all there is and did not fail.
+  std::optional<size_t> next;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (i == dropped || InMerge(s) || s.replaces >= 0) continue;
+    if (s.state == SlotState::kStopped || s.state == SlotState::kNotFound ||
+        s.state == SlotState::kIdle) {
+      next = i;
+      break;
+    }
+  }
+  if (!next.has_value() && !failed) next = dropped;
+  if (!next.has_value()) return;  // The read times out unless it recovers.
+  ElementBounds bounds = bounds_;
+  if (const std::string* last = merger_->last_merged()) {
+    bounds.start = *last;
+    bounds.start_inclusive = false;
+  }
+  ++host_->stats().read_replica_switches;
+  slots_[*next].replaces = index;
+  OpenFold(*next, bounds);
+}
+
+void ReadCoordinator::ScheduleTimer() {
+  After(options_.retry_micros, [this]() { OnTimer(); });
+}
+
+void ReadCoordinator::OnTimer() {
+  if (finished_) return;
+  const uint64_t now = host_->NowMicros();
+  // Durations are measured forwards only: a clock that went back makes a
+  // timer late, never early.
+  auto since = [now](uint64_t t) { return now >= t ? now - t : 0; };
+  if (!waiting_for_client_ && since(last_progress_) >= options_.timeout_micros) {
+    Finish(absl::DeadlineExceededError(
+        absl::StrCat("read of set \"", set_, "\": no progress for ",
+                     options_.timeout_micros, " us")));
+    return;
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.state == SlotState::kAsked && s.replaces >= 0 &&
+        since(s.last_heard) >= options_.replica_timeout_micros) {
+      // A replacement that never answered: try another.
+      Replace(i);
+      continue;
+    }
+    if (s.local != nullptr) continue;
+    if (s.state == SlotState::kAsked) {
+      if (since(s.last_sent) >= options_.retry_micros) {
+        ElementBounds bounds = bounds_;
+        if (s.replaces >= 0 && merger_->last_merged() != nullptr) {
+          bounds.start = *merger_->last_merged();
+          bounds.start_inclusive = false;
+        }
+        SendRead(s, bounds);
+        ++host_->stats().retransmits;
+      }
+      continue;
+    }
+    if (!InMerge(s)) continue;
+    const size_t index = static_cast<size_t>(s.merger_index);
+    if (merger_->NeedsMore(index) && s.requested) {
+      if (since(s.last_heard) >= options_.replica_timeout_micros) {
+        Replace(i);
+        continue;
+      }
+      if (since(s.last_sent) >= options_.retry_micros) {
+        SendControl(s, MessageType::kChunkAck);
+        ++host_->stats().retransmits;
+      }
+    } else if (since(s.last_sent) >= options_.keepalive_micros) {
+      // Waiting on the client or on other replicas: keep its fold open.
+      SendControl(s, MessageType::kKeepFold);
+    }
+  }
+  ScheduleTimer();
+}
+
+void ReadCoordinator::Finish(absl::Status status) {
+  finished_ = true;
+  // Release every fold still open (the done ones too: their replicas keep
+  // the last chunk for retransmission until told).
+  for (Slot& s : slots_) {
+    if (s.state != SlotState::kStopped && s.state != SlotState::kFailed &&
+        s.state != SlotState::kIdle) {
+      StopFold(s);
+    }
+  }
+  std::unique_ptr<ReadSink> sink = std::move(sink_);
+  host_->FinishRead(id_);  // Destroys this.
+  sink->OnDone(status);
+}
+
+}  // namespace bigset

@@ -1,0 +1,137 @@
+// ReadCoordinator: the state machine of one streaming read, range query or
+// count over R replicas (docs/DESIGN.md, "Merge of R replicas").
+// Internal header.
+//
+// It asks every replica of the set's preference list to fold the set (this
+// node's own replica, if it has one, is read in-process); the first R
+// clocks win and the other folds are stopped at once. The R streams are
+// merged in element order by a ReadMerger; a replica is asked for its next
+// chunk only when its buffer is empty, so at most one chunk per replica is
+// buffered, also before R clocks have arrived and when a chunk overtakes
+// its clock. Every difference found is sent as a repair. A replica that
+// goes silent mid-stream is replaced by another replica of the list, which
+// folds from after the last element merged (a bounded re-read), so a read
+// with R < N survives the loss of a replica at any point. The coordinator
+// keeps the folds it waits on alive while the client or other replicas are
+// slow.
+//
+// Each fold has its own request id (routed to this coordinator by the
+// node), so replies of a stopped fold never reach its replacement.
+//
+// Thread-safety: runs on the node's thread.
+
+#ifndef BIGSET_LIB_CLUSTER_READ_COORDINATOR_H_
+#define BIGSET_LIB_CLUSTER_READ_COORDINATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/coordinator_host.h"
+#include "cluster/read_merger.h"
+#include "cluster/read_sink.h"
+#include "net/message.h"
+
+namespace bigset {
+
+class ReadCoordinator : public Coordinator {
+ public:
+  // `limit` caps the elements delivered (0: none).
+  ReadCoordinator(CoordinatorHost* host, uint64_t id, std::string set,
+                  const ClusterReadOptions& options, ElementBounds bounds,
+                  size_t limit, std::unique_ptr<ReadSink> sink);
+  ~ReadCoordinator() override;
+
+  void Start();
+  // A kReadClock or a kReadChunk (header already parsed; the chunk's
+  // elements still encoded) for the fold `fold_id`.
+  void OnClock(uint64_t fold_id, NodeId from, Message& m);
+  void OnChunk(uint64_t fold_id, NodeId from, uint64_t seq, bool done,
+               std::string_view elements);
+
+ private:
+  enum class SlotState {
+    kIdle,      // No fold open.
+    kAsked,     // Fold asked for; clock not yet here.
+    kNotFound,  // Clock here and empty, with notfound_ok off.
+    kAccepted,  // Clock counted towards R (merging once R are in).
+    kStopped,   // Fold not needed, or abandoned.
+    kFailed,    // The replica answered with an error.
+  };
+  struct Slot {
+    NodeId node = 0;
+    SlotState state = SlotState::kIdle;
+    uint64_t fold_id = 0;
+    Clock clock;
+    // Index in the merger, once merging (-1 before).
+    int merger_index = -1;
+    // This slot replaces merger index `replaces` (its clock plugs in when
+    // it comes).
+    int replaces = -1;
+    uint64_t next_seq = 0;  // The chunk we wait for.
+    // Whether next_seq was asked for (chunk 0 comes with the clock).
+    bool requested = true;
+    uint64_t last_heard = 0;  // Last message from this fold.
+    uint64_t last_sent = 0;   // Last message to this fold.
+    // This node's own replica is read in-process, not through messages.
+    std::unique_ptr<SetReader> local;
+    // The next chunk, when it arrived before the merge could take it
+    // (before R clocks, or before this slot's own clock).
+    bool has_early = false;
+    bool early_done = false;
+    std::vector<ElementDots> early;
+  };
+
+  bool InMerge(const Slot& s) const {
+    return s.merger_index >= 0 && s.state == SlotState::kAccepted;
+  }
+  Slot* SlotOfFold(uint64_t fold_id);
+  // Opens a fold on slot `i`, starting at `start` (the read's bounds, or
+  // after the last merged element when it replaces a replica).
+  void OpenFold(size_t i, const ElementBounds& bounds);
+  bool OpenLocal(size_t i, const ElementBounds& bounds);
+  void OnLocalClock(size_t i);
+  void AcceptClock(Slot& slot, Clock clock);
+  // Fills a local slot's merge buffer with its next chunk.
+  absl::Status FillLocal(Slot& slot);
+  void SendRead(Slot& slot, const ElementBounds& bounds);
+  // kChunkAck (for slot.next_seq), kStopFold or kKeepFold.
+  void SendControl(Slot& slot, MessageType type);
+  void StopFold(Slot& slot);
+  void ScheduleTimer();
+  void OnTimer();
+  void MaybeBegin();
+  void Begin();
+  // Hands a slot's early chunk to the merger, if it has one.
+  void FeedEarly(Slot& slot);
+  void Fed(Slot& slot);
+  void Pump();
+  void SendRepairs();
+  // Drops slot `dropped` from the merge (or from replacing a merge slot)
+  // and gives its merge slot to another replica, which folds from after the
+  // last merged element. `failed`: the replica answered with an error, so
+  // it is not tried again.
+  void Replace(size_t dropped, bool failed = false);
+  void Finish(absl::Status status);
+
+  const std::string set_;
+  const uint32_t partition_;
+  const ClusterReadOptions options_;
+  const ElementBounds bounds_;
+  const size_t limit_;  // 0: none.
+  std::unique_ptr<ReadSink> sink_;
+  std::vector<Slot> slots_;
+  std::unique_ptr<ReadMerger> merger_;
+  std::vector<ElementDots> out_;  // The chunk the client holds.
+  size_t emitted_ = 0;
+  bool waiting_for_client_ = false;
+  uint64_t last_progress_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_READ_COORDINATOR_H_

@@ -1,0 +1,228 @@
+#include "cluster/replica_service.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace bigset {
+namespace {
+
+absl::Status NotAReplica(NodeId node, uint32_t partition) {
+  return absl::UnavailableError(absl::StrCat(
+      "node ", node, " holds no replica of partition ", partition));
+}
+
+// A reply of `type` to `request` (same request id and partition).
+Message ReplyTo(const Message& request, MessageType type) {
+  Message m;
+  m.header = MessageHeader{type, request.header.request_id,
+                           request.header.partition};
+  return m;
+}
+
+}  // namespace
+
+ReplicaService::ReplicaService(CoordinatorHost* host,
+                               const NodeOptions& options)
+    : host_(host), options_(options) {}
+
+ReplicaService::~ReplicaService() = default;
+
+void ReplicaService::Clear() { folds_.clear(); }
+
+void ReplicaService::Reply(NodeId to, const Message& m) {
+  host_->Send(to, m.Encode());
+}
+
+void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
+                                 std::string_view body) {
+  std::string_view delta;
+  if (!ParseDeltaBody(body, &delta).ok() ||
+      !Delta::DecodeInto(delta, &scratch_delta_).ok()) {
+    ++host_->stats().malformed_messages;
+    return;
+  }
+  Replica* replica = host_->LocalReplica(header.partition);
+  const absl::Status applied = replica == nullptr
+                                   ? NotAReplica(host_->node_id(),
+                                                 header.partition)
+                                   : replica->Apply(scratch_delta_);
+  if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
+  if (header.type == MessageType::kRepair) {
+    // Repairs are not acknowledged: the next read finds what is missing.
+    if (applied.ok()) ++host_->stats().repairs_applied;
+    return;
+  }
+  std::string ack;
+  EncodeStatusReply(MessageHeader{MessageType::kReplicateAck,
+                                  header.request_id, header.partition},
+                    applied, &ack);
+  host_->Send(from, std::move(ack));
+}
+
+void ReplicaService::HandleUpdate(NodeId from, Message& m) {
+  const FoldKey key{from, m.header.request_id};
+  auto cached = reply_index_.find(key);
+  if (cached != reply_index_.end()) {
+    ++host_->stats().duplicate_updates;
+    host_->Send(from, replies_[cached->second - first_reply_seq_].bytes);
+    return;
+  }
+  Message reply = ReplyTo(m, MessageType::kUpdateReply);
+  Replica* replica = host_->LocalReplica(m.header.partition);
+  if (replica == nullptr) {
+    reply.status = NotAReplica(host_->node_id(), m.header.partition);
+  } else {
+    absl::StatusOr<Delta> delta = replica->Update(m.set, m.ops);
+    if (delta.ok()) {
+      reply.delta = std::move(*delta);
+    } else {
+      reply.status = delta.status();
+    }
+  }
+  std::string bytes = reply.Encode();
+  // Only applied updates are cached: a failed one applied nothing, so a
+  // retransmission may as well try again.
+  if (reply.status.ok()) CacheReply(key, bytes);
+  host_->Send(from, std::move(bytes));
+}
+
+void ReplicaService::CacheReply(const FoldKey& key, const std::string& bytes) {
+  constexpr size_t kEntryOverhead = 64;
+  replies_.push_back(CachedReply{key, bytes});
+  reply_index_[key] = first_reply_seq_ + replies_.size() - 1;
+  reply_bytes_ += bytes.size() + kEntryOverhead;
+  // Keep the newest reply even if it alone exceeds the budget.
+  while (reply_bytes_ > options_.reply_cache_bytes && replies_.size() > 1) {
+    const CachedReply& old = replies_.front();
+    reply_bytes_ -= old.bytes.size() + kEntryOverhead;
+    reply_index_.erase(old.key);
+    replies_.pop_front();
+    ++first_reply_seq_;
+  }
+}
+
+void ReplicaService::HandleQuery(NodeId from, Message& m) {
+  Message reply = ReplyTo(m, MessageType::kQueryReply);
+  Replica* replica = host_->LocalReplica(m.header.partition);
+  if (replica == nullptr) {
+    reply.status = NotAReplica(host_->node_id(), m.header.partition);
+  } else {
+    absl::StatusOr<Membership> result =
+        replica->ContainsAll(m.set, m.query, &reply.clock);
+    if (result.ok()) {
+      reply.elements = std::move(result->elements);
+    } else {
+      reply.status = result.status();
+    }
+  }
+  Reply(from, reply);
+}
+
+void ReplicaService::HandleRead(NodeId from, Message& m) {
+  const FoldKey key{from, m.header.request_id};
+  auto existing = folds_.find(key);
+  if (existing != folds_.end()) {
+    // A retransmitted request: the clock or first chunk was lost.
+    Fold& fold = existing->second;
+    fold.last_activity = host_->NowMicros();
+    host_->Send(from, fold.clock_message);
+    SendChunk(key, fold);
+    return;
+  }
+  Message clock = ReplyTo(m, MessageType::kReadClock);
+  Replica* replica = host_->LocalReplica(m.header.partition);
+  if (replica == nullptr) {
+    clock.status = NotAReplica(host_->node_id(), m.header.partition);
+    Reply(from, clock);
+    return;
+  }
+  SetReadOptions ro;
+  ro.batch_size = std::min(m.batch_size, options_.max_chunk_elements);
+  ro.max_chunk_bytes = options_.max_chunk_bytes;
+  ro.bounds = std::move(m.bounds);
+  absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(m.set, ro);
+  if (!reader.ok()) {
+    clock.status = reader.status();
+    Reply(from, clock);
+    return;
+  }
+  clock.clock = (*reader)->clock();
+  Fold& fold = folds_[key];
+  fold.partition = m.header.partition;
+  fold.reader = std::move(*reader);
+  fold.clock_message = clock.Encode();
+  fold.last_activity = host_->NowMicros();
+  host_->Send(from, fold.clock_message);
+  // The first chunk goes with the clock; each later one waits for its ack.
+  SendNextChunk(key, fold, 0);
+  ScheduleFoldExpiry(key);
+}
+
+void ReplicaService::SendNextChunk(const FoldKey& key, Fold& fold,
+                                   uint64_t seq) {
+  absl::StatusOr<bool> more = fold.reader->Next(&fold.buffer);
+  if (!more.ok()) {
+    // Corruption mid-fold: end it; the coordinator sees the replica go
+    // silent and reads from the others.
+    folds_.erase(key);
+    return;
+  }
+  fold.done = !*more || fold.reader->AtEnd();
+  fold.last_sent = seq;
+  SendChunk(key, fold);
+}
+
+void ReplicaService::SendChunk(const FoldKey& key, const Fold& fold) {
+  // Encoded from the fold's buffer, which holds the last chunk until the
+  // next one is produced: a retransmission encodes it again.
+  std::string bytes;
+  EncodeReadChunk(
+      MessageHeader{MessageType::kReadChunk, key.second, fold.partition},
+      fold.last_sent, fold.done, fold.buffer, &bytes);
+  host_->Send(key.first, std::move(bytes));
+}
+
+void ReplicaService::HandleChunkAck(NodeId from, const Message& m) {
+  const FoldKey key{from, m.header.request_id};
+  auto it = folds_.find(key);
+  if (it == folds_.end()) return;
+  Fold& fold = it->second;
+  fold.last_activity = host_->NowMicros();
+  if (m.seq == fold.last_sent + 1 && !fold.done) {
+    SendNextChunk(key, fold, m.seq);
+  } else if (m.seq == fold.last_sent) {
+    SendChunk(key, fold);  // Retransmit.
+    ++host_->stats().retransmits;
+  }
+}
+
+void ReplicaService::HandleStopFold(NodeId from, const Message& m) {
+  folds_.erase({from, m.header.request_id});
+}
+
+void ReplicaService::HandleKeepFold(NodeId from, const Message& m) {
+  auto it = folds_.find({from, m.header.request_id});
+  if (it != folds_.end()) it->second.last_activity = host_->NowMicros();
+}
+
+void ReplicaService::ScheduleFoldExpiry(const FoldKey& key) {
+  const uint64_t timeout = options_.fold_idle_timeout_micros;
+  host_->After(timeout, [this, key, timeout]() {
+    auto it = folds_.find(key);
+    if (it == folds_.end()) return;
+    const uint64_t now = host_->NowMicros();
+    // A clock that went back (a late timer is fine) never expires a fold
+    // early: idle time is measured forwards only.
+    if (now >= it->second.last_activity &&
+        now - it->second.last_activity >= timeout) {
+      folds_.erase(it);
+      ++host_->stats().folds_expired;
+    } else {
+      ScheduleFoldExpiry(key);
+    }
+  });
+}
+
+}  // namespace bigset

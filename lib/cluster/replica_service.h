@@ -1,0 +1,97 @@
+// ReplicaService: the replica side of the cluster's protocols on one node.
+// Internal header.
+//
+// It answers what coordinators (on this node or others) ask of this node's
+// replicas: coordinate an update (kUpdate, with a reply cache so that a
+// retransmitted request is answered again, never applied twice), apply a
+// replicated delta or a repair (kReplicate, kRepair), fold a set for a read
+// (kRead, then one chunk per kChunkAck; kStopFold ends it, kKeepFold keeps
+// it from expiring) and answer membership queries (kQuery).
+//
+// Resource bounds: a fold holds one chunk (at most max_chunk_elements and
+// max_chunk_bytes, whatever the coordinator asked) and one snapshot; folds
+// nobody keeps alive expire; the reply cache is bounded in bytes.
+//
+// Thread-safety: runs on the node's thread.
+
+#ifndef BIGSET_LIB_CLUSTER_REPLICA_SERVICE_H_
+#define BIGSET_LIB_CLUSTER_REPLICA_SERVICE_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "bigset/cluster/node.h"
+#include "cluster/coordinator_host.h"
+#include "net/message.h"
+
+namespace bigset {
+
+class ReplicaService {
+ public:
+  ReplicaService(CoordinatorHost* host, const NodeOptions& options);
+  ~ReplicaService();
+  ReplicaService(const ReplicaService&) = delete;
+  ReplicaService& operator=(const ReplicaService&) = delete;
+
+  // kReplicate and kRepair, decoded into a reused Delta (the bulk of the
+  // write traffic). `body` follows the header.
+  void HandleDelta(NodeId from, const MessageHeader& header,
+                   std::string_view body);
+  // The other requests, fully decoded.
+  void HandleUpdate(NodeId from, Message& m);
+  void HandleRead(NodeId from, Message& m);
+  void HandleChunkAck(NodeId from, const Message& m);
+  void HandleStopFold(NodeId from, const Message& m);
+  void HandleKeepFold(NodeId from, const Message& m);
+  void HandleQuery(NodeId from, Message& m);
+
+  // Drops every fold (their snapshots) now.
+  void Clear();
+
+ private:
+  // A fold is keyed by (coordinator node, fold request id).
+  using FoldKey = std::pair<NodeId, uint64_t>;
+  struct Fold {
+    uint32_t partition = 0;
+    std::unique_ptr<SetReader> reader;
+    uint64_t last_sent = 0;
+    bool done = false;
+    // The last chunk sent (kept for retransmission); reused by every chunk.
+    std::vector<ElementDots> buffer;
+    std::string clock_message;
+    uint64_t last_activity = 0;
+  };
+  struct CachedReply {
+    FoldKey key;
+    std::string bytes;
+  };
+
+  void Reply(NodeId to, const Message& m);
+  // Produces and sends the next chunk of a fold.
+  void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq);
+  void SendChunk(const FoldKey& key, const Fold& fold);
+  void ScheduleFoldExpiry(const FoldKey& key);
+  void CacheReply(const FoldKey& key, const std::string& bytes);
+
+  CoordinatorHost* const host_;
+  const NodeOptions options_;
+  std::map<FoldKey, Fold> folds_;
+  // Replies to recent updates, oldest first; reply_seq_ numbers them so that
+  // the index finds one in the deque.
+  std::deque<CachedReply> replies_;
+  absl::flat_hash_map<FoldKey, uint64_t> reply_index_;  // -> sequence
+  uint64_t first_reply_seq_ = 0;
+  size_t reply_bytes_ = 0;
+  Delta scratch_delta_;  // Reused by every replicated delta.
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_REPLICA_SERVICE_H_

@@ -1,0 +1,91 @@
+#include "bigset/cluster/ring.h"
+
+#include <algorithm>
+#include <set>
+
+namespace bigset {
+
+uint64_t StableHash(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : bytes) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001b3ull;
+  }
+  // FNV's low bits mix poorly; finish with a 64-bit avalanche.
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+absl::StatusOr<Ring> Ring::Create(std::vector<NodeId> nodes,
+                                  const RingOptions& options) {
+  if (nodes.empty()) return absl::InvalidArgumentError("ring has no nodes");
+  std::set<NodeId> distinct(nodes.begin(), nodes.end());
+  if (distinct.size() != nodes.size()) {
+    return absl::InvalidArgumentError("ring nodes must be distinct");
+  }
+  if (options.ring_size == 0 || options.ring_size > kMaxRingSize) {
+    return absl::InvalidArgumentError(
+        "ring_size must be in [1, 2^24]");
+  }
+  if (options.n < 1 || options.n > static_cast<int>(nodes.size())) {
+    return absl::InvalidArgumentError("n must be in [1, number of nodes]");
+  }
+  Ring r;
+  r.ring_size_ = options.ring_size;
+  r.n_ = options.n;
+  r.nodes_ = std::move(nodes);
+  r.preference_.resize(r.ring_size_);
+  for (uint32_t p = 0; p < r.ring_size_; ++p) {
+    for (int i = 0; i < r.n_; ++i) {
+      r.preference_[p].push_back(r.nodes_[(p + i) % r.nodes_.size()]);
+    }
+  }
+  return r;
+}
+
+uint32_t Ring::PartitionOf(std::string_view set) const {
+  return static_cast<uint32_t>(StableHash(set) % ring_size_);
+}
+
+std::vector<uint32_t> Ring::PartitionsOf(NodeId node) const {
+  std::vector<uint32_t> out;
+  for (uint32_t p = 0; p < ring_size_; ++p) {
+    const auto& pl = preference_[p];
+    if (std::find(pl.begin(), pl.end(), node) != pl.end()) out.push_back(p);
+  }
+  return out;
+}
+
+std::map<NodeId, std::vector<uint32_t>> Ring::CoveragePlan() const {
+  std::vector<bool> covered(ring_size_, false);
+  uint32_t left = ring_size_;
+  std::map<NodeId, std::vector<uint32_t>> plan;
+  while (left > 0) {
+    // The node covering the most uncovered partitions (lowest id on ties).
+    NodeId best = 0;
+    size_t best_count = 0;
+    for (NodeId node : nodes_) {
+      if (plan.count(node)) continue;
+      size_t count = 0;
+      for (uint32_t p : PartitionsOf(node)) count += !covered[p];
+      if (count > best_count ||
+          (count == best_count && count > 0 && node < best)) {
+        best = node;
+        best_count = count;
+      }
+    }
+    std::vector<uint32_t>& mine = plan[best];
+    for (uint32_t p : PartitionsOf(best)) {
+      if (!covered[p]) {
+        covered[p] = true;
+        --left;
+        mine.push_back(p);
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace bigset

@@ -1,0 +1,90 @@
+// WriteCoordinator: the state machine of one client update (N, W).
+// Internal header.
+//
+// One replica of the set's preference list coordinates the update (this
+// node's own replica if it has one, in-process; otherwise the list in
+// order, each candidate asked a few times before the next), which yields
+// the delta; the delta goes to the other replicas, and the client is
+// answered after W acknowledgements (the coordinator's included), always
+// from the scheduler, never from inside Node::Update. Replicas that have not
+// acknowledged keep getting the delta until they do or the deadline passes.
+//
+// Thread-safety: runs on the node's thread.
+
+#ifndef BIGSET_LIB_CLUSTER_WRITE_COORDINATOR_H_
+#define BIGSET_LIB_CLUSTER_WRITE_COORDINATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "cluster/coordinator_host.h"
+#include "net/message.h"
+
+namespace bigset {
+
+class WriteCoordinator : public Coordinator {
+ public:
+  // Idle until Reset. The node reuses finished coordinators (and the
+  // capacity of their buffers) for later writes.
+  explicit WriteCoordinator(CoordinatorHost* host);
+
+  void Reset(uint64_t id, std::string_view set, std::vector<UpdateOp> ops,
+             const ClusterWriteOptions& options,
+             std::function<void(absl::StatusOr<Delta>)> done);
+  // Drops what belongs to the finished write (the client's callback, its
+  // ops), keeping buffer capacity.
+  void Release();
+  void Start();
+  // The coordinating replica's answer, from a kUpdateReply.
+  void OnUpdateReply(NodeId from, Message& m);
+  void OnReplicateAck(NodeId from, const absl::Status& status);
+  // Called by the node's write tick: retries and the deadline.
+  void OnTick(uint64_t now);
+
+ private:
+  // The coordinating replica's answer, from a message or in-process.
+  void OnCoordinated(NodeId from, absl::StatusOr<Delta> result);
+  void SendUpdate();
+  void CoordinateLocally();
+  // What Start had to put off: the client's answer, or the write's end.
+  void RunDeferred();
+  int IndexOf(NodeId node) const;
+  void Ack(int index);
+  void MaybeFinish();
+  // Answers the client and forgets this write.
+  void Finish(absl::StatusOr<Delta> result);
+  // Answers the client; the write goes on replicating.
+  void Reply(absl::StatusOr<Delta> result);
+
+  std::string set_;
+  uint32_t partition_ = 0;
+  const std::vector<NodeId>* preference_ = nullptr;  // The ring's.
+  // Preference indices, in trying order.
+  absl::InlinedVector<size_t, 4> candidates_;
+  size_t attempt_ = 0;
+  ClusterWriteOptions options_;
+  std::function<void(absl::StatusOr<Delta>)> done_;
+  std::vector<UpdateOp> ops_;
+  std::string update_bytes_;  // Encoded when first sent to another node.
+  std::string replicate_bytes_;
+  bool coordinated_ = false;  // delta_ and replicate_bytes_ are set.
+  Delta delta_;               // Until handed to the client.
+  // acked_[i]: preference_[i] acknowledged (any N, not a fixed-width mask).
+  absl::InlinedVector<bool, 8> acked_;
+  int acks_ = 0;
+  uint64_t deadline_ = 0;
+  uint64_t next_retry_ = 0;
+  bool starting_ = false;  // Inside Start: answers are deferred.
+  bool deferred_ = false;  // RunDeferred is due.
+  std::optional<absl::Status> deferred_error_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_WRITE_COORDINATOR_H_

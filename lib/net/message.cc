@@ -1,0 +1,431 @@
+#include "net/message.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/net/transport.h"
+#include "core/coding.h"
+#include "core/string_view_compat.h"
+
+namespace bigset {
+namespace {
+
+// Smallest encodings, to bound counts by the input before allocating.
+constexpr size_t kMinElementBytes = 2;  // empty element, no dots
+constexpr size_t kMinUpdateOpBytes = 3;  // flags, element length, context size
+constexpr size_t kMinStringBytes = 1;
+// absl::StatusCode values are 0..16.
+constexpr uint64_t kMaxStatusCode = 16;
+
+void PutDots(std::string* dst, std::span<const Dot> dots) {
+  coding::PutVarint64(dst, dots.size());
+  for (Dot d : dots) coding::PutDot(dst, d.actor, d.counter);
+}
+
+void PutStatus(std::string* dst, const absl::Status& s) {
+  coding::PutVarint64(dst, static_cast<uint64_t>(s.code()));
+  coding::PutLengthPrefixed(dst, ToStd(s.message()));
+}
+
+// The bulk of every read: sized once, then written through a pointer.
+void PutElements(std::string* dst, std::span<const ElementDots> elements) {
+  size_t bound = coding::kMaxVarint64Bytes;
+  for (const ElementDots& e : elements) {
+    bound += 2 * coding::kMaxVarint64Bytes + e.element.size() +
+             e.dots.size() * coding::kMaxDotBytes;
+  }
+  const size_t start = dst->size();
+  dst->resize(start + bound);
+  char* p = dst->data() + start;
+  p += coding::EncodeVarint64(p, elements.size());
+  for (const ElementDots& e : elements) {
+    p += coding::EncodeVarint64(p, e.element.size());
+    std::memcpy(p, e.element.data(), e.element.size());
+    p += e.element.size();
+    p += coding::EncodeVarint64(p, e.dots.size());
+    for (Dot d : e.dots) p += coding::EncodeDot(p, d.actor, d.counter);
+  }
+  dst->resize(static_cast<size_t>(p - dst->data()));
+}
+
+// Reads the fields of a message body. Every method returns false on
+// malformed or truncated input.
+class BodyReader {
+ public:
+  explicit BodyReader(std::string_view in) : in_(in) {}
+
+  bool Byte(uint8_t* v) { return in_.GetByte(v); }
+  bool Varint(uint64_t* v) { return in_.GetVarint64(v); }
+  bool Bytes(std::string_view* out) { return in_.GetLengthPrefixed(out); }
+  bool String(std::string* out) {
+    std::string_view v;
+    if (!Bytes(&v)) return false;
+    out->assign(v);
+    return true;
+  }
+  bool Count(size_t min_bytes, uint64_t* n) {
+    return in_.GetCount(min_bytes, n);
+  }
+  bool Dots(std::vector<Dot>* dots) {
+    uint64_t n = 0;
+    if (!Count(coding::kMinDotBytes, &n)) return false;
+    dots->resize(static_cast<size_t>(n));
+    for (Dot& d : *dots) {
+      if (!in_.GetDot(&d.actor, &d.counter)) return false;
+    }
+    return true;
+  }
+  bool Status(absl::Status* s) {
+    uint64_t code = 0;
+    std::string_view msg;
+    if (!in_.GetVarint64(&code) || code > kMaxStatusCode || !Bytes(&msg)) {
+      return false;
+    }
+    *s = absl::Status(static_cast<absl::StatusCode>(code), ToAbsl(msg));
+    return true;
+  }
+  bool Elements(std::vector<ElementDots>* elements) {
+    uint64_t n = 0;
+    if (!Count(kMinElementBytes, &n)) return false;
+    elements->resize(static_cast<size_t>(n));
+    for (ElementDots& e : *elements) {
+      if (!String(&e.element) || !Dots(&e.dots)) return false;
+    }
+    return true;
+  }
+  bool Clock(bigset::Clock* clock) {
+    std::string_view bytes;
+    if (!Bytes(&bytes)) return false;
+    absl::StatusOr<bigset::Clock> c = bigset::Clock::Decode(bytes);
+    if (!c.ok()) return false;
+    *clock = std::move(*c);
+    return true;
+  }
+  bool Delta(bigset::Delta* delta) {
+    std::string_view bytes;
+    return Bytes(&bytes) && bigset::Delta::DecodeInto(bytes, delta).ok();
+  }
+  bool Bounds(ElementBounds* b, uint32_t* batch_size) {
+    uint8_t flags = 0;
+    if (!Byte(&flags) || flags > 15) return false;
+    b->start_inclusive = (flags & 4) != 0;
+    b->end_inclusive = (flags & 8) != 0;
+    if ((flags & 1) && !String(&b->start.emplace())) return false;
+    if ((flags & 2) && !String(&b->end.emplace())) return false;
+    uint64_t batch = 0;
+    if (!Varint(&batch) || batch < 1 || batch > UINT32_MAX) return false;
+    *batch_size = static_cast<uint32_t>(batch);
+    return true;
+  }
+  bool empty() const { return in_.empty(); }
+  std::string_view rest() const {
+    return std::string_view(in_.position(), in_.remaining());
+  }
+
+ private:
+  coding::Reader in_;
+};
+
+void PutBounds(std::string* dst, const ElementBounds& b, uint32_t batch_size) {
+  dst->push_back(static_cast<char>(
+      (b.start.has_value() ? 1 : 0) | (b.end.has_value() ? 2 : 0) |
+      (b.start_inclusive ? 4 : 0) | (b.end_inclusive ? 8 : 0)));
+  if (b.start.has_value()) coding::PutLengthPrefixed(dst, *b.start);
+  if (b.end.has_value()) coding::PutLengthPrefixed(dst, *b.end);
+  coding::PutVarint64(dst, batch_size);
+}
+
+absl::Status Malformed(MessageType type, absl::string_view what) {
+  return absl::DataLossError(
+      absl::StrCat("malformed ", MessageTypeName(type), " message: ", what));
+}
+
+}  // namespace
+
+const char* MessageTypeName(MessageType type) {
+  switch (type) {
+    case MessageType::kUpdate:
+      return "Update";
+    case MessageType::kUpdateReply:
+      return "UpdateReply";
+    case MessageType::kReplicate:
+      return "Replicate";
+    case MessageType::kReplicateAck:
+      return "ReplicateAck";
+    case MessageType::kRead:
+      return "Read";
+    case MessageType::kReadClock:
+      return "ReadClock";
+    case MessageType::kReadChunk:
+      return "ReadChunk";
+    case MessageType::kChunkAck:
+      return "ChunkAck";
+    case MessageType::kStopFold:
+      return "StopFold";
+    case MessageType::kQuery:
+      return "Query";
+    case MessageType::kQueryReply:
+      return "QueryReply";
+    case MessageType::kRepair:
+      return "Repair";
+    case MessageType::kKeepFold:
+      return "KeepFold";
+  }
+  return "Unknown";
+}
+
+void EncodeHeader(const MessageHeader& header, std::string* dst) {
+  char buf[2 + 2 * coding::kMaxVarint64Bytes];
+  char* p = buf;
+  *p++ = static_cast<char>(kMessageFormatVersion);
+  *p++ = static_cast<char>(header.type);
+  p += coding::EncodeVarint64(p, header.request_id);
+  p += coding::EncodeVarint64(p, header.partition);
+  dst->append(buf, static_cast<size_t>(p - buf));
+}
+
+absl::Status ParseHeader(std::string_view in, MessageHeader* header,
+                         std::string_view* body) {
+  coding::Reader r(in);
+  uint8_t version = 0, type = 0;
+  uint64_t partition = 0;
+  if (!r.GetByte(&version)) return absl::DataLossError("empty message");
+  if (version != kMessageFormatVersion) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported message format version ", version));
+  }
+  if (!r.GetByte(&type) || type < 1 || type > kMaxMessageType) {
+    return absl::DataLossError(absl::StrCat("unknown message type ", type));
+  }
+  header->type = static_cast<MessageType>(type);
+  if (!r.GetVarint64(&header->request_id) || !r.GetVarint64(&partition) ||
+      partition > UINT32_MAX) {
+    return Malformed(header->type, "header");
+  }
+  header->partition = static_cast<uint32_t>(partition);
+  *body = std::string_view(r.position(), r.remaining());
+  return absl::OkStatus();
+}
+
+void Message::EncodeTo(std::string* dst) const {
+  switch (header.type) {
+    case MessageType::kReadChunk:
+      EncodeReadChunk(header, seq, done, elements, dst);
+      return;
+    case MessageType::kReplicate:
+    case MessageType::kRepair:
+      EncodeDeltaMessage(header, delta, dst);
+      return;
+    case MessageType::kReplicateAck:
+      EncodeStatusReply(header, status, dst);
+      return;
+    default:
+      break;
+  }
+  EncodeHeader(header, dst);
+  switch (header.type) {
+    case MessageType::kUpdate:
+      coding::PutLengthPrefixed(dst, set);
+      coding::PutVarint64(dst, ops.size());
+      for (const UpdateOp& op : ops) {
+        dst->push_back(
+            static_cast<char>((op.kind == UpdateOp::Kind::kAdd ? 1 : 0) |
+                              (op.context_from_replica ? 2 : 0)));
+        coding::PutLengthPrefixed(dst, op.element);
+        PutDots(dst, op.context);
+      }
+      break;
+    case MessageType::kUpdateReply:
+      PutStatus(dst, status);
+      if (status.ok()) coding::PutLengthPrefixed(dst, delta.Encode());
+      break;
+    case MessageType::kRead:
+      coding::PutLengthPrefixed(dst, set);
+      PutBounds(dst, bounds, batch_size);
+      break;
+    case MessageType::kReadClock:
+      PutStatus(dst, status);
+      if (status.ok()) coding::PutLengthPrefixed(dst, clock.Encode());
+      break;
+    case MessageType::kChunkAck:
+      coding::PutVarint64(dst, seq);
+      break;
+    case MessageType::kStopFold:
+    case MessageType::kKeepFold:
+      break;
+    case MessageType::kQuery:
+      coding::PutLengthPrefixed(dst, set);
+      coding::PutVarint64(dst, query.size());
+      for (const std::string& e : query) coding::PutLengthPrefixed(dst, e);
+      break;
+    case MessageType::kQueryReply:
+      PutStatus(dst, status);
+      if (status.ok()) {
+        coding::PutLengthPrefixed(dst, clock.Encode());
+        PutElements(dst, elements);
+      }
+      break;
+    case MessageType::kReadChunk:
+    case MessageType::kReplicate:
+    case MessageType::kRepair:
+    case MessageType::kReplicateAck:
+      break;  // Encoded above.
+  }
+}
+
+absl::StatusOr<Message> Message::Decode(std::string_view in) {
+  Message m;
+  std::string_view body;
+  absl::Status s = ParseHeader(in, &m.header, &body);
+  if (!s.ok()) return s;
+  BodyReader d(body);
+  bool ok = true;
+  switch (m.header.type) {
+    case MessageType::kUpdate: {
+      uint64_t n = 0;
+      ok = d.String(&m.set) && d.Count(kMinUpdateOpBytes, &n);
+      if (!ok) break;
+      m.ops.resize(static_cast<size_t>(n));
+      for (UpdateOp& op : m.ops) {
+        uint8_t flags = 0;
+        ok = d.Byte(&flags) && flags <= 3 && d.String(&op.element) &&
+             d.Dots(&op.context);
+        if (!ok) break;
+        op.kind = (flags & 1) ? UpdateOp::Kind::kAdd : UpdateOp::Kind::kRemove;
+        op.context_from_replica = (flags & 2) != 0;
+      }
+      break;
+    }
+    case MessageType::kUpdateReply:
+      ok = d.Status(&m.status) && (!m.status.ok() || d.Delta(&m.delta));
+      break;
+    case MessageType::kReplicate:
+    case MessageType::kRepair: {
+      std::string_view delta;
+      s = ParseDeltaBody(body, &delta);
+      if (!s.ok()) return s;
+      s = Delta::DecodeInto(delta, &m.delta);
+      if (!s.ok()) return Malformed(m.header.type, s.message());
+      return m;
+    }
+    case MessageType::kReplicateAck:
+      s = ParseStatusBody(body, &m.status);
+      if (!s.ok()) return s;
+      return m;
+    case MessageType::kRead:
+      ok = d.String(&m.set) && d.Bounds(&m.bounds, &m.batch_size);
+      break;
+    case MessageType::kReadClock:
+      ok = d.Status(&m.status) && (!m.status.ok() || d.Clock(&m.clock));
+      break;
+    case MessageType::kReadChunk: {
+      std::string_view elements;
+      s = ParseReadChunkBody(body, &m.seq, &m.done, &elements);
+      if (!s.ok()) return s;
+      s = DecodeChunkElements(elements, &m.elements);
+      if (!s.ok()) return s;
+      return m;
+    }
+    case MessageType::kChunkAck:
+      ok = d.Varint(&m.seq);
+      break;
+    case MessageType::kStopFold:
+    case MessageType::kKeepFold:
+      break;
+    case MessageType::kQuery: {
+      uint64_t n = 0;
+      ok = d.String(&m.set) && d.Count(kMinStringBytes, &n);
+      if (!ok) break;
+      m.query.resize(static_cast<size_t>(n));
+      for (std::string& e : m.query) {
+        ok = d.String(&e);
+        if (!ok) break;
+      }
+      break;
+    }
+    case MessageType::kQueryReply:
+      ok = d.Status(&m.status) &&
+           (!m.status.ok() || (d.Clock(&m.clock) && d.Elements(&m.elements)));
+      break;
+  }
+  if (!ok) return Malformed(m.header.type, "body");
+  if (!d.empty()) return Malformed(m.header.type, "trailing bytes");
+  return m;
+}
+
+void EncodeReadChunk(const MessageHeader& header, uint64_t seq, bool done,
+                     std::span<const ElementDots> elements, std::string* dst) {
+  EncodeHeader(header, dst);
+  coding::PutVarint64(dst, seq);
+  dst->push_back(done ? 1 : 0);
+  PutElements(dst, elements);
+}
+
+absl::Status ParseReadChunkBody(std::string_view body, uint64_t* seq,
+                                bool* done, std::string_view* elements) {
+  BodyReader r(body);
+  uint8_t flag = 0;
+  if (!r.Varint(seq) || !r.Byte(&flag) || flag > 1) {
+    return Malformed(MessageType::kReadChunk, "header");
+  }
+  *done = flag == 1;
+  *elements = r.rest();
+  return absl::OkStatus();
+}
+
+absl::Status DecodeChunkElements(std::string_view in,
+                                 std::vector<ElementDots>* out) {
+  BodyReader d(in);
+  if (!d.Elements(out) || !d.empty()) {
+    return Malformed(MessageType::kReadChunk, "elements");
+  }
+  return absl::OkStatus();
+}
+
+void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
+                        std::string* dst) {
+  EncodeHeader(header, dst);
+  // Length-prefixed, but encoded in place: the delta is appended, then its
+  // length inserted before it (a few bytes moved instead of a temporary
+  // string).
+  const size_t start = dst->size();
+  delta.EncodeTo(dst);
+  char len[coding::kMaxVarint64Bytes];
+  const size_t n = coding::EncodeVarint64(len, dst->size() - start);
+  dst->insert(start, len, n);
+}
+
+absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta) {
+  BodyReader r(body);
+  if (!r.Bytes(delta) || !r.empty()) {
+    return Malformed(MessageType::kReplicate, "body");
+  }
+  return absl::OkStatus();
+}
+
+void EncodeStatusReply(const MessageHeader& header, const absl::Status& status,
+                       std::string* dst) {
+  EncodeHeader(header, dst);
+  PutStatus(dst, status);
+}
+
+absl::Status ParseStatusBody(std::string_view body, absl::Status* status) {
+  BodyReader r(body);
+  if (!r.Status(status) || !r.empty()) {
+    return Malformed(MessageType::kReplicateAck, "body");
+  }
+  return absl::OkStatus();
+}
+
+std::string DescribeMessage(std::string_view bytes) {
+  MessageHeader header;
+  std::string_view body;
+  if (!ParseHeader(bytes, &header, &body).ok()) {
+    return absl::StrCat("undecodable ", bytes.size(), "B");
+  }
+  return absl::StrCat(MessageTypeName(header.type), " #", header.request_id,
+                      " p", header.partition, " ", bytes.size(), "B");
+}
+
+}  // namespace bigset

@@ -1,0 +1,147 @@
+// The wire format of every message between nodes: the one codec of the
+// cluster's protocols (docs/FORMATS.md, "Messages"). Internal header: an
+// embedder's transport only moves the bytes, and node.h is the API.
+//
+//   coordinator -> replica          replica -> coordinator
+//   kUpdate (set, ops)              kUpdateReply (status, delta)
+//   kReplicate (delta)              kReplicateAck (status)
+//   kRead (set, bounds, batch)      kReadClock (status, clock)
+//                                   kReadChunk (seq, done, elements)
+//   kChunkAck (seq)
+//   kStopFold
+//   kKeepFold                       (none: keeps an idle fold from expiring)
+//   kQuery (set, elements)          kQueryReply (status, clock, elements)
+//   kRepair (delta)                 (none: repairs are idempotent and
+//                                    re-found by the next read)
+//
+// Every message starts with the same header: format version, type, request
+// id (matches replies to requests) and ring partition (the replica it is
+// about). The header is encoded by EncodeHeader and parsed by ParseHeader
+// only; nothing else in the library reads raw message bytes. Decoding never
+// reads out of bounds, bounds every allocation by the input's size, and
+// returns an error for malformed, truncated or trailing bytes.
+//
+// Thread-safety: value types and stateless functions.
+
+#ifndef BIGSET_LIB_NET_MESSAGE_H_
+#define BIGSET_LIB_NET_MESSAGE_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bigset/core/clock.h"
+#include "bigset/replica/delta.h"
+#include "bigset/replica/element_bounds.h"
+#include "bigset/replica/element_dots.h"
+#include "bigset/replica/replica.h"
+
+namespace bigset {
+
+enum class MessageType : uint8_t {
+  kUpdate = 1,
+  kUpdateReply = 2,
+  kReplicate = 3,
+  kReplicateAck = 4,
+  kRead = 5,
+  kReadClock = 6,
+  kReadChunk = 7,
+  kChunkAck = 8,
+  kStopFold = 9,
+  kQuery = 10,
+  kQueryReply = 11,
+  kRepair = 12,
+  kKeepFold = 13,
+};
+inline constexpr uint8_t kMaxMessageType = 13;
+
+const char* MessageTypeName(MessageType type);
+
+inline constexpr uint8_t kMessageFormatVersion = 1;
+
+// The fixed part of every message.
+struct MessageHeader {
+  MessageType type = MessageType::kUpdate;
+  uint64_t request_id = 0;
+  uint32_t partition = 0;
+};
+
+// Appends the header of a message to *dst.
+void EncodeHeader(const MessageHeader& header, std::string* dst);
+// Parses the header of `in` into *header and points *body at the rest.
+// DataLoss for malformed bytes, InvalidArgument for another format version.
+absl::Status ParseHeader(std::string_view in, MessageHeader* header,
+                         std::string_view* body);
+
+// One message, for the protocols' less frequent messages. Only the fields of
+// its type are encoded; the others keep their defaults after decoding.
+struct Message {
+  MessageHeader header;
+
+  // kUpdateReply, kReplicateAck, kReadClock, kQueryReply.
+  absl::Status status;
+  // kUpdate, kRead, kQuery.
+  std::string set;
+  // kUpdate.
+  std::vector<UpdateOp> ops;
+  // kUpdateReply, kReplicate, kRepair.
+  Delta delta;
+  // kRead: element bounds and chunk size (elements).
+  ElementBounds bounds;
+  uint32_t batch_size = 1000;
+  // kReadClock, kQueryReply.
+  Clock clock;
+  // kReadChunk, kChunkAck: chunk sequence number (from 0).
+  uint64_t seq = 0;
+  // kReadChunk: last chunk of the fold.
+  bool done = false;
+  // kReadChunk, kQueryReply.
+  std::vector<ElementDots> elements;
+  // kQuery: the elements asked about.
+  std::vector<std::string> query;
+
+  MessageType type() const { return header.type; }
+
+  void EncodeTo(std::string* dst) const;
+  std::string Encode() const {
+    std::string s;
+    EncodeTo(&s);
+    return s;
+  }
+  static absl::StatusOr<Message> Decode(std::string_view in);
+};
+
+// ---- Hot paths: the bulk of the traffic, without a Message per message.
+
+// kReadChunk: sequence number, last-chunk flag, then the elements.
+void EncodeReadChunk(const MessageHeader& header, uint64_t seq, bool done,
+                     std::span<const ElementDots> elements, std::string* dst);
+// Parses a kReadChunk body (after ParseHeader); *elements points at its
+// still encoded elements (see DecodeChunkElements).
+absl::Status ParseReadChunkBody(std::string_view body, uint64_t* seq,
+                                bool* done, std::string_view* elements);
+// Decodes the elements of a chunk into *out, reusing the strings and
+// vectors already in it (a steady stream allocates nothing). On error *out
+// is unspecified.
+absl::Status DecodeChunkElements(std::string_view in,
+                                 std::vector<ElementDots>* out);
+
+// kReplicate and kRepair: the encoded Delta, length-prefixed.
+void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
+                        std::string* dst);
+// Points *delta at the encoded Delta of a kReplicate or kRepair body (see
+// Delta::DecodeInto).
+absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta);
+
+// Replies that carry only a status (kReplicateAck).
+void EncodeStatusReply(const MessageHeader& header, const absl::Status& status,
+                       std::string* dst);
+absl::Status ParseStatusBody(std::string_view body, absl::Status* status);
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_NET_MESSAGE_H_

@@ -1,0 +1,360 @@
+#include "bigset/replica/replica.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/coding.h"
+#include "core/status_macros.h"
+#include "core/string_view_compat.h"
+#include "replica/clock_cache.h"
+#include "replica/replica_internal.h"
+#include "replica/set_state.h"
+
+namespace bigset {
+
+using replica_internal::kActorFormatVersion;
+using replica_internal::kActorMetadata;
+using replica_internal::Printable;
+using replica_internal::SetCorruption;
+
+namespace {
+
+ActorId NewActorId() {
+  std::random_device rd;
+  ActorId a = 0;
+  while (a == 0) {
+    a = (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
+  }
+  return a;
+}
+
+}  // namespace
+
+Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor)
+    : store_(store),
+      options_(options),
+      actor_(actor),
+      write_options_{options.sync_writes} {
+  size_t per_stripe =
+      std::max<size_t>(1, options.clock_cache_bytes / options.lock_stripes);
+  for (int i = 0; i < options.lock_stripes; ++i) {
+    stripes_.push_back(std::make_unique<Stripe>(per_stripe));
+  }
+}
+
+Replica::~Replica() = default;
+
+absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
+    Store* store, const ReplicaOptions& options) {
+  if (store == nullptr) return absl::InvalidArgumentError("store is null");
+  if (options.lock_stripes < 1) {
+    return absl::InvalidArgumentError("lock_stripes must be >= 1");
+  }
+  const std::string key = MetadataKey(options.keyspace, kActorMetadata);
+  std::string value;
+  absl::Status s = store->Get(ReadOptions(), key, &value);
+  ActorId actor = 0;
+  if (s.ok()) {
+    coding::Reader in(value);
+    uint8_t version = 0;
+    if (!in.GetByte(&version) || version != kActorFormatVersion ||
+        !in.GetFixed64BE(&actor) || !in.empty() || actor == 0) {
+      return absl::DataLossError(absl::StrCat("keyspace ", options.keyspace,
+                                              ": undecodable actor id"));
+    }
+  } else if (absl::IsNotFound(s)) {
+    // A keyspace that holds sets but no actor id lost its identity; starting
+    // a new actor over its clocks could not be told apart from the old one
+    // reusing counters, so refuse.
+    auto it = store->NewIterator(ReadOptions(), AllSetsRange(options.keyspace));
+    it->SeekToFirst();
+    BIGSET_RETURN_IF_ERROR(it->status());
+    if (it->Valid()) {
+      return absl::DataLossError(absl::StrCat(
+          "keyspace ", options.keyspace, " holds set data but no actor id"));
+    }
+    actor = options.actor_id_source ? options.actor_id_source() : NewActorId();
+    if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
+    value.clear();
+    value.push_back(static_cast<char>(kActorFormatVersion));
+    coding::PutFixed64BE(&value, actor);
+    WriteBatch batch;
+    batch.Put(key, value);
+    WriteOptions sync;
+    sync.sync = true;
+    BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
+  } else {
+    return s;
+  }
+  return std::unique_ptr<Replica>(new Replica(store, options, actor));
+}
+
+Replica::Stripe& Replica::StripeFor(std::string_view set) {
+  size_t h = absl::Hash<absl::string_view>()(ToAbsl(set));
+  return *stripes_[h % stripes_.size()];
+}
+
+absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
+  SetState state;
+  std::string value;
+  absl::Status s = store_->Get(
+      ReadOptions(), SetClockKey(options_.keyspace, set, actor_), &value);
+  if (s.ok()) {
+    absl::StatusOr<Clock> clock = Clock::Decode(value);
+    if (!clock.ok()) {
+      return SetCorruption(set, "undecodable set-clock",
+                           clock.status().message());
+    }
+    state.clock = std::move(*clock);
+  } else if (absl::IsNotFound(s)) {
+    // Never treat a missing clock as fresh when the set has keys: its
+    // counters could be reused.
+    auto it =
+        store_->NewIterator(ReadOptions(), SetRange(options_.keyspace, set));
+    it->SeekToFirst();
+    BIGSET_RETURN_IF_ERROR(it->status());
+    if (it->Valid()) {
+      return SetCorruption(set, "has keys but no set-clock");
+    }
+    return state;
+  } else {
+    return s;
+  }
+  s = store_->Get(ReadOptions(),
+                  SetTombstoneKey(options_.keyspace, set, actor_), &value);
+  if (s.ok()) {
+    absl::StatusOr<Clock> tombstone = Clock::Decode(value);
+    if (!tombstone.ok()) {
+      return SetCorruption(set, "undecodable set-tombstone",
+                           tombstone.status().message());
+    }
+    state.tombstone = std::move(*tombstone);
+  } else if (!absl::IsNotFound(s)) {
+    return s;
+  }
+  return state;
+}
+
+absl::StatusOr<SetState*> Replica::LoadState(Stripe& stripe,
+                                             std::string_view set) {
+  if (SetState* cached = stripe.cache.Lookup(set)) {
+    counters_.clock_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    return cached;
+  }
+  counters_.clock_cache_misses.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<SetState> state = ReadStateFromStore(set);
+  if (!state.ok()) return state.status();
+  return stripe.cache.Insert(set, std::move(*state));
+}
+
+void Replica::ApplyContext(std::string_view set, std::string_view element,
+                           std::span<const Dot> context, SetState* state,
+                           WriteBatch* batch) {
+  for (Dot dot : context) {
+    if (!dot.valid()) continue;
+    if (state->clock.Seen(dot)) {
+      // The key is known exactly; deleting an absent key is harmless.
+      batch->Delete(ElementKey(options_.keyspace, set, element, dot));
+    } else {
+      // Seen from now on, so the add carrying it is never written here.
+      state->clock.AddDot(dot);
+    }
+  }
+}
+
+void Replica::ApplyClear(std::string_view set, const Clock& clock,
+                         SetState* state) {
+  (void)set;
+  // Only dots already seen can have keys on disk; the others just enter the
+  // set-clock so that their keys are never written.
+  state->tombstone.Merge(Clock::Intersection(clock, state->clock));
+  state->clock.Merge(clock);
+}
+
+absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
+                             SetState* state, WriteBatch* batch,
+                             bool tombstone_changed) {
+  std::string value;
+  state->clock.EncodeTo(&value);
+  batch->Put(SetClockKey(options_.keyspace, set, actor_), value);
+  if (tombstone_changed) {
+    std::string key = SetTombstoneKey(options_.keyspace, set, actor_);
+    if (state->tombstone.empty()) {
+      batch->Delete(key);
+    } else {
+      value.clear();
+      state->tombstone.EncodeTo(&value);
+      batch->Put(key, value);
+    }
+  }
+  absl::Status s = store_->Write(write_options_, *batch);
+  if (!s.ok()) {
+    // The cached state already holds the change; drop it so the next access
+    // reloads what is really on disk.
+    stripe.cache.Erase(set);
+    return s;
+  }
+  stripe.cache.Recharge(set);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(std::string_view set,
+                                                      std::string_view element,
+                                                      const Clock& tombstone) {
+  std::vector<Dot> dots;
+  auto it = store_->NewIterator(ReadOptions(),
+                                ElementRange(options_.keyspace, set, element));
+  ParsedKey key;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    absl::Status s = DecodeKey(it->key(), &key);
+    if (!s.ok()) return SetCorruption(set, "bad element key", s.message());
+    if (!tombstone.Seen(key.dot)) dots.push_back(key.dot);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  return dots;
+}
+
+absl::StatusOr<Delta> Replica::Update(std::string_view set,
+                                      std::span<const UpdateOp> ops) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  SetState* state = *loaded;
+
+  Delta delta;
+  delta.set.assign(set);
+  delta.ops.reserve(ops.size());
+  WriteBatch batch;
+  uint64_t puts = 0, deletes = 0;
+  for (const UpdateOp& op : ops) {
+    DeltaOp& d = delta.ops.emplace_back();
+    d.element = op.element;
+    if (op.context_from_replica) {
+      absl::StatusOr<std::vector<Dot>> current =
+          CurrentDots(set, op.element, state->tombstone);
+      if (!current.ok()) {
+        stripe.cache.Erase(set);
+        return current.status();
+      }
+      d.context = std::move(*current);
+    } else {
+      d.context = op.context;
+    }
+    size_t before = batch.Count();
+    ApplyContext(set, op.element, d.context, state, &batch);
+    deletes += batch.Count() - before;
+    if (op.kind == UpdateOp::Kind::kAdd) {
+      absl::StatusOr<Dot> dot = state->clock.Increment(actor_);
+      if (!dot.ok()) {
+        stripe.cache.Erase(set);
+        return dot.status();
+      }
+      batch.Put(ElementKey(options_.keyspace, set, op.element, *dot), "");
+      ++puts;
+      d.add = *dot;
+    }
+  }
+  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, false));
+  counters_.updates_coordinated.fetch_add(1, std::memory_order_relaxed);
+  counters_.keys_written.fetch_add(puts + 1, std::memory_order_relaxed);
+  counters_.keys_deleted.fetch_add(deletes, std::memory_order_relaxed);
+  return delta;
+}
+
+absl::Status Replica::Apply(const Delta& delta) {
+  const std::string_view set = delta.set;
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  SetState* state = *loaded;
+
+  WriteBatch batch;
+  bool changed = false;
+  bool tombstone_changed = false;
+  uint64_t puts = 0;
+  if (delta.clear.has_value()) {
+    ApplyClear(set, *delta.clear, state);
+    changed = tombstone_changed = true;
+  }
+  for (const DeltaOp& op : delta.ops) {
+    // The context part first, always, even if the add's dot was seen.
+    for (Dot dot : op.context) {
+      if (dot.valid() && !state->clock.Seen(dot)) changed = true;
+    }
+    ApplyContext(set, op.element, op.context, state, &batch);
+    // Never rewrite a seen dot: its key may have been removed.
+    if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
+      state->clock.AddDot(*op.add);
+      batch.Put(ElementKey(options_.keyspace, set, op.element, *op.add), "");
+      ++puts;
+      changed = true;
+    }
+  }
+  uint64_t deletes = batch.Count() - puts;
+  if (changed || batch.Count() > 0) {
+    BIGSET_RETURN_IF_ERROR(
+        Commit(stripe, set, state, &batch, tombstone_changed));
+    counters_.keys_written.fetch_add(puts + 1, std::memory_order_relaxed);
+    counters_.keys_deleted.fetch_add(deletes, std::memory_order_relaxed);
+  }
+  counters_.deltas_applied.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  ApplyClear(set, clock, *loaded);
+  WriteBatch batch;
+  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, *loaded, &batch, true));
+  counters_.clears.fetch_add(1, std::memory_order_relaxed);
+  counters_.keys_written.fetch_add(2, std::memory_order_relaxed);
+  Delta delta;
+  delta.set.assign(set);
+  delta.clear = clock;
+  return delta;
+}
+
+absl::StatusOr<Clock> Replica::GetClock(std::string_view set) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  return (*loaded)->clock;
+}
+
+absl::StatusOr<SetStats> Replica::GetSetStats(std::string_view set) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  const SetState& s = **loaded;
+  SetStats stats;
+  stats.clock_bytes = s.clock.Encode().size();
+  stats.tombstone_bytes = s.tombstone.empty() ? 0 : s.tombstone.Encode().size();
+  stats.clock_dots = s.clock.DotCount();
+  stats.tombstone_dots = s.tombstone.DotCount();
+  return stats;
+}
+
+ReplicaStats Replica::stats() const {
+  ReplicaStats s;
+  s.updates_coordinated = counters_.updates_coordinated.load();
+  s.deltas_applied = counters_.deltas_applied.load();
+  s.clears = counters_.clears.load();
+  s.keys_written = counters_.keys_written.load();
+  s.keys_deleted = counters_.keys_deleted.load();
+  s.clock_cache_hits = counters_.clock_cache_hits.load();
+  s.clock_cache_misses = counters_.clock_cache_misses.load();
+  return s;
+}
+
+}  // namespace bigset

@@ -1,0 +1,309 @@
+// Replica's read side: streaming reads (SetReader), membership, ranges,
+// counts and the list of sets. Every read works on one store snapshot taken
+// under the set's stripe lock, so it agrees with the clock and tombstone
+// copied at the same moment.
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/replica/replica.h"
+#include "core/status_macros.h"
+#include "keys/keys_internal.h"
+#include "replica/continuation.h"
+#include "replica/replica_internal.h"
+#include "replica/set_state.h"
+
+namespace bigset {
+
+using replica_internal::Printable;
+using replica_internal::SetCorruption;
+
+namespace {
+
+// The smallest byte string greater than every string starting with
+// `prefix`; nullopt if there is none (prefix empty or all 0xFF).
+std::optional<std::string> PrefixEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty() && static_cast<uint8_t>(end.back()) == 0xFF) {
+    end.pop_back();
+  }
+  if (end.empty()) return std::nullopt;
+  end.back() = static_cast<char>(static_cast<uint8_t>(end.back()) + 1);
+  return end;
+}
+
+}  // namespace
+
+SetReader::~SetReader() = default;
+
+// Streams one set's elements from a snapshot (see set_reader.h).
+class Replica::Reader final : public SetReader {
+ public:
+  Reader(View view, std::unique_ptr<Iterator> it, size_t prefix_len,
+         const std::string& seek, const SetReadOptions& options)
+      : view_(std::move(view)),
+        it_(std::move(it)),
+        prefix_len_(prefix_len),
+        bounds_(options.bounds),
+        batch_size_(options.batch_size),
+        max_chunk_bytes_(options.max_chunk_bytes),
+        filter_(!view_.tombstone.empty()) {
+    if (seek.empty()) {
+      it_->SeekToFirst();
+    } else {
+      it_->Seek(seek);
+    }
+  }
+
+  const Clock& clock() const override { return view_.clock; }
+
+  bool AtEnd() const override { return past_end_ || !it_->Valid(); }
+
+  absl::StatusOr<bool> Next(std::vector<ElementDots>* chunk) override {
+    // Reuse the caller's ElementDots (their strings and vectors keep their
+    // capacity), so a steady read allocates nothing per element.
+    size_t n = 0;
+    size_t bytes = 0;
+    ElementDots* current = nullptr;
+    std::string_view element;
+    Dot dot;
+    while (!past_end_ && it_->Valid()) {
+      if (!internal::DecodeElementKeyAfterPrefix(it_->key(), prefix_len_,
+                                                 &element, &scratch_, &dot)) {
+        return absl::DataLossError(absl::StrCat("bad element key in set read: ",
+                                                Printable(it_->key())));
+      }
+      if (bounds_.PastEnd(element)) {
+        past_end_ = true;
+        break;
+      }
+      if (filter_ && view_.tombstone.Seen(dot)) {
+        it_->Next();
+        continue;
+      }
+      if (current == nullptr || element != current->element) {
+        // Stop before consuming the next element's first key: the next
+        // call starts with it.
+        if (n == batch_size_ || bytes >= max_chunk_bytes_) break;
+        if (n == chunk->size()) chunk->emplace_back();
+        current = &(*chunk)[n++];
+        current->element.assign(element);
+        current->dots.clear();
+        bytes += element.size();
+      }
+      current->dots.push_back(dot);
+      bytes += kBytesPerDot;
+      it_->Next();
+    }
+    chunk->resize(n);
+    BIGSET_RETURN_IF_ERROR(it_->status());
+    return n > 0;
+  }
+
+ private:
+  // What a dot adds to a chunk's size (its encoding is at most 18 bytes).
+  static constexpr size_t kBytesPerDot = 16;
+
+  View view_;
+  std::unique_ptr<Iterator> it_;
+  const size_t prefix_len_;
+  const ElementBounds bounds_;
+  const size_t batch_size_;
+  const size_t max_chunk_bytes_;
+  const bool filter_;  // Whether the tombstone has any dot.
+  bool past_end_ = false;
+  std::string scratch_;
+};
+
+absl::StatusOr<Replica::View> Replica::OpenView(std::string_view set,
+                                                bool with_clock) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  // Taken under the lock: no change of this set is half-way, so the
+  // snapshot's keys agree with the clock and tombstone copied here.
+  View view;
+  view.snapshot = store_->GetSnapshot();
+  view.tombstone = (*loaded)->tombstone;
+  if (with_clock) view.clock = (*loaded)->clock;
+  return view;
+}
+
+std::string Replica::SeekKey(std::string_view set,
+                             const ElementBounds& bounds) const {
+  if (!bounds.start.has_value()) return {};
+  return bounds.start_inclusive
+             ? ElementSeekKey(options_.keyspace, set, *bounds.start)
+             : ElementRange(options_.keyspace, set, *bounds.start).limit;
+}
+
+absl::StatusOr<std::unique_ptr<SetReader>> Replica::Read(
+    std::string_view set, const SetReadOptions& options) {
+  if (options.batch_size == 0 || options.max_chunk_bytes == 0) {
+    return absl::InvalidArgumentError(
+        "batch_size and max_chunk_bytes must be >= 1");
+  }
+  absl::StatusOr<View> view = OpenView(set, /*with_clock=*/true);
+  if (!view.ok()) return view.status();
+  ReadOptions ro;
+  ro.snapshot = view->snapshot.get();
+  ro.fill_cache = options.fill_cache;
+  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
+  return std::unique_ptr<SetReader>(
+      new Reader(std::move(*view), std::move(it),
+                 internal::ElementKeyPrefixLength(set),
+                 SeekKey(set, options.bounds), options));
+}
+
+absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
+                                                   std::string_view element) {
+  std::string e(element);
+  absl::StatusOr<Membership> m = ContainsAll(set, std::span(&e, 1));
+  if (!m.ok()) return m.status();
+  return std::move(m->elements[0].dots);
+}
+
+absl::StatusOr<Membership> Replica::ContainsAll(
+    std::string_view set, std::span<const std::string> elements, Clock* clock) {
+  absl::StatusOr<View> view = OpenView(set, /*with_clock=*/clock != nullptr);
+  if (!view.ok()) return view.status();
+  ReadOptions ro;
+  ro.snapshot = view->snapshot.get();
+  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
+
+  // Seek in element order so the iterator only moves forward.
+  std::vector<size_t> order(elements.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return elements[a] < elements[b]; });
+  if (clock != nullptr) *clock = std::move(view->clock);
+  Membership result;
+  result.elements.resize(elements.size());
+  result.all_present = true;
+  ParsedKey key;
+  for (size_t n = 0; n < order.size(); ++n) {
+    size_t i = order[n];
+    ElementDots& out = result.elements[i];
+    out.element = elements[i];
+    if (n > 0 && elements[order[n - 1]] == elements[i]) {
+      out.dots = result.elements[order[n - 1]].dots;
+    } else {
+      for (it->Seek(ElementSeekKey(options_.keyspace, set, elements[i]));
+           it->Valid(); it->Next()) {
+        absl::Status s = DecodeKey(it->key(), &key);
+        if (!s.ok()) return SetCorruption(set, "bad element key", s.message());
+        if (key.element != elements[i]) break;
+        if (!view->tombstone.Seen(key.dot)) out.dots.push_back(key.dot);
+      }
+      BIGSET_RETURN_IF_ERROR(it->status());
+    }
+    if (out.dots.empty()) result.all_present = false;
+  }
+  return result;
+}
+
+absl::StatusOr<RangeResult> Replica::Range(std::string_view set,
+                                           const RangeQuery& query) {
+  // Where to start: after the continuation's element, or at the bound.
+  ElementBounds bounds = query;
+  if (!query.continuation.empty()) {
+    absl::StatusOr<std::string> after = DecodeContinuation(query.continuation);
+    if (!after.ok()) return after.status();
+    bounds.start = std::move(*after);
+    bounds.start_inclusive = false;
+  }
+  const std::string seek = SeekKey(set, bounds);
+
+  absl::StatusOr<View> view = OpenView(set, /*with_clock=*/false);
+  if (!view.ok()) return view.status();
+  ReadOptions ro;
+  ro.snapshot = view->snapshot.get();
+  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
+  if (seek.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(seek);
+  }
+
+  RangeResult result;
+  ParsedKey key;
+  for (; it->Valid(); it->Next()) {
+    absl::Status s = DecodeKey(it->key(), &key);
+    if (!s.ok()) return SetCorruption(set, "bad element key", s.message());
+    if (bounds.PastEnd(key.element)) break;
+    if (view->tombstone.Seen(key.dot)) continue;
+    if (result.elements.empty() ||
+        result.elements.back().element != key.element) {
+      if (query.limit != 0 && result.elements.size() == query.limit) {
+        result.continuation = EncodeContinuation(result.elements.back().element);
+        break;
+      }
+      result.elements.push_back(ElementDots{std::string(key.element), {}});
+    }
+    result.elements.back().dots.push_back(key.dot);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  return result;
+}
+
+absl::StatusOr<RangeResult> Replica::Prefix(std::string_view set,
+                                            std::string_view prefix,
+                                            size_t limit,
+                                            std::string_view continuation) {
+  RangeQuery q;
+  q.start = std::string(prefix);
+  q.start_inclusive = true;
+  q.end = PrefixEnd(prefix);
+  q.end_inclusive = false;
+  q.limit = limit;
+  q.continuation.assign(continuation);
+  return Range(set, q);
+}
+
+absl::StatusOr<uint64_t> Replica::Count(std::string_view set) {
+  absl::StatusOr<View> view = OpenView(set, /*with_clock=*/false);
+  if (!view.ok()) return view.status();
+  ReadOptions ro;
+  ro.snapshot = view->snapshot.get();
+  ro.fill_cache = false;
+  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
+  uint64_t count = 0;
+  std::string last;
+  ParsedKey key;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    absl::Status s = DecodeKey(it->key(), &key);
+    if (!s.ok()) return SetCorruption(set, "bad element key", s.message());
+    if (view->tombstone.Seen(key.dot)) continue;
+    if (count == 0 || key.element != last) {
+      ++count;
+      last.assign(key.element);
+    }
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  return count;
+}
+
+absl::StatusOr<std::vector<std::string>> Replica::ListSets(
+    std::optional<std::string> after, size_t limit) {
+  auto it = store_->NewIterator(ReadOptions(), AllSetsRange(options_.keyspace));
+  if (after.has_value()) {
+    it->Seek(SetRange(options_.keyspace, *after).limit);
+  } else {
+    it->SeekToFirst();
+  }
+  std::vector<std::string> sets;
+  ParsedKey key;
+  while (it->Valid() && (limit == 0 || sets.size() < limit)) {
+    absl::Status s = DecodeKey(it->key(), &key);
+    if (!s.ok()) return absl::DataLossError(s.message());
+    sets.emplace_back(key.set);
+    // Jump past every key of this set.
+    it->Seek(SetRange(options_.keyspace, key.set).limit);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  return sets;
+}
+
+}  // namespace bigset

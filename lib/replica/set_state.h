@@ -1,0 +1,28 @@
+// SetState: a replica's in-memory copy of one set's causal metadata.
+// Internal header.
+
+#ifndef BIGSET_LIB_REPLICA_SET_STATE_H_
+#define BIGSET_LIB_REPLICA_SET_STATE_H_
+
+#include <cstddef>
+
+#include "bigset/core/clock.h"
+
+namespace bigset {
+
+class SetState {
+ public:
+  // Every event this replica has seen for the set.
+  Clock clock;
+  // Events whose keys may still be on disk but are removed (Clear).
+  Clock tombstone;
+  // Bytes the entry is charged in the clock cache (see ClockCache).
+  size_t charge = 0;
+};
+
+// Approximate heap bytes of a clock: what caching it costs.
+size_t ApproximateMemory(const Clock& clock);
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_REPLICA_SET_STATE_H_

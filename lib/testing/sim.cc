@@ -1,0 +1,407 @@
+#include "bigset/testing/sim.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/keys/keys.h"
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
+
+namespace bigset {
+
+class Simulator::SimTransport final : public Transport {
+ public:
+  explicit SimTransport(Simulator* sim) : sim_(sim) {}
+  void Send(NodeId from, NodeId to, std::string bytes) override {
+    sim_->Route(from, to, std::move(bytes));
+  }
+
+ private:
+  Simulator* sim_;
+};
+
+class Simulator::SimScheduler final : public Scheduler {
+ public:
+  SimScheduler(Simulator* sim, NodeId node) : sim_(sim), node_(node) {}
+  uint64_t NowMicros() const override { return sim_->now_; }
+  TimerId After(uint64_t delay_micros, std::function<void()> fn) override {
+    return sim_->AddTimer(node_, delay_micros, std::move(fn));
+  }
+  void Cancel(TimerId id) override { sim_->cancelled_timers_.insert(id); }
+
+ private:
+  Simulator* sim_;
+  NodeId node_;
+};
+
+Simulator::Simulator(const SimOptions& options)
+    : options_(options),
+      rng_(options.seed),
+      loss_(options.loss),
+      duplicate_(options.duplicate),
+      min_latency_(options.min_latency_micros),
+      max_latency_(
+          std::max(options.min_latency_micros, options.max_latency_micros)) {}
+
+Simulator::~Simulator() {
+  // Nodes first (they may hold snapshots and iterators), then stores.
+  for (NodeSlot& slot : nodes_) slot.node.reset();
+  for (NodeSlot& slot : nodes_) slot.store.reset();
+  queue_.clear();
+  slab_.clear();
+}
+
+absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
+    const SimOptions& options) {
+  if (options.nodes < 1)
+    return absl::InvalidArgumentError("nodes must be >= 1");
+  std::unique_ptr<Simulator> sim(new Simulator(options));
+  std::vector<NodeId> ids;
+  for (int i = 1; i <= options.nodes; ++i)
+    ids.push_back(static_cast<NodeId>(i));
+  absl::StatusOr<Ring> ring = Ring::Create(ids, options.ring);
+  if (!ring.ok()) return ring.status();
+  sim->ring_.emplace(std::move(*ring));
+  sim->transport_ = std::make_unique<SimTransport>(sim.get());
+  sim->nodes_.resize(ids.size());
+  if (options.directory.empty()) {
+    sim->mem_env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
+  }
+  for (NodeId id : ids) {
+    absl::Status s = sim->StartNode(id);
+    if (!s.ok()) return s;
+  }
+  return sim;
+}
+
+absl::Status Simulator::StartNode(NodeId id) {
+  NodeSlot& slot = *SlotOf(id);
+  LevelDbStoreOptions so = options_.store;
+  std::string path;
+  if (mem_env_ != nullptr) {
+    so.env = mem_env_.get();
+    path = absl::StrCat("/sim/node", id);
+  } else {
+    path = absl::StrCat(options_.directory, "/node", id);
+  }
+  absl::StatusOr<std::unique_ptr<LevelDbStore>> store =
+      LevelDbStore::Open(path, so);
+  if (!store.ok()) return store.status();
+  slot.store = std::move(*store);
+  slot.scheduler = std::make_unique<SimScheduler>(this, id);
+  NodeOptions no = options_.node;
+  no.actor_id_source = [this]() {
+    ActorId a = 0;
+    while (a == 0) a = rng_();
+    return a;
+  };
+  absl::StatusOr<std::unique_ptr<Node>> node = Node::Open(
+      id, *ring_, slot.store.get(), transport_.get(), slot.scheduler.get(), no);
+  if (!node.ok()) {
+    slot.store.reset();
+    return node.status();
+  }
+  slot.node = std::move(*node);
+  ++slot.incarnation;
+  slot.up = true;
+  Trace(absl::StrCat("t=", now_, " start node ", id, " incarnation ",
+                     slot.incarnation));
+  return absl::OkStatus();
+}
+
+Node* Simulator::node(NodeId id) {
+  NodeSlot* slot = SlotOf(id);
+  return slot == nullptr || !slot->up ? nullptr : slot->node.get();
+}
+
+bool Simulator::IsUp(NodeId id) const {
+  const NodeSlot* slot = SlotOf(id);
+  return slot != nullptr && slot->up;
+}
+
+void Simulator::SetLatency(uint64_t min_micros, uint64_t max_micros) {
+  min_latency_ = min_micros;
+  max_latency_ = std::max(min_micros, max_micros);
+}
+
+void Simulator::Partition(const std::vector<std::vector<NodeId>>& groups) {
+  group_.assign(nodes_.size(), -1);
+  int g = 0;
+  for (const auto& group : groups) {
+    for (NodeId n : group) {
+      if (SlotOf(n) != nullptr) group_[n - 1] = g;
+    }
+    ++g;
+  }
+  // Nodes in no group are each alone.
+  for (int& group : group_) {
+    if (group < 0) group = g++;
+  }
+  Trace(absl::StrCat("t=", now_, " partition into ", g, " groups"));
+}
+
+void Simulator::Heal() {
+  group_.clear();
+  Trace(absl::StrCat("t=", now_, " heal"));
+}
+
+absl::Status Simulator::Crash(NodeId id) {
+  NodeSlot* found = SlotOf(id);
+  if (found == nullptr) return absl::NotFoundError("no such node");
+  NodeSlot& slot = *found;
+  if (!slot.up) return absl::FailedPreconditionError("node is down");
+  slot.node.reset();
+  slot.store.reset();
+  slot.up = false;
+  Trace(absl::StrCat("t=", now_, " crash node ", id));
+  return absl::OkStatus();
+}
+
+absl::Status Simulator::Restart(NodeId id) {
+  NodeSlot* slot = SlotOf(id);
+  if (slot == nullptr) return absl::NotFoundError("no such node");
+  if (slot->up) return absl::FailedPreconditionError("node is up");
+  return StartNode(id);
+}
+
+absl::Status Simulator::CompactAll() {
+  for (NodeId id = 1; id <= nodes_.size(); ++id) {
+    NodeSlot& slot = *SlotOf(id);
+    if (!slot.up) continue;
+    for (uint32_t p : ring_->PartitionsOf(id)) {
+      absl::Status s = slot.store->CompactRange(KeyspaceRange(p));
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Simulator::Latency() {
+  if (max_latency_ == min_latency_) return min_latency_;
+  return std::uniform_int_distribution<uint64_t>(min_latency_,
+                                                 max_latency_)(rng_);
+}
+
+void Simulator::Push(uint64_t time, Event e) {
+  uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(slab_.size());
+    slab_.push_back(std::move(e));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slab_[slot] = std::move(e);
+  }
+  queue_.push_back(Scheduled{time, next_seq_++, slot});
+  std::push_heap(queue_.begin(), queue_.end(), Later());
+}
+
+void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
+  NodeSlot* dest = SlotOf(to);
+  const bool partitioned = dest != nullptr && !group_.empty() &&
+                           SlotOf(from) != nullptr &&
+                           group_[from - 1] != group_[to - 1];
+  if (dest == nullptr || partitioned ||
+      (loss_ > 0 && std::uniform_real_distribution<double>()(rng_) < loss_)) {
+    ++dropped_;
+    return;
+  }
+  const bool dup = duplicate_ > 0 &&
+                   std::uniform_real_distribution<double>()(rng_) < duplicate_;
+  for (int copy = 0; copy < (dup ? 2 : 1); ++copy) {
+    Event e;
+    const uint64_t time = now_ + Latency();
+    e.is_message = true;
+    e.from = from;
+    e.to = to;
+    e.incarnation = dest->incarnation;
+    e.bytes = copy == 0 && !dup ? std::move(bytes) : bytes;
+    Push(time, std::move(e));
+  }
+}
+
+uint64_t Simulator::AddTimer(NodeId node, uint64_t delay,
+                             std::function<void()> fn) {
+  Event e;
+  e.to = node;
+  e.incarnation = SlotOf(node)->incarnation;
+  e.fn = std::move(fn);
+  e.timer_id = next_timer_++;
+  uint64_t id = e.timer_id;
+  Push(now_ + delay, std::move(e));
+  return id;
+}
+
+bool Simulator::Step() {
+  if (queue_.empty()) return false;
+  std::pop_heap(queue_.begin(), queue_.end(), Later());
+  const Scheduled next = queue_.back();
+  queue_.pop_back();
+  // Moved out: handling it may schedule more events into the slab.
+  Event event = std::move(slab_[next.slot]);
+  free_slots_.push_back(next.slot);
+  Event* e = &event;
+  now_ = std::max(now_, next.time);
+  ++events_;
+  NodeSlot& slot = *SlotOf(e->to);
+  // A crashed node, or one restarted since, gets nothing sent to (or
+  // scheduled by) its former self.
+  const bool alive = slot.up && slot.incarnation == e->incarnation;
+  if (e->is_message) {
+    if (!alive || (!group_.empty() && SlotOf(e->from) != nullptr &&
+                   group_[e->from - 1] != group_[e->to - 1])) {
+      ++dropped_;
+      return true;
+    }
+    ++delivered_;
+    // The header (type, request id, partition), the last bytes and the
+    // size identify a message well enough; hashing whole read chunks would
+    // cost more than delivering them.
+    uint64_t head = 0, tail = 0;
+    std::memcpy(&head, e->bytes.data(), std::min<size_t>(8, e->bytes.size()));
+    if (e->bytes.size() >= 8) {
+      std::memcpy(&tail, e->bytes.data() + e->bytes.size() - 8, 8);
+    }
+    const uint64_t digest = (head * 0x9e3779b97f4a7c15ull) ^
+                            (tail * 0xc2b2ae3d27d4eb4full) ^ e->bytes.size();
+    if (options_.trace_capacity == 0) {
+      trace_hash_ = (trace_hash_ ^ digest) * 0x100000001b3ull + now_;
+    } else {
+      Trace(absl::StrCat("t=", now_, " ", e->from, "->", e->to, " ",
+                         DescribeMessage(e->bytes), " #", digest & 0xffff));
+    }
+    slot.node->Receive(e->from, e->bytes);
+  } else {
+    if (!alive || cancelled_timers_.erase(e->timer_id)) return true;
+    trace_hash_ = trace_hash_ * 31 + e->to * 7 + now_;  // Timers count too.
+    e->fn();
+  }
+  return true;
+}
+
+uint64_t Simulator::RunUntilIdle(uint64_t max_events) {
+  uint64_t n = 0;
+  while (n < max_events && Step()) ++n;
+  return n;
+}
+
+bool Simulator::RunUntil(const std::function<bool()>& pred) {
+  while (!pred()) {
+    if (!Step()) return pred();
+  }
+  return true;
+}
+
+void Simulator::RunFor(uint64_t micros) {
+  const uint64_t until = now_ + micros;
+  while (!queue_.empty() && queue_.front().time <= until) Step();
+  now_ = std::max(now_, until);
+}
+
+void Simulator::Trace(std::string line) {
+  trace_hash_ = StableHash(absl::StrCat(trace_hash_, "|", line));
+  if (options_.trace_capacity == 0) return;
+  trace_.push_back(std::move(line));
+  while (trace_.size() > options_.trace_capacity) trace_.pop_front();
+}
+
+std::vector<std::string> Simulator::TraceTail() const {
+  return std::vector<std::string>(trace_.begin(), trace_.end());
+}
+
+// ---- Blocking client API.
+
+namespace {
+absl::Status NodeDown(NodeId id) {
+  return absl::UnavailableError(absl::StrCat("node ", id, " is down"));
+}
+absl::Status Stalled() {
+  return absl::InternalError("simulation ran out of events before the reply");
+}
+}  // namespace
+
+absl::StatusOr<Delta> Simulator::Update(NodeId via, std::string_view set,
+                                        std::vector<UpdateOp> ops,
+                                        const ClusterWriteOptions& options) {
+  Node* n = node(via);
+  if (n == nullptr) return NodeDown(via);
+  std::optional<absl::StatusOr<Delta>> result;
+  n->Update(set, std::move(ops), options,
+            [&result](absl::StatusOr<Delta> r) { result = std::move(r); });
+  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  return std::move(*result);
+}
+
+namespace {
+class CollectingHandler final : public ReadHandler {
+ public:
+  void OnClock(const Clock& clock) override {
+    result.clock = clock;
+    // A good guess of the size: every element holds at least one dot.
+    result.elements.reserve(std::min<uint64_t>(clock.DotCount(), 1 << 22));
+  }
+  void OnChunk(std::vector<ElementDots>* elements,
+               std::function<void()> next) override {
+    for (ElementDots& e : *elements) result.elements.push_back(std::move(e));
+    next();
+  }
+  void OnDone(absl::Status s) override { status = s; }
+
+  SimReadResult result;
+  std::optional<absl::Status> status;
+};
+}  // namespace
+
+absl::StatusOr<SimReadResult> Simulator::Read(NodeId via, std::string_view set,
+                                              const ClusterReadOptions& options,
+                                              const RangeQuery* bounds) {
+  Node* n = node(via);
+  if (n == nullptr) return NodeDown(via);
+  CollectingHandler handler;
+  n->Read(set, options, &handler, bounds);
+  if (!RunUntil([&handler]() { return handler.status.has_value(); })) {
+    return Stalled();
+  }
+  if (!handler.status->ok()) return *handler.status;
+  return std::move(handler.result);
+}
+
+absl::StatusOr<Membership> Simulator::ContainsAll(
+    NodeId via, std::string_view set, std::vector<std::string> elements,
+    const ClusterReadOptions& options) {
+  Node* n = node(via);
+  if (n == nullptr) return NodeDown(via);
+  std::optional<absl::StatusOr<Membership>> result;
+  n->ContainsAll(
+      set, std::move(elements), options,
+      [&result](absl::StatusOr<Membership> r) { result = std::move(r); });
+  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  return std::move(*result);
+}
+
+absl::StatusOr<RangeResult> Simulator::Range(
+    NodeId via, std::string_view set, const RangeQuery& query,
+    const ClusterReadOptions& options) {
+  Node* n = node(via);
+  if (n == nullptr) return NodeDown(via);
+  std::optional<absl::StatusOr<RangeResult>> result;
+  n->Range(set, query, options,
+           [&result](absl::StatusOr<RangeResult> r) { result = std::move(r); });
+  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  return std::move(*result);
+}
+
+absl::StatusOr<uint64_t> Simulator::Count(NodeId via, std::string_view set,
+                                          const ClusterReadOptions& options) {
+  Node* n = node(via);
+  if (n == nullptr) return NodeDown(via);
+  std::optional<absl::StatusOr<uint64_t>> result;
+  n->Count(set, options,
+           [&result](absl::StatusOr<uint64_t> r) { result = std::move(r); });
+  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  return std::move(*result);
+}
+
+}  // namespace bigset

@@ -1,0 +1,174 @@
+// The message wire format: round trips of every type, truncations, trailing
+// bytes, bit flips and garbage.
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "bigset/net/transport.h"
+#include "net/message.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::AdversarialBytes;
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+
+// ---- Messages.
+
+Message RandomMessage(Rng& rng) {
+  Message m;
+  m.header.type = static_cast<MessageType>(Uniform(rng, 1, kMaxMessageType));
+  m.header.request_id = rng();
+  m.header.partition = static_cast<uint32_t>(rng());
+  auto dots = [&]() {
+    std::vector<Dot> d;
+    for (int i = 0, n = Uniform(rng, 0, 3); i < n; ++i) {
+      d.push_back(Dot{rng(), Uniform(rng, 1, ~0ull)});
+    }
+    return d;
+  };
+  auto elements = [&]() {
+    std::vector<ElementDots> es;
+    for (int i = 0, n = Uniform(rng, 0, 4); i < n; ++i) {
+      es.push_back({AdversarialBytes(rng, 6), dots()});
+    }
+    return es;
+  };
+  Clock c;
+  for (int i = 0; i < 4; ++i)
+    c.AddDot(Dot{Uniform(rng, 1, 3), Uniform(rng, 1, 40)});
+  absl::Status err = absl::UnavailableError(AdversarialBytes(rng, 5));
+  switch (m.type()) {
+    case MessageType::kUpdate:
+      m.set = AdversarialBytes(rng, 6);
+      for (int i = 0, n = Uniform(rng, 0, 3); i < n; ++i) {
+        UpdateOp op = Uniform(rng, 0, 1)
+                          ? UpdateOp::Add(AdversarialBytes(rng, 5), dots())
+                          : UpdateOp::Remove(AdversarialBytes(rng, 5), dots());
+        op.context_from_replica = Uniform(rng, 0, 1);
+        m.ops.push_back(op);
+      }
+      break;
+    case MessageType::kUpdateReply:
+    case MessageType::kReplicate:
+    case MessageType::kRepair:
+      if (m.type() == MessageType::kUpdateReply && Uniform(rng, 0, 1)) {
+        m.status = err;
+        break;
+      }
+      m.delta.set = AdversarialBytes(rng, 4);
+      m.delta.ops.push_back(
+          DeltaOp{AdversarialBytes(rng, 4), dots(), Dot{7, 9}});
+      break;
+    case MessageType::kReplicateAck:
+      if (Uniform(rng, 0, 1)) m.status = err;
+      break;
+    case MessageType::kRead:
+      m.set = AdversarialBytes(rng, 6);
+      if (Uniform(rng, 0, 1)) m.bounds.start = AdversarialBytes(rng, 4);
+      if (Uniform(rng, 0, 1)) m.bounds.end = AdversarialBytes(rng, 4);
+      m.bounds.start_inclusive = Uniform(rng, 0, 1);
+      m.bounds.end_inclusive = Uniform(rng, 0, 1);
+      m.batch_size = static_cast<uint32_t>(Uniform(rng, 1, 5000));
+      break;
+    case MessageType::kReadClock:
+      if (Uniform(rng, 0, 1))
+        m.status = err;
+      else
+        m.clock = c;
+      break;
+    case MessageType::kReadChunk:
+      m.seq = rng();
+      m.done = Uniform(rng, 0, 1);
+      m.elements = elements();
+      break;
+    case MessageType::kChunkAck:
+      m.seq = rng();
+      break;
+    case MessageType::kStopFold:
+    case MessageType::kKeepFold:
+      break;
+    case MessageType::kQuery:
+      m.set = AdversarialBytes(rng, 6);
+      for (int i = 0, n = Uniform(rng, 0, 4); i < n; ++i) {
+        m.query.push_back(AdversarialBytes(rng, 5));
+      }
+      break;
+    case MessageType::kQueryReply:
+      if (Uniform(rng, 0, 1)) {
+        m.status = err;
+      } else {
+        m.clock = c;
+        m.elements = elements();
+      }
+      break;
+  }
+  return m;
+}
+
+bool SameOps(const std::vector<UpdateOp>& a, const std::vector<UpdateOp>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].kind != b[i].kind || a[i].element != b[i].element ||
+        a[i].context != b[i].context ||
+        a[i].context_from_replica != b[i].context_from_replica) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_CASE("message: round trip, truncation and garbage") {
+  for (uint64_t seed : Seeds(10)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    for (int i = 0; i < 500; ++i) {
+      Message m = RandomMessage(rng);
+      std::string enc = m.Encode();
+      auto back = Message::Decode(enc);
+      REQUIRE(back.ok());
+      CHECK(back->type() == m.type());
+      CHECK(back->header.request_id == m.header.request_id);
+      CHECK(back->header.partition == m.header.partition);
+      CHECK(back->status == m.status);
+      CHECK(back->set == m.set);
+      CHECK(SameOps(back->ops, m.ops));
+      CHECK(back->delta == m.delta);
+      CHECK(back->bounds.start == m.bounds.start);
+      CHECK(back->bounds.end == m.bounds.end);
+      CHECK(back->clock == m.clock);
+      CHECK(back->elements == m.elements);
+      CHECK(back->query == m.query);
+      CHECK(back->seq == m.seq);
+      CHECK(back->done == m.done);
+      if (m.type() == MessageType::kRead) {
+        CHECK(back->batch_size == m.batch_size);
+        CHECK(back->bounds.start_inclusive == m.bounds.start_inclusive);
+        CHECK(back->bounds.end_inclusive == m.bounds.end_inclusive);
+      }
+      for (size_t len = 0; len < enc.size(); ++len) {
+        REQUIRE_FALSE(Message::Decode(enc.substr(0, len)).ok());
+      }
+      REQUIRE_FALSE(Message::Decode(enc + "z").ok());
+      std::string flipped = enc;
+      flipped[Uniform(rng, 0, flipped.size() - 1)] ^=
+          static_cast<char>(1 << Uniform(rng, 0, 7));
+      (void)Message::Decode(flipped);  // An error or a message; no crash.
+    }
+    for (int i = 0; i < 3000; ++i) {
+      std::string junk = AdversarialBytes(rng, 48);
+      if (!junk.empty() && Uniform(rng, 0, 1)) junk[0] = 1;
+      if (junk.size() > 1 && Uniform(rng, 0, 1)) {
+        junk[1] = static_cast<char>(Uniform(rng, 1, kMaxMessageType));
+      }
+      (void)Message::Decode(junk);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bigset
