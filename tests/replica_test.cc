@@ -21,6 +21,7 @@
 #include "bigset/replica/local_sets.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
+#include "map_store.h"
 #include "orswot_model.h"
 #include "test_util.h"
 
@@ -135,11 +136,19 @@ void CheckQueries(Replica& r, const std::string& set, const ModelValue& want,
 
 // A cluster of replicas in one store (one keyspace each) and a lossy,
 // duplicating, reordering network of deltas between them.
+enum class StoreKind { kLevelDb, kMap };
+
 struct Harness {
-  Harness(int n, Rng& rng) : rng(rng) {
+  Harness(int n, Rng& rng, StoreKind kind) : rng(rng) {
+    if (kind == StoreKind::kMap) {
+      map_store = std::make_unique<testing::MapStore>();
+      store = map_store.get();
+    } else {
+      store = mem.store.get();
+    }
     for (int i = 0; i < n; ++i) {
       // A small clock cache forces evictions and reloads.
-      replicas.push_back(OpenReplica(mem.store.get(), 10 + i, 4096));
+      replicas.push_back(OpenReplica(store, 10 + i, 4096));
       delivered.emplace_back();
       inbox.emplace_back();
     }
@@ -262,6 +271,8 @@ struct Harness {
 
   Rng& rng;
   MemStore mem;
+  std::unique_ptr<testing::MapStore> map_store;
+  Store* store = nullptr;
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<Delta> deltas;
   std::vector<std::set<size_t>> delivered;
@@ -273,11 +284,12 @@ struct Harness {
   std::map<std::pair<std::string, std::string>, std::vector<Dot>> generated;
 };
 
-void RunModelTest(int replicas, int ops, int seeds) {
+void RunModelTest(int replicas, int ops, int seeds,
+                  StoreKind kind = StoreKind::kLevelDb) {
   for (uint64_t seed : Seeds(seeds)) {
     CAPTURE(seed, replicas);
     Rng rng(seed);
-    Harness h(replicas, rng);
+    Harness h(replicas, rng, kind);
     for (int step = 0; step < ops; ++step) {
       if (replicas == 1 || Uniform(rng, 0, 1)) {
         h.RandomUpdate(static_cast<int>(Uniform(rng, 0, replicas - 1)));
@@ -319,6 +331,12 @@ TEST_CASE("replica: two replicas with a lossy network equal the model") {
 
 TEST_CASE("replica: three replicas with a lossy network equal the model") {
   RunModelTest(3, 3000, 6);
+}
+
+TEST_CASE("replica: the model test on a second Store (an ordered map)") {
+  // Nothing above the Store interface depends on LevelDB.
+  RunModelTest(1, 2000, 3, StoreKind::kMap);
+  RunModelTest(3, 3000, 3, StoreKind::kMap);
 }
 
 // ---- Named cases.

@@ -93,6 +93,10 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   return std::unique_ptr<Replica>(new Replica(store, options, actor));
 }
 
+Replica::Stripe::Stripe(size_t cache_bytes)
+    : cache(std::make_unique<ClockCache>(cache_bytes)) {}
+Replica::Stripe::~Stripe() = default;
+
 Replica::Stripe& Replica::StripeFor(std::string_view set) {
   size_t h = absl::Hash<absl::string_view>()(ToAbsl(set));
   return *stripes_[h % stripes_.size()];
@@ -141,14 +145,14 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
 
 absl::StatusOr<SetState*> Replica::LoadState(Stripe& stripe,
                                              std::string_view set) {
-  if (SetState* cached = stripe.cache.Lookup(set)) {
+  if (SetState* cached = stripe.cache->Lookup(set)) {
     counters_.clock_cache_hits.fetch_add(1, std::memory_order_relaxed);
     return cached;
   }
   counters_.clock_cache_misses.fetch_add(1, std::memory_order_relaxed);
   absl::StatusOr<SetState> state = ReadStateFromStore(set);
   if (!state.ok()) return state.status();
-  return stripe.cache.Insert(set, std::move(*state));
+  return stripe.cache->Insert(set, std::move(*state));
 }
 
 void Replica::ApplyContext(std::string_view set, std::string_view element,
@@ -195,10 +199,10 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   if (!s.ok()) {
     // The cached state already holds the change; drop it so the next access
     // reloads what is really on disk.
-    stripe.cache.Erase(set);
+    stripe.cache->Erase(set);
     return s;
   }
-  stripe.cache.Recharge(set);
+  stripe.cache->Recharge(set);
   return absl::OkStatus();
 }
 
@@ -238,7 +242,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
       absl::StatusOr<std::vector<Dot>> current =
           CurrentDots(set, op.element, state->tombstone);
       if (!current.ok()) {
-        stripe.cache.Erase(set);
+        stripe.cache->Erase(set);
         return current.status();
       }
       d.context = std::move(*current);
@@ -251,7 +255,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
     if (op.kind == UpdateOp::Kind::kAdd) {
       absl::StatusOr<Dot> dot = state->clock.Increment(actor_);
       if (!dot.ok()) {
-        stripe.cache.Erase(set);
+        stripe.cache->Erase(set);
         return dot.status();
       }
       batch.Put(ElementKey(options_.keyspace, set, op.element, *dot), "");

@@ -22,14 +22,6 @@
 
 namespace bigset {
 
-// Sets hash onto stripes; every change of a set runs under its stripe's
-// lock, which also guards the stripe's shard of the clock cache.
-struct Replica::Stripe {
-  explicit Stripe(size_t cache_bytes) : cache(cache_bytes) {}
-  absl::Mutex mu;
-  ClockCache cache ABSL_GUARDED_BY(mu);
-};
-
 namespace replica_internal {
 
 // Metadata key holding the replica's actor id: version byte + fixed64.

@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto m = bigset::Message::Decode(in);
   if (!m.ok()) return 0;
   auto again = bigset::Message::Decode(m->Encode());
-  if (!again.ok() || again->type != m->type ||
-      again->request_id != m->request_id) {
+  if (!again.ok() || again->type() != m->type() ||
+      again->header.request_id != m->header.request_id) {
     std::abort();
   }
   return 0;

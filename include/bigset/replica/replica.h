@@ -34,8 +34,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "bigset/core/clock.h"
 #include "bigset/replica/delta.h"
 #include "bigset/core/dot.h"
@@ -166,7 +168,14 @@ class BIGSET_EXPORT Replica {
   absl::StatusOr<SetStats> GetSetStats(std::string_view set);
 
  private:
-  struct Stripe;
+  // Sets hash onto stripes; every change of a set runs under its stripe's
+  // lock, which also guards the stripe's shard of the clock cache.
+  struct Stripe {
+    explicit Stripe(size_t cache_bytes);
+    ~Stripe();
+    absl::Mutex mu;
+    std::unique_ptr<ClockCache> cache ABSL_PT_GUARDED_BY(mu);
+  };
   class Reader;
   struct Counters {
     std::atomic<uint64_t> updates_coordinated{0};
@@ -182,15 +191,15 @@ class BIGSET_EXPORT Replica {
 
   Stripe& StripeFor(std::string_view set);
   // Returns the cached state of `set`, loading it on a miss.
-  // REQUIRES: the set's stripe is locked.
-  absl::StatusOr<SetState*> LoadState(Stripe& stripe, std::string_view set);
+  absl::StatusOr<SetState*> LoadState(Stripe& stripe, std::string_view set)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   absl::StatusOr<SetState> ReadStateFromStore(std::string_view set);
   // Writes `batch` and the set's clock (and tombstone if `tombstone_changed`)
   // and updates the cache; on failure drops the cached state, which was
   // already modified, so the next access reloads it from the store.
-  // REQUIRES: the set's stripe is locked.
   absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
-                      WriteBatch* batch, bool tombstone_changed);
+                      WriteBatch* batch, bool tombstone_changed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // Applies one op's context to the state and batch (DESIGN.md: seen dots
   // delete their key, unseen dots enter the set-clock).
   void ApplyContext(std::string_view set, std::string_view element,

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The consumer test: installs bigset into a temporary prefix and builds and
+# runs the README's code snippets as an embedder would:
+#   (a) against bigset.pc, shared libraries;
+#   (b) against bigset.pc with --static, in a prefix holding only the static
+#       library;
+#   (c) from a Meson project that uses bigset as a subproject;
+#   (d) a program using the simulator, against bigset_testing.pc.
+# Every snippet is a complete program that checks its own results.
+# Usage: bash scripts/consumer_test.sh  (exit status 0 when all pass)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+
+bash scripts/install-deps.sh
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+cxx="${CXX:-g++}"
+
+# The snippets, extracted from README.md: each code block that follows a
+# line "<!-- snippet: NAME.cc -->".
+mkdir -p "$work/src"
+python3 - "$work/src" <<'PY'
+import re, sys
+text = open("README.md").read()
+found = re.findall(r"<!-- snippet: ([\w.]+) -->\s*```cpp\n(.*?)```", text, re.S)
+if not found:
+    sys.exit("README.md has no snippets")
+for name, code in found:
+    open(f"{sys.argv[1]}/{name}", "w").write(code)
+    print(f"snippet {name}: {code.count(chr(10))} lines")
+PY
+
+# Build and install only the installed targets (no tests or benchmarks).
+build="$work/build"
+meson setup "$build" --buildtype=release --prefix="$prefix" --libdir=lib \
+  -Dwerror=true >/dev/null
+targets=$(meson introspect "$build" --targets | python3 -c '
+import json, os, sys
+build = sys.argv[1]
+for t in json.load(sys.stdin):
+    if t["installed"]:
+        for f in t["filename"]:
+            print(os.path.relpath(f, build))' "$build")
+ninja -C "$build" $targets >/dev/null
+meson install -C "$build" --no-rebuild >/dev/null
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+
+passed=0
+run() {  # run NAME COMMAND...: runs a built program, reports the result.
+  local name="$1"
+  shift
+  if "$@" >"$work/$name.out" 2>&1; then
+    echo "consumer $name: ok ($(tail -n 1 "$work/$name.out"))"
+    passed=$((passed + 1))
+  else
+    echo "consumer $name: FAILED" >&2
+    cat "$work/$name.out" >&2
+    exit 1
+  fi
+}
+
+# (a) Shared.
+for snippet in local_sets replica_deltas; do
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++20 -Wall -Werror -o "$work/$snippet.shared" \
+    "$work/src/$snippet.cc" $(pkg-config --cflags --libs bigset) \
+    -Wl,--disable-new-dtags,-rpath,"$prefix/lib"
+  run "$snippet (shared)" "$work/$snippet.shared" "$work/db-$snippet-shared"
+done
+
+# (b) Static: a copy of the prefix without the shared library.
+static_prefix="$work/static-prefix"
+cp -r "$prefix" "$static_prefix"
+rm -f "$static_prefix"/lib/libbigset.so* "$static_prefix"/lib/libbigset_testing.so*
+sed -i "s|$prefix|$static_prefix|g" "$static_prefix"/lib/pkgconfig/*.pc
+for snippet in local_sets replica_deltas; do
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++20 -Wall -Werror -o "$work/$snippet.static" \
+    "$work/src/$snippet.cc" \
+    $(PKG_CONFIG_PATH="$static_prefix/lib/pkgconfig" pkg-config --static \
+      --cflags --libs bigset)
+  if ldd "$work/$snippet.static" | grep -q libbigset; then
+    echo "consumer $snippet (static): linked libbigset.so" >&2
+    exit 1
+  fi
+  run "$snippet (static)" "$work/$snippet.static" "$work/db-$snippet-static"
+done
+
+# (c) Meson subproject.
+proj="$work/subproject"
+mkdir -p "$proj/subprojects/bigset"
+tar --exclude='./build*' --exclude='./.git' -cf - . |
+  tar -xf - -C "$proj/subprojects/bigset"
+cp "$work/src/local_sets.cc" "$proj/main.cc"
+cat >"$proj/meson.build" <<'MESON'
+project('consumer', 'cpp', default_options : ['cpp_std=c++20'])
+bigset = dependency('bigset', fallback : ['bigset', 'bigset_dep'])
+executable('consumer', 'main.cc', dependencies : bigset)
+MESON
+(cd "$proj" && meson setup build --buildtype=release >/dev/null &&
+  ninja -C build consumer >/dev/null)
+run "local_sets (meson subproject)" "$proj/build/consumer" "$work/db-sub"
+
+# (d) The testing library.
+# shellcheck disable=SC2046
+"$cxx" -std=c++20 -Wall -Werror -o "$work/simulator" "$work/src/simulator.cc" \
+  $(pkg-config --cflags --libs bigset_testing) -Wl,--disable-new-dtags,-rpath,"$prefix/lib"
+run "simulator (bigset_testing)" "$work/simulator"
+
+echo "consumer test: $passed programs built and ran"
