@@ -90,6 +90,21 @@ absl::Status Node::Impl::Open() {
   return absl::OkStatus();
 }
 
+absl::Status Node::Impl::Close() {
+  // No coordinator may write after the replicas are closed.
+  writes_.clear();
+  reads_.clear();
+  queries_.clear();
+  service_.Clear();
+  absl::Status first = absl::OkStatus();
+  for (auto& replica : replicas_) {
+    if (replica == nullptr) continue;
+    absl::Status s = replica->Close();
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
 absl::Status Node::Impl::ExtendRequestIdLease() {
   const uint64_t end = request_id_lease_end_ + kRequestIdLeaseSize;
   std::string value;
@@ -362,6 +377,8 @@ Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Node::~Node() = default;
 
 NodeId Node::id() const { return impl_->node_id(); }
+
+absl::Status Node::Close() { return impl_->Close(); }
 
 void Node::Receive(NodeId from, std::string_view bytes) {
   impl_->Receive(from, bytes);

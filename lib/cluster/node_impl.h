@@ -47,6 +47,8 @@ class Node::Impl final : public CoordinatorHost {
 
   // Takes a lease of request ids and opens every hosted replica.
   absl::Status Open();
+  // Drops the coordinators and folds and closes the replicas cleanly.
+  absl::Status Close();
 
   // CoordinatorHost.
   NodeId node_id() const override { return id_; }

@@ -8,6 +8,10 @@ LocalSets::LocalSets(std::unique_ptr<LevelDbStore> store,
                      std::unique_ptr<Replica> replica)
     : store_(std::move(store)), replica_(std::move(replica)) {}
 
+LocalSets::~LocalSets() { (void)replica_->Close(); }
+
+absl::Status LocalSets::Close() { return replica_->Close(); }
+
 absl::StatusOr<std::unique_ptr<LocalSets>> LocalSets::Open(
     std::string_view path, const LocalSetsOptions& options) {
   absl::StatusOr<std::unique_ptr<LevelDbStore>> store =

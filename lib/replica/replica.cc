@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -18,6 +19,7 @@ namespace bigset {
 
 using replica_internal::kActorFormatVersion;
 using replica_internal::kActorMetadata;
+using replica_internal::kStateKeyActor;
 using replica_internal::Printable;
 using replica_internal::SetCorruption;
 
@@ -34,10 +36,12 @@ ActorId NewActorId() {
 
 }  // namespace
 
-Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor)
+Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
+                 bool new_epoch)
     : store_(store),
       options_(options),
       actor_(actor),
+      new_epoch_(new_epoch),
       write_options_{options.sync_writes} {
   size_t per_stripe =
       std::max<size_t>(1, options.clock_cache_bytes / options.lock_stripes);
@@ -48,16 +52,47 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor)
 
 Replica::~Replica() = default;
 
+namespace {
+
+// The shutdown marker (metadata "shutdown"): version byte + state.
+constexpr std::string_view kShutdownMetadata = "shutdown";
+constexpr uint8_t kShutdownFormatVersion = 1;
+enum ShutdownState : uint8_t {
+  // Open, writes not synced: a power loss may lose its tail.
+  kOpenUnsynced = 0,
+  // Closed by Close(): everything it wrote is durable.
+  kClosedCleanly = 1,
+  // Open with every write synced: nothing acknowledged can be lost.
+  kOpenSynced = 2,
+};
+
+std::string ShutdownValue(ShutdownState state) {
+  return std::string{static_cast<char>(kShutdownFormatVersion),
+                     static_cast<char>(state)};
+}
+
+std::string ActorValue(ActorId actor) {
+  std::string value;
+  value.push_back(static_cast<char>(kActorFormatVersion));
+  coding::PutFixed64BE(&value, actor);
+  return value;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
     Store* store, const ReplicaOptions& options) {
   if (store == nullptr) return absl::InvalidArgumentError("store is null");
   if (options.lock_stripes < 1) {
     return absl::InvalidArgumentError("lock_stripes must be >= 1");
   }
-  const std::string key = MetadataKey(options.keyspace, kActorMetadata);
+  const std::string actor_key = MetadataKey(options.keyspace, kActorMetadata);
+  const std::string shutdown_key =
+      MetadataKey(options.keyspace, kShutdownMetadata);
   std::string value;
-  absl::Status s = store->Get(ReadOptions(), key, &value);
+  absl::Status s = store->Get(ReadOptions(), actor_key, &value);
   ActorId actor = 0;
+  bool new_epoch = false;
   if (s.ok()) {
     coding::Reader in(value);
     uint8_t version = 0;
@@ -66,6 +101,17 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
       return absl::DataLossError(absl::StrCat("keyspace ", options.keyspace,
                                               ": undecodable actor id"));
     }
+    // Keep the actor only if the last run provably lost nothing it wrote:
+    // it was closed cleanly, or it synced every write. Otherwise its
+    // unsynced tail may be gone (power loss) while its peers saw it, and its
+    // next counters would name events they already know: start a new epoch.
+    s = store->Get(ReadOptions(), shutdown_key, &value);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+    const bool lossless =
+        s.ok() && value.size() == 2 &&
+        static_cast<uint8_t>(value[0]) == kShutdownFormatVersion &&
+        (value[1] == kClosedCleanly || value[1] == kOpenSynced);
+    new_epoch = !lossless;
   } else if (absl::IsNotFound(s)) {
     // A keyspace that holds sets but no actor id lost its identity; starting
     // a new actor over its clocks could not be told apart from the old one
@@ -77,20 +123,51 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
       return absl::DataLossError(absl::StrCat(
           "keyspace ", options.keyspace, " holds set data but no actor id"));
     }
-    actor = options.actor_id_source ? options.actor_id_source() : NewActorId();
-    if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
-    value.clear();
-    value.push_back(static_cast<char>(kActorFormatVersion));
-    coding::PutFixed64BE(&value, actor);
-    WriteBatch batch;
-    batch.Put(key, value);
-    WriteOptions sync;
-    sync.sync = true;
-    BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
+    new_epoch = true;
   } else {
     return s;
   }
-  return std::unique_ptr<Replica>(new Replica(store, options, actor));
+  WriteBatch batch;
+  if (new_epoch) {
+    actor = options.actor_id_source ? options.actor_id_source() : NewActorId();
+    if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
+    batch.Put(actor_key, ActorValue(actor));
+  }
+  // From now until Close, the replica is open; synced, so that the marker
+  // is on disk before any write it describes.
+  batch.Put(shutdown_key, ShutdownValue(options.sync_writes ? kOpenSynced
+                                                            : kOpenUnsynced));
+  WriteOptions sync;
+  sync.sync = true;
+  BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
+  return std::unique_ptr<Replica>(
+      new Replica(store, options, actor, new_epoch));
+}
+
+absl::Status Replica::Close() {
+  // Every stripe's lock: no write is half-way, and none starts after the
+  // marker (it would be unsynced behind a "clean" record).
+  for (auto& stripe : stripes_) stripe->mu.Lock();
+  absl::Status s = absl::OkStatus();
+  if (!closed_.load(std::memory_order_relaxed)) {
+    WriteBatch batch;
+    batch.Put(MetadataKey(options_.keyspace, kShutdownMetadata),
+              ShutdownValue(kClosedCleanly));
+    // A synced write makes every earlier write in the log durable too.
+    WriteOptions sync;
+    sync.sync = true;
+    s = store_->Write(sync, batch);
+    if (s.ok()) closed_.store(true, std::memory_order_relaxed);
+  }
+  for (auto& stripe : stripes_) stripe->mu.Unlock();
+  return s;
+}
+
+absl::Status Replica::CheckOpen() const {
+  if (closed_.load(std::memory_order_relaxed)) {
+    return absl::FailedPreconditionError("replica is closed");
+  }
+  return absl::OkStatus();
 }
 
 Replica::Stripe::Stripe(size_t cache_bytes)
@@ -106,7 +183,7 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   SetState state;
   std::string value;
   absl::Status s = store_->Get(
-      ReadOptions(), SetClockKey(options_.keyspace, set, actor_), &value);
+      ReadOptions(), SetClockKey(options_.keyspace, set, kStateKeyActor), &value);
   if (s.ok()) {
     absl::StatusOr<Clock> clock = Clock::Decode(value);
     if (!clock.ok()) {
@@ -129,7 +206,7 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
     return s;
   }
   s = store_->Get(ReadOptions(),
-                  SetTombstoneKey(options_.keyspace, set, actor_), &value);
+                  SetTombstoneKey(options_.keyspace, set, kStateKeyActor), &value);
   if (s.ok()) {
     absl::StatusOr<Clock> tombstone = Clock::Decode(value);
     if (!tombstone.ok()) {
@@ -184,9 +261,9 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                              bool tombstone_changed) {
   std::string value;
   state->clock.EncodeTo(&value);
-  batch->Put(SetClockKey(options_.keyspace, set, actor_), value);
+  batch->Put(SetClockKey(options_.keyspace, set, kStateKeyActor), value);
   if (tombstone_changed) {
-    std::string key = SetTombstoneKey(options_.keyspace, set, actor_);
+    std::string key = SetTombstoneKey(options_.keyspace, set, kStateKeyActor);
     if (state->tombstone.empty()) {
       batch->Delete(key);
     } else {
@@ -222,19 +299,48 @@ absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(std::string_view set,
   return dots;
 }
 
+absl::Status Replica::CheckOwnDots(std::string_view set, const Clock& clock,
+                                   std::span<const Dot> dots) const {
+  const uint64_t max = clock.MaxCounter(actor_);
+  for (Dot dot : dots) {
+    if (dot.actor == actor_ && dot.counter > max) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "set \"", Printable(set), "\": dot ", DotToString(dot),
+          " claims an event of this replica's actor that it never generated "
+          "(its latest is ",
+          max, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Delta> Replica::Update(std::string_view set,
                                       std::span<const UpdateOp> ops) {
   Stripe& stripe = StripeFor(set);
   absl::MutexLock lock(&stripe.mu);
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   SetState* state = *loaded;
+  // Validate before changing the (cached) state.
+  bool from_replica = false;
+  for (const UpdateOp& op : ops) {
+    BIGSET_RETURN_IF_ERROR(CheckOwnDots(set, state->clock, op.context));
+    from_replica |= op.context_from_replica;
+  }
 
   Delta delta;
   delta.set.assign(set);
   delta.ops.reserve(ops.size());
   WriteBatch batch;
   uint64_t puts = 0, deletes = 0;
+  // With contexts taken from the replica, what earlier ops of this update
+  // added and removed per element: the store does not show it yet.
+  struct Pending {
+    std::vector<Dot> added;
+    std::vector<Dot> removed;
+  };
+  absl::flat_hash_map<std::string, Pending> pending;
   for (const UpdateOp& op : ops) {
     DeltaOp& d = delta.ops.emplace_back();
     d.element = op.element;
@@ -246,12 +352,29 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
         return current.status();
       }
       d.context = std::move(*current);
+      if (auto it = pending.find(op.element); it != pending.end()) {
+        std::erase_if(d.context, [&](Dot dot) {
+          return std::find(it->second.removed.begin(),
+                           it->second.removed.end(),
+                           dot) != it->second.removed.end();
+        });
+        d.context.insert(d.context.end(), it->second.added.begin(),
+                         it->second.added.end());
+        std::sort(d.context.begin(), d.context.end());
+      }
     } else {
       d.context = op.context;
     }
-    size_t before = batch.Count();
+    const size_t before = batch.Count();
     ApplyContext(set, op.element, d.context, state, &batch);
     deletes += batch.Count() - before;
+    if (from_replica) {
+      Pending& p = pending[op.element];
+      for (Dot dot : d.context) {
+        std::erase(p.added, dot);
+        p.removed.push_back(dot);
+      }
+    }
     if (op.kind == UpdateOp::Kind::kAdd) {
       absl::StatusOr<Dot> dot = state->clock.Increment(actor_);
       if (!dot.ok()) {
@@ -261,6 +384,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
       batch.Put(ElementKey(options_.keyspace, set, op.element, *dot), "");
       ++puts;
       d.add = *dot;
+      if (from_replica) pending[op.element].added.push_back(*dot);
     }
   }
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, false));
@@ -274,9 +398,30 @@ absl::Status Replica::Apply(const Delta& delta) {
   const std::string_view set = delta.set;
   Stripe& stripe = StripeFor(set);
   absl::MutexLock lock(&stripe.mu);
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   SetState* state = *loaded;
+  // A delta claiming events of this replica's actor that it never generated
+  // is refused whole (applying it would block every later add).
+  if (delta.clear.has_value() &&
+      delta.clear->MaxCounter(actor_) > state->clock.MaxCounter(actor_)) {
+    counters_.deltas_rejected.fetch_add(1, std::memory_order_relaxed);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "set \"", Printable(set),
+        "\": clear clock claims events of this replica's actor that it never "
+        "generated"));
+  }
+  for (const DeltaOp& op : delta.ops) {
+    absl::Status s = CheckOwnDots(set, state->clock, op.context);
+    if (s.ok() && op.add.has_value()) {
+      s = CheckOwnDots(set, state->clock, std::span(&*op.add, 1));
+    }
+    if (!s.ok()) {
+      counters_.deltas_rejected.fetch_add(1, std::memory_order_relaxed);
+      return s;
+    }
+  }
 
   WriteBatch batch;
   bool changed = false;
@@ -314,8 +459,15 @@ absl::Status Replica::Apply(const Delta& delta) {
 absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
   Stripe& stripe = StripeFor(set);
   absl::MutexLock lock(&stripe.mu);
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
+  if (clock.MaxCounter(actor_) > (*loaded)->clock.MaxCounter(actor_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "set \"", Printable(set),
+        "\": clear clock claims events of this replica's actor that it never "
+        "generated"));
+  }
   ApplyClear(set, clock, *loaded);
   WriteBatch batch;
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, *loaded, &batch, true));
@@ -358,6 +510,7 @@ ReplicaStats Replica::stats() const {
   s.keys_deleted = counters_.keys_deleted.load();
   s.clock_cache_hits = counters_.clock_cache_hits.load();
   s.clock_cache_misses = counters_.clock_cache_misses.load();
+  s.deltas_rejected = counters_.deltas_rejected.load();
   return s;
 }
 

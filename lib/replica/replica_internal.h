@@ -24,6 +24,10 @@ namespace bigset {
 
 namespace replica_internal {
 
+// The actor field of set-clock and set-tombstone keys: a set has one of each
+// per replica, whatever the replica's current actor epoch.
+inline constexpr ActorId kStateKeyActor = 0;
+
 // Metadata key holding the replica's actor id: version byte + fixed64.
 inline constexpr std::string_view kActorMetadata = "actor";
 inline constexpr uint8_t kActorFormatVersion = 1;

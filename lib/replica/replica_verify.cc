@@ -62,7 +62,11 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
     switch (key.kind) {
       case KeyKind::kSetClock:
       case KeyKind::kSetTombstone: {
-        if (key.dot.actor != actor_) break;  // Another actor's copy.
+        if (key.dot.actor != replica_internal::kStateKeyActor) {
+          problem(absl::StrCat(where, ": set-clock or set-tombstone key with actor ",
+                               key.dot.actor));
+          break;
+        }
         absl::StatusOr<Clock> c = Clock::Decode(it->value());
         if (!c.ok()) {
           problem(absl::StrCat(

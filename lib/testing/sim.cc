@@ -25,7 +25,9 @@ class Simulator::SimTransport final : public Transport {
 class Simulator::SimScheduler final : public Scheduler {
  public:
   SimScheduler(Simulator* sim, NodeId node) : sim_(sim), node_(node) {}
-  uint64_t NowMicros() const override { return sim_->now_; }
+  uint64_t NowMicros() const override {
+    return sim_->NodeNow(*sim_->SlotOf(node_));
+  }
   TimerId After(uint64_t delay_micros, std::function<void()> fn) override {
     return sim_->AddTimer(node_, delay_micros, std::move(fn));
   }
@@ -41,6 +43,7 @@ Simulator::Simulator(const SimOptions& options)
       rng_(options.seed),
       loss_(options.loss),
       duplicate_(options.duplicate),
+      corrupt_(options.corrupt),
       min_latency_(options.min_latency_micros),
       max_latency_(
           std::max(options.min_latency_micros, options.max_latency_micros)) {}
@@ -69,6 +72,8 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   if (options.directory.empty()) {
     sim->mem_env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
   }
+  sim->fault_env_ = std::make_unique<FaultEnv>(
+      sim->mem_env_ != nullptr ? sim->mem_env_.get() : leveldb::Env::Default());
   for (NodeId id : ids) {
     absl::Status s = sim->StartNode(id);
     if (!s.ok()) return s;
@@ -76,18 +81,22 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   return sim;
 }
 
+std::string Simulator::StorePath(NodeId id) const {
+  return mem_env_ != nullptr ? absl::StrCat("/sim/node", id)
+                             : absl::StrCat(options_.directory, "/node", id);
+}
+
+uint64_t Simulator::NodeNow(const NodeSlot& slot) const {
+  const int64_t t = static_cast<int64_t>(now_) + slot.clock_offset;
+  return t < 0 ? 0 : static_cast<uint64_t>(t);
+}
+
 absl::Status Simulator::StartNode(NodeId id) {
   NodeSlot& slot = *SlotOf(id);
   LevelDbStoreOptions so = options_.store;
-  std::string path;
-  if (mem_env_ != nullptr) {
-    so.env = mem_env_.get();
-    path = absl::StrCat("/sim/node", id);
-  } else {
-    path = absl::StrCat(options_.directory, "/node", id);
-  }
+  so.env = fault_env_.get();
   absl::StatusOr<std::unique_ptr<LevelDbStore>> store =
-      LevelDbStore::Open(path, so);
+      LevelDbStore::Open(StorePath(id), so);
   if (!store.ok()) return store.status();
   slot.store = std::move(*store);
   slot.scheduler = std::make_unique<SimScheduler>(this, id);
@@ -159,10 +168,47 @@ absl::Status Simulator::Crash(NodeId id) {
   return absl::OkStatus();
 }
 
-absl::Status Simulator::Restart(NodeId id) {
+absl::Status Simulator::PowerLoss(NodeId id) {
+  absl::Status s = Crash(id);
+  if (!s.ok()) return s;
+  absl::StatusOr<uint64_t> lost =
+      fault_env_->DropUnsynced(StorePath(id) + "/");
+  if (!lost.ok()) return lost.status();
+  ++power_losses_;
+  bytes_lost_ += *lost;
+  Trace(absl::StrCat("t=", now_, " power loss node ", id, ": ", *lost,
+                     " unsynced bytes lost"));
+  return absl::OkStatus();
+}
+
+absl::Status Simulator::Stop(NodeId id) {
+  NodeSlot* slot = SlotOf(id);
+  if (slot == nullptr) return absl::NotFoundError("no such node");
+  if (!slot->up) return absl::FailedPreconditionError("node is down");
+  absl::Status s = slot->node->Close();
+  slot->node.reset();
+  slot->store.reset();
+  slot->up = false;
+  Trace(absl::StrCat("t=", now_, " stop node ", id));
+  return s;
+}
+
+absl::Status Simulator::Restart(NodeId id, bool clock_back) {
   NodeSlot* slot = SlotOf(id);
   if (slot == nullptr) return absl::NotFoundError("no such node");
   if (slot->up) return absl::FailedPreconditionError("node is up");
+  if (clock_back) {
+    // A monotonic clock restarts at boot: from zero, or from some earlier
+    // value.
+    const uint64_t was = NodeNow(*slot);
+    const uint64_t start =
+        std::uniform_int_distribution<int>(0, 3)(rng_) == 0
+            ? 0
+            : std::uniform_int_distribution<uint64_t>(0, was)(rng_);
+    slot->clock_offset = static_cast<int64_t>(start) - static_cast<int64_t>(now_);
+    Trace(absl::StrCat("t=", now_, " node ", id, " clock back from ", was,
+                       " to ", start));
+  }
   return StartNode(id);
 }
 
@@ -194,7 +240,9 @@ void Simulator::Push(uint64_t time, Event e) {
     free_slots_.pop_back();
     slab_[slot] = std::move(e);
   }
-  queue_.push_back(Scheduled{time, next_seq_++, slot});
+  // Ties run in scheduling order, or (shuffle_ties) in a random one.
+  const uint64_t tie = options_.shuffle_ties ? rng_() : next_seq_++;
+  queue_.push_back(Scheduled{time, tie, slot});
   std::push_heap(queue_.begin(), queue_.end(), Later());
 }
 
@@ -207,6 +255,9 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
       (loss_ > 0 && std::uniform_real_distribution<double>()(rng_) < loss_)) {
     ++dropped_;
     return;
+  }
+  if (corrupt_ > 0 && std::uniform_real_distribution<double>()(rng_) < corrupt_) {
+    Corrupt(&bytes);
   }
   const bool dup = duplicate_ > 0 &&
                    std::uniform_real_distribution<double>()(rng_) < duplicate_;
@@ -222,8 +273,29 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
   }
 }
 
+void Simulator::Corrupt(std::string* bytes) {
+  ++corrupted_;
+  if (bytes->empty()) return;
+  if (std::uniform_int_distribution<int>(0, 1)(rng_) == 0) {
+    bytes->resize(
+        std::uniform_int_distribution<size_t>(0, bytes->size() - 1)(rng_));
+    return;
+  }
+  for (int i = 0, n = std::uniform_int_distribution<int>(1, 3)(rng_); i < n;
+       ++i) {
+    const size_t at =
+        std::uniform_int_distribution<size_t>(0, bytes->size() - 1)(rng_);
+    (*bytes)[at] = static_cast<char>(
+        (*bytes)[at] ^ (1 << std::uniform_int_distribution<int>(0, 7)(rng_)));
+  }
+}
+
 uint64_t Simulator::AddTimer(NodeId node, uint64_t delay,
                              std::function<void()> fn) {
+  if (options_.timer_jitter_micros > 0) {
+    delay += std::uniform_int_distribution<uint64_t>(
+        0, options_.timer_jitter_micros)(rng_);
+  }
   Event e;
   e.to = node;
   e.incarnation = SlotOf(node)->incarnation;

@@ -131,6 +131,12 @@ class BIGSET_EXPORT Node {
 
   NodeId id() const;
 
+  // A clean shutdown: closes every replica (Replica::Close), so that the
+  // next Open keeps their actor ids. Destroying a node without Close is a
+  // crash, as far as the next Open can tell (safe, and each replica then
+  // starts a new actor epoch). The node must not be used after Close.
+  absl::Status Close();
+
   // Hands a message that arrived from `from` to the node. Malformed bytes
   // are counted and dropped.
   void Receive(NodeId from, std::string_view bytes);

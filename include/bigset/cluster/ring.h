@@ -1,4 +1,4 @@
-// Ring: which nodes hold which sets (seed 001, Dynamo-style).
+// Ring: which nodes hold which sets (Dynamo-style preference lists).
 //
 // A set name hashes (with a fixed, platform-independent hash) to one of
 // `ring_size` partitions; partition p is owned by node p mod |nodes|, and its

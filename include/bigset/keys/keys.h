@@ -1,4 +1,4 @@
-// The on-disk key format of bigset data (RFC seed 003, DESIGN.md layer 2).
+// The on-disk key format of bigset data (docs/FORMATS.md, "Keys").
 //
 // Every bigset key is
 //

@@ -4,7 +4,7 @@
 // timers, with no threads of its own. An embedder connects it to a network
 // by implementing Transport (move bytes to a node id) and Scheduler (time and
 // timers), and by handing every message that arrives to Node::Receive. The
-// simulator (sim.h) implements both deterministically.
+// simulator (bigset/testing/sim.h) implements both deterministically.
 //
 // Thread-safety: a node calls its Transport and Scheduler from whatever
 // thread drives it; an embedder that drives a node from several threads must

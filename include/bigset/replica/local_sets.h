@@ -34,6 +34,12 @@ class BIGSET_EXPORT LocalSets {
   static absl::StatusOr<std::unique_ptr<LocalSets>> Open(
       std::string_view path, const LocalSetsOptions& options = {});
 
+  // Closes the replica cleanly (see Replica::Close) if Close was not called.
+  ~LocalSets();
+
+  // A clean shutdown: the next Open keeps this replica's actor id.
+  absl::Status Close();
+
   absl::Status Add(std::string_view set, std::string_view element);
   // Removes `element` if present; a no-op otherwise.
   absl::Status Remove(std::string_view set, std::string_view element);

@@ -1,5 +1,5 @@
 // Replica: one actor's copy of many decomposed ORSWOT sets over one Store
-// (DESIGN.md layer 4 and section 2).
+// (docs/DESIGN.md, sections 1 to 3).
 //
 // Per set the replica keeps, in its keyspace of the store, a set-clock (every
 // event it has seen), an optional set-tombstone (events whose keys may still
@@ -15,7 +15,15 @@
 // Durability: every method that changes state writes exactly one atomic
 // batch before returning; a crash at any point leaves either the whole
 // change or none of it. With `sync_writes` the batch is also fsynced, so an
-// acknowledged change survives a machine crash.
+// acknowledged change survives a machine crash; without it a process crash
+// loses nothing, but a power loss may lose the last changes.
+//
+// Actor epochs: counters are never reused, also after such a loss. Open
+// keeps the replica's actor id only if the store provably lost nothing of
+// what the replica wrote (Close ran, or every write was synced); otherwise
+// the replica takes a new actor id for its new events (docs/DESIGN.md,
+// "Durability and actor epochs"). So call Close for a clean shutdown;
+// destroying a replica without it is treated like a crash.
 //
 // Thread-safety: all methods are safe to call concurrently. Changes to one
 // set serialise on a striped lock; different sets proceed in parallel.
@@ -103,28 +111,44 @@ class BIGSET_EXPORT Replica {
   static absl::StatusOr<std::unique_ptr<Replica>> Open(
       Store* store, const ReplicaOptions& options);
 
+  // Destroying a replica without Close is a crash, for the next Open.
   ~Replica();
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
 
+  // Marks a clean shutdown (one synced write, which also makes every
+  // earlier write durable), so the next Open keeps this actor id. Waits for
+  // the writes in progress; later writes fail with FailedPrecondition.
+  // Reads keep working. Idempotent.
+  absl::Status Close() ABSL_NO_THREAD_SAFETY_ANALYSIS;  // Takes every stripe.
+
+  // The actor id of this epoch of the replica.
   ActorId actor() const { return actor_; }
+  // True if Open started a new actor epoch (a new keyspace, or one that was
+  // not closed cleanly).
+  bool started_new_epoch() const { return new_epoch_; }
   KeyspaceId keyspace() const { return options_.keyspace; }
 
-  // Coordinates `ops` on `set` (DESIGN.md "Coordinate an update"): for each
-  // context dot, deletes its key if the set-clock has seen it, else adds the
-  // dot to the set-clock so the key is never written later; for each add,
-  // increments the set-clock and puts the element key. One atomic batch.
-  // Returns the delta to send to the other replicas.
+  // Coordinates `ops` on `set` (docs/DESIGN.md, "Coordinate an update"),
+  // in order: for each context dot, deletes its key if the set-clock has
+  // seen it, else adds the dot to the set-clock so the key is never written
+  // later; for each add, increments the set-clock and puts the element key.
+  // One atomic batch. Returns the delta to send to the other replicas.
+  // InvalidArgument, changing nothing, if a context holds a dot of this
+  // replica's actor that it never generated.
   absl::StatusOr<Delta> Update(std::string_view set,
                                std::span<const UpdateOp> ops);
 
-  // Applies a delta from another replica (DESIGN.md "Apply a delta"):
+  // Applies a delta from another replica (docs/DESIGN.md, "Apply a delta"):
   // idempotent, in any order, duplicates harmless. One atomic batch.
+  // InvalidArgument, applying nothing (counted in deltas_rejected), if it
+  // claims an event of this replica's actor that it never generated.
   absl::Status Apply(const Delta& delta);
 
   // Removes every dot `clock` has seen from `set` by merging it into the
   // set-tombstone (and the set-clock); reads honour it at once. Returns the
-  // delta that replicates the clear.
+  // delta that replicates the clear. InvalidArgument if `clock` claims
+  // events of this replica's actor that it never generated.
   absl::StatusOr<Delta> Clear(std::string_view set, const Clock& clock);
 
   // Streams `set` from one snapshot (see set_reader.h).
@@ -185,9 +209,17 @@ class BIGSET_EXPORT Replica {
     std::atomic<uint64_t> keys_deleted{0};
     std::atomic<uint64_t> clock_cache_hits{0};
     std::atomic<uint64_t> clock_cache_misses{0};
+    std::atomic<uint64_t> deltas_rejected{0};
   };
 
-  Replica(Store* store, const ReplicaOptions& options, ActorId actor);
+  Replica(Store* store, const ReplicaOptions& options, ActorId actor,
+          bool new_epoch);
+  // FailedPrecondition after Close.
+  absl::Status CheckOpen() const;
+  // InvalidArgument if a dot of `dots` is of this replica's actor and above
+  // the largest counter `clock` has seen for it.
+  absl::Status CheckOwnDots(std::string_view set, const Clock& clock,
+                            std::span<const Dot> dots) const;
 
   Stripe& StripeFor(std::string_view set);
   // Returns the cached state of `set`, loading it on a miss.
@@ -200,7 +232,7 @@ class BIGSET_EXPORT Replica {
   absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
                       WriteBatch* batch, bool tombstone_changed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // Applies one op's context to the state and batch (DESIGN.md: seen dots
+  // Applies one op's context to the state and batch (docs/DESIGN.md: seen dots
   // delete their key, unseen dots enter the set-clock).
   void ApplyContext(std::string_view set, std::string_view element,
                     std::span<const Dot> context, SetState* state,
@@ -224,7 +256,9 @@ class BIGSET_EXPORT Replica {
   Store* const store_;
   const ReplicaOptions options_;
   const ActorId actor_;
+  const bool new_epoch_;
   const WriteOptions write_options_;
+  std::atomic<bool> closed_{false};
   std::vector<std::unique_ptr<Stripe>> stripes_;
   Counters counters_;
 };

@@ -18,6 +18,9 @@ struct ReplicaStats {
   uint64_t keys_deleted = 0;
   uint64_t clock_cache_hits = 0;
   uint64_t clock_cache_misses = 0;
+  // Deltas refused whole (InvalidArgument): they claimed events of this
+  // replica's actor that it never generated.
+  uint64_t deltas_rejected = 0;
 };
 
 // Sizes of one set's causal metadata on this replica.

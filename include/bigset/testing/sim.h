@@ -1,11 +1,20 @@
-// Simulator: a deterministic in-process cluster of N nodes.
+// Simulator: a deterministic in-process cluster of N nodes, and an
+// adversary.
 //
 // Every node is a real Node over a real LevelDbStore (in memory by default,
-// or on disk), connected by a simulated network with virtual time: a
-// latency distribution, message loss, duplication, reordering (by latency),
-// partitions between groups of nodes, and node crash and restart (the store
-// survives; the node's memory, timers and in-flight messages do not). All
-// randomness comes from one seeded generator, so the same seed gives the
+// or on disk), connected by a simulated network with virtual time. It does
+// what real networks and machines do, each fault on its own switch:
+//   - latency (uniform in a range), message loss, duplication, reordering
+//     (by latency), partitions between groups of nodes;
+//   - corrupted messages: truncated or bit-flipped in flight;
+//   - event order: events due at the same time run in random order, and
+//     timers fire late by up to a bound (as on a real event loop);
+//   - crash and restart: the node's memory, timers and in-flight messages
+//     are gone, its store survives; a restart may bring a clock that went
+//     back (a monotonic clock restarts at boot);
+//   - power loss: a crash that also loses every store write not yet synced
+//     (a FaultEnv under every store).
+// All randomness comes from one seeded generator, so the same seed gives the
 // same run, and the event trace (and its hash) shows what happened.
 //
 // The blocking client methods (Update, Read, ...) start a request on one
@@ -36,6 +45,7 @@
 #include "bigset/cluster/node.h"
 #include "bigset/cluster/ring.h"
 #include "bigset/net/transport.h"
+#include "bigset/testing/fault_env.h"
 
 namespace leveldb {
 class Env;
@@ -52,6 +62,15 @@ struct SimOptions {
   uint64_t max_latency_micros = 2000;
   double loss = 0.0;       // Probability a message is lost.
   double duplicate = 0.0;  // Probability a message is delivered twice.
+  // Probability a message is corrupted in flight: truncated, or one to
+  // three bits flipped.
+  double corrupt = 0.0;
+  // Events due at the same virtual time run in a random order (otherwise
+  // in the order they were scheduled).
+  bool shuffle_ties = false;
+  // Timers fire late by up to this much (uniform), as timers of a busy
+  // event loop do.
+  uint64_t timer_jitter_micros = 0;
   // Empty: stores live in memory (LevelDB's MemEnv). Otherwise a directory
   // that receives one LevelDB per node.
   std::string directory;
@@ -100,11 +119,19 @@ class BIGSET_EXPORT Simulator {
   // Only nodes within one group can talk; nodes in no group are isolated.
   void Partition(const std::vector<std::vector<NodeId>>& groups);
   void Heal();
+  void SetCorruption(double p) { corrupt_ = p; }
   // Kills a node: its Node object, timers and in-flight messages are gone;
-  // its store is closed and survives.
+  // its store is closed (without a clean shutdown) and survives.
   absl::Status Crash(NodeId id);
-  // Reopens the store and starts a new Node on it.
-  absl::Status Restart(NodeId id);
+  // Kills a node like Crash, and its machine loses every store write that
+  // was not synced (the tail of LevelDB's log, unsynced new files).
+  absl::Status PowerLoss(NodeId id);
+  // Stops a node cleanly (Node::Close), as an operator would.
+  absl::Status Stop(NodeId id);
+  // Reopens the store and starts a new Node on it. With `clock_back` the
+  // node's clock starts again from an earlier value (zero, as after a
+  // reboot, or a random earlier time).
+  absl::Status Restart(NodeId id, bool clock_back = false);
   // Compacts every live node's whole store (as after a bulk load).
   absl::Status CompactAll();
 
@@ -128,6 +155,10 @@ class BIGSET_EXPORT Simulator {
   uint64_t events() const { return events_; }
   uint64_t messages_delivered() const { return delivered_; }
   uint64_t messages_dropped() const { return dropped_; }
+  uint64_t messages_corrupted() const { return corrupted_; }
+  uint64_t power_losses() const { return power_losses_; }
+  // Unsynced bytes power losses dropped.
+  uint64_t bytes_lost() const { return bytes_lost_; }
   // Hash of every event so far: equal for equal seeds and inputs.
   uint64_t TraceHash() const { return trace_hash_; }
   // The most recent events, oldest first.
@@ -149,7 +180,7 @@ class BIGSET_EXPORT Simulator {
   // a slab, so a heap operation moves 24 bytes, not an event.
   struct Scheduled {
     uint64_t time = 0;
-    uint64_t seq = 0;
+    uint64_t seq = 0;  // Tie-break: scheduling order, or random.
     uint32_t slot = 0;
   };
   struct Later {
@@ -163,10 +194,17 @@ class BIGSET_EXPORT Simulator {
     std::unique_ptr<Node> node;
     uint64_t incarnation = 0;
     bool up = false;
+    // The node's clock is the simulation's time plus this (a restart with
+    // a clock that went back lowers it); never below zero.
+    int64_t clock_offset = 0;
   };
 
   explicit Simulator(const SimOptions& options);
   absl::Status StartNode(NodeId id);
+  std::string StorePath(NodeId id) const;
+  uint64_t NodeNow(const NodeSlot& slot) const;
+  // Truncates or flips bits of a message in flight.
+  void Corrupt(std::string* bytes);
   void Route(NodeId from, NodeId to, std::string bytes);
   void Push(uint64_t time, Event e);
   // nullptr if `id` is not a node of this simulation.
@@ -183,6 +221,7 @@ class BIGSET_EXPORT Simulator {
   const SimOptions options_;
   std::mt19937_64 rng_;
   std::unique_ptr<leveldb::Env> mem_env_;
+  std::unique_ptr<FaultEnv> fault_env_;  // Over mem_env_ or the default.
   std::optional<Ring> ring_;
   std::unique_ptr<SimTransport> transport_;
   std::vector<NodeSlot> nodes_;   // Node id i at index i - 1.
@@ -195,12 +234,16 @@ class BIGSET_EXPORT Simulator {
   uint64_t next_timer_ = 1;
   double loss_;
   double duplicate_;
+  double corrupt_;
   uint64_t min_latency_;
   uint64_t max_latency_;
   std::vector<int> group_;  // By node id - 1; empty: no partition.
   uint64_t events_ = 0;
   uint64_t delivered_ = 0;
   uint64_t dropped_ = 0;
+  uint64_t corrupted_ = 0;
+  uint64_t power_losses_ = 0;
+  uint64_t bytes_lost_ = 0;
   uint64_t trace_hash_ = 0;
   std::deque<std::string> trace_;
 };

@@ -1,0 +1,178 @@
+#include "bigset/testing/fault_env.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace bigset {
+
+// Forwards to the wrapped file and reports appends and syncs to the Env.
+class FaultEnv::File final : public leveldb::WritableFile {
+ public:
+  File(FaultEnv* env, std::string fname, leveldb::WritableFile* base)
+      : env_(env), fname_(std::move(fname)), base_(base) {}
+  ~File() override = default;
+
+  leveldb::Status Append(const leveldb::Slice& data) override {
+    leveldb::Status s = base_->Append(data);
+    if (s.ok()) env_->Appended(fname_, data.size());
+    return s;
+  }
+  leveldb::Status Close() override { return base_->Close(); }
+  leveldb::Status Flush() override { return base_->Flush(); }
+  leveldb::Status Sync() override {
+    leveldb::Status s = base_->Sync();
+    if (s.ok()) env_->Synced(fname_);
+    return s;
+  }
+
+ private:
+  FaultEnv* const env_;
+  const std::string fname_;
+  std::unique_ptr<leveldb::WritableFile> base_;
+};
+
+FaultEnv::FaultEnv(leveldb::Env* base) : EnvWrapper(base) {}
+FaultEnv::~FaultEnv() = default;
+
+leveldb::Status FaultEnv::NewWritableFile(const std::string& fname,
+                                          leveldb::WritableFile** result) {
+  leveldb::WritableFile* base = nullptr;
+  leveldb::Status s = target()->NewWritableFile(fname, &base);
+  if (!s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    files_[fname] = State{};  // New and empty: nothing of it is durable.
+  }
+  *result = new File(this, fname, base);
+  return s;
+}
+
+leveldb::Status FaultEnv::NewAppendableFile(const std::string& fname,
+                                            leveldb::WritableFile** result) {
+  uint64_t size = 0;
+  const bool existed = target()->FileExists(fname) &&
+                       target()->GetFileSize(fname, &size).ok();
+  leveldb::WritableFile* base = nullptr;
+  leveldb::Status s = target()->NewAppendableFile(fname, &base);
+  if (!s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = files_.find(fname);
+    if (it == files_.end()) {
+      // What was there before is durable.
+      files_[fname] = State{size, size, existed};
+    }
+  }
+  *result = new File(this, fname, base);
+  return s;
+}
+
+leveldb::Status FaultEnv::RemoveFile(const std::string& fname) {
+  leveldb::Status s = target()->RemoveFile(fname);
+  if (s.ok()) {
+    absl::MutexLock lock(&mu_);
+    files_.erase(fname);
+  }
+  return s;
+}
+
+leveldb::Status FaultEnv::RenameFile(const std::string& src,
+                                     const std::string& target_name) {
+  leveldb::Status s = target()->RenameFile(src, target_name);
+  if (s.ok()) {
+    absl::MutexLock lock(&mu_);
+    auto it = files_.find(src);
+    if (it != files_.end()) {
+      State state = it->second;
+      files_.erase(it);
+      files_[target_name] = state;
+    } else {
+      files_.erase(target_name);
+    }
+  }
+  return s;
+}
+
+void FaultEnv::Appended(const std::string& fname, uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = files_.find(fname);
+  if (it != files_.end()) it->second.size += bytes;
+}
+
+void FaultEnv::Synced(const std::string& fname) {
+  absl::MutexLock lock(&mu_);
+  auto it = files_.find(fname);
+  if (it != files_.end()) {
+    it->second.synced = it->second.size;
+    it->second.ever_synced = true;
+  }
+}
+
+absl::StatusOr<uint64_t> FaultEnv::DropUnsynced(const std::string& prefix) {
+  std::vector<std::pair<std::string, State>> victims;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = files_.lower_bound(prefix);
+         it != files_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+         ++it) {
+      if (it->second.synced < it->second.size || !it->second.ever_synced) {
+        victims.push_back(*it);
+      }
+    }
+  }
+  uint64_t dropped = 0;
+  for (const auto& [fname, state] : victims) {
+    if (!state.ever_synced) {
+      // Never synced: the file itself may not survive.
+      leveldb::Status s = target()->RemoveFile(fname);
+      if (!s.ok() && target()->FileExists(fname)) {
+        return absl::InternalError(absl::StrCat("dropping ", fname, ": ",
+                                                s.ToString()));
+      }
+      dropped += state.size;
+      absl::MutexLock lock(&mu_);
+      files_.erase(fname);
+      continue;
+    }
+    // Keep the synced prefix: read it, then write it back alone.
+    std::string kept;
+    {
+      leveldb::SequentialFile* in = nullptr;
+      leveldb::Status s = target()->NewSequentialFile(fname, &in);
+      if (!s.ok()) {
+        return absl::InternalError(
+            absl::StrCat("reading ", fname, ": ", s.ToString()));
+      }
+      std::unique_ptr<leveldb::SequentialFile> owned(in);
+      std::string scratch(state.synced, '\0');
+      leveldb::Slice got;
+      s = in->Read(state.synced, &got, scratch.data());
+      if (!s.ok()) {
+        return absl::InternalError(
+            absl::StrCat("reading ", fname, ": ", s.ToString()));
+      }
+      kept.assign(got.data(), got.size());
+    }
+    leveldb::WritableFile* out = nullptr;
+    leveldb::Status s = target()->NewWritableFile(fname, &out);
+    if (!s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("truncating ", fname, ": ", s.ToString()));
+    }
+    std::unique_ptr<leveldb::WritableFile> owned(out);
+    s = out->Append(kept);
+    if (s.ok()) s = out->Close();
+    if (!s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("truncating ", fname, ": ", s.ToString()));
+    }
+    dropped += state.size - state.synced;
+    absl::MutexLock lock(&mu_);
+    files_[fname] = State{kept.size(), kept.size(), true};
+  }
+  return dropped;
+}
+
+}  // namespace bigset
