@@ -163,15 +163,30 @@ void ReadMerger::JoinOne(const std::string& min,
   survivors_.erase(std::unique(survivors_.begin(), survivors_.end()),
                    survivors_.end());
 
-  // Repairs: what each replica lacks, and what it holds that was removed.
+  // The dots some replica holds that did not survive: removed.
+  removed_.clear();
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    if (entry_[i] == nullptr) continue;
+    for (Dot d : entry_[i]->dots) {
+      if (!HasDot(survivors_, d)) removed_.push_back(d);
+    }
+  }
+  std::sort(removed_.begin(), removed_.end());
+  removed_.erase(std::unique(removed_.begin(), removed_.end()),
+                 removed_.end());
+
+  // Repairs: what each replica lacks, and the removes it has not seen:
+  // removed dots it still holds (their keys go), and removed dots its clock
+  // has never seen (they enter its clock, so that a copy of the key that
+  // comes back later, from a replica that lost the remove, stays removed).
   for (size_t r = 0; r < buffers_.size(); ++r) {
     const std::vector<Dot>& have = entry_[r] ? entry_[r]->dots : kNone;
-    std::vector<Dot> extra;
-    for (Dot d : have) {
-      if (!HasDot(survivors_, d)) extra.push_back(d);
+    std::vector<Dot> context;
+    for (Dot d : removed_) {
+      if (HasDot(have, d) || !clocks_[r].Seen(d)) context.push_back(d);
     }
-    if (!extra.empty()) {
-      buffers_[r].repairs.push_back(DeltaOp{min, std::move(extra), {}});
+    if (!context.empty()) {
+      buffers_[r].repairs.push_back(DeltaOp{min, std::move(context), {}});
     }
     for (Dot d : survivors_) {
       if (!HasDot(have, d)) buffers_[r].repairs.push_back(DeltaOp{min, {}, d});

@@ -8,9 +8,12 @@
 // replica holds survives unless another replica's clock has seen it and that
 // replica does not hold it. An element without surviving dots is absent.
 //
-// Every difference found is a read repair: dots a replica lacks (adds) and
-// dots it holds that the merge removed (removes, by context). Repairs are
-// accumulated per replica and taken by the caller (never dropped).
+// Every difference found is a read repair: dots a replica lacks (adds), and
+// removes it has not seen (by context): removed dots it still holds, and
+// removed dots its clock has never seen (so that the remove is known to
+// every replica read, and a key that comes back later from a replica that
+// lost the remove stays removed). Repairs are accumulated per replica and
+// taken by the caller (never dropped).
 //
 // Memory: the caller feeds at most one chunk per replica between merges, so
 // buffers are O(R * batch_size).
@@ -110,6 +113,7 @@ class ReadMerger {
   // Scratch, reused across elements.
   std::vector<ElementDots*> entry_;
   std::vector<Dot> survivors_;
+  std::vector<Dot> removed_;
   std::vector<ElementDots> spares_;
   std::string last_merged_;
   bool has_merged_ = false;

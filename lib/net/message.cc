@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "bigset/net/transport.h"
 #include "core/coding.h"
+#include "core/crc32c.h"
 #include "core/string_view_compat.h"
 
 namespace bigset {
@@ -175,6 +176,12 @@ const char* MessageTypeName(MessageType type) {
   return "Unknown";
 }
 
+void FinishMessage(size_t start, std::string* dst) {
+  const uint32_t crc =
+      crc32c::Extend(0, dst->data() + start, dst->size() - start);
+  coding::PutFixed32BE(dst, crc);
+}
+
 void EncodeHeader(const MessageHeader& header, std::string* dst) {
   char buf[2 + 2 * coding::kMaxVarint64Bytes];
   char* p = buf;
@@ -187,6 +194,14 @@ void EncodeHeader(const MessageHeader& header, std::string* dst) {
 
 absl::Status ParseHeader(std::string_view in, MessageHeader* header,
                          std::string_view* body) {
+  // The checksum first: a truncated or bit-flipped message is rejected
+  // whatever its bytes would decode to.
+  if (in.size() < 4) return absl::DataLossError("message too short");
+  const uint32_t want = coding::DecodeFixed32BE(in.data() + in.size() - 4);
+  in.remove_suffix(4);
+  if (crc32c::Value(in) != want) {
+    return absl::DataLossError("message checksum mismatch");
+  }
   coding::Reader r(in);
   uint8_t version = 0, type = 0;
   uint64_t partition = 0;
@@ -223,6 +238,7 @@ void Message::EncodeTo(std::string* dst) const {
     default:
       break;
   }
+  const size_t start = dst->size();
   EncodeHeader(header, dst);
   switch (header.type) {
     case MessageType::kUpdate:
@@ -272,6 +288,7 @@ void Message::EncodeTo(std::string* dst) const {
     case MessageType::kReplicateAck:
       break;  // Encoded above.
   }
+  FinishMessage(start, dst);
 }
 
 absl::StatusOr<Message> Message::Decode(std::string_view in) {
@@ -356,10 +373,12 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
 
 void EncodeReadChunk(const MessageHeader& header, uint64_t seq, bool done,
                      std::span<const ElementDots> elements, std::string* dst) {
+  const size_t start = dst->size();
   EncodeHeader(header, dst);
   coding::PutVarint64(dst, seq);
   dst->push_back(done ? 1 : 0);
   PutElements(dst, elements);
+  FinishMessage(start, dst);
 }
 
 absl::Status ParseReadChunkBody(std::string_view body, uint64_t* seq,
@@ -385,6 +404,7 @@ absl::Status DecodeChunkElements(std::string_view in,
 
 void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
                         std::string* dst) {
+  const size_t message_start = dst->size();
   EncodeHeader(header, dst);
   // Length-prefixed, but encoded in place: the delta is appended, then its
   // length inserted before it (a few bytes moved instead of a temporary
@@ -394,6 +414,7 @@ void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
   char len[coding::kMaxVarint64Bytes];
   const size_t n = coding::EncodeVarint64(len, dst->size() - start);
   dst->insert(start, len, n);
+  FinishMessage(message_start, dst);
 }
 
 absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta) {
@@ -406,8 +427,10 @@ absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta) {
 
 void EncodeStatusReply(const MessageHeader& header, const absl::Status& status,
                        std::string* dst) {
+  const size_t start = dst->size();
   EncodeHeader(header, dst);
   PutStatus(dst, status);
+  FinishMessage(start, dst);
 }
 
 absl::Status ParseStatusBody(std::string_view body, absl::Status* status) {

@@ -16,7 +16,9 @@
 //
 // Every message starts with the same header: format version, type, request
 // id (matches replies to requests) and ring partition (the replica it is
-// about). The header is encoded by EncodeHeader and parsed by ParseHeader
+// about), and ends with a CRC32C of everything before it, so that a message
+// truncated or corrupted in flight is rejected rather than misread. The
+// framing is written by EncodeHeader/FinishMessage and read by ParseHeader
 // only; nothing else in the library reads raw message bytes. Decoding never
 // reads out of bounds, bounds every allocation by the input's size, and
 // returns an error for malformed, truncated or trailing bytes.
@@ -61,7 +63,8 @@ inline constexpr uint8_t kMaxMessageType = 13;
 
 const char* MessageTypeName(MessageType type);
 
-inline constexpr uint8_t kMessageFormatVersion = 1;
+// Version 2: every message ends with a CRC32C of all its bytes before it.
+inline constexpr uint8_t kMessageFormatVersion = 2;
 
 // The fixed part of every message.
 struct MessageHeader {
@@ -70,10 +73,13 @@ struct MessageHeader {
   uint32_t partition = 0;
 };
 
-// Appends the header of a message to *dst.
+// Appends the header of a message to *dst. The message starts at `start`
+// in *dst; once its body is appended, FinishMessage appends its checksum.
 void EncodeHeader(const MessageHeader& header, std::string* dst);
-// Parses the header of `in` into *header and points *body at the rest.
-// DataLoss for malformed bytes, InvalidArgument for another format version.
+void FinishMessage(size_t start, std::string* dst);
+// Checks the checksum of message `in`, parses its header into *header and
+// points *body at the rest (without the checksum). DataLoss for a bad
+// checksum or malformed bytes, InvalidArgument for another format version.
 absl::Status ParseHeader(std::string_view in, MessageHeader* header,
                          std::string_view* body);
 

@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
     absl::Status s = sim->StartNode(id);
     if (!s.ok()) return s;
   }
+  if (options.writeback_micros > 0) sim->ScheduleWriteBack();
   return sim;
 }
 
@@ -231,6 +232,7 @@ uint64_t Simulator::Latency() {
 }
 
 void Simulator::Push(uint64_t time, Event e) {
+  if (!e.internal) ++pending_;
   uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<uint32_t>(slab_.size());
@@ -273,6 +275,16 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
   }
 }
 
+void Simulator::ScheduleWriteBack() {
+  Event e;
+  e.internal = true;
+  e.fn = [this]() {
+    fault_env_->WriteBack();
+    ScheduleWriteBack();
+  };
+  Push(now_ + options_.writeback_micros, std::move(e));
+}
+
 void Simulator::Corrupt(std::string* bytes) {
   ++corrupted_;
   if (bytes->empty()) return;
@@ -307,6 +319,12 @@ uint64_t Simulator::AddTimer(NodeId node, uint64_t delay,
 }
 
 bool Simulator::Step() {
+  // The simulator's own recurring events (writeback) do not keep it busy.
+  if (pending_ == 0) return false;
+  return StepOne();
+}
+
+bool Simulator::StepOne() {
   if (queue_.empty()) return false;
   std::pop_heap(queue_.begin(), queue_.end(), Later());
   const Scheduled next = queue_.back();
@@ -315,8 +333,13 @@ bool Simulator::Step() {
   Event event = std::move(slab_[next.slot]);
   free_slots_.push_back(next.slot);
   Event* e = &event;
+  if (!e->internal) --pending_;
   now_ = std::max(now_, next.time);
   ++events_;
+  if (e->internal) {
+    e->fn();
+    return true;
+  }
   NodeSlot& slot = *SlotOf(e->to);
   // A crashed node, or one restarted since, gets nothing sent to (or
   // scheduled by) its former self.
@@ -368,7 +391,7 @@ bool Simulator::RunUntil(const std::function<bool()>& pred) {
 
 void Simulator::RunFor(uint64_t micros) {
   const uint64_t until = now_ + micros;
-  while (!queue_.empty() && queue_.front().time <= until) Step();
+  while (!queue_.empty() && queue_.front().time <= until) StepOne();
   now_ = std::max(now_, until);
 }
 

@@ -49,6 +49,11 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
   // number of bytes dropped (whole unsynced files included).
   absl::StatusOr<uint64_t> DropUnsynced(const std::string& prefix);
 
+  // Makes everything written so far durable, as the kernel's periodic
+  // writeback of dirty pages does: a power loss then loses only what was
+  // written after the last writeback (or sync).
+  void WriteBack();
+
  private:
   class File;
   struct State {

@@ -13,7 +13,7 @@
 //     are gone, its store survives; a restart may bring a clock that went
 //     back (a monotonic clock restarts at boot);
 //   - power loss: a crash that also loses every store write not yet synced
-//     (a FaultEnv under every store).
+//     or written back (a FaultEnv under every store).
 // All randomness comes from one seeded generator, so the same seed gives the
 // same run, and the event trace (and its hash) shows what happened.
 //
@@ -71,6 +71,10 @@ struct SimOptions {
   // Timers fire late by up to this much (uniform), as timers of a busy
   // event loop do.
   uint64_t timer_jitter_micros = 0;
+  // Every this much virtual time, what the stores wrote becomes durable, as
+  // the kernel writes dirty pages back (0: never; a power loss then loses
+  // everything not explicitly synced).
+  uint64_t writeback_micros = 0;
   // Empty: stores live in memory (LevelDB's MemEnv). Otherwise a directory
   // that receives one LevelDB per node.
   std::string directory;
@@ -103,7 +107,8 @@ class BIGSET_EXPORT Simulator {
   std::mt19937_64& rng() { return rng_; }
 
   // ---- Running.
-  // Processes the next event; false if there is none.
+  // Processes the next event; false if there is none (the simulator's own
+  // recurring events, such as writeback, do not count).
   bool Step();
   // Runs until no event is left or `max_events` ran; returns events run.
   uint64_t RunUntilIdle(uint64_t max_events = UINT64_MAX);
@@ -169,6 +174,7 @@ class BIGSET_EXPORT Simulator {
   class SimScheduler;
   struct Event {
     bool is_message = false;
+    bool internal = false;  // The simulator's own (writeback), no node.
     NodeId from = 0;
     NodeId to = 0;  // Message destination, or the timer's node.
     uint64_t incarnation = 0;
@@ -216,6 +222,9 @@ class BIGSET_EXPORT Simulator {
   }
   uint64_t AddTimer(NodeId node, uint64_t delay, std::function<void()> fn);
   void Trace(std::string line);
+  void ScheduleWriteBack();
+  // Processes the next event of any kind; false if the queue is empty.
+  bool StepOne();
   uint64_t Latency();
 
   const SimOptions options_;
@@ -230,6 +239,7 @@ class BIGSET_EXPORT Simulator {
   std::vector<uint32_t> free_slots_;
   std::set<uint64_t> cancelled_timers_;
   uint64_t now_ = 0;
+  uint64_t pending_ = 0;  // Queued events that are not internal.
   uint64_t next_seq_ = 0;
   uint64_t next_timer_ = 1;
   double loss_;

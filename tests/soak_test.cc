@@ -1,0 +1,384 @@
+// The soak: random client operations over the simulator under every fault
+// it has, checked against the model of the add-wins set.
+//
+// Faults: message loss, duplication, reordering, corruption; partitions;
+// events due at the same time in random order and late timers; crashes,
+// power losses (writes of the last two seconds lost: the kernel writes
+// dirty pages back every two virtual seconds) and restarts with a clock
+// that went back; clients sending invalid contexts. At most one power loss
+// happens between two full repairs (R = N reads of every set), so that an
+// acknowledged write is never lost by more than N - W replicas.
+//
+// Properties:
+//   - every write acknowledged by W replicas is visible (with its exact
+//     dots) to a later quorum read once partitions heal (after a full repair
+//     when a power loss may have left it on fewer than W replicas);
+//   - acknowledged removes stay removed;
+//   - in a healthy cluster (no loss), a read takes a few round trips, not a
+//     retry timeout;
+//   - a bad context never blocks later adds (no ResourceExhausted);
+//   - at the end every replica of every set holds the same value, equal to
+//     the model, and Verify passes;
+//   - the same seed gives the same run.
+//
+// BIGSET_TEST_SCALE multiplies the seeds; BIGSET_TEST_SEED reruns one.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/testing/sim.h"
+#include "orswot_model.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::ModelValue;
+using testing::OrswotModel;
+using testing::Rng;
+using testing::Seeds;
+using testing::ToModel;
+using testing::Uniform;
+
+struct SoakResult {
+  uint64_t trace_hash = 0;
+  std::map<std::string, ModelValue> values;
+  uint64_t acked = 0;
+  uint64_t failed = 0;
+  uint64_t dropped = 0;
+  uint64_t corrupted = 0;
+  uint64_t crashes = 0;
+  uint64_t power_losses = 0;
+  uint64_t clock_backs = 0;
+  uint64_t invalid_contexts = 0;
+  uint64_t invalid_rejected = 0;
+  uint64_t latency_checks = 0;
+  uint64_t read_switches = 0;
+};
+
+// Prints the last events of the simulation (on a failure).
+void DumpTrace(const Simulator& sim) {
+  auto tail = sim.TraceTail();
+  for (size_t i = tail.size() > 40 ? tail.size() - 40 : 0; i < tail.size();
+       ++i) {
+    UNSCOPED_INFO(tail[i]);
+  }
+}
+
+SoakResult RunSoak(uint64_t seed, int ops) {
+  SimOptions o;
+  o.seed = seed;
+  o.nodes = 5;
+  o.ring.ring_size = 8;
+  o.loss = 0.03;
+  o.duplicate = 0.03;
+  o.corrupt = 0.01;
+  o.shuffle_ties = true;
+  o.timer_jitter_micros = 3000;
+  // A power loss loses the last seconds of writes, as on a real machine.
+  o.writeback_micros = 2'000'000;
+  o.min_latency_micros = 50;
+  o.max_latency_micros = 3000;
+  o.store.write_buffer_bytes = 256 << 10;
+  o.trace_capacity = 200;
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  Rng rng(seed ^ 0xabcdef);
+  const std::vector<std::string> sets = {"s0", "s1", std::string("s\0", 2)};
+  std::vector<std::string> elements;
+  for (int i = 0; i < 30; ++i) elements.push_back(absl::StrCat("e", i));
+  // The model of acknowledged writes, and what unacknowledged ones touched.
+  std::map<std::string, OrswotModel> model;
+  std::map<std::string, std::set<std::string>> uncertain;
+  // Every acknowledged remove context, to check removes are durable.
+  std::map<std::string, std::set<std::pair<std::string, Dot>>> removed;
+  SoakResult result;
+  ClusterWriteOptions wo;
+  wo.timeout_micros = 3'000'000;
+  ClusterReadOptions ro;
+  ro.batch_size = static_cast<uint32_t>(Uniform(rng, 1, 8));
+  // A power loss may leave an acknowledged write on a single replica until
+  // a full repair; one power loss at most between full repairs keeps every
+  // acknowledged write on at least one replica.
+  bool lost_power_since_repair = false;
+
+  auto random_up = [&]() {
+    std::vector<NodeId> up;
+    for (NodeId n : sim.node_ids()) {
+      if (sim.IsUp(n)) up.push_back(n);
+    }
+    return up[Uniform(rng, 0, up.size() - 1)];
+  };
+  auto restart = [&](NodeId n) {
+    const bool back = Uniform(rng, 0, 1) == 1;
+    result.clock_backs += back;
+    REQUIRE(sim.Restart(n, back).ok());
+  };
+  auto full_repair = [&]() {
+    // R = N reads merge every replica and repair each from the others.
+    ClusterReadOptions all = ro;
+    all.r = 3;
+    for (const std::string& set : sets) {
+      auto read = sim.Read(1, set, all);
+      if (!read.ok()) DumpTrace(sim);
+      REQUIRE(read.ok());
+    }
+    sim.RunUntilIdle();
+    lost_power_since_repair = false;
+  };
+  auto check_acked_visible = [&](NodeId via) {
+    for (const std::string& set : sets) {
+      INFO("set " << set);
+      auto read = sim.Read(via, set, ro);
+      if (!read.ok()) DumpTrace(sim);
+      REQUIRE(read.ok());
+      ModelValue got = ToModel(read->elements);
+      ModelValue want = model[set].Value();
+      for (const std::string& e : elements) {
+        if (uncertain[set].count(e)) continue;
+        INFO("element " << e);
+        auto g = got.find(e);
+        auto w = want.find(e);
+        std::set<Dot> gd = g == got.end() ? std::set<Dot>() : g->second;
+        std::set<Dot> wd = w == want.end() ? std::set<Dot>() : w->second;
+        if (gd != wd) {
+          DumpTrace(sim);
+          std::string g_str, w_str;
+          for (Dot d : gd) absl::StrAppend(&g_str, DotToString(d), " ");
+          for (Dot d : wd) absl::StrAppend(&w_str, DotToString(d), " ");
+          UNSCOPED_INFO("read " << g_str << "; model " << w_str);
+        }
+        REQUIRE(gd == wd);
+      }
+      for (const auto& [e, d] : removed[set]) {
+        auto g = got.find(e);
+        if (g != got.end()) REQUIRE(g->second.count(d) == 0);
+      }
+    }
+  };
+  // With no loss or corruption, a read is a few round trips: an R = 2 read
+  // of a set of at most 30 elements in one chunk takes under 100 ms of
+  // virtual time (latency up to 3 ms, timers up to 3 ms late), never a
+  // retry timeout (200 ms).
+  auto check_latency = [&]() {
+    sim.SetLoss(0);
+    sim.SetCorruption(0);
+    sim.RunUntilIdle();
+    ClusterReadOptions fast = ro;
+    fast.batch_size = 1000;
+    for (const std::string& set : sets) {
+      const uint64_t start = sim.NowMicros();
+      auto read = sim.Read(random_up(), set, fast);
+      REQUIRE(read.ok());
+      const uint64_t took = sim.NowMicros() - start;
+      INFO("read of " << set << " took " << took << " us");
+      if (took >= 100'000) DumpTrace(sim);
+      REQUIRE(took < 100'000);
+      ++result.latency_checks;
+    }
+    sim.SetLoss(o.loss);
+    sim.SetCorruption(o.corrupt);
+  };
+
+  for (int step = 0; step < ops; ++step) {
+    const uint64_t dice = Uniform(rng, 0, 99);
+    if (dice < 57) {
+      // A write: add (sometimes replacing what a read saw) or remove.
+      const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+      const std::string& e = elements[Uniform(rng, 0, elements.size() - 1)];
+      NodeId via = random_up();
+      std::vector<Dot> ctx;
+      if (Uniform(rng, 0, 1)) {
+        auto m = sim.ContainsAll(via, set, {e}, ro);
+        if (!m.ok()) continue;
+        ctx = m->elements[0].dots;
+      }
+      UpdateOp op = (Uniform(rng, 0, 2) == 0 && !ctx.empty())
+                        ? UpdateOp::Remove(e, ctx)
+                        : UpdateOp::Add(e, ctx);
+      const uint64_t switches = sim.node(via)->stats().coordinator_switches;
+      auto d = sim.Update(via, set, {op}, wo);
+      REQUIRE(d.status().code() != absl::StatusCode::kResourceExhausted);
+      if (d.ok() && sim.node(via)->stats().coordinator_switches != switches) {
+        // A given-up coordinator may have applied it too: one more dot.
+        uncertain[set].insert(e);
+      }
+      if (d.ok()) {
+        ++result.acked;
+        model[set].Absorb(*d);
+        for (const DeltaOp& dop : d->ops) {
+          if (!dop.add.has_value()) {
+            for (Dot dot : dop.context) removed[set].insert({e, dot});
+          }
+        }
+      } else {
+        ++result.failed;
+        uncertain[set].insert(e);
+      }
+    } else if (dice < 60) {
+      // A client with an invalid context: dots of a replica's actor that it
+      // never generated. Refused (InvalidArgument) where that actor lives;
+      // it must never block later adds.
+      const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+      const std::string& e = elements[Uniform(rng, 0, elements.size() - 1)];
+      const uint32_t p = sim.ring().PartitionOf(set);
+      std::vector<Dot> bogus;
+      for (NodeId n : sim.ring().PreferenceList(p)) {
+        if (Node* node = sim.node(n)) {
+          bogus.push_back(Dot{node->LocalReplica(p)->actor(),
+                              UINT64_MAX - Uniform(rng, 0, 3)});
+        }
+      }
+      std::sort(bogus.begin(), bogus.end());
+      ++result.invalid_contexts;
+      auto d = sim.Update(random_up(), set, {UpdateOp::Remove(e, bogus)}, wo);
+      REQUIRE(d.status().code() != absl::StatusCode::kResourceExhausted);
+      if (absl::IsInvalidArgument(d.status())) ++result.invalid_rejected;
+      // A context-only op never changes a value: nothing to model.
+    } else if (dice < 74) {
+      // A read; its repairs and answers are checked at heal points.
+      const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+      (void)sim.Read(random_up(), set, ro);
+    } else if (dice < 81) {
+      // A partition, or heal.
+      if (Uniform(rng, 0, 1)) {
+        std::vector<NodeId> ids = sim.node_ids();
+        std::shuffle(ids.begin(), ids.end(), rng);
+        size_t cut = Uniform(rng, 1, ids.size() - 1);
+        sim.Partition({std::vector<NodeId>(ids.begin(), ids.begin() + cut),
+                       std::vector<NodeId>(ids.begin() + cut, ids.end())});
+      } else {
+        sim.Heal();
+      }
+    } else if (dice < 88) {
+      // Crash or power-off a node (keeping at least 4 up), or restart one.
+      std::vector<NodeId> up, down;
+      for (NodeId n : sim.node_ids()) (sim.IsUp(n) ? up : down).push_back(n);
+      if (!down.empty() && Uniform(rng, 0, 1)) {
+        restart(down[Uniform(rng, 0, down.size() - 1)]);
+      } else if (up.size() > 4) {
+        const NodeId victim = up[Uniform(rng, 0, up.size() - 1)];
+        if (!lost_power_since_repair && Uniform(rng, 0, 2) == 0) {
+          REQUIRE(sim.PowerLoss(victim).ok());
+          lost_power_since_repair = true;
+        } else {
+          REQUIRE(sim.Crash(victim).ok());
+        }
+        ++result.crashes;
+      }
+    } else if (dice < 95) {
+      sim.RunFor(Uniform(rng, 0, 500'000));
+    } else {
+      // Heal everything; then every acknowledged write is visible to an
+      // R=2 read through any node, and reads are fast.
+      sim.Heal();
+      for (NodeId n : sim.node_ids()) {
+        if (!sim.IsUp(n)) restart(n);
+      }
+      if (lost_power_since_repair) full_repair();
+      check_latency();
+      check_acked_visible(random_up());
+    }
+  }
+  // The end: heal, no more loss, repair every set with R=3 reads.
+  sim.Heal();
+  sim.SetLoss(0);
+  sim.SetDuplicate(0);
+  sim.SetCorruption(0);
+  for (NodeId n : sim.node_ids()) {
+    if (!sim.IsUp(n)) restart(n);
+  }
+  sim.RunUntilIdle();
+  if (lost_power_since_repair) full_repair();
+  check_acked_visible(1);
+  full_repair();
+  // Every replica of every set now holds the same value.
+  for (const std::string& set : sets) {
+    uint32_t p = sim.ring().PartitionOf(set);
+    std::optional<ModelValue> first;
+    for (NodeId n : sim.ring().PreferenceList(p)) {
+      Replica* r = sim.node(n)->LocalReplica(p);
+      REQUIRE(r != nullptr);
+      ModelValue v = ToModel(testing::ReadAll(*r, set));
+      if (!first) first = v;
+      INFO("set " << set << " node " << n);
+      REQUIRE(v == *first);
+      auto report = r->Verify();
+      REQUIRE(report.ok());
+      REQUIRE(report->ok());
+    }
+    result.values[set] = *first;
+  }
+  for (NodeId n : sim.node_ids()) {
+    result.read_switches += sim.node(n)->stats().read_replica_switches;
+  }
+  result.trace_hash = sim.TraceHash();
+  result.dropped = sim.messages_dropped();
+  result.corrupted = sim.messages_corrupted();
+  result.power_losses = sim.power_losses();
+  return result;
+}
+
+TEST_CASE("soak: random operations under every fault against the model") {
+  SoakResult total;
+  int seeds = 0;
+  const int kOps = 1500;
+  for (uint64_t seed : Seeds(8)) {
+    CAPTURE(seed);
+    SoakResult r = RunSoak(seed, kOps);
+    total.acked += r.acked;
+    total.failed += r.failed;
+    total.dropped += r.dropped;
+    total.corrupted += r.corrupted;
+    total.crashes += r.crashes;
+    total.power_losses += r.power_losses;
+    total.clock_backs += r.clock_backs;
+    total.invalid_contexts += r.invalid_contexts;
+    total.invalid_rejected += r.invalid_rejected;
+    total.latency_checks += r.latency_checks;
+    total.read_switches += r.read_switches;
+    ++seeds;
+  }
+  std::printf(
+      "soak: %d seeds x %d ops: %llu writes acknowledged, %llu failed, "
+      "%llu messages dropped, %llu corrupted, %llu crashes (%llu power "
+      "losses), %llu restarts with the clock back, %llu invalid contexts "
+      "(%llu refused), %llu fast-read checks, %llu read replica switches, "
+      "0 divergences\n",
+      seeds, kOps, static_cast<unsigned long long>(total.acked),
+      static_cast<unsigned long long>(total.failed),
+      static_cast<unsigned long long>(total.dropped),
+      static_cast<unsigned long long>(total.corrupted),
+      static_cast<unsigned long long>(total.crashes),
+      static_cast<unsigned long long>(total.power_losses),
+      static_cast<unsigned long long>(total.clock_backs),
+      static_cast<unsigned long long>(total.invalid_contexts),
+      static_cast<unsigned long long>(total.invalid_rejected),
+      static_cast<unsigned long long>(total.latency_checks),
+      static_cast<unsigned long long>(total.read_switches));
+  CHECK(total.acked > 0);
+  CHECK(total.power_losses > 0);
+  CHECK(total.corrupted > 0);
+  CHECK(total.invalid_rejected > 0);
+}
+
+TEST_CASE("soak: the same seed gives the same run") {
+  SoakResult a = RunSoak(77, 150);
+  SoakResult b = RunSoak(77, 150);
+  CHECK(a.trace_hash == b.trace_hash);
+  CHECK(a.values == b.values);
+  CHECK(a.acked == b.acked);
+  SoakResult c = RunSoak(78, 150);
+  CHECK(c.trace_hash != a.trace_hash);
+}
+
+}  // namespace
+}  // namespace bigset
