@@ -189,6 +189,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   };
 
   for (int step = 0; step < ops; ++step) {
+    CAPTURE(step);
     const uint64_t dice = Uniform(rng, 0, 99);
     if (dice < 57) {
       // A write: add (sometimes replacing what a read saw) or remove.
