@@ -26,8 +26,8 @@ for patch in "${patches[@]}"; do
   fi
   if ninja -C "$dir" tests/soak_test >/dev/null 2>&1; then
     out=$(BIGSET_TEST_SCALE="${SCALE:-4}" timeout 900 \
-      ./"$dir"/tests/soak_test "soak: random operations*" 2>&1)
-    rc=$?
+      ./"$dir"/tests/soak_test "soak: random operations*" 2>&1 | tr -d '\000')
+    rc=${PIPESTATUS[0]}
   else
     out="build failed"
     rc=1
@@ -40,8 +40,8 @@ for patch in "${patches[@]}"; do
     seed=$(grep -o 'seed := [0-9]* (0x[0-9a-f]*)' <<<"$out" | head -1)
     where=$(grep -m1 -E 'FAILED|SIGSEGV|Segmentation|signal|AddressSanitizer' \
       <<<"$out" | head -c 160)
-    steps=$(grep -o 'step [0-9]*' <<<"$out" | head -1)
-    echo "$name: found (${seed:-no seed printed}; ${steps:+at $steps; }${where})"
+    steps=$(grep -o 'step := [0-9]*' <<<"$out" | head -1 | grep -o '[0-9]*$')
+    echo "$name: found (${seed:-no seed printed}; ${steps:+after $steps operations; }${where})"
   fi
 done
 exit $status
