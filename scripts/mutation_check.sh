@@ -25,9 +25,12 @@ for patch in "${patches[@]}"; do
     continue
   fi
   if ninja -C "$dir" tests/soak_test >/dev/null 2>&1; then
-    out=$(BIGSET_TEST_SCALE="${SCALE:-4}" timeout 900 \
-      ./"$dir"/tests/soak_test "soak: random operations*" 2>&1 | tr -d '\000')
-    rc=${PIPESTATUS[0]}
+    log=$(mktemp)
+    BIGSET_TEST_SCALE="${SCALE:-4}" timeout 900 \
+      ./"$dir"/tests/soak_test "soak: random operations*" >"$log" 2>&1
+    rc=$?
+    out=$(tr -d '\000' <"$log")
+    rm -f "$log"
   else
     out="build failed"
     rc=1

@@ -129,6 +129,13 @@ uint64_t Node::Impl::NextRequestId() {
   return next_request_id_++;
 }
 
+Node::Stats Node::Impl::Snapshot() const {
+  Node::Stats s = stats_;
+  s.folds_open = service_.folds_open();
+  s.reply_cache_bytes = service_.reply_cache_bytes();
+  return s;
+}
+
 void Node::Impl::Send(NodeId to, std::string bytes) {
   transport_->Send(id_, to, std::move(bytes));
 }
@@ -429,6 +436,6 @@ Replica* Node::LocalReplica(uint32_t partition) {
   return impl_->LocalReplica(partition);
 }
 
-Node::Stats Node::stats() const { return impl_->stats(); }
+Node::Stats Node::stats() const { return impl_->Snapshot(); }
 
 }  // namespace bigset

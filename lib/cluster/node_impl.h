@@ -66,6 +66,8 @@ class Node::Impl final : public CoordinatorHost {
   void UnrouteFold(uint64_t fold_id) override;
 
   void Receive(NodeId from, std::string_view bytes);
+  // The stats with the gauges filled in.
+  Node::Stats Snapshot() const;
 
   // Client entry points.
   void Update(std::string_view set, std::vector<UpdateOp> ops,

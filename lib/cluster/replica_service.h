@@ -55,6 +55,9 @@ class ReplicaService {
   // Drops every fold (their snapshots) now.
   void Clear();
 
+  size_t folds_open() const { return folds_.size(); }
+  size_t reply_cache_bytes() const { return reply_bytes_; }
+
  private:
   // A fold is keyed by (coordinator node, fold request id).
   using FoldKey = std::pair<NodeId, uint64_t>;

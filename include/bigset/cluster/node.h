@@ -181,6 +181,10 @@ class BIGSET_EXPORT Node {
     uint64_t read_replica_switches = 0;
     // Folds dropped because their coordinator went silent.
     uint64_t folds_expired = 0;
+    // Gauges (now, not counted since open): folds this node's replicas
+    // serve, and the bytes of cached update replies.
+    uint64_t folds_open = 0;
+    uint64_t reply_cache_bytes = 0;
   };
   Stats stats() const;
 
