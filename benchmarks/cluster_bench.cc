@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/replica.h"
+#include "bigset/store/leveldb_store.h"
 #include "bigset/testing/sim.h"
 
 namespace bigset::bench {

@@ -58,6 +58,9 @@ def main(path):
     if have("BM_InsertThroughput/bigset", "BM_InsertThroughput/rawleveldb"):
         r = ips("BM_InsertThroughput/bigset") / ips("BM_InsertThroughput/rawleveldb")
         row("insert throughput bigset / raw", f"{r:.2f}", ">= 0.5", r >= 0.5)
+    if have("BM_InsertThroughput/bigset_sync", "BM_InsertThroughput/rawleveldb_sync"):
+        r = ips("BM_InsertThroughput/bigset_sync") / ips("BM_InsertThroughput/rawleveldb_sync")
+        row("sync insert throughput (4 writers) bigset / raw", f"{r:.2f}", ">= 0.8", r >= 0.8)
     if have("BM_FullRead/bigset/1000000", "BM_FullRead/rawleveldb/1000000"):
         r = ips("BM_FullRead/bigset/1000000") / ips("BM_FullRead/rawleveldb/1000000")
         row("full read bigset / raw", f"{r:.2f}", ">= 0.5", r >= 0.5)

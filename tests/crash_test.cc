@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "bigset/keys/keys.h"
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/replica.h"
+#include "bigset/store/leveldb_store.h"
 #include "crash_workload.h"
 #include "test_util.h"
 
@@ -133,7 +133,7 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
     std::filesystem::remove_all(dir);
 
     CrashValues values;  // As recovered after the previous round.
-    std::set<std::pair<std::string, Dot>> used;   // Every dot ever committed.
+    std::set<std::pair<std::string, Dot>> used;  // Every dot ever committed.
     // Per (set, actor): the largest counter committed. A writer killed
     // without a clean shutdown comes back with a new actor (an epoch), so a
     // set's events span several actors; each actor's counters go up by one

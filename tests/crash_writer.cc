@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/replica.h"
+#include "bigset/store/leveldb_store.h"
 #include "crash_workload.h"
 
 namespace {

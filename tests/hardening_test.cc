@@ -28,12 +28,12 @@
 namespace bigset {
 namespace {
 
+using testing::And;
 using testing::From;
 using testing::ManualCluster;
 using testing::MemStore;
 using testing::OfType;
 using testing::To;
-using testing::And;
 
 // A ReadHandler that collects a read, asking for the next chunk at once
 // unless told to hold.
@@ -86,8 +86,9 @@ void Load(ManualCluster& c, NodeId via, const std::string& set,
   REQUIRE(done->ok());
 }
 
-TEST_CASE("defect 1: a local clock due after R remote clocks is not read "
-          "from a released reader") {
+TEST_CASE(
+    "defect 1: a local clock due after R remote clocks is not read "
+    "from a released reader") {
   ManualCluster c(3, 3);
   Load(c, 1, "s", Numbered(20));
   Collect read;
@@ -106,8 +107,9 @@ TEST_CASE("defect 1: a local clock due after R remote clocks is not read "
   CHECK(read.Names() == Numbered(20));
 }
 
-TEST_CASE("defect 2: a malformed read chunk from a peer is dropped and asked "
-          "for again") {
+TEST_CASE(
+    "defect 2: a malformed read chunk from a peer is dropped and asked "
+    "for again") {
   ManualCluster c(3, 3);
   Load(c, 1, "s", Numbered(30));
   for (int variant = 0; variant < 3; ++variant) {
@@ -164,8 +166,9 @@ TEST_CASE("defect 2: a malformed read chunk from a peer is dropped and asked "
   }
 }
 
-TEST_CASE("defect 3: request ids never repeat across a restart whose clock "
-          "went back") {
+TEST_CASE(
+    "defect 3: request ids never repeat across a restart whose clock "
+    "went back") {
   ManualCluster c(4, 3);
   // A set whose preference list leaves out some node: that node's writes
   // are coordinated by a replica through kUpdate, whose replies are cached
@@ -306,9 +309,11 @@ TEST_CASE("defect 6: ContainsAll with notfound_ok off answers like Read") {
   CHECK(lonely->elements[1].dots.empty());
 }
 
-TEST_CASE("defect 7: after a power loss a replica takes a new actor and never "
-          "reuses a counter") {
-  std::unique_ptr<leveldb::Env> mem(leveldb::NewMemEnv(leveldb::Env::Default()));
+TEST_CASE(
+    "defect 7: after a power loss a replica takes a new actor and never "
+    "reuses a counter") {
+  std::unique_ptr<leveldb::Env> mem(
+      leveldb::NewMemEnv(leveldb::Env::Default()));
   FaultEnv env(mem.get());
   LevelDbStoreOptions so;
   so.env = &env;
@@ -387,8 +392,9 @@ TEST_CASE("defect 8: writes to more than 32 replicas are acknowledged") {
         absl::StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("defect 9: a context claiming events a replica never generated is "
-          "refused and blocks nothing") {
+TEST_CASE(
+    "defect 9: a context claiming events a replica never generated is "
+    "refused and blocks nothing") {
   MemStore mem;
   ReplicaOptions ro;
   ro.keyspace = 1;
@@ -442,13 +448,15 @@ TEST_CASE("defect 9: a context claiming events a replica never generated is "
   for (NodeId via : (*sim)->node_ids()) {
     ClusterWriteOptions all;
     all.w = 3;
-    CHECK((*sim)->Update(via, "t", {UpdateOp::Add(absl::StrCat("b", via))}, all)
+    CHECK((*sim)
+              ->Update(via, "t", {UpdateOp::Add(absl::StrCat("b", via))}, all)
               .ok());
   }
 }
 
-TEST_CASE("defect 10: ops of one Update apply in order, also with contexts "
-          "from the replica") {
+TEST_CASE(
+    "defect 10: ops of one Update apply in order, also with contexts "
+    "from the replica") {
   MemStore mem;
   auto r = Replica::Open(mem.store.get(), ReplicaOptions());
   REQUIRE(r.ok());
@@ -488,8 +496,9 @@ TEST_CASE("defect 10: ops of one Update apply in order, also with contexts "
 
 // ---- Resource bounds and liveness.
 
-TEST_CASE("bounds: a read chunk is capped in elements and bytes, whatever "
-          "batch size a peer asks for") {
+TEST_CASE(
+    "bounds: a read chunk is capped in elements and bytes, whatever "
+    "batch size a peer asks for") {
   NodeOptions no;
   no.max_chunk_elements = 50;
   no.max_chunk_bytes = 4000;
@@ -505,8 +514,8 @@ TEST_CASE("bounds: a read chunk is capped in elements and bytes, whatever "
   }
   // A peer (node 1, by hand) asks node 2 for chunks of 2^32 - 1 elements.
   Message read;
-  read.header = MessageHeader{MessageType::kRead, 4242,
-                              c.ring().PartitionOf("s")};
+  read.header =
+      MessageHeader{MessageType::kRead, 4242, c.ring().PartitionOf("s")};
   read.set = "s";
   read.batch_size = UINT32_MAX;
   c.node(2).Receive(1, read.Encode());
@@ -588,8 +597,9 @@ TEST_CASE("bounds: the update reply cache is bounded in bytes") {
   CHECK(cached <= (64 << 10) + 8000);  // The budget, plus the newest reply.
 }
 
-TEST_CASE("bounds: a clock that arrives after the merge began stops its fold "
-          "at once") {
+TEST_CASE(
+    "bounds: a clock that arrives after the merge began stops its fold "
+    "at once") {
   ManualCluster c(3, 3);
   Load(c, 1, "s", Numbered(50));
   Collect read;

@@ -30,9 +30,9 @@ class ManualCluster::Clock final : public Scheduler {
   TimerId After(uint64_t delay, std::function<void()> fn) override {
     Slot& slot = cluster_->slots_.at(id_);
     const uint64_t seq = cluster_->timer_seq_++;
-    slot.timers.emplace(slot.now + delay,
-                        Timer{slot.now + delay, seq, std::move(fn),
-                              slot.incarnation});
+    slot.timers.emplace(
+        slot.now + delay,
+        Timer{slot.now + delay, seq, std::move(fn), slot.incarnation});
     return seq;
   }
   void Cancel(TimerId) override {}

@@ -30,9 +30,9 @@ class MapStore::MapIterator final : public Iterator {
   void SeekToFirst() override { Position(range_.start, /*inclusive=*/true); }
   void Seek(std::string_view target) override {
     KeyLess less;
-    Position(less(target, range_.start) ? std::string_view(range_.start)
-                                        : target,
-             /*inclusive=*/true);
+    Position(
+        less(target, range_.start) ? std::string_view(range_.start) : target,
+        /*inclusive=*/true);
   }
   void Next() override { Position(key_, /*inclusive=*/false); }
   std::string_view key() const override { return key_; }
@@ -132,7 +132,8 @@ absl::StatusOr<uint64_t> MapStore::ApproximateSize(const KeyRange& range) {
   uint64_t bytes = 0;
   KeyLess less;
   for (auto it = map_.lower_bound(range.start);
-       it != map_.end() && (range.limit.empty() || less(it->first, range.limit));
+       it != map_.end() &&
+       (range.limit.empty() || less(it->first, range.limit));
        ++it) {
     if (const std::string* v = Visible(it->second, seq_)) {
       bytes += it->first.size() + v->size();

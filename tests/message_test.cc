@@ -1,12 +1,13 @@
 // The message wire format: round trips of every type, truncations, trailing
 // bytes, bit flips and garbage.
 
+#include "net/message.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "bigset/net/transport.h"
-#include "net/message.h"
 #include "test_util.h"
 
 namespace bigset {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/replica.h"
+#include "bigset/store/leveldb_store.h"
 
 // Under AddressSanitizer, freed memory sits in a quarantine and would count
 // as growth; this test measures footprint, not use-after-free.

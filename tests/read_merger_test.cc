@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/replica.h"
+#include "bigset/store/leveldb_store.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "orswot_model.h"

@@ -17,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/local_sets.h"
+#include "bigset/store/leveldb_store.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "map_store.h"
@@ -631,8 +631,7 @@ TEST_CASE("replica: Verify finds unseen dots and undecodable values") {
   CHECK(report->problem_count == 3);  // Unseen dot, bad clock, t's element.
   // Verify changed nothing.
   std::string v;
-  REQUIRE(
-      mem.store->Get(ReadOptions(), SetClockKey(1, "t", 0), &v).ok());
+  REQUIRE(mem.store->Get(ReadOptions(), SetClockKey(1, "t", 0), &v).ok());
   CHECK(v == "garbage");
 }
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "bigset/replica/element_dots.h"
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/replica.h"
+#include "bigset/store/leveldb_store.h"
 
 namespace leveldb {
 class Env;

@@ -80,10 +80,9 @@ absl::Status Node::Impl::Open() {
         std::max<size_t>(4096, options_.clock_cache_bytes / mine);
     absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
     if (!r.ok()) {
-      return absl::Status(
-          r.status().code(),
-          absl::StrCat("node ", id_, ": replica of partition ", p, ": ",
-                       r.status().message()));
+      return absl::Status(r.status().code(),
+                          absl::StrCat("node ", id_, ": replica of partition ",
+                                       p, ": ", r.status().message()));
     }
     replicas_[p] = std::move(*r);
   }
@@ -345,9 +344,9 @@ void Node::Impl::ContainsAll(
     return;
   }
   const uint64_t id = NextRequestId();
-  auto op = std::make_unique<QueryCoordinator>(
-      this, id, std::string(set), std::move(elements), options,
-      std::move(done));
+  auto op = std::make_unique<QueryCoordinator>(this, id, std::string(set),
+                                               std::move(elements), options,
+                                               std::move(done));
   QueryCoordinator* raw = op.get();
   queries_[id] = std::move(op);
   raw->Start();

@@ -67,10 +67,10 @@ void QueryCoordinator::OnReply(NodeId from, Message& m) {
       if (quorum.size() < r) quorum.emplace_back(n, &reply);
     }
   } else if (preference_.size() - failed_.size() < r) {
-    Finish(absl::UnavailableError(absl::StrCat(
-        "query of set \"", set_, "\": only ",
-        preference_.size() - failed_.size(), " replicas answered, r = ",
-        options_.r)));
+    Finish(absl::UnavailableError(
+        absl::StrCat("query of set \"", set_, "\": only ",
+                     preference_.size() - failed_.size(),
+                     " replicas answered, r = ", options_.r)));
     return;
   } else {
     return;  // Waiting for more replies.
@@ -113,15 +113,8 @@ void QueryCoordinator::Answer(
   merger.Merge(&merged);
   if (options_.read_repair) {
     for (size_t i = 0; i < replies.size(); ++i) {
-      std::vector<DeltaOp> ops = merger.TakeRepairs(i);
-      if (ops.empty()) continue;
-      Message m;
-      m.header = MessageHeader{MessageType::kRepair, 0, partition_};
-      m.delta.set = set_;
-      m.delta.ops = std::move(ops);
-      ++host_->stats().repairs_sent;
-      host_->stats().repair_ops_sent += m.delta.ops.size();
-      host_->Send(replies[i].first, m.Encode());
+      SendRepair(host_, replies[i].first, partition_, set_,
+                 merger.TakeRepairs(i));
     }
   }
   Membership result;

@@ -300,15 +300,8 @@ void ReadCoordinator::SendRepairs() {
   if (!options_.read_repair) return;
   for (Slot& s : slots_) {
     if (!InMerge(s)) continue;
-    std::vector<DeltaOp> ops = merger_->TakeRepairs(s.merger_index);
-    if (ops.empty()) continue;
-    Message m;
-    m.header = MessageHeader{MessageType::kRepair, 0, partition_};
-    m.delta.set = set_;
-    m.delta.ops = std::move(ops);
-    ++host_->stats().repairs_sent;
-    host_->stats().repair_ops_sent += m.delta.ops.size();
-    host_->Send(s.node, m.Encode());
+    SendRepair(host_, s.node, partition_, set_,
+               merger_->TakeRepairs(s.merger_index));
   }
 }
 
@@ -412,7 +405,8 @@ void ReadCoordinator::OnTimer() {
   // Durations are measured forwards only: a clock that went back makes a
   // timer late, never early.
   auto since = [now](uint64_t t) { return now >= t ? now - t : 0; };
-  if (!waiting_for_client_ && since(last_progress_) >= options_.timeout_micros) {
+  if (!waiting_for_client_ &&
+      since(last_progress_) >= options_.timeout_micros) {
     Finish(absl::DeadlineExceededError(
         absl::StrCat("read of set \"", set_, "\": no progress for ",
                      options_.timeout_micros, " us")));

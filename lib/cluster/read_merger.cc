@@ -1,5 +1,8 @@
 #include "cluster/read_merger.h"
 
+#include "cluster/coordinator_host.h"
+#include "net/message.h"
+
 #include <algorithm>
 #include <optional>
 #include <string_view>
@@ -172,8 +175,7 @@ void ReadMerger::JoinOne(const std::string& min,
     }
   }
   std::sort(removed_.begin(), removed_.end());
-  removed_.erase(std::unique(removed_.begin(), removed_.end()),
-                 removed_.end());
+  removed_.erase(std::unique(removed_.begin(), removed_.end()), removed_.end());
 
   // Repairs: what each replica lacks, and the removes it has not seen:
   // removed dots it still holds (their keys go), and removed dots its clock
@@ -224,6 +226,18 @@ std::vector<DeltaOp> ReadMerger::TakeRepairs(size_t r) {
   std::vector<DeltaOp> out;
   out.swap(buffers_[r].repairs);
   return out;
+}
+
+void SendRepair(CoordinatorHost* host, uint32_t to, uint32_t partition,
+                const std::string& set, std::vector<DeltaOp> ops) {
+  if (ops.empty()) return;
+  Message m;
+  m.header = MessageHeader{MessageType::kRepair, 0, partition};
+  m.delta.set = set;
+  m.delta.ops = std::move(ops);
+  ++host->stats().repairs_sent;
+  host->stats().repair_ops_sent += m.delta.ops.size();
+  host->Send(to, m.Encode());
 }
 
 }  // namespace bigset

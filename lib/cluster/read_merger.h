@@ -119,6 +119,13 @@ class ReadMerger {
   bool has_merged_ = false;
 };
 
+class CoordinatorHost;
+
+// Sends `ops` (repairs the merger found for the replica on node `to`) as
+// one kRepair delta, and counts it; nothing if `ops` is empty.
+void SendRepair(CoordinatorHost* host, uint32_t to, uint32_t partition,
+                const std::string& set, std::vector<DeltaOp> ops);
+
 }  // namespace bigset
 
 #endif  // BIGSET_LIB_CLUSTER_READ_MERGER_H_

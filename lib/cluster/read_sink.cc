@@ -38,7 +38,8 @@ class RangeSink final : public ReadSink {
       return;
     }
     if (limit_ != 0 && result_.elements.size() >= limit_) {
-      result_.continuation = EncodeContinuation(result_.elements.back().element);
+      result_.continuation =
+          EncodeContinuation(result_.elements.back().element);
     }
     done_(std::move(result_));
   }

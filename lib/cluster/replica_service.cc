@@ -16,8 +16,8 @@ absl::Status NotAReplica(NodeId node, uint32_t partition) {
 // A reply of `type` to `request` (same request id and partition).
 Message ReplyTo(const Message& request, MessageType type) {
   Message m;
-  m.header = MessageHeader{type, request.header.request_id,
-                           request.header.partition};
+  m.header =
+      MessageHeader{type, request.header.request_id, request.header.partition};
   return m;
 }
 
@@ -44,10 +44,9 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     return;
   }
   Replica* replica = host_->LocalReplica(header.partition);
-  const absl::Status applied = replica == nullptr
-                                   ? NotAReplica(host_->node_id(),
-                                                 header.partition)
-                                   : replica->Apply(scratch_delta_);
+  const absl::Status applied =
+      replica == nullptr ? NotAReplica(host_->node_id(), header.partition)
+                         : replica->Apply(scratch_delta_);
   if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
   if (header.type == MessageType::kRepair) {
     // Repairs are not acknowledged: the next read finds what is missing.
@@ -55,8 +54,8 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     return;
   }
   std::string ack;
-  EncodeStatusReply(MessageHeader{MessageType::kReplicateAck,
-                                  header.request_id, header.partition},
+  EncodeStatusReply(MessageHeader{MessageType::kReplicateAck, header.request_id,
+                                  header.partition},
                     applied, &ack);
   host_->Send(from, std::move(ack));
 }

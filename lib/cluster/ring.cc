@@ -26,8 +26,7 @@ absl::StatusOr<Ring> Ring::Create(std::vector<NodeId> nodes,
     return absl::InvalidArgumentError("ring nodes must be distinct");
   }
   if (options.ring_size == 0 || options.ring_size > kMaxRingSize) {
-    return absl::InvalidArgumentError(
-        "ring_size must be in [1, 2^24]");
+    return absl::InvalidArgumentError("ring_size must be in [1, 2^24]");
   }
   if (options.n < 1 || options.n > static_cast<int>(nodes.size())) {
     return absl::InvalidArgumentError("n must be in [1, number of nodes]");

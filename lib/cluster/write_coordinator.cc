@@ -145,8 +145,7 @@ void WriteCoordinator::OnCoordinated(NodeId from,
   MaybeFinish();
 }
 
-void WriteCoordinator::OnReplicateAck(NodeId from,
-                                      const absl::Status& status) {
+void WriteCoordinator::OnReplicateAck(NodeId from, const absl::Status& status) {
   if (!coordinated_ || !status.ok()) return;
   const int index = IndexOf(from);
   if (index < 0) return;

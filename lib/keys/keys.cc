@@ -5,8 +5,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/coding.h"
-#include "keys/keys_internal.h"
 #include "core/string_view_compat.h"
+#include "keys/keys_internal.h"
 
 namespace bigset {
 namespace {

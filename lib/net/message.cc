@@ -13,7 +13,7 @@ namespace bigset {
 namespace {
 
 // Smallest encodings, to bound counts by the input before allocating.
-constexpr size_t kMinElementBytes = 2;  // empty element, no dots
+constexpr size_t kMinElementBytes = 2;   // empty element, no dots
 constexpr size_t kMinUpdateOpBytes = 3;  // flags, element length, context size
 constexpr size_t kMinStringBytes = 1;
 // absl::StatusCode values are 0..16.

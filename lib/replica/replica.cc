@@ -135,8 +135,8 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   }
   // From now until Close, the replica is open; synced, so that the marker
   // is on disk before any write it describes.
-  batch.Put(shutdown_key, ShutdownValue(options.sync_writes ? kOpenSynced
-                                                            : kOpenUnsynced));
+  batch.Put(shutdown_key,
+            ShutdownValue(options.sync_writes ? kOpenSynced : kOpenUnsynced));
   WriteOptions sync;
   sync.sync = true;
   BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
@@ -182,8 +182,9 @@ Replica::Stripe& Replica::StripeFor(std::string_view set) {
 absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   SetState state;
   std::string value;
-  absl::Status s = store_->Get(
-      ReadOptions(), SetClockKey(options_.keyspace, set, kStateKeyActor), &value);
+  absl::Status s =
+      store_->Get(ReadOptions(),
+                  SetClockKey(options_.keyspace, set, kStateKeyActor), &value);
   if (s.ok()) {
     absl::StatusOr<Clock> clock = Clock::Decode(value);
     if (!clock.ok()) {
@@ -206,7 +207,8 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
     return s;
   }
   s = store_->Get(ReadOptions(),
-                  SetTombstoneKey(options_.keyspace, set, kStateKeyActor), &value);
+                  SetTombstoneKey(options_.keyspace, set, kStateKeyActor),
+                  &value);
   if (s.ok()) {
     absl::StatusOr<Clock> tombstone = Clock::Decode(value);
     if (!tombstone.ok()) {
@@ -354,8 +356,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
       d.context = std::move(*current);
       if (auto it = pending.find(op.element); it != pending.end()) {
         std::erase_if(d.context, [&](Dot dot) {
-          return std::find(it->second.removed.begin(),
-                           it->second.removed.end(),
+          return std::find(it->second.removed.begin(), it->second.removed.end(),
                            dot) != it->second.removed.end();
         });
         d.context.insert(d.context.end(), it->second.added.begin(),

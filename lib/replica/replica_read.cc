@@ -151,10 +151,9 @@ absl::StatusOr<std::unique_ptr<SetReader>> Replica::Read(
   ro.snapshot = view->snapshot.get();
   ro.fill_cache = options.fill_cache;
   auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
-  return std::unique_ptr<SetReader>(
-      new Reader(std::move(*view), std::move(it),
-                 internal::ElementKeyPrefixLength(set),
-                 SeekKey(set, options.bounds), options));
+  return std::unique_ptr<SetReader>(new Reader(
+      std::move(*view), std::move(it), internal::ElementKeyPrefixLength(set),
+      SeekKey(set, options.bounds), options));
 }
 
 absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
@@ -237,7 +236,8 @@ absl::StatusOr<RangeResult> Replica::Range(std::string_view set,
     if (result.elements.empty() ||
         result.elements.back().element != key.element) {
       if (query.limit != 0 && result.elements.size() == query.limit) {
-        result.continuation = EncodeContinuation(result.elements.back().element);
+        result.continuation =
+            EncodeContinuation(result.elements.back().element);
         break;
       }
       result.elements.push_back(ElementDots{std::string(key.element), {}});

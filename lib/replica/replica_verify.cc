@@ -63,7 +63,8 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
       case KeyKind::kSetClock:
       case KeyKind::kSetTombstone: {
         if (key.dot.actor != replica_internal::kStateKeyActor) {
-          problem(absl::StrCat(where, ": set-clock or set-tombstone key with actor ",
+          problem(absl::StrCat(where,
+                               ": set-clock or set-tombstone key with actor ",
                                key.dot.actor));
           break;
         }

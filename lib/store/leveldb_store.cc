@@ -6,12 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/comparator.h"
 #include "bigset/keys/keys.h"
+#include "core/string_view_compat.h"
 #include "leveldb/cache.h"
 #include "leveldb/comparator.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
-#include "core/string_view_compat.h"
 
 namespace bigset {
 namespace {

@@ -52,8 +52,8 @@ leveldb::Status FaultEnv::NewWritableFile(const std::string& fname,
 leveldb::Status FaultEnv::NewAppendableFile(const std::string& fname,
                                             leveldb::WritableFile** result) {
   uint64_t size = 0;
-  const bool existed = target()->FileExists(fname) &&
-                       target()->GetFileSize(fname, &size).ok();
+  const bool existed =
+      target()->FileExists(fname) && target()->GetFileSize(fname, &size).ok();
   leveldb::WritableFile* base = nullptr;
   leveldb::Status s = target()->NewAppendableFile(fname, &base);
   if (!s.ok()) return s;
@@ -136,8 +136,8 @@ absl::StatusOr<uint64_t> FaultEnv::DropUnsynced(const std::string& prefix) {
       // Never synced: the file itself may not survive.
       leveldb::Status s = target()->RemoveFile(fname);
       if (!s.ok() && target()->FileExists(fname)) {
-        return absl::InternalError(absl::StrCat("dropping ", fname, ": ",
-                                                s.ToString()));
+        return absl::InternalError(
+            absl::StrCat("dropping ", fname, ": ", s.ToString()));
       }
       dropped += state.size;
       absl::MutexLock lock(&mu_);

@@ -172,8 +172,7 @@ absl::Status Simulator::Crash(NodeId id) {
 absl::Status Simulator::PowerLoss(NodeId id) {
   absl::Status s = Crash(id);
   if (!s.ok()) return s;
-  absl::StatusOr<uint64_t> lost =
-      fault_env_->DropUnsynced(StorePath(id) + "/");
+  absl::StatusOr<uint64_t> lost = fault_env_->DropUnsynced(StorePath(id) + "/");
   if (!lost.ok()) return lost.status();
   ++power_losses_;
   bytes_lost_ += *lost;
@@ -206,7 +205,8 @@ absl::Status Simulator::Restart(NodeId id, bool clock_back) {
         std::uniform_int_distribution<int>(0, 3)(rng_) == 0
             ? 0
             : std::uniform_int_distribution<uint64_t>(0, was)(rng_);
-    slot->clock_offset = static_cast<int64_t>(start) - static_cast<int64_t>(now_);
+    slot->clock_offset =
+        static_cast<int64_t>(start) - static_cast<int64_t>(now_);
     Trace(absl::StrCat("t=", now_, " node ", id, " clock back from ", was,
                        " to ", start));
   }
@@ -258,7 +258,8 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
     ++dropped_;
     return;
   }
-  if (corrupt_ > 0 && std::uniform_real_distribution<double>()(rng_) < corrupt_) {
+  if (corrupt_ > 0 &&
+      std::uniform_real_distribution<double>()(rng_) < corrupt_) {
     Corrupt(&bytes);
   }
   const bool dup = duplicate_ > 0 &&

@@ -28,8 +28,8 @@
 #include "absl/status/statusor.h"
 #include "bigset/core/dot.h"
 #include "bigset/core/dot_cloud.h"
-#include "bigset/export.h"
 #include "bigset/core/version_vector.h"
+#include "bigset/export.h"
 
 namespace bigset {
 

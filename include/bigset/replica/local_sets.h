@@ -18,8 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bigset/export.h"
-#include "bigset/store/leveldb_store.h"
 #include "bigset/replica/replica.h"
+#include "bigset/store/leveldb_store.h"
 
 namespace bigset {
 

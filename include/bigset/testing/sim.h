@@ -40,11 +40,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "bigset/export.h"
-#include "bigset/store/leveldb_store.h"
 #include "bigset/cluster/node.h"
 #include "bigset/cluster/ring.h"
+#include "bigset/export.h"
 #include "bigset/net/transport.h"
+#include "bigset/store/leveldb_store.h"
 #include "bigset/testing/fault_env.h"
 
 namespace leveldb {
