@@ -380,6 +380,133 @@ TEST_CASE("IntervalSet randomized against std::set", "[clock]") {
   }
 }
 
+// Values over a few windows of 4096, so that windows turn into bitmaps (more
+// than 32 runs) and back (ranges that fill them, erasures that thin them).
+TEST_CASE("IntervalSet with dense windows, randomized against std::set",
+          "[clock]") {
+  bool saw_dense = false;
+  for (uint64_t seed : Seeds(40)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    IntervalSet a, b;
+    std::set<uint64_t> ma, mb;
+    // Around 0, across window boundaries at an unaligned base, and up to
+    // UINT64_MAX.
+    const uint64_t bases[] = {0, (uint64_t{1} << 40) - 5000, kMax - 12000};
+    const uint64_t base = bases[Uniform(rng, 0, 2)];
+    auto value = [&] { return base + Uniform(rng, 0, 12000); };
+    // x + up to `span`, not past the region (nor UINT64_MAX).
+    auto upto = [&](uint64_t x, uint64_t span) {
+      return x + std::min(Uniform(rng, 0, span), base + 12000 - x);
+    };
+    // Every value of [lo, hi], hi possibly UINT64_MAX.
+    auto each = [](uint64_t lo, uint64_t hi, auto fn) {
+      for (uint64_t v = lo;; ++v) {
+        fn(v);
+        if (v == hi) break;
+      }
+    };
+    for (int step = 0; step < 3000; ++step) {
+      IntervalSet& s = Uniform(rng, 0, 1) ? a : b;
+      std::set<uint64_t>& m = (&s == &a) ? ma : mb;
+      const uint64_t x = value();
+      const uint64_t dice = Uniform(rng, 0, 99);
+      if (dice < 70) {
+        s.Insert(x);
+        m.insert(x);
+      } else if (dice < 80) {
+        const uint64_t hi = upto(x, 500);
+        s.InsertRange(x, hi);
+        each(x, hi, [&](uint64_t v) { m.insert(v); });
+      } else if (dice < 95) {
+        const uint64_t hi = upto(x, 300);
+        s.EraseRange(x, hi);
+        m.erase(m.lower_bound(x), m.upper_bound(hi));
+      } else if (dice < 96) {
+        s.EraseUpTo(x);
+        m.erase(m.begin(), m.upper_bound(x));
+      } else {
+        REQUIRE(s.Contains(x) == (m.count(x) == 1));
+        const uint64_t hi = upto(x, 40);
+        bool all = true;
+        each(x, hi, [&](uint64_t v) { all &= m.count(v) == 1; });
+        REQUIRE(s.ContainsRange(x, hi) == all);
+      }
+      saw_dense |= a.dense_windows() > 0 || b.dense_windows() > 0;
+      if (step % 150 == 0) {
+        CheckIntervalSet(a, ma);
+        CheckIntervalSet(b, mb);
+      }
+    }
+    CheckIntervalSet(a, ma);
+    CheckIntervalSet(b, mb);
+    std::set<uint64_t> mu = ma, mi, md;
+    mu.insert(mb.begin(), mb.end());
+    std::set_intersection(ma.begin(), ma.end(), mb.begin(), mb.end(),
+                          std::inserter(mi, mi.end()));
+    std::set_difference(ma.begin(), ma.end(), mb.begin(), mb.end(),
+                        std::inserter(md, md.end()));
+    CheckIntervalSet(IntervalSet::Union(a, b), mu);
+    CheckIntervalSet(IntervalSet::Intersection(a, b), mi);
+    CheckIntervalSet(IntervalSet::Difference(a, b), md);
+    IntervalSet u = a, i = a, d = a;
+    u.Union(b);
+    i.Intersect(b);
+    d.Difference(b);
+    CheckIntervalSet(u, mu);
+    CheckIntervalSet(i, mi);
+    CheckIntervalSet(d, md);
+    REQUIRE(a.Includes(b) ==
+            std::includes(ma.begin(), ma.end(), mb.begin(), mb.end()));
+    REQUIRE(u.Includes(a));
+    REQUIRE(a.Includes(i));
+    REQUIRE(a.Includes(d));
+    // Equality is set equality whatever the windows' representation.
+    IntervalSet rebuilt;
+    for (uint64_t v : ma) rebuilt.Insert(v);
+    REQUIRE(rebuilt == a);
+    // Bitmaps decoded straight into windows.
+    std::string bytes((12000 + 8) / 8, '\0');
+    for (uint64_t v : ma) {
+      const uint64_t i = v - base;
+      bytes[i / 8] = static_cast<char>(bytes[i / 8] | (1 << (i % 8)));
+    }
+    IntervalSet from_bits;
+    from_bits.InsertBits(base, bytes, 12001);
+    REQUIRE(from_bits == a);
+  }
+  CHECK(saw_dense);
+}
+
+TEST_CASE("IntervalSet memory stays within a small factor of its encoding",
+          "[clock]") {
+  // Every other counter over 10 windows: 20,480 runs. As runs that would
+  // take about 400 KB; as bitmaps 5 KB (the encoding's size).
+  Clock c;
+  for (uint64_t k = 2; k < 2 + 10 * 4096; k += 2) c.AddDot(Dot{1, k});
+  const IntervalSet* cloud = c.cloud().Find(1);
+  REQUIRE(cloud != nullptr);
+  CHECK(cloud->dense_windows() >= 9);
+  const std::string enc = c.Encode();
+  CHECK(cloud->MemoryBytes() <= 2 * enc.size());
+  // Decoding the same bytes allocates the same: a 1 MiB clock of
+  // alternating counters stays about 1 MiB.
+  std::string big;
+  {
+    Clock alt;
+    for (uint64_t k = 2; k < 2 + (uint64_t{1} << 23); k += 2) {
+      alt.AddDot(Dot{7, k});
+    }
+    big = alt.Encode();
+  }
+  auto decoded = Clock::Decode(big);
+  REQUIRE(decoded.ok());
+  const IntervalSet* counters = decoded->cloud().Find(7);
+  REQUIRE(counters != nullptr);
+  CHECK(counters->Count() == (uint64_t{1} << 22));
+  CHECK(counters->MemoryBytes() <= 2 * big.size());
+}
+
 TEST_CASE("IntervalSet pointwise paths (one set much larger)", "[clock]") {
   // The in-place Union/Difference/Includes switch to per-interval updates
   // when the other set is much smaller; exercise both paths.

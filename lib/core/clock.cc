@@ -180,7 +180,6 @@ void EncodeCloud(uint64_t base, const IntervalSet* cloud, std::string* dst) {
     return;
   }
   std::vector<Run> runs;
-  runs.reserve(cloud->intervals());
   for (const auto& [lo, hi] : *cloud) runs.push_back({lo, hi});
   // Normalisation guarantees base + 2 does not wrap: cloud counters exceed
   // base + 1.
@@ -220,36 +219,9 @@ absl::Status Corrupt(std::string_view what) {
 
 // Appends the runs of an LSB-first bitmap whose bit 0 is counter `start`.
 // REQUIRES: start + (highest set bit) does not overflow; the caller checked.
-void DecodeBitmap(std::string_view bytes, uint64_t start, IntervalSet* out) {
-  const size_t n = bytes.size();
-  bool in_run = false;
-  uint64_t run_lo = 0;  // bit index
-  for (size_t off = 0; off < n; off += 8) {
-    uint64_t w = 0;
-    const size_t len = std::min<size_t>(8, n - off);
-    if (std::endian::native == std::endian::little && len == 8) {
-      std::memcpy(&w, bytes.data() + off, 8);
-    } else {
-      for (size_t b = 0; b < len; ++b) {
-        w |= uint64_t{static_cast<uint8_t>(bytes[off + b])} << (8 * b);
-      }
-    }
-    const uint64_t bit0 = uint64_t{off} * 8;
-    unsigned pos = 0;
-    while (pos < 64) {
-      // Look for the next bit that ends the current state.
-      const uint64_t m = (in_run ? ~w : w) >> pos;
-      if (m == 0) break;
-      pos += static_cast<unsigned>(std::countr_zero(m));
-      if (in_run) {
-        out->Append(start + run_lo, start + bit0 + pos - 1);
-      } else {
-        run_lo = bit0 + pos;
-      }
-      in_run = !in_run;
-    }
-  }
-  if (in_run) out->Append(start + run_lo, start + uint64_t{n} * 8 - 1);
+void DecodeBitmap(std::string_view bytes, uint64_t start, uint64_t nbits,
+                  IntervalSet* out) {
+  out->InsertBits(start, bytes, nbits);
 }
 
 absl::Status DecodeCloud(coding::Reader* r, uint64_t base, uint64_t nsegs,
@@ -298,7 +270,7 @@ absl::Status DecodeCloud(coding::Reader* r, uint64_t base, uint64_t nsegs,
           (uint64_t{count} - 1) * 8 +
           static_cast<uint64_t>(std::bit_width(last_byte)) - 1;
       if (last_bit > kMax - start) return Corrupt("counter overflow");
-      DecodeBitmap(bytes, start, out);
+      DecodeBitmap(bytes, start, last_bit + 1, out);
       const uint64_t end = start + last_bit;
       if (end >= kMax - 1) {
         full = true;

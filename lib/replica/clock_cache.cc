@@ -11,7 +11,7 @@ size_t ApproximateMemory(const Clock& clock) {
   // interval a btree slot (two uint64) with node overhead.
   size_t bytes = sizeof(Clock) + clock.vv().size() * 16;
   for (const auto& entry : clock.cloud()) {
-    bytes += 64 + entry.counters.intervals() * 24;
+    bytes += 64 + entry.counters.MemoryBytes();
   }
   return bytes;
 }
