@@ -392,6 +392,127 @@ void InsertThroughputRawSync(benchmark::State& state) {
   });
 }
 
+// ---- BM_InsertCloud/cloud:N and BM_ApplyScattered/cloud:N: writes into a
+// set whose set-clock holds N scattered dots of another actor (every other
+// counter of [2, 2N], applied in a shuffled order outside the timed loop as
+// removes of unseen dots: they enter the clock only, so the store holds no
+// more keys than a clean set's). `bytes_written`: bytes of the batches
+// written per operation.
+
+constexpr ActorId kCloudActor = 0xC10D;
+
+struct CloudDb {
+  BenchDir dir;
+  std::unique_ptr<LevelDbStore> store;
+  std::unique_ptr<Replica> replica;
+};
+
+std::unique_ptr<CloudDb> MakeCloud(uint64_t dots) {
+  auto db = std::make_unique<CloudDb>();
+  auto store = LevelDbStore::Open(db->dir.str(), LevelDbStoreOptions());
+  Check(store.status());
+  db->store = std::move(*store);
+  auto replica = Replica::Open(db->store.get(), ReplicaOptions());
+  Check(replica.status());
+  db->replica = std::move(*replica);
+  std::vector<uint64_t> counters;
+  for (uint64_t c = 2; c <= 2 * dots; c += 2) counters.push_back(c);
+  Rng rng(dots);
+  std::shuffle(counters.begin(), counters.end(), rng);
+  for (size_t i = 0; i < counters.size(); i += 1000) {
+    Delta d;
+    d.set = kSet;
+    DeltaOp& op = d.ops.emplace_back();
+    op.element = "never-added";
+    for (size_t k = i; k < std::min(counters.size(), i + 1000); ++k) {
+      op.context.push_back(Dot{kCloudActor, counters[k]});
+    }
+    Check(db->replica->Apply(d));
+  }
+  Check(db->store->CompactRange(KeyspaceRange(0)));
+  return db;
+}
+
+void InsertCloud(benchmark::State& state, uint64_t dots) {
+  auto db = MakeCloud(dots);
+  Rng rng(7);
+  const uint64_t bytes_before = db->replica->stats().bytes_written;
+  for (auto _ : state) {
+    UpdateOp op = UpdateOp::Add(RandomElement(rng));
+    Check(db->replica->Update(kSet, std::span(&op, 1)).status());
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["bytes_written"] = benchmark::Counter(
+      static_cast<double>(db->replica->stats().bytes_written - bytes_before) /
+      static_cast<double>(state.iterations()));
+}
+
+void ApplyScattered(benchmark::State& state, uint64_t dots) {
+  auto db = MakeCloud(dots);
+  // A new dot of the other actor every time (a seen one would write
+  // nothing): the odd counters of [1, 2M] in a scattered order, i * P mod M
+  // for a prime P that does not divide M (a permutation). With a 1M-dot
+  // cloud, M = 1M: every new dot fills a gap between two of its dots; with
+  // smaller clouds, M = 4M: mostly the empty space above them.
+  const uint64_t m = dots >= (1 << 20) ? dots : uint64_t{1} << 22;
+  constexpr uint64_t kPrime = 2654435761ull;
+  Rng rng(11);
+  Delta d;
+  d.set = kSet;
+  d.ops.emplace_back();
+  uint64_t i = 0;
+  const uint64_t bytes_before = db->replica->stats().bytes_written;
+  for (auto _ : state) {
+    DeltaOp& op = d.ops[0];
+    op.element = RandomElement(rng);
+    op.add = Dot{kCloudActor, 1 + 2 * ((i++ * kPrime) % m)};
+    Check(db->replica->Apply(d));
+  }
+  if (i > m) std::abort();  // Every dot must be new.
+  state.SetItemsProcessed(state.iterations());
+  state.counters["bytes_written"] = benchmark::Counter(
+      static_cast<double>(db->replica->stats().bytes_written - bytes_before) /
+      static_cast<double>(state.iterations()));
+}
+
+// BM_LoadState/cloud:N: loading a set's clock (header and segments) from
+// the store, as a cache miss does: two sets with N-dot clouds read in turn
+// through a clock cache too small to hold both.
+void LoadState(benchmark::State& state, uint64_t dots) {
+  BenchDir dir;
+  auto store = LevelDbStore::Open(dir.str(), LevelDbStoreOptions());
+  Check(store.status());
+  ReplicaOptions ro;
+  ro.clock_cache_bytes = 1;
+  ro.lock_stripes = 1;
+  auto replica = Replica::Open(store->get(), ro);
+  Check(replica.status());
+  std::vector<uint64_t> counters;
+  for (uint64_t c = 2; c <= 2 * dots; c += 2) counters.push_back(c);
+  for (const char* set : {"a", "b"}) {
+    for (size_t i = 0; i < counters.size(); i += 1000) {
+      Delta d;
+      d.set = set;
+      DeltaOp& op = d.ops.emplace_back();
+      op.element = "never-added";
+      for (size_t k = i; k < std::min(counters.size(), i + 1000); ++k) {
+        op.context.push_back(Dot{kCloudActor, counters[k]});
+      }
+      Check((*replica)->Apply(d));
+    }
+    UpdateOp add = UpdateOp::Add("x");
+    Check((*replica)->Update(set, std::span(&add, 1)).status());
+  }
+  Check((*store)->CompactRange(KeyspaceRange(0)));
+  bool a = true;
+  for (auto _ : state) {
+    auto clock = (*replica)->GetClock(a ? "a" : "b");
+    Check(clock.status());
+    a = !a;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // ---- Reads of a 1,000,000-element set, shared by the read benchmarks.
 
 constexpr uint64_t kReadSize = 1000000;
@@ -500,6 +621,20 @@ const int kRegistered = [] {
   benchmark::RegisterBenchmark("BM_InsertThroughput/rawleveldb",
                                InsertThroughputRaw)
       ->Unit(benchmark::kMicrosecond);
+  for (uint64_t n : {0, 10000, 100000, 1000000}) {
+    benchmark::RegisterBenchmark(
+        ("BM_InsertCloud/cloud:" + std::to_string(n)).c_str(), InsertCloud, n)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(
+        ("BM_ApplyScattered/cloud:" + std::to_string(n)).c_str(),
+        ApplyScattered, n)
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (uint64_t n : {0, 1000000}) {
+    benchmark::RegisterBenchmark(
+        ("BM_LoadState/cloud:" + std::to_string(n)).c_str(), LoadState, n)
+        ->Unit(benchmark::kMicrosecond);
+  }
   benchmark::RegisterBenchmark("BM_InsertThroughput/bigset_sync",
                                InsertThroughputBigsetSync)
       ->Unit(benchmark::kMicrosecond);

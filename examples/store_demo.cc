@@ -1,46 +1,29 @@
-// bigset_store_demo: writes a few sets through the store the way a replica does
-// (one atomic batch per insert: the updated set-clock and one element key),
-// then walks the replica's keyspace and prints every key decoded.
+// bigset_store_demo: writes a few sets through a replica (one atomic batch
+// per insert: the set-clock's header and one element key), then walks the
+// replica's keyspace and prints every key decoded, with the size of its
+// value.
 //
 // Usage: bigset_store_demo [database directory]   (default: a fresh temp dir)
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "bigset/core/clock.h"
 #include "bigset/keys/keys.h"
+#include "bigset/replica/replica.h"
 #include "bigset/store/leveldb_store.h"
 
 namespace {
 
 constexpr bigset::KeyspaceId kKeyspace = 1;
-constexpr bigset::ActorId kActor = 0xa11ce;
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "error: %s\n", std::string(s.ToString()).c_str());
   return 1;
-}
-
-// Inserts `element` into `set`: increments the set-clock and writes the new
-// clock and the element key in one batch, so a crash leaves both or neither.
-absl::Status Insert(bigset::Store& store,
-                    std::map<std::string, bigset::Clock>& clocks,
-                    const std::string& set, std::string_view element) {
-  bigset::Clock& clock = clocks[set];
-  absl::StatusOr<bigset::Dot> dot = clock.Increment(kActor);
-  if (!dot.ok()) return dot.status();
-  std::string clock_value;
-  clock.EncodeTo(&clock_value);
-  bigset::WriteBatch batch;
-  batch.Put(bigset::SetClockKey(kKeyspace, set, kActor), clock_value);
-  batch.Put(bigset::ElementKey(kKeyspace, set, element, *dot), "");
-  return store.Write(bigset::WriteOptions(), batch);
 }
 
 }  // namespace
@@ -55,7 +38,10 @@ int main(int argc, char** argv) {
   if (!store.ok()) return Fail(store.status());
   std::printf("opened %s\n\n", dir.string().c_str());
 
-  std::map<std::string, bigset::Clock> clocks;
+  bigset::ReplicaOptions options;
+  options.keyspace = kKeyspace;
+  auto replica = bigset::Replica::Open(store->get(), options);
+  if (!replica.ok()) return Fail(replica.status());
   const std::vector<std::pair<std::string, std::string>> inserts = {
       {"fruits", "pear"},  {"fruits", "apple"},
       {"colors", "red"},   {"fruits", "banana"},
@@ -63,17 +49,17 @@ int main(int argc, char** argv) {
       {"fruits", "apple"},  // A second insert: a second dot, a second key.
   };
   for (const auto& [set, element] : inserts) {
-    absl::Status s = Insert(**store, clocks, set, element);
-    if (!s.ok()) return Fail(s);
+    bigset::UpdateOp op = bigset::UpdateOp::Add(element);
+    absl::StatusOr<bigset::Delta> d = (*replica)->Update(set, {&op, 1});
+    if (!d.ok()) return Fail(d.status());
   }
-  // An end-of-set key closes each set's range.
-  bigset::WriteBatch ends;
-  for (const auto& [set, clock] : clocks) {
-    ends.Put(bigset::EndOfSetKey(kKeyspace, set), "");
-  }
-  if (absl::Status s = (*store)->Write(bigset::WriteOptions(), ends); !s.ok()) {
-    return Fail(s);
-  }
+  // A dot of another actor that arrives out of order leaves a gap: the
+  // set-clock then has a cloud, stored as a segment key.
+  bigset::Delta remote;
+  remote.set = "colors";
+  remote.ops.push_back(bigset::DeltaOp{"blue", {}, bigset::Dot{0xb0b, 7}});
+  if (absl::Status s = (*replica)->Apply(remote); !s.ok()) return Fail(s);
+  if (absl::Status s = (*replica)->Close(); !s.ok()) return Fail(s);
 
   // Walk the replica's whole keyspace in comparator order.
   std::printf("keyspace %u, in store order:\n", kKeyspace);
@@ -85,11 +71,8 @@ int main(int argc, char** argv) {
       return Fail(s);
     }
     std::string line = "  " + bigset::KeyDebugString(it->key());
-    if (key.kind == bigset::KeyKind::kSetClock) {
-      absl::StatusOr<bigset::Clock> clock = bigset::Clock::Decode(it->value());
-      if (!clock.ok()) return Fail(clock.status());
-      line += "  = " + clock->DebugString() + " (" +
-              std::to_string(it->value().size()) + " bytes)";
+    if (!it->value().empty()) {
+      line += "  (" + std::to_string(it->value().size()) + " value bytes)";
     }
     std::printf("%s\n", line.c_str());
   }

@@ -465,6 +465,18 @@ TEST_CASE("IntervalSet with dense windows, randomized against std::set",
     IntervalSet rebuilt;
     for (uint64_t v : ma) rebuilt.Insert(v);
     REQUIRE(rebuilt == a);
+    // A set appended above another, as segments are loaded.
+    if (!ma.empty()) {
+      auto cut = ma.begin();
+      std::advance(cut, Uniform(rng, 0, ma.size() - 1));
+      IntervalSet low, high;
+      for (auto v = ma.begin(); v != cut; ++v) low.Insert(*v);
+      for (auto v = cut; v != ma.end(); ++v) high.Insert(*v);
+      if (low.empty() || high.First() >= low.Last() + 2) {
+        low.AppendAbove(std::move(high));
+        CheckIntervalSet(low, ma);
+      }
+    }
     // Bitmaps decoded straight into windows.
     std::string bytes((12000 + 8) / 8, '\0');
     for (uint64_t v : ma) {

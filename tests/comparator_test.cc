@@ -40,8 +40,9 @@ std::string RandomMixedKey(Rng& rng) {
                         AdversarialBytes(rng, 3), AdversarialBytes(rng, 4),
                         Dot{Uniform(rng, 0, 3), Uniform(rng, 0, 3)});
     case 1:
-      return SetClockKey(static_cast<uint32_t>(Uniform(rng, 0, 2)),
-                         AdversarialBytes(rng, 3), rng());
+      return SetStateSegmentKey(static_cast<uint32_t>(Uniform(rng, 0, 2)),
+                                AdversarialBytes(rng, 3), StateKind::kClock,
+                                rng(), rng());
     case 2: {
       // Non-bigset keys starting right below and above the magic byte.
       std::string k(1,

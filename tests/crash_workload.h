@@ -6,7 +6,9 @@
 #ifndef BIGSET_TESTS_CRASH_WORKLOAD_H_
 #define BIGSET_TESTS_CRASH_WORKLOAD_H_
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -26,6 +28,9 @@ inline const std::vector<std::string>& CrashSets() {
                                                 "gamma"};
   return sets;
 }
+
+// The actor of NextCloudDelta.
+inline constexpr ActorId kCloudActor = 0xC10D;
 
 struct CrashUpdate {
   std::string set;
@@ -60,6 +65,28 @@ inline CrashUpdate NextCrashUpdate(uint64_t seed, int round, int index,
     }
   }
   return u;
+}
+
+// Before update `index`, sometimes (one in three) a delta from an actor that
+// never adds: removes of scattered unseen dots, which enter the set-clock as
+// a large cloud and make writes rewrite clock segments (killed mid-way too).
+// It changes no value.
+inline std::optional<Delta> NextCloudDelta(uint64_t seed, int round,
+                                           int index) {
+  std::mt19937_64 rng(seed * 7340033u + static_cast<uint64_t>(round) * 131u +
+                      static_cast<uint64_t>(index));
+  if (rng() % 3 != 0) return std::nullopt;
+  Delta d;
+  d.set = CrashSets()[rng() % CrashSets().size()];
+  DeltaOp& op = d.ops.emplace_back();
+  op.element = "cloud";
+  for (int i = 0; i < 64; ++i) {
+    op.context.push_back(Dot{kCloudActor, 1 + rng() % 1000000});
+  }
+  std::sort(op.context.begin(), op.context.end());
+  op.context.erase(std::unique(op.context.begin(), op.context.end()),
+                   op.context.end());
+  return d;
 }
 
 // Applies a delta of this single replica to the values.

@@ -65,6 +65,10 @@ int main(int argc, char** argv) {
   }
 
   for (int i = 0; i < 1000000; ++i) {
+    if (auto cloud = bigset::testing::NextCloudDelta(seed, round, i)) {
+      absl::Status s = (*replica)->Apply(*cloud);
+      if (!s.ok()) Die(std::string(s.ToString()));
+    }
     auto u = bigset::testing::NextCrashUpdate(seed, round, i, values);
     auto delta = (*replica)->Update(u.set, u.ops);
     if (!delta.ok()) Die(std::string(delta.status().ToString()));

@@ -27,12 +27,14 @@ struct LogicalKey {
   int section = 0;   // 0 metadata, 1 set
   std::string name;  // metadata name, or set name
   int kind = 0;      // 0 clock, 1 tombstone, 2 element, 3 end
+  int part = 0;      // clock, tombstone: 0 header, 1 segment
   std::string element;
   uint64_t actor = 0;
-  uint64_t counter = 0;
+  uint64_t counter = 0;  // element: counter; segment: window
 
   auto Tie() const {
-    return std::tie(keyspace, section, name, kind, element, actor, counter);
+    return std::tie(keyspace, section, name, kind, part, element, actor,
+                    counter);
   }
   bool operator<(const LogicalKey& o) const { return Tie() < o.Tie(); }
   bool operator==(const LogicalKey& o) const { return Tie() == o.Tie(); }
@@ -41,9 +43,13 @@ struct LogicalKey {
     if (section == 0) return MetadataKey(keyspace, name);
     switch (kind) {
       case 0:
-        return SetClockKey(keyspace, name, actor);
-      case 1:
-        return SetTombstoneKey(keyspace, name, actor);
+      case 1: {
+        const StateKind sk =
+            kind == 0 ? StateKind::kClock : StateKind::kTombstone;
+        return part == 0
+                   ? SetStateKey(keyspace, name, sk)
+                   : SetStateSegmentKey(keyspace, name, sk, actor, counter);
+      }
       case 2:
         return ElementKey(keyspace, name, element, Dot{actor, counter});
       default:
@@ -78,7 +84,11 @@ LogicalKey RandomKey(Rng& rng, const std::vector<std::string>& names) {
   k.name = names[Uniform(rng, 0, names.size() - 1)];
   if (k.section == 0) return k;
   k.kind = static_cast<int>(Uniform(rng, 0, 3));
-  if (k.kind == 0 || k.kind == 1) k.actor = EdgyU64(rng);
+  if ((k.kind == 0 || k.kind == 1) && Uniform(rng, 0, 1)) {
+    k.part = 1;
+    k.actor = EdgyU64(rng);
+    k.counter = EdgyU64(rng);
+  }
   if (k.kind == 2) {
     k.element = AdversarialBytes(rng, 6);
     k.actor = EdgyU64(rng);
@@ -108,12 +118,12 @@ void CheckDecodesTo(const LogicalKey& k, const std::string& enc) {
   CHECK(p.set == k.name);
   switch (k.kind) {
     case 0:
-      CHECK(p.kind == KeyKind::kSetClock);
-      CHECK(p.dot.actor == k.actor);
-      break;
     case 1:
-      CHECK(p.kind == KeyKind::kSetTombstone);
+      CHECK(p.kind ==
+            (k.kind == 0 ? KeyKind::kSetClock : KeyKind::kSetTombstone));
+      CHECK(p.segment == (k.part == 1));
       CHECK(p.dot.actor == k.actor);
+      CHECK(p.dot.counter == k.counter);
       break;
     case 2:
       CHECK(p.kind == KeyKind::kElement);
@@ -222,12 +232,12 @@ TEST_CASE("keys: NUL and 0xFF bytes in names keep sets apart") {
   std::string a00("a\0\0", 3);
   // Every key of "a" (including its end-of-set key) sorts before every key
   // of "a\0", which sorts before "a\0\0" and "a\x01".
-  CHECK(Cmp(EndOfSetKey(1, a), SetClockKey(1, a0, 0)) < 0);
-  CHECK(Cmp(EndOfSetKey(1, a0), SetClockKey(1, a00, 0)) < 0);
-  CHECK(Cmp(EndOfSetKey(1, a00), SetClockKey(1, "a\x01", 0)) < 0);
+  CHECK(Cmp(EndOfSetKey(1, a), SetClockKey(1, a0)) < 0);
+  CHECK(Cmp(EndOfSetKey(1, a0), SetClockKey(1, a00)) < 0);
+  CHECK(Cmp(EndOfSetKey(1, a00), SetClockKey(1, "a\x01")) < 0);
   CHECK(Cmp(ElementKey(1, a, "\xff\xff", Dot{~0ull, ~0ull}),
             EndOfSetKey(1, a)) < 0);
-  CHECK_FALSE(InRange(SetRange(1, a), SetClockKey(1, a0, 0)));
+  CHECK_FALSE(InRange(SetRange(1, a), SetClockKey(1, a0)));
   CHECK_FALSE(InRange(ElementRange(1, "s", "x"),
                       ElementKey(1, "s", std::string("x\0", 2), Dot{0, 1})));
   CHECK_FALSE(InRange(ElementRange(1, "s", "x"),
@@ -287,11 +297,15 @@ TEST_CASE("keys: truncated keys and garbage decode to an error") {
           re = MetadataKey(p.keyspace, p.metadata_name);
           break;
         case KeyKind::kSetClock:
-          re = SetClockKey(p.keyspace, p.set, p.dot.actor);
+        case KeyKind::kSetTombstone: {
+          const StateKind sk = p.kind == KeyKind::kSetClock
+                                   ? StateKind::kClock
+                                   : StateKind::kTombstone;
+          re = p.segment ? SetStateSegmentKey(p.keyspace, p.set, sk,
+                                              p.dot.actor, p.dot.counter)
+                         : SetStateKey(p.keyspace, p.set, sk);
           break;
-        case KeyKind::kSetTombstone:
-          re = SetTombstoneKey(p.keyspace, p.set, p.dot.actor);
-          break;
+        }
         case KeyKind::kElement:
           re = ElementKey(p.keyspace, p.set, p.element, p.dot);
           break;
@@ -305,8 +319,8 @@ TEST_CASE("keys: truncated keys and garbage decode to an error") {
   ParsedKey p;
   CHECK_FALSE(DecodeKey("", &p).ok());
   CHECK_FALSE(DecodeKey("plain embedder key", &p).ok());
-  std::string future = SetClockKey(0, "s", 1);
-  future[1] = 0x02;
+  std::string future = SetClockKey(0, "s");
+  future[1] = 0x03;
   absl::Status s = DecodeKey(future, &p);
   CHECK(s.code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(s.message()).find("version") != std::string::npos);

@@ -138,6 +138,30 @@ void CheckQueries(Replica& r, const std::string& set, const ModelValue& want,
 // duplicating, reordering network of deltas between them.
 enum class StoreKind { kLevelDb, kMap };
 
+// Seeds every replica's sets with a large scattered cloud: removes of dots
+// of an actor that never adds (every other counter up to 2 * dots, in a
+// shuffled order), so clocks have thousands of runs and their segments are
+// rewritten by the test's updates.
+void SeedScatteredClouds(std::vector<std::unique_ptr<Replica>>& replicas,
+                         const std::vector<std::string>& sets, Rng& rng,
+                         uint64_t dots) {
+  std::vector<uint64_t> counters;
+  for (uint64_t c = 2; c <= 2 * dots; c += 2) counters.push_back(c);
+  for (const std::string& set : sets) {
+    std::shuffle(counters.begin(), counters.end(), rng);
+    for (size_t i = 0; i < counters.size(); i += 500) {
+      Delta d;
+      d.set = set;
+      DeltaOp& op = d.ops.emplace_back();
+      op.element = "never-added";
+      for (size_t k = i; k < std::min(counters.size(), i + 500); ++k) {
+        op.context.push_back(Dot{0xC10D, counters[k]});
+      }
+      for (auto& r : replicas) REQUIRE(r->Apply(d).ok());
+    }
+  }
+}
+
 struct Harness {
   Harness(int n, Rng& rng, StoreKind kind) : rng(rng) {
     if (kind == StoreKind::kMap) {
@@ -285,11 +309,15 @@ struct Harness {
 };
 
 void RunModelTest(int replicas, int ops, int seeds,
-                  StoreKind kind = StoreKind::kLevelDb) {
+                  StoreKind kind = StoreKind::kLevelDb,
+                  uint64_t cloud_dots = 0) {
   for (uint64_t seed : Seeds(seeds)) {
     CAPTURE(seed, replicas);
     Rng rng(seed);
     Harness h(replicas, rng, kind);
+    if (cloud_dots > 0) {
+      SeedScatteredClouds(h.replicas, h.sets, rng, cloud_dots);
+    }
     for (int step = 0; step < ops; ++step) {
       if (replicas == 1 || Uniform(rng, 0, 1)) {
         h.RandomUpdate(static_cast<int>(Uniform(rng, 0, replicas - 1)));
@@ -331,6 +359,11 @@ TEST_CASE("replica: two replicas with a lossy network equal the model") {
 
 TEST_CASE("replica: three replicas with a lossy network equal the model") {
   RunModelTest(3, 3000, 6);
+}
+
+TEST_CASE("replica: the model test with large scattered clouds in clocks") {
+  RunModelTest(1, 1500, 3, StoreKind::kLevelDb, 20000);
+  RunModelTest(3, 2500, 3, StoreKind::kLevelDb, 20000);
 }
 
 TEST_CASE("replica: the model test on a second Store (an ordered map)") {
@@ -587,7 +620,7 @@ TEST_CASE("replica: element keys without a set-clock are corruption") {
     REQUIRE(r->Update("s", std::span(&op, 1)).ok());
     // Lose the set-clock behind the replica's back.
     WriteBatch b;
-    b.Delete(SetClockKey(1, "s", 0));
+    b.Delete(SetClockKey(1, "s"));
     REQUIRE(mem.store->Write(WriteOptions(), b).ok());
   }
   auto r = OpenReplica(mem.store.get(), 1);
@@ -624,14 +657,14 @@ TEST_CASE("replica: Verify finds unseen dots and undecodable values") {
   CHECK(clean->element_keys == 2);
   WriteBatch b;
   b.Put(ElementKey(1, "s", "ghost", Dot{r->actor(), 99}), "");
-  b.Put(SetClockKey(1, "t", 0), "garbage");
+  b.Put(SetClockKey(1, "t"), "garbage");
   REQUIRE(mem.store->Write(WriteOptions(), b).ok());
   auto report = r->Verify();
   REQUIRE(report.ok());
   CHECK(report->problem_count == 3);  // Unseen dot, bad clock, t's element.
   // Verify changed nothing.
   std::string v;
-  REQUIRE(mem.store->Get(ReadOptions(), SetClockKey(1, "t", 0), &v).ok());
+  REQUIRE(mem.store->Get(ReadOptions(), SetClockKey(1, "t"), &v).ok());
   CHECK(v == "garbage");
 }
 

@@ -83,10 +83,12 @@ TEST_CASE("store: each set's range yields exactly its keys in order") {
       std::string key;
       switch (Uniform(rng, 0, 9)) {
         case 0:
-          key = SetClockKey(ks, set, Uniform(rng, 0, 5));
+          key = SetStateSegmentKey(ks, set, StateKind::kClock,
+                                   Uniform(rng, 0, 5), Uniform(rng, 0, 5));
           break;
         case 1:
-          key = SetTombstoneKey(ks, set, Uniform(rng, 0, 5));
+          key = SetStateSegmentKey(ks, set, StateKind::kTombstone,
+                                   Uniform(rng, 0, 5), Uniform(rng, 0, 5));
           break;
         case 2:
           key = EndOfSetKey(ks, set);
@@ -275,7 +277,7 @@ TEST_CASE("store: adopting an embedder's database keeps its keys apart") {
   {
     auto store = LevelDbStore::Adopt(db, Ownership::kBorrowed);
     WriteBatch b;
-    b.Put(SetClockKey(0, "s", 1), "clock");
+    b.Put(SetClockKey(0, "s"), "clock");
     b.Put(ElementKey(0, "s", "e", Dot{1, 1}), "");
     REQUIRE(store->Write(WriteOptions(), b).ok());
     CHECK(Scan(*store, KeyspaceRange(0)).size() == 2);

@@ -346,6 +346,23 @@ void IntervalSet::EraseRange(uint64_t lo, uint64_t hi) {
 
 // ---- Queries.
 
+uint64_t IntervalSet::IntervalStart(uint64_t v) const {
+  while (true) {
+    uint64_t lo;
+    auto b = blocks_.find(WindowOf(v));
+    if (b != blocks_.end()) {
+      const int clear =
+          ii::PrevClear(b->second, static_cast<uint32_t>(v - b->first));
+      lo = b->first + static_cast<uint64_t>(clear + 1);
+    } else {
+      lo = std::prev(runs_.upper_bound(v))->first;
+    }
+    // The interval may go on below, in the previous run or window.
+    if (lo == 0 || !Contains(lo - 1)) return lo;
+    v = lo - 1;
+  }
+}
+
 bool IntervalSet::ContainsRange(uint64_t lo, uint64_t hi) const {
   const_iterator it = LowerBound(lo);
   return it != end() && it->first == lo && it->second >= hi;

@@ -242,6 +242,26 @@ IntervalSet IntervalSet::Difference(const IntervalSet& a,
   return Combine(a, b, static_cast<int>(Op::kAndNot));
 }
 
+void IntervalSet::AppendAbove(IntervalSet&& other) {
+  if (empty()) {
+    *this = std::move(other);
+    return;
+  }
+  for (auto& [w, block] : other.blocks_) {
+    auto mine = blocks_.find(w);
+    if (mine != blocks_.end()) {
+      for (uint32_t k = 0; k < kWords; ++k)
+        mine->second.words[k] |= block.words[k];
+      continue;
+    }
+    // Runs of ours in that window (below other's values) go into its bits.
+    Block merged = block;
+    MakeBlock(w, &merged);
+  }
+  for (const auto& [lo, hi] : other.runs_) InsertRange(lo, hi);
+  other.clear();
+}
+
 void IntervalSet::Union(const IntervalSet& other) {
   if (other.empty()) return;
   if (other.PieceWeight() * kPointwiseRatio < PieceWeight()) {

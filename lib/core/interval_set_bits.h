@@ -51,6 +51,22 @@ inline uint32_t NextClear(const Block& b, uint32_t from) {
   return kWindow;
 }
 
+// Index of the last clear bit below `below` in `b`, or -1 if bits
+// [0, below) are all set.
+inline int PrevClear(const Block& b, uint32_t below) {
+  for (int64_t w = below / 64; w >= 0; --w) {
+    uint64_t word = ~b.words[static_cast<size_t>(w)];
+    if (static_cast<uint32_t>(w) == below / 64) {
+      if (below % 64 == 0) continue;
+      word &= (uint64_t{1} << (below % 64)) - 1;
+    }
+    if (word != 0) {
+      return static_cast<int>(w * 64 + 63 - std::countl_zero(word));
+    }
+  }
+  return -1;
+}
+
 // Index of the last set bit of `b`. REQUIRES: some bit set.
 inline uint32_t LastSet(const Block& b) {
   for (uint32_t w = kWords; w-- > 0;) {

@@ -125,18 +125,29 @@ absl::Status Malformed(std::string_view key, std::string_view why) {
 
 }  // namespace
 
-void AppendSetClockKey(std::string* dst, KeyspaceId keyspace,
-                       std::string_view set, ActorId actor) {
+namespace {
+constexpr char kStateHeader = 0x00;
+constexpr char kStateSegment = 0x01;
+char StateKindByte(StateKind kind) {
+  return kind == StateKind::kClock ? kKindClock : kKindTombstone;
+}
+}  // namespace
+
+void AppendSetStateKey(std::string* dst, KeyspaceId keyspace,
+                       std::string_view set, StateKind kind) {
   AppendSetPrefix(dst, keyspace, set);
-  dst->push_back(kKindClock);
-  coding::PutFixed64BE(dst, actor);
+  dst->push_back(StateKindByte(kind));
+  dst->push_back(kStateHeader);
 }
 
-void AppendSetTombstoneKey(std::string* dst, KeyspaceId keyspace,
-                           std::string_view set, ActorId actor) {
+void AppendSetStateSegmentKey(std::string* dst, KeyspaceId keyspace,
+                              std::string_view set, StateKind kind,
+                              ActorId actor, uint64_t window) {
   AppendSetPrefix(dst, keyspace, set);
-  dst->push_back(kKindTombstone);
+  dst->push_back(StateKindByte(kind));
+  dst->push_back(kStateSegment);
   coding::PutFixed64BE(dst, actor);
+  coding::PutFixed64BE(dst, window);
 }
 
 void AppendElementKey(std::string* dst, KeyspaceId keyspace,
@@ -161,17 +172,17 @@ void AppendMetadataKey(std::string* dst, KeyspaceId keyspace,
   dst->append(name.data(), name.size());
 }
 
-std::string SetClockKey(KeyspaceId keyspace, std::string_view set,
-                        ActorId actor) {
+std::string SetStateKey(KeyspaceId keyspace, std::string_view set,
+                        StateKind kind) {
   std::string k;
-  AppendSetClockKey(&k, keyspace, set, actor);
+  AppendSetStateKey(&k, keyspace, set, kind);
   return k;
 }
 
-std::string SetTombstoneKey(KeyspaceId keyspace, std::string_view set,
-                            ActorId actor) {
+std::string SetStateSegmentKey(KeyspaceId keyspace, std::string_view set,
+                               StateKind kind, ActorId actor, uint64_t window) {
   std::string k;
-  AppendSetTombstoneKey(&k, keyspace, set, actor);
+  AppendSetStateSegmentKey(&k, keyspace, set, kind, actor, window);
   return k;
 }
 
@@ -238,6 +249,20 @@ KeyRange KindRange(KeyspaceId keyspace, std::string_view set, char kind) {
 }
 }  // namespace
 
+KeyRange SetStateRange(KeyspaceId keyspace, std::string_view set,
+                       StateKind kind) {
+  return KindRange(keyspace, set, StateKindByte(kind));
+}
+
+KeyRange KeyspaceRangeOfVersion(KeyspaceId keyspace, uint8_t version) {
+  std::string start;
+  start.push_back(static_cast<char>(kKeyMagic));
+  start.push_back(static_cast<char>(version));
+  coding::PutFixed32BE(&start, keyspace);
+  std::string limit = PrefixSuccessor(start);
+  return {std::move(start), std::move(limit)};
+}
+
 KeyRange SetClocksRange(KeyspaceId keyspace, std::string_view set) {
   return KindRange(keyspace, set, kKindClock);
 }
@@ -291,6 +316,7 @@ absl::Status DecodeKey(std::string_view key, ParsedKey* out) {
   out->element = {};
   out->metadata_name = {};
   out->dot = Dot{0, 0};
+  out->segment = false;
   if (section == kSectionMetadata) {
     out->kind = KeyKind::kMetadata;
     in.GetBytes(in.remaining(), &out->metadata_name);
@@ -303,13 +329,21 @@ absl::Status DecodeKey(std::string_view key, ParsedKey* out) {
   if (!in.GetByte(&kind)) return Malformed(key, "missing kind");
   switch (kind) {
     case kKindClock:
-    case kKindTombstone:
+    case kKindTombstone: {
       out->kind =
           kind == kKindClock ? KeyKind::kSetClock : KeyKind::kSetTombstone;
-      if (!in.GetFixed64BE(&out->dot.actor)) {
-        return Malformed(key, "bad actor");
+      uint8_t part = 0;
+      if (!in.GetByte(&part) ||
+          (part != kStateHeader && part != kStateSegment)) {
+        return Malformed(key, "bad clock part");
+      }
+      out->segment = part == kStateSegment;
+      if (out->segment && (!in.GetFixed64BE(&out->dot.actor) ||
+                           !in.GetFixed64BE(&out->dot.counter))) {
+        return Malformed(key, "bad segment");
       }
       break;
+    }
     case kKindElement:
       out->kind = KeyKind::kElement;
       if (!GetEscaped(&in, &out->element, &out->element_storage)) {
@@ -369,11 +403,15 @@ std::string KeyDebugString(std::string_view key) {
       return absl::StrCat("ks", k.keyspace, "/meta:\"", hex(k.metadata_name),
                           "\"");
     case KeyKind::kSetClock:
-      return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set),
-                          "\"/clock:", absl::Hex(k.dot.actor));
-    case KeyKind::kSetTombstone:
-      return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set),
-                          "\"/tombstone:", absl::Hex(k.dot.actor));
+    case KeyKind::kSetTombstone: {
+      const char* what = k.kind == KeyKind::kSetClock ? "clock" : "tombstone";
+      if (!k.segment) {
+        return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set), "\"/",
+                            what);
+      }
+      return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set), "\"/", what,
+                          ":", absl::Hex(k.dot.actor), "@", k.dot.counter);
+    }
     case KeyKind::kElement:
       return absl::StrCat("ks", k.keyspace, "/set:\"", hex(k.set), "\"/elem:\"",
                           hex(k.element), "\"/dot:", absl::Hex(k.dot.actor),

@@ -19,7 +19,8 @@ size_t ApproximateMemory(const Clock& clock) {
 namespace {
 size_t Charge(const std::string& set, const SetState& s) {
   return 64 + set.size() + ApproximateMemory(s.clock) +
-         ApproximateMemory(s.tombstone);
+         ApproximateMemory(s.tombstone) + s.stored_clock.MemoryBytes() +
+         s.stored_tombstone.MemoryBytes();
 }
 }  // namespace
 

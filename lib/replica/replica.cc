@@ -14,12 +14,12 @@
 #include "replica/clock_cache.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
+#include "replica/stored_clock.h"
 
 namespace bigset {
 
 using replica_internal::kActorFormatVersion;
 using replica_internal::kActorMetadata;
-using replica_internal::kStateKeyActor;
 using replica_internal::Printable;
 using replica_internal::SetCorruption;
 
@@ -85,6 +85,21 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   if (store == nullptr) return absl::InvalidArgumentError("store is null");
   if (options.lock_stripes < 1) {
     return absl::InvalidArgumentError("lock_stripes must be >= 1");
+  }
+  // Data of the previous key format (one key per set-clock) would be
+  // misread: refuse it rather than guess.
+  {
+    auto old = store->NewIterator(
+        ReadOptions(), KeyspaceRangeOfVersion(options.keyspace, 0x01));
+    old->SeekToFirst();
+    BIGSET_RETURN_IF_ERROR(old->status());
+    if (old->Valid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "keyspace ", options.keyspace,
+          " holds data in bigset key format version 1; this version reads "
+          "key format version ",
+          kKeyFormatVersion, " only"));
+    }
   }
   const std::string actor_key = MetadataKey(options.keyspace, kActorMetadata);
   const std::string shutdown_key =
@@ -181,18 +196,12 @@ Replica::Stripe& Replica::StripeFor(std::string_view set) {
 
 absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   SetState state;
-  std::string value;
+  bool found = false;
   absl::Status s =
-      store_->Get(ReadOptions(),
-                  SetClockKey(options_.keyspace, set, kStateKeyActor), &value);
-  if (s.ok()) {
-    absl::StatusOr<Clock> clock = Clock::Decode(value);
-    if (!clock.ok()) {
-      return SetCorruption(set, "undecodable set-clock",
-                           clock.status().message());
-    }
-    state.clock = std::move(*clock);
-  } else if (absl::IsNotFound(s)) {
+      ReadClock(store_, ReadOptions(), options_.keyspace, set,
+                StateKind::kClock, &state.clock, &state.stored_clock, &found);
+  if (!s.ok()) return SetCorruption(set, "set-clock", s.message());
+  if (!found) {
     // Never treat a missing clock as fresh when the set has keys: its
     // counters could be reused.
     auto it =
@@ -203,22 +212,12 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
       return SetCorruption(set, "has keys but no set-clock");
     }
     return state;
-  } else {
-    return s;
   }
-  s = store_->Get(ReadOptions(),
-                  SetTombstoneKey(options_.keyspace, set, kStateKeyActor),
-                  &value);
-  if (s.ok()) {
-    absl::StatusOr<Clock> tombstone = Clock::Decode(value);
-    if (!tombstone.ok()) {
-      return SetCorruption(set, "undecodable set-tombstone",
-                           tombstone.status().message());
-    }
-    state.tombstone = std::move(*tombstone);
-  } else if (!absl::IsNotFound(s)) {
-    return s;
-  }
+  bool tombstone = false;
+  s = ReadClock(store_, ReadOptions(), options_.keyspace, set,
+                StateKind::kTombstone, &state.tombstone,
+                &state.stored_tombstone, &tombstone);
+  if (!s.ok()) return SetCorruption(set, "set-tombstone", s.message());
   return state;
 }
 
@@ -236,7 +235,7 @@ absl::StatusOr<SetState*> Replica::LoadState(Stripe& stripe,
 
 void Replica::ApplyContext(std::string_view set, std::string_view element,
                            std::span<const Dot> context, SetState* state,
-                           WriteBatch* batch) {
+                           WriteBatch* batch, StateChanges* changes) {
   for (Dot dot : context) {
     if (!dot.valid()) continue;
     if (state->clock.Seen(dot)) {
@@ -245,34 +244,35 @@ void Replica::ApplyContext(std::string_view set, std::string_view element,
     } else {
       // Seen from now on, so the add carrying it is never written here.
       state->clock.AddDot(dot);
+      changes->clock.Touch(dot.actor, dot.counter);
     }
   }
 }
 
-void Replica::ApplyClear(std::string_view set, const Clock& clock,
-                         SetState* state) {
-  (void)set;
+void Replica::ApplyClear(const Clock& clock, SetState* state,
+                         StateChanges* changes) {
   // Only dots already seen can have keys on disk; the others just enter the
   // set-clock so that their keys are never written.
   state->tombstone.Merge(Clock::Intersection(clock, state->clock));
   state->clock.Merge(clock);
+  changes->tombstone.TouchClock(clock);
+  changes->clock.TouchClock(clock);
 }
 
 absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                              SetState* state, WriteBatch* batch,
-                             bool tombstone_changed) {
-  std::string value;
-  state->clock.EncodeTo(&value);
-  batch->Put(SetClockKey(options_.keyspace, set, kStateKeyActor), value);
-  if (tombstone_changed) {
-    std::string key = SetTombstoneKey(options_.keyspace, set, kStateKeyActor);
-    if (state->tombstone.empty()) {
-      batch->Delete(key);
-    } else {
-      value.clear();
-      state->tombstone.EncodeTo(&value);
-      batch->Put(key, value);
-    }
+                             const StateChanges& changes) {
+  if (!changes.clock.empty()) {
+    WriteClock(options_.keyspace, set, StateKind::kClock, state->clock,
+               changes.clock, &state->stored_clock, batch);
+  }
+  if (!changes.tombstone.empty()) {
+    WriteClock(options_.keyspace, set, StateKind::kTombstone, state->tombstone,
+               changes.tombstone, &state->stored_tombstone, batch);
+  }
+  if (batch->Count() == 0) {
+    stripe.cache->Recharge(set);
+    return absl::OkStatus();
   }
   absl::Status s = store_->Write(write_options_, *batch);
   if (!s.ok()) {
@@ -281,6 +281,8 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
     stripe.cache->Erase(set);
     return s;
   }
+  counters_.bytes_written.fetch_add(batch->ApproximateSize(),
+                                    std::memory_order_relaxed);
   stripe.cache->Recharge(set);
   return absl::OkStatus();
 }
@@ -335,6 +337,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
   delta.set.assign(set);
   delta.ops.reserve(ops.size());
   WriteBatch batch;
+  StateChanges changes;
   uint64_t puts = 0, deletes = 0;
   // With contexts taken from the replica, what earlier ops of this update
   // added and removed per element: the store does not show it yet.
@@ -367,7 +370,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
       d.context = op.context;
     }
     const size_t before = batch.Count();
-    ApplyContext(set, op.element, d.context, state, &batch);
+    ApplyContext(set, op.element, d.context, state, &batch, &changes);
     deletes += batch.Count() - before;
     if (from_replica) {
       Pending& p = pending[op.element];
@@ -383,12 +386,13 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
         return dot.status();
       }
       batch.Put(ElementKey(options_.keyspace, set, op.element, *dot), "");
+      changes.clock.Touch(dot->actor, dot->counter);
       ++puts;
       d.add = *dot;
       if (from_replica) pending[op.element].added.push_back(*dot);
     }
   }
-  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, false));
+  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
   counters_.updates_coordinated.fetch_add(1, std::memory_order_relaxed);
   counters_.keys_written.fetch_add(puts + 1, std::memory_order_relaxed);
   counters_.keys_deleted.fetch_add(deletes, std::memory_order_relaxed);
@@ -425,32 +429,25 @@ absl::Status Replica::Apply(const Delta& delta) {
   }
 
   WriteBatch batch;
-  bool changed = false;
-  bool tombstone_changed = false;
+  StateChanges changes;
   uint64_t puts = 0;
-  if (delta.clear.has_value()) {
-    ApplyClear(set, *delta.clear, state);
-    changed = tombstone_changed = true;
-  }
+  if (delta.clear.has_value()) ApplyClear(*delta.clear, state, &changes);
   for (const DeltaOp& op : delta.ops) {
     // The context part first, always, even if the add's dot was seen.
-    for (Dot dot : op.context) {
-      if (dot.valid() && !state->clock.Seen(dot)) changed = true;
-    }
-    ApplyContext(set, op.element, op.context, state, &batch);
+    ApplyContext(set, op.element, op.context, state, &batch, &changes);
     // Never rewrite a seen dot: its key may have been removed.
     if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
       state->clock.AddDot(*op.add);
+      changes.clock.Touch(op.add->actor, op.add->counter);
       batch.Put(ElementKey(options_.keyspace, set, op.element, *op.add), "");
       ++puts;
-      changed = true;
     }
   }
-  uint64_t deletes = batch.Count() - puts;
-  if (changed || batch.Count() > 0) {
-    BIGSET_RETURN_IF_ERROR(
-        Commit(stripe, set, state, &batch, tombstone_changed));
-    counters_.keys_written.fetch_add(puts + 1, std::memory_order_relaxed);
+  const uint64_t deletes = batch.Count() - puts;
+  if (!changes.clock.empty() || !changes.tombstone.empty() ||
+      batch.Count() > 0) {
+    BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
+    counters_.keys_written.fetch_add(puts, std::memory_order_relaxed);
     counters_.keys_deleted.fetch_add(deletes, std::memory_order_relaxed);
   }
   counters_.deltas_applied.fetch_add(1, std::memory_order_relaxed);
@@ -469,11 +466,11 @@ absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
         "\": clear clock claims events of this replica's actor that it never "
         "generated"));
   }
-  ApplyClear(set, clock, *loaded);
+  StateChanges changes;
+  ApplyClear(clock, *loaded, &changes);
   WriteBatch batch;
-  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, *loaded, &batch, true));
+  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, *loaded, &batch, changes));
   counters_.clears.fetch_add(1, std::memory_order_relaxed);
-  counters_.keys_written.fetch_add(2, std::memory_order_relaxed);
   Delta delta;
   delta.set.assign(set);
   delta.clear = clock;
@@ -512,6 +509,7 @@ ReplicaStats Replica::stats() const {
   s.clock_cache_hits = counters_.clock_cache_hits.load();
   s.clock_cache_misses = counters_.clock_cache_misses.load();
   s.deltas_rejected = counters_.deltas_rejected.load();
+  s.bytes_written = counters_.bytes_written.load();
   return s;
 }
 

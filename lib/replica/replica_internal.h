@@ -19,14 +19,17 @@
 #include "bigset/replica/replica.h"
 #include "core/string_view_compat.h"
 #include "replica/clock_cache.h"
+#include "replica/stored_clock.h"
 
 namespace bigset {
 
-namespace replica_internal {
+// What a change of one set did to its clock and its tombstone.
+struct Replica::StateChanges {
+  ClockChanges clock;
+  ClockChanges tombstone;
+};
 
-// The actor field of set-clock and set-tombstone keys: a set has one of each
-// per replica, whatever the replica's current actor epoch.
-inline constexpr ActorId kStateKeyActor = 0;
+namespace replica_internal {
 
 // Metadata key holding the replica's actor id: version byte + fixed64.
 inline constexpr std::string_view kActorMetadata = "actor";

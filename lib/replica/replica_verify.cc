@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/replica/replica.h"
+#include "core/clock_storage.h"
 #include "core/status_macros.h"
 #include "replica/replica_internal.h"
 
@@ -13,6 +14,39 @@ namespace bigset {
 
 using replica_internal::kActorMetadata;
 using replica_internal::Printable;
+
+namespace {
+
+// One set's clock or tombstone as Verify reads it: the loader, and the
+// first problem with its keys.
+struct StateCheck {
+  clock_storage::Loader loader;
+  std::optional<std::string> problem;
+  bool any = false;  // Some key of it was seen.
+  std::optional<Clock> clock;
+
+  void Add(const ParsedKey& key, std::string_view value) {
+    any = true;
+    if (problem.has_value()) return;
+    absl::Status s =
+        key.segment ? loader.AddSegment(key.dot.actor, key.dot.counter, value)
+                    : loader.AddHeader(value);
+    if (!s.ok()) problem = std::string(s.message());
+  }
+  // The clock, once every key was added; nullopt (and `problem` set) if the
+  // keys do not form one.
+  void Finish() {
+    if (!any || problem.has_value()) return;
+    absl::StatusOr<Clock> c = loader.Finish();
+    if (c.ok()) {
+      clock = std::move(*c);
+    } else {
+      problem = std::string(c.status().message());
+    }
+  }
+};
+
+}  // namespace
 
 absl::StatusOr<VerifyReport> Replica::Verify() {
   VerifyReport report;
@@ -26,18 +60,41 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
   ReadOptions ro;
   ro.snapshot = snapshot.get();
   ro.fill_cache = false;
+  // Data of another key format version is never read: say so.
+  {
+    auto old = store_->NewIterator(
+        ro, KeyspaceRangeOfVersion(options_.keyspace, 0x01));
+    old->SeekToFirst();
+    if (old->Valid()) problem("keys of key format version 1 (not read)");
+  }
   auto it = store_->NewIterator(ro, KeyspaceRange(options_.keyspace));
 
-  // Keys of one set are contiguous: clocks, then tombstones, then elements.
+  // Keys of one set are contiguous: clock keys, then tombstone keys, then
+  // elements.
   std::string current_set;
   bool in_set = false;
-  std::optional<Clock> clock;
-  std::optional<Clock> tombstone;
-  auto finish_set = [&]() {
-    if (in_set && tombstone.has_value() &&
-        (!clock.has_value() || !clock->Descends(*tombstone))) {
-      problem(absl::StrCat("set \"", Printable(current_set),
-                           "\": set-tombstone holds dots its set-clock has not "
+  std::optional<StateCheck> clock, tombstone;
+  bool states_done = false;
+  auto where = [&]() {
+    return absl::StrCat("set \"", Printable(current_set), "\"");
+  };
+  // Checks the set's clock and tombstone once all their keys were read.
+  auto finish_states = [&]() {
+    if (states_done) return;
+    states_done = true;
+    clock->Finish();
+    tombstone->Finish();
+    if (clock->problem.has_value()) {
+      problem(absl::StrCat(where(), ": set-clock: ", *clock->problem));
+    }
+    if (tombstone->problem.has_value()) {
+      problem(absl::StrCat(where(), ": set-tombstone: ", *tombstone->problem));
+    }
+    if (tombstone->clock.has_value() &&
+        (!clock->clock.has_value() ||
+         !clock->clock->Descends(*tombstone->clock))) {
+      problem(absl::StrCat(where(),
+                           ": set-tombstone holds dots its set-clock has not "
                            "seen"));
     }
   };
@@ -50,52 +107,42 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
     }
     if (key.kind == KeyKind::kMetadata) continue;
     if (!in_set || key.set != current_set) {
-      finish_set();
+      if (in_set) finish_states();
       current_set.assign(key.set);
       in_set = true;
-      clock.reset();
-      tombstone.reset();
+      clock.emplace();
+      tombstone.emplace();
+      states_done = false;
       ++report.sets;
     }
-    const std::string where =
-        absl::StrCat("set \"", Printable(current_set), "\"");
     switch (key.kind) {
       case KeyKind::kSetClock:
-      case KeyKind::kSetTombstone: {
-        if (key.dot.actor != replica_internal::kStateKeyActor) {
-          problem(absl::StrCat(where,
-                               ": set-clock or set-tombstone key with actor ",
-                               key.dot.actor));
-          break;
-        }
-        absl::StatusOr<Clock> c = Clock::Decode(it->value());
-        if (!c.ok()) {
-          problem(absl::StrCat(
-              where, ": undecodable ",
-              key.kind == KeyKind::kSetClock ? "set-clock" : "set-tombstone",
-              ": ", c.status().message()));
-          break;
-        }
-        (key.kind == KeyKind::kSetClock ? clock : tombstone) = std::move(*c);
+        clock->Add(key, it->value());
         break;
-      }
+      case KeyKind::kSetTombstone:
+        tombstone->Add(key, it->value());
+        break;
       case KeyKind::kElement:
+        finish_states();
         ++report.element_keys;
-        if (!clock.has_value()) {
-          problem(absl::StrCat(where, ": element key \"",
-                               Printable(key.element), "\" ",
-                               DotToString(key.dot), " without a set-clock"));
-        } else if (!clock->Seen(key.dot)) {
+        if (!clock->clock.has_value()) {
           problem(absl::StrCat(
-              where, ": element key \"", Printable(key.element), "\" has dot ",
-              DotToString(key.dot), " its set-clock has not seen"));
+              where(), ": element key \"", Printable(key.element), "\" ",
+              DotToString(key.dot),
+              clock->problem.has_value() ? " with an unreadable set-clock"
+                                         : " without a set-clock"));
+        } else if (!clock->clock->Seen(key.dot)) {
+          problem(absl::StrCat(where(), ": element key \"",
+                               Printable(key.element), "\" has dot ",
+                               DotToString(key.dot),
+                               " its set-clock has not seen"));
         }
         break;
       default:
         break;
     }
   }
-  finish_set();
+  if (in_set) finish_states();
   BIGSET_RETURN_IF_ERROR(it->status());
   // The actor id itself.
   std::string value;

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "bigset/core/clock.h"
+#include "replica/stored_clock.h"
 
 namespace bigset {
 
@@ -16,6 +17,10 @@ class SetState {
   Clock clock;
   // Events whose keys may still be on disk but are removed (Clear).
   Clock tombstone;
+  // What is on disk for each (which header and segments), so that a write
+  // rewrites only what it changed.
+  StoredClock stored_clock;
+  StoredClock stored_tombstone;
   // Bytes the entry is charged in the clock cache (see ClockCache).
   size_t charge = 0;
 };

@@ -18,11 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       re = bigset::MetadataKey(k.keyspace, k.metadata_name);
       break;
     case bigset::KeyKind::kSetClock:
-      re = bigset::SetClockKey(k.keyspace, k.set, k.dot.actor);
+    case bigset::KeyKind::kSetTombstone: {
+      const bigset::StateKind sk = k.kind == bigset::KeyKind::kSetClock
+                                       ? bigset::StateKind::kClock
+                                       : bigset::StateKind::kTombstone;
+      re = k.segment ? bigset::SetStateSegmentKey(k.keyspace, k.set, sk,
+                                                  k.dot.actor, k.dot.counter)
+                     : bigset::SetStateKey(k.keyspace, k.set, sk);
       break;
-    case bigset::KeyKind::kSetTombstone:
-      re = bigset::SetTombstoneKey(k.keyspace, k.set, k.dot.actor);
-      break;
+    }
     case bigset::KeyKind::kElement:
       re = bigset::ElementKey(k.keyspace, k.set, k.element, k.dot);
       break;

@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,13 @@ class BIGSET_EXPORT Clock {
   static constexpr uint8_t kFormatVersion = 1;
 
   Clock() = default;
+
+  // A clock made of a version vector and per-actor clouds (actors
+  // ascending, sets non-empty, every cloud counter above its actor's base
+  // + 1). DataLoss if they do not form a normalised clock (the parts come
+  // from storage).
+  static absl::StatusOr<Clock> FromParts(
+      VersionVector vv, std::vector<std::pair<ActorId, IntervalSet>> clouds);
 
   // True iff `dot` is in the set. Counter 0 is never seen.
   // Hot path: a binary search over the actors, and a btree lookup only when

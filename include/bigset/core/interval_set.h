@@ -148,11 +148,18 @@ class BIGSET_EXPORT IntervalSet {
     if (it == runs_.begin()) return false;
     return std::prev(it)->second >= v;
   }
+  // The first value of the maximal interval holding `v`. REQUIRES:
+  // Contains(v).
+  uint64_t IntervalStart(uint64_t v) const;
   // True iff every value of [lo, hi] is in the set. REQUIRES: lo <= hi.
   bool ContainsRange(uint64_t lo, uint64_t hi) const;
   // True iff every value of `other` is in this set.
   bool Includes(const IntervalSet& other) const;
 
+  // this = this ∪ other, for an `other` entirely above this set: moves its
+  // bitmaps and runs in (a bitmap of a window this set also has is OR-ed).
+  // REQUIRES: empty() or other.empty() or other.First() >= Last() + 2.
+  void AppendAbove(IntervalSet&& other);
   // this = this ∪ other.
   void Union(const IntervalSet& other);
   // this = this ∩ other.
@@ -179,6 +186,11 @@ class BIGSET_EXPORT IntervalSet {
   }
   // Windows kept as bitmaps (for tests and stats).
   size_t dense_windows() const { return blocks_.size(); }
+  // The bitmap of window `w` if it is kept as one, else nullptr.
+  const Block* DenseWindow(uint64_t w) const {
+    auto it = blocks_.find(w);
+    return it == blocks_.end() ? nullptr : &it->second;
+  }
 
   const_iterator begin() const { return const_iterator(this, 0); }
   const_iterator end() const { return const_iterator(); }

@@ -210,6 +210,7 @@ class BIGSET_EXPORT Replica {
     std::atomic<uint64_t> clock_cache_hits{0};
     std::atomic<uint64_t> clock_cache_misses{0};
     std::atomic<uint64_t> deltas_rejected{0};
+    std::atomic<uint64_t> bytes_written{0};
   };
 
   Replica(Store* store, const ReplicaOptions& options, ActorId actor,
@@ -229,15 +230,20 @@ class BIGSET_EXPORT Replica {
   // Writes `batch` and the set's clock (and tombstone if `tombstone_changed`)
   // and updates the cache; on failure drops the cached state, which was
   // already modified, so the next access reloads it from the store.
+  // What a change of a set did to its clock and tombstone.
+  struct StateChanges;
+  // Adds the clock and tombstone keys `changes` calls for to `batch`, writes
+  // it and updates the cache; on failure drops the cached state, which was
+  // already modified, so the next access reloads it from the store.
   absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
-                      WriteBatch* batch, bool tombstone_changed)
+                      WriteBatch* batch, const StateChanges& changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // Applies one op's context to the state and batch (docs/DESIGN.md: seen dots
   // delete their key, unseen dots enter the set-clock).
   void ApplyContext(std::string_view set, std::string_view element,
                     std::span<const Dot> context, SetState* state,
-                    WriteBatch* batch);
-  void ApplyClear(std::string_view set, const Clock& clock, SetState* state);
+                    WriteBatch* batch, StateChanges* changes);
+  void ApplyClear(const Clock& clock, SetState* state, StateChanges* changes);
   // Dots of `element` present on the replica now (tombstone filtered).
   absl::StatusOr<std::vector<Dot>> CurrentDots(std::string_view set,
                                                std::string_view element,

@@ -21,6 +21,9 @@ struct ReplicaStats {
   // Deltas refused whole (InvalidArgument): they claimed events of this
   // replica's actor that it never generated.
   uint64_t deltas_rejected = 0;
+  // Bytes of the batches written (keys and values, as the store's log
+  // receives them).
+  uint64_t bytes_written = 0;
 };
 
 // Sizes of one set's causal metadata on this replica.

@@ -1,0 +1,165 @@
+#include "replica/stored_clock.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace bigset {
+namespace {
+
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+
+uint64_t BaseIn(const std::vector<clock_storage::HeaderEntry>& header,
+                ActorId actor) {
+  auto it = std::lower_bound(header.begin(), header.end(), actor,
+                             [](const clock_storage::HeaderEntry& e,
+                                ActorId a) { return e.actor < a; });
+  return it != header.end() && it->actor == actor ? it->base : 0;
+}
+
+}  // namespace
+
+size_t StoredClock::MemoryBytes() const {
+  size_t bytes = sizeof(StoredClock) + header.size() * 16;
+  for (const auto& [actor, w] : windows) bytes += 48 + w.size() * 12;
+  return bytes;
+}
+
+void ClockChanges::TouchClock(const Clock& clock) {
+  for (ActorId actor : clock.Actors()) whole_.insert(actor);
+}
+
+void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
+                const Clock& clock, const ClockChanges& changes,
+                StoredClock* stored, WriteBatch* batch) {
+  using clock_storage::SegmentOf;
+  std::vector<clock_storage::HeaderEntry> header =
+      clock_storage::HeaderOf(clock);
+  // Per actor: the counter ranges whose segments may have changed.
+  absl::flat_hash_map<ActorId, IntervalSet> dirty = changes.ranges_;
+  absl::flat_hash_set<ActorId> whole = changes.whole_;
+  if (header != stored->header) {
+    // A base that moved absorbed (or gave back) the cloud counters between
+    // its old and new values.
+    auto moved = [&](ActorId actor) {
+      const uint64_t before = BaseIn(stored->header, actor);
+      const uint64_t after = BaseIn(header, actor);
+      if (before == after) return;
+      const uint64_t lo = std::min(before, after);
+      const uint64_t hi = std::max(before, after);
+      dirty[actor].InsertRange(lo == kMax ? kMax : lo + 1,
+                               hi == kMax ? kMax : hi + 1);
+    };
+    for (const auto& e : stored->header) moved(e.actor);
+    for (const auto& e : header) moved(e.actor);
+    std::string key = SetStateKey(keyspace, set, kind);
+    if (header.empty()) {
+      batch->Delete(key);
+    } else {
+      std::string value;
+      clock_storage::EncodeHeader(header, &value);
+      batch->Put(key, value);
+    }
+    stored->header = std::move(header);
+  }
+  // The windows to rewrite, per actor.
+  auto rewrite = [&](ActorId actor, const absl::btree_set<uint64_t>& windows) {
+    const IntervalSet* cloud = clock.cloud().Find(actor);
+    auto found = stored->windows.find(actor);
+    std::string value;
+    for (uint64_t w : windows) {
+      value.clear();
+      if (cloud != nullptr && clock_storage::EncodeSegment(*cloud, w, &value)) {
+        batch->Put(SetStateSegmentKey(keyspace, set, kind, actor, w), value);
+        if (found == stored->windows.end()) {
+          found =
+              stored->windows.emplace(actor, absl::btree_set<uint64_t>()).first;
+        }
+        found->second.insert(w);
+      } else if (found != stored->windows.end() && found->second.erase(w)) {
+        batch->Delete(SetStateSegmentKey(keyspace, set, kind, actor, w));
+      }
+    }
+    if (found != stored->windows.end() && found->second.empty()) {
+      stored->windows.erase(found);
+    }
+  };
+  for (ActorId actor : whole) {
+    absl::btree_set<uint64_t> windows;
+    if (auto it = stored->windows.find(actor); it != stored->windows.end()) {
+      windows = it->second;
+    }
+    if (const IntervalSet* cloud = clock.cloud().Find(actor)) {
+      for (const auto& [lo, hi] : *cloud) windows.insert(SegmentOf(lo));
+    }
+    rewrite(actor, windows);
+  }
+  for (const auto& [actor, ranges] : dirty) {
+    if (whole.contains(actor)) continue;
+    const IntervalSet* cloud = clock.cloud().Find(actor);
+    const auto persisted = stored->windows.find(actor);
+    absl::btree_set<uint64_t> windows;
+    for (const auto& [a, b] : ranges) {
+      const uint64_t after = b == kMax ? kMax : b + 1;
+      // Segments already on disk in the range (some may now be empty).
+      if (persisted != stored->windows.end()) {
+        for (auto w = persisted->second.lower_bound(SegmentOf(a));
+             w != persisted->second.end() && *w <= SegmentOf(after); ++w) {
+          windows.insert(*w);
+        }
+      }
+      if (cloud == nullptr) continue;
+      // The interval that reaches into the range from below, and those
+      // starting in it (or just after: one may have merged into another).
+      if (a > 0 && cloud->Contains(a - 1)) {
+        windows.insert(SegmentOf(cloud->IntervalStart(a - 1)));
+      }
+      for (auto it = cloud->LowerBound(a);
+           it != cloud->end() && it->first <= after; ++it) {
+        windows.insert(SegmentOf(it->first));
+        if (it->second == kMax) break;
+      }
+    }
+    rewrite(actor, windows);
+  }
+}
+
+absl::Status ReadClock(Store* store, const ReadOptions& options,
+                       KeyspaceId keyspace, std::string_view set,
+                       StateKind kind, Clock* clock, StoredClock* stored,
+                       bool* found) {
+  *clock = Clock();
+  *stored = StoredClock();
+  *found = false;
+  auto it = store->NewIterator(options, SetStateRange(keyspace, set, kind));
+  clock_storage::Loader loader;
+  ParsedKey key;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    absl::Status s = DecodeKey(it->key(), &key);
+    if (!s.ok()) return absl::DataLossError(s.message());
+    s = key.segment
+            ? loader.AddSegment(key.dot.actor, key.dot.counter, it->value())
+            : loader.AddHeader(it->value());
+    if (!s.ok()) return s;
+    if (key.segment) stored->windows[key.dot.actor].insert(key.dot.counter);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  if (!loader.has_header()) {
+    if (!stored->windows.empty()) {
+      return absl::DataLossError("clock segments without a header");
+    }
+    return absl::OkStatus();
+  }
+  stored->header = loader.header();
+  absl::StatusOr<Clock> loaded = loader.Finish();
+  if (!loaded.ok()) return loaded.status();
+  *clock = std::move(*loaded);
+  *found = true;
+  return absl::OkStatus();
+}
+
+}  // namespace bigset

@@ -1,0 +1,83 @@
+// StoredClock and ClockChanges: a set's clock (or tombstone) as it is on
+// disk, and the writes that keep it there up to date with the clock in
+// memory at a cost proportional to what changed. Internal header.
+//
+// On disk a clock is a header key and one segment key per actor and window
+// of its cloud (lib/core/clock_storage.h, docs/FORMATS.md "Stored
+// clocks"). A write records what it touched in a ClockChanges; WriteClock
+// then rewrites the header only if an actor's base changed, and only the
+// segments of the windows the change reached: an insert of this replica's
+// own actor writes the header (a few bytes per actor) whatever the cloud;
+// a scattered dot of another actor rewrites one segment.
+//
+// Thread-safety: value types, used under the set's stripe lock.
+
+#ifndef BIGSET_LIB_REPLICA_STORED_CLOCK_H_
+#define BIGSET_LIB_REPLICA_STORED_CLOCK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "bigset/core/clock.h"
+#include "bigset/keys/keys.h"
+#include "bigset/store/store.h"
+#include "core/clock_storage.h"
+
+namespace bigset {
+
+// What is on disk for one clock: the header last written and, per actor,
+// the windows that have a segment key.
+struct StoredClock {
+  std::vector<clock_storage::HeaderEntry> header;
+  absl::flat_hash_map<ActorId, absl::btree_set<uint64_t>> windows;
+
+  bool empty() const { return header.empty() && windows.empty(); }
+  size_t MemoryBytes() const;
+};
+
+// What a write changed in one clock: counters it added or removed, per
+// actor, or whole actors (merges and subtractions).
+class ClockChanges {
+ public:
+  void Touch(ActorId actor, uint64_t counter) {
+    ranges_[actor].Insert(counter);
+  }
+  void TouchActor(ActorId actor) { whole_.insert(actor); }
+  // Every actor of `clock` (after merging or subtracting it).
+  void TouchClock(const Clock& clock);
+  bool empty() const { return ranges_.empty() && whole_.empty(); }
+
+ private:
+  friend void WriteClock(KeyspaceId keyspace, std::string_view set,
+                         StateKind kind, const Clock& clock,
+                         const ClockChanges& changes, StoredClock* stored,
+                         WriteBatch* batch);
+  absl::flat_hash_map<ActorId, IntervalSet> ranges_;
+  absl::flat_hash_set<ActorId> whole_;
+};
+
+// Appends to *batch the puts and deletes that make the stored form of
+// `clock` (of `kind`, for `set`) match it, for the parts `changes` names
+// and for every actor whose base moved; updates *stored to what the batch
+// leaves on disk. An empty clock has no keys at all.
+void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
+                const Clock& clock, const ClockChanges& changes,
+                StoredClock* stored, WriteBatch* batch);
+
+// Loads the clock of `kind` of `set` with one seek and a scan of its keys.
+// *found is false (and *clock empty) if it has no header key. DataLoss for
+// undecodable or inconsistent keys.
+absl::Status ReadClock(Store* store, const ReadOptions& options,
+                       KeyspaceId keyspace, std::string_view set,
+                       StateKind kind, Clock* clock, StoredClock* stored,
+                       bool* found);
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_REPLICA_STORED_CLOCK_H_
