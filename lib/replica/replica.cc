@@ -197,10 +197,10 @@ Replica::Stripe& Replica::StripeFor(std::string_view set) {
 absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   SetState state;
   bool found = false;
-  absl::Status s =
-      ReadClock(store_, ReadOptions(), options_.keyspace, set,
-                StateKind::kClock, &state.clock, &state.stored_clock, &found);
-  if (!s.ok()) return SetCorruption(set, "set-clock", s.message());
+  absl::Status s = ReadClockAndTombstone(
+      store_, ReadOptions(), options_.keyspace, set, &state.clock,
+      &state.stored_clock, &state.tombstone, &state.stored_tombstone, &found);
+  if (!s.ok()) return SetCorruption(set, ToStd(s.message()));
   if (!found) {
     // Never treat a missing clock as fresh when the set has keys: its
     // counters could be reused.
@@ -211,13 +211,7 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
     if (it->Valid()) {
       return SetCorruption(set, "has keys but no set-clock");
     }
-    return state;
   }
-  bool tombstone = false;
-  s = ReadClock(store_, ReadOptions(), options_.keyspace, set,
-                StateKind::kTombstone, &state.tombstone,
-                &state.stored_tombstone, &tombstone);
-  if (!s.ok()) return SetCorruption(set, "set-tombstone", s.message());
   return state;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/string_view_compat.h"
 
 namespace bigset {
 namespace {
@@ -128,38 +129,93 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
   }
 }
 
+namespace {
+
+// Feeds the keys of one clock, read in order, to a loader.
+struct ClockReader {
+  clock_storage::Loader loader;
+  StoredClock* stored;
+
+  absl::Status Add(const ParsedKey& key, std::string_view value) {
+    absl::Status s = key.segment ? loader.AddSegment(key.dot.actor,
+                                                     key.dot.counter, value)
+                                 : loader.AddHeader(value);
+    if (s.ok() && key.segment) {
+      stored->windows[key.dot.actor].insert(key.dot.counter);
+    }
+    return s;
+  }
+  absl::Status Finish(Clock* clock, bool* found) {
+    *found = loader.has_header();
+    if (!loader.has_header()) {
+      if (!stored->windows.empty()) {
+        return absl::DataLossError("clock segments without a header");
+      }
+      return absl::OkStatus();
+    }
+    stored->header = loader.header();
+    absl::StatusOr<Clock> loaded = loader.Finish();
+    if (!loaded.ok()) return loaded.status();
+    *clock = std::move(*loaded);
+    return absl::OkStatus();
+  }
+};
+
+absl::Status Named(std::string_view what, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(ToAbsl(what), ": ", s.message()));
+}
+
+}  // namespace
+
 absl::Status ReadClock(Store* store, const ReadOptions& options,
                        KeyspaceId keyspace, std::string_view set,
                        StateKind kind, Clock* clock, StoredClock* stored,
                        bool* found) {
   *clock = Clock();
   *stored = StoredClock();
-  *found = false;
   auto it = store->NewIterator(options, SetStateRange(keyspace, set, kind));
-  clock_storage::Loader loader;
+  ClockReader reader{{}, stored};
   ParsedKey key;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     absl::Status s = DecodeKey(it->key(), &key);
     if (!s.ok()) return absl::DataLossError(s.message());
-    s = key.segment
-            ? loader.AddSegment(key.dot.actor, key.dot.counter, it->value())
-            : loader.AddHeader(it->value());
-    if (!s.ok()) return s;
-    if (key.segment) stored->windows[key.dot.actor].insert(key.dot.counter);
+    BIGSET_RETURN_IF_ERROR(reader.Add(key, it->value()));
   }
   BIGSET_RETURN_IF_ERROR(it->status());
-  if (!loader.has_header()) {
-    if (!stored->windows.empty()) {
-      return absl::DataLossError("clock segments without a header");
+  return reader.Finish(clock, found);
+}
+
+absl::Status ReadClockAndTombstone(Store* store, const ReadOptions& options,
+                                   KeyspaceId keyspace, std::string_view set,
+                                   Clock* clock, StoredClock* stored_clock,
+                                   Clock* tombstone,
+                                   StoredClock* stored_tombstone,
+                                   bool* found) {
+  *clock = Clock();
+  *tombstone = Clock();
+  *stored_clock = StoredClock();
+  *stored_tombstone = StoredClock();
+  KeyRange range = SetStateRange(keyspace, set, StateKind::kClock);
+  range.limit = SetStateRange(keyspace, set, StateKind::kTombstone).limit;
+  auto it = store->NewIterator(options, std::move(range));
+  ClockReader clocks{{}, stored_clock};
+  ClockReader tombstones{{}, stored_tombstone};
+  ParsedKey key;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    absl::Status s = DecodeKey(it->key(), &key);
+    if (!s.ok()) return absl::DataLossError(s.message());
+    if (key.kind == KeyKind::kSetClock) {
+      BIGSET_RETURN_IF_ERROR(Named("set-clock", clocks.Add(key, it->value())));
+    } else {
+      BIGSET_RETURN_IF_ERROR(
+          Named("set-tombstone", tombstones.Add(key, it->value())));
     }
-    return absl::OkStatus();
   }
-  stored->header = loader.header();
-  absl::StatusOr<Clock> loaded = loader.Finish();
-  if (!loaded.ok()) return loaded.status();
-  *clock = std::move(*loaded);
-  *found = true;
-  return absl::OkStatus();
+  BIGSET_RETURN_IF_ERROR(it->status());
+  BIGSET_RETURN_IF_ERROR(Named("set-clock", clocks.Finish(clock, found)));
+  bool any_tombstone = false;
+  return Named("set-tombstone", tombstones.Finish(tombstone, &any_tombstone));
 }
 
 }  // namespace bigset

@@ -78,6 +78,16 @@ absl::Status ReadClock(Store* store, const ReadOptions& options,
                        StateKind kind, Clock* clock, StoredClock* stored,
                        bool* found);
 
+// Loads both the set-clock and the set-tombstone of `set` with one seek (the
+// two ranges are adjacent). *found tells whether the set-clock has a header.
+// DataLoss (naming which) for undecodable or inconsistent keys.
+absl::Status ReadClockAndTombstone(Store* store, const ReadOptions& options,
+                                   KeyspaceId keyspace, std::string_view set,
+                                   Clock* clock, StoredClock* stored_clock,
+                                   Clock* tombstone,
+                                   StoredClock* stored_tombstone,
+                                   bool* found);
+
 }  // namespace bigset
 
 #endif  // BIGSET_LIB_REPLICA_STORED_CLOCK_H_
