@@ -42,7 +42,8 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
       options_(options),
       actor_(actor),
       new_epoch_(new_epoch),
-      write_options_{options.sync_writes} {
+      write_options_{options.sync_writes},
+      sweeper_(std::make_unique<Sweeper>()) {
   size_t per_stripe =
       std::max<size_t>(1, options.clock_cache_bytes / options.lock_stripes);
   for (int i = 0; i < options.lock_stripes; ++i) {
@@ -50,7 +51,7 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
   }
 }
 
-Replica::~Replica() = default;
+Replica::~Replica() { StopSweeper(); }
 
 namespace {
 
@@ -160,6 +161,7 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
 }
 
 absl::Status Replica::Close() {
+  StopSweeper();
   // Every stripe's lock: no write is half-way, and none starts after the
   // marker (it would be unsynced behind a "clean" record).
   for (auto& stripe : stripes_) stripe->mu.Lock();
@@ -251,6 +253,7 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
   state->clock.Merge(clock);
   changes->tombstone.TouchClock(clock);
   changes->clock.TouchClock(clock);
+  changes->tombstone_grew = true;
 }
 
 absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
@@ -263,6 +266,12 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   if (!changes.tombstone.empty()) {
     WriteClock(options_.keyspace, set, StateKind::kTombstone, state->tombstone,
                changes.tombstone, &state->stored_tombstone, batch);
+  }
+  if (changes.tombstone_grew) {
+    // In the same batch as the dots: the sweeper will find the set.
+    batch->Put(replica_internal::SweepQueueKey(options_.keyspace, set),
+               std::string(1, static_cast<char>(
+                                  replica_internal::kSweepFormatVersion)));
   }
   if (batch->Count() == 0) {
     stripe.cache->Recharge(set);
@@ -425,7 +434,8 @@ absl::Status Replica::Apply(const Delta& delta) {
   WriteBatch batch;
   StateChanges changes;
   uint64_t puts = 0;
-  if (delta.clear.has_value()) ApplyClear(*delta.clear, state, &changes);
+  if (delta.clear.has_value() && !delta.clear->empty())
+    ApplyClear(*delta.clear, state, &changes);
   for (const DeltaOp& op : delta.ops) {
     // The context part first, always, even if the add's dot was seen.
     ApplyContext(set, op.element, op.context, state, &batch, &changes);
@@ -454,6 +464,9 @@ absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
+  Delta delta;
+  delta.set.assign(set);
+  if (clock.empty()) return delta;  // Clears nothing.
   if (clock.MaxCounter(actor_) > (*loaded)->clock.MaxCounter(actor_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "set \"", Printable(set),
@@ -465,8 +478,6 @@ absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
   WriteBatch batch;
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, *loaded, &batch, changes));
   counters_.clears.fetch_add(1, std::memory_order_relaxed);
-  Delta delta;
-  delta.set.assign(set);
   delta.clear = clock;
   return delta;
 }
@@ -504,6 +515,12 @@ ReplicaStats Replica::stats() const {
   s.clock_cache_misses = counters_.clock_cache_misses.load();
   s.deltas_rejected = counters_.deltas_rejected.load();
   s.bytes_written = counters_.bytes_written.load();
+  s.sweep_queue_length = SweepQueueLength();
+  s.sweep_entries_done = counters_.sweep_entries_done.load();
+  s.sweep_keys_read = counters_.sweep_keys_read.load();
+  s.sweep_keys_deleted = counters_.sweep_keys_deleted.load();
+  s.sweep_bytes_reclaimed = counters_.sweep_bytes_reclaimed.load();
+  s.sweep_micros = counters_.sweep_micros.load();
   return s;
 }
 

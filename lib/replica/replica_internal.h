@@ -4,6 +4,7 @@
 //   replica.cc          open, the write paths (Update, Apply, Clear), state
 //   replica_read.cc     streaming reads, membership, ranges, counts, sets
 //   replica_verify.cc   Verify
+//   replica_sweep.cc    the sweep queue and the sweeper
 
 #ifndef BIGSET_LIB_REPLICA_REPLICA_INTERNAL_H_
 #define BIGSET_LIB_REPLICA_REPLICA_INTERNAL_H_
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -27,6 +29,22 @@ namespace bigset {
 struct Replica::StateChanges {
   ClockChanges clock;
   ClockChanges tombstone;
+  // Dots were added to the tombstone: the set goes in the sweep queue.
+  bool tombstone_grew = false;
+};
+
+// Serialises sweeps, remembers where the round-robin over shards is, and
+// runs the background sweeper.
+class Replica::Sweeper {
+ public:
+  absl::Mutex sweep_mu;  // Held by a sweep.
+  uint32_t next_shard ABSL_GUARDED_BY(sweep_mu) = 0;
+  uint64_t batch_keys ABSL_GUARDED_BY(sweep_mu) = 1000;
+
+  absl::Mutex thread_mu;
+  bool stop ABSL_GUARDED_BY(thread_mu) = false;
+  bool running ABSL_GUARDED_BY(thread_mu) = false;
+  std::thread thread ABSL_GUARDED_BY(thread_mu);
 };
 
 namespace replica_internal {
@@ -34,6 +52,19 @@ namespace replica_internal {
 // Metadata key holding the replica's actor id: version byte + fixed64.
 inline constexpr std::string_view kActorMetadata = "actor";
 inline constexpr uint8_t kActorFormatVersion = 1;
+
+// Sweep queue and progress (metadata keys of the replica's keyspace):
+//   "sweep-queue" | u8 shard | set   -> u8 version          (an entry)
+//   "sweep-snapshot" | set           -> u8 version, clock   (swept with)
+//   "sweep-cursor" | set             -> u8 version, element key done up to
+inline constexpr std::string_view kSweepQueue = "sweep-queue";
+inline constexpr std::string_view kSweepSnapshot = "sweep-snapshot";
+inline constexpr std::string_view kSweepCursor = "sweep-cursor";
+inline constexpr uint8_t kSweepFormatVersion = 1;
+inline constexpr uint32_t kSweepShards = 16;
+
+uint32_t SweepShardOf(std::string_view set);
+std::string SweepQueueKey(KeyspaceId keyspace, std::string_view set);
 
 inline std::string Printable(std::string_view s) {
   return absl::CHexEscape(ToAbsl(s));

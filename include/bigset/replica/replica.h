@@ -102,6 +102,23 @@ struct ReplicaOptions {
 class SetState;
 class ClockCache;
 
+struct SweepOptions {
+  // Keys read per atomic batch of deletes (and persisted progress).
+  uint64_t batch_keys = 1000;
+  // Rate limit of the background sweeper, in keys read per second, so that
+  // foreground writes keep their latency.
+  uint64_t keys_per_second = 100'000;
+};
+
+// What one call of SweepSome did.
+struct SweepProgress {
+  uint64_t keys_read = 0;
+  uint64_t keys_deleted = 0;
+  uint64_t entries_done = 0;
+  // True when the queue is empty: nothing is left to sweep.
+  bool idle = false;
+};
+
 class BIGSET_EXPORT Replica {
  public:
   // Opens the replica of `options.keyspace` in `store`. A keyspace without
@@ -146,10 +163,31 @@ class BIGSET_EXPORT Replica {
   absl::Status Apply(const Delta& delta);
 
   // Removes every dot `clock` has seen from `set` by merging it into the
-  // set-tombstone (and the set-clock); reads honour it at once. Returns the
-  // delta that replicates the clear. InvalidArgument if `clock` claims
-  // events of this replica's actor that it never generated.
+  // set-tombstone (and the set-clock); reads honour it at once, and the
+  // set's sweep-queue entry, written in the same batch, lets the sweeper
+  // delete the covered keys later. Returns the delta that replicates the
+  // clear. An empty clock clears nothing and writes nothing. InvalidArgument
+  // if `clock` claims events of this replica's actor that it never
+  // generated.
   absl::StatusOr<Delta> Clear(std::string_view set, const Clock& clock);
+
+  // ---- Sweeping (docs/DESIGN.md, "Clear and sweep").
+  //
+  // Keys covered by a set-tombstone stay on disk until swept. Every write
+  // that adds dots to a tombstone queues its set (a sweep-queue entry in
+  // the same batch); the sweeper takes entries shard by shard, deletes the
+  // covered keys in bounded batches with its progress, and at the end of a
+  // set subtracts the tombstone snapshot it swept with. It never reads a
+  // set without an entry. Safe to run concurrently with every other
+  // method; sweeps serialise among themselves.
+
+  // Sweeps until it has read about `budget` keys or the queue is empty.
+  absl::StatusOr<SweepProgress> SweepSome(uint64_t budget);
+  // Runs SweepSome on a background thread at about
+  // `options.keys_per_second`, until StopSweeper, Close or destruction.
+  // FailedPrecondition if one is running.
+  absl::Status StartSweeper(const SweepOptions& options = {});
+  void StopSweeper();
 
   // Streams `set` from one snapshot (see set_reader.h).
   absl::StatusOr<std::unique_ptr<SetReader>> Read(
@@ -211,7 +249,13 @@ class BIGSET_EXPORT Replica {
     std::atomic<uint64_t> clock_cache_misses{0};
     std::atomic<uint64_t> deltas_rejected{0};
     std::atomic<uint64_t> bytes_written{0};
+    std::atomic<uint64_t> sweep_entries_done{0};
+    std::atomic<uint64_t> sweep_keys_read{0};
+    std::atomic<uint64_t> sweep_keys_deleted{0};
+    std::atomic<uint64_t> sweep_bytes_reclaimed{0};
+    std::atomic<uint64_t> sweep_micros{0};
   };
+  class Sweeper;
 
   Replica(Store* store, const ReplicaOptions& options, ActorId actor,
           bool new_epoch);
@@ -232,6 +276,12 @@ class BIGSET_EXPORT Replica {
   // already modified, so the next access reloads it from the store.
   // What a change of a set did to its clock and tombstone.
   struct StateChanges;
+  // Entries in the sweep queue (a scan of the queue's keys).
+  uint64_t SweepQueueLength() const;
+  // Sweeps one queued set, reading at most `budget` keys; true when the set
+  // is done (its entry handled).
+  absl::StatusOr<bool> SweepSet(std::string_view set, uint64_t budget,
+                                uint64_t batch_keys, SweepProgress* progress);
   // Adds the clock and tombstone keys `changes` calls for to `batch`, writes
   // it and updates the cache; on failure drops the cached state, which was
   // already modified, so the next access reloads it from the store.
@@ -265,6 +315,8 @@ class BIGSET_EXPORT Replica {
   const bool new_epoch_;
   const WriteOptions write_options_;
   std::atomic<bool> closed_{false};
+  // Serialises sweeps; owns the background sweeper thread, if any.
+  std::unique_ptr<Sweeper> sweeper_;
   std::vector<std::unique_ptr<Stripe>> stripes_;
   Counters counters_;
 };

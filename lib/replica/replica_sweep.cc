@@ -1,0 +1,322 @@
+// Replica's sweeper: the targeted sweep of keys covered by set-tombstones
+// (docs/DESIGN.md, "Clear and sweep").
+//
+// Persisted state, all in the replica's metadata (replica_internal.h):
+//   a queue entry per set with tombstoned dots, written with them;
+//   per set being swept, the tombstone snapshot it sweeps with and a cursor
+//   (the last element key done), written with each batch of deletes.
+// Every step is one atomic batch:
+//   start:  put snapshot, put cursor (empty);
+//   sweep:  delete covered keys of the next batch, put cursor;
+//   finish: subtract the snapshot from the tombstone (and its stored
+//           segments), delete snapshot and cursor, delete the queue entry
+//           unless dots arrived since.
+// A crash between steps resumes from the cursor with the same snapshot.
+// Keys covered by the snapshot are never written again (the set-clock has
+// seen their dots), so deleting them needs no lock; only the finish takes
+// the set's stripe lock.
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "bigset/replica/replica.h"
+#include "core/coding.h"
+#include "core/crc32c.h"
+#include "core/status_macros.h"
+#include "keys/keys_internal.h"
+#include "replica/replica_internal.h"
+#include "replica/set_state.h"
+#include "replica/stored_clock.h"
+
+namespace bigset {
+
+using replica_internal::kSweepCursor;
+using replica_internal::kSweepFormatVersion;
+using replica_internal::kSweepQueue;
+using replica_internal::kSweepShards;
+using replica_internal::kSweepSnapshot;
+using replica_internal::SetCorruption;
+
+namespace replica_internal {
+
+uint32_t SweepShardOf(std::string_view set) {
+  return crc32c::Value(set) % kSweepShards;
+}
+
+std::string SweepQueueKey(KeyspaceId keyspace, std::string_view set) {
+  std::string name(kSweepQueue);
+  name.push_back(static_cast<char>(SweepShardOf(set)));
+  name.append(set);
+  return MetadataKey(keyspace, name);
+}
+
+}  // namespace replica_internal
+
+namespace {
+
+std::string SnapshotKey(KeyspaceId keyspace, std::string_view set) {
+  return MetadataKey(keyspace,
+                     absl::StrCat(ToAbsl(kSweepSnapshot), ToAbsl(set)));
+}
+
+std::string CursorKey(KeyspaceId keyspace, std::string_view set) {
+  return MetadataKey(keyspace, absl::StrCat(ToAbsl(kSweepCursor), ToAbsl(set)));
+}
+
+std::string Versioned(std::string_view payload) {
+  std::string v(1, static_cast<char>(kSweepFormatVersion));
+  v.append(payload);
+  return v;
+}
+
+// The payload of a versioned sweep value; DataLoss if it is not one.
+absl::StatusOr<std::string_view> Unversioned(std::string_view value,
+                                             std::string_view what) {
+  if (value.empty() || static_cast<uint8_t>(value[0]) != kSweepFormatVersion) {
+    return absl::DataLossError(
+        absl::StrCat("undecodable sweep ", ToAbsl(what)));
+  }
+  return value.substr(1);
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
+                                       uint64_t batch_keys,
+                                       SweepProgress* progress) {
+  const KeyspaceId ks = options_.keyspace;
+  const std::string snapshot_key = SnapshotKey(ks, set);
+  const std::string cursor_key = CursorKey(ks, set);
+  // 1. The snapshot this sweep of the set works with, taken at its start.
+  Clock snapshot;
+  std::string cursor;
+  std::string value;
+  absl::Status s = store_->Get(ReadOptions(), snapshot_key, &value);
+  if (s.ok()) {
+    absl::StatusOr<std::string_view> bytes = Unversioned(value, "snapshot");
+    if (!bytes.ok()) return bytes.status();
+    absl::StatusOr<Clock> c = Clock::Decode(*bytes);
+    if (!c.ok())
+      return SetCorruption(set, "sweep snapshot", c.status().message());
+    snapshot = std::move(*c);
+    s = store_->Get(ReadOptions(), cursor_key, &value);
+    if (!s.ok()) return SetCorruption(set, "sweep cursor", s.message());
+    absl::StatusOr<std::string_view> at = Unversioned(value, "cursor");
+    if (!at.ok()) return at.status();
+    cursor.assign(*at);
+  } else if (absl::IsNotFound(s)) {
+    Stripe& stripe = StripeFor(set);
+    absl::MutexLock lock(&stripe.mu);
+    BIGSET_RETURN_IF_ERROR(CheckOpen());
+    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+    if (!loaded.ok()) return loaded.status();
+    WriteBatch batch;
+    if ((*loaded)->tombstone.empty()) {
+      // Nothing to sweep (the entry outlived its dots): done.
+      batch.Delete(replica_internal::SweepQueueKey(ks, set));
+      BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+      ++progress->entries_done;
+      counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    snapshot = (*loaded)->tombstone;
+    batch.Put(snapshot_key, Versioned(snapshot.Encode()));
+    batch.Put(cursor_key, Versioned(""));
+    BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+  } else {
+    return s;
+  }
+
+  // 2. Delete the keys the snapshot covers, a bounded batch at a time, each
+  // with the cursor.
+  ReadOptions ro;
+  ro.fill_cache = false;
+  auto it = store_->NewIterator(ro, ElementsRange(ks, set));
+  if (cursor.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(cursor);
+    if (it->Valid() && it->key() == cursor) it->Next();
+  }
+  const size_t prefix_len = internal::ElementKeyPrefixLength(set);
+  std::string_view element;
+  std::string scratch;
+  Dot dot;
+  uint64_t read = 0;
+  while (it->Valid() && read < budget) {
+    WriteBatch batch;
+    uint64_t in_batch = 0, deleted = 0, bytes = 0;
+    std::string last;
+    while (it->Valid() && in_batch < batch_keys && read < budget) {
+      if (!internal::DecodeElementKeyAfterPrefix(it->key(), prefix_len,
+                                                 &element, &scratch, &dot)) {
+        return SetCorruption(set, "bad element key in sweep");
+      }
+      if (snapshot.Seen(dot)) {
+        batch.Delete(it->key());
+        ++deleted;
+        bytes += it->key().size();
+      }
+      last.assign(it->key());
+      ++in_batch;
+      ++read;
+      it->Next();
+    }
+    BIGSET_RETURN_IF_ERROR(it->status());
+    batch.Put(cursor_key, Versioned(last));
+    BIGSET_RETURN_IF_ERROR(CheckOpen());
+    BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+    progress->keys_read += in_batch;
+    progress->keys_deleted += deleted;
+    counters_.sweep_keys_read.fetch_add(in_batch, std::memory_order_relaxed);
+    counters_.sweep_keys_deleted.fetch_add(deleted, std::memory_order_relaxed);
+    counters_.sweep_bytes_reclaimed.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  if (it->Valid()) return false;  // Out of budget; resumes from the cursor.
+
+  // 3. Finish: the snapshot's keys are gone and can never be written again
+  // (the set-clock has seen their dots), so its dots leave the tombstone.
+  // Dots added since stay, with the queue entry that came with them.
+  {
+    Stripe& stripe = StripeFor(set);
+    absl::MutexLock lock(&stripe.mu);
+    BIGSET_RETURN_IF_ERROR(CheckOpen());
+    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+    if (!loaded.ok()) return loaded.status();
+    SetState* state = *loaded;
+    StateChanges changes;
+    state->tombstone.Subtract(snapshot);
+    changes.tombstone.TouchClock(snapshot);
+    WriteBatch batch;
+    batch.Delete(snapshot_key);
+    batch.Delete(cursor_key);
+    if (state->tombstone.empty()) {
+      batch.Delete(replica_internal::SweepQueueKey(ks, set));
+    }
+    BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
+  }
+  ++progress->entries_done;
+  counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
+  // Give the space back.
+  BIGSET_RETURN_IF_ERROR(store_->CompactRange(ElementsRange(ks, set)));
+  return true;
+}
+
+absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
+  SweepProgress progress;
+  absl::MutexLock sweep_lock(&sweeper_->sweep_mu);
+  const absl::Time start = absl::Now();
+  const std::string queue_prefix = MetadataKey(options_.keyspace, kSweepQueue);
+  absl::Status status = absl::OkStatus();
+  while (progress.keys_read < budget) {
+    // The first entry of the next shard that has one.
+    std::optional<std::string> set;
+    uint32_t shard = 0;
+    for (uint32_t i = 0; i < kSweepShards && !set.has_value(); ++i) {
+      shard = (sweeper_->next_shard + i) % kSweepShards;
+      std::string start = queue_prefix;
+      start.push_back(static_cast<char>(shard));
+      std::string limit = queue_prefix;
+      limit.push_back(static_cast<char>(shard + 1));
+      auto it = store_->NewIterator(ReadOptions(), KeyRange{start, limit});
+      it->SeekToFirst();
+      if (!it->status().ok()) {
+        status = it->status();
+        break;
+      }
+      if (it->Valid()) set.emplace(it->key().substr(start.size()));
+    }
+    if (!status.ok()) break;
+    if (!set.has_value()) {
+      progress.idle = true;
+      break;
+    }
+    absl::StatusOr<bool> done = SweepSet(*set, budget - progress.keys_read,
+                                         sweeper_->batch_keys, &progress);
+    if (!done.ok()) {
+      status = done.status();
+      break;
+    }
+    // The next entry comes from the next shard: one hot set does not keep
+    // the others waiting.
+    sweeper_->next_shard = (shard + 1) % kSweepShards;
+    if (!*done) break;  // Out of budget.
+  }
+  counters_.sweep_micros.fetch_add(
+      static_cast<uint64_t>(absl::ToInt64Microseconds(absl::Now() - start)),
+      std::memory_order_relaxed);
+  if (!status.ok()) return status;
+  return progress;
+}
+
+absl::Status Replica::StartSweeper(const SweepOptions& options) {
+  if (options.keys_per_second == 0 || options.batch_keys == 0) {
+    return absl::InvalidArgumentError(
+        "keys_per_second and batch_keys must be >= 1");
+  }
+  absl::MutexLock lock(&sweeper_->thread_mu);
+  if (sweeper_->running) {
+    return absl::FailedPreconditionError("the sweeper is running");
+  }
+  sweeper_->running = true;
+  sweeper_->stop = false;
+  {
+    absl::MutexLock sweep_lock(&sweeper_->sweep_mu);
+    sweeper_->batch_keys = options.batch_keys;
+  }
+  Sweeper* sw = sweeper_.get();
+  sw->thread = std::thread([this, sw, options]() {
+    // Slices of a tenth of a second's worth of keys; after each, wait
+    // until the rate allows the next (or a second when the queue is
+    // empty), waking early to stop.
+    const uint64_t slice = std::max<uint64_t>(1, options.keys_per_second / 10);
+    while (true) {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<SweepProgress> p = SweepSome(slice);
+      absl::Duration wait = absl::Seconds(1);
+      if (p.ok() && !p->idle) {
+        wait = absl::Seconds(static_cast<double>(p->keys_read) /
+                             static_cast<double>(options.keys_per_second)) -
+               (absl::Now() - start);
+      }
+      absl::MutexLock l(&sw->thread_mu);
+      const absl::Time until = absl::Now() + wait;
+      while (!sw->stop && absl::Now() < until) {
+        sw->thread_mu.AwaitWithDeadline(absl::Condition(&sw->stop), until);
+      }
+      if (sw->stop) return;
+    }
+  });
+  return absl::OkStatus();
+}
+
+void Replica::StopSweeper() {
+  std::thread thread;
+  {
+    absl::MutexLock lock(&sweeper_->thread_mu);
+    if (!sweeper_->running) return;
+    sweeper_->stop = true;
+    sweeper_->running = false;
+    thread = std::move(sweeper_->thread);
+  }
+  if (thread.joinable()) thread.join();
+}
+
+uint64_t Replica::SweepQueueLength() const {
+  const std::string prefix = MetadataKey(options_.keyspace, kSweepQueue);
+  std::string limit = prefix;
+  limit.push_back(static_cast<char>(kSweepShards));
+  auto it = store_->NewIterator(ReadOptions(), KeyRange{prefix, limit});
+  uint64_t n = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+  return n;
+}
+
+}  // namespace bigset
