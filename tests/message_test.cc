@@ -54,6 +54,10 @@ Message RandomMessage(Rng& rng) {
         m.ops.push_back(op);
       }
       break;
+    case MessageType::kClear:
+      m.set = AdversarialBytes(rng, 6);
+      m.clock = c;
+      break;
     case MessageType::kUpdateReply:
     case MessageType::kReplicate:
     case MessageType::kRepair:

@@ -86,6 +86,8 @@ absl::Status Node::Impl::Open() {
     }
     replicas_[p] = std::move(*r);
   }
+  // Queues left from before the restart.
+  EnsureSweepTick(kAllPartitions);
   return absl::OkStatus();
 }
 
@@ -132,6 +134,15 @@ Node::Stats Node::Impl::Snapshot() const {
   Node::Stats s = stats_;
   s.folds_open = service_.folds_open();
   s.reply_cache_bytes = service_.reply_cache_bytes();
+  for (const auto& r : replicas_) {
+    if (r == nullptr) continue;
+    const ReplicaStats rs = r->stats();
+    s.sweep_queue_length += rs.sweep_queue_length;
+    s.sweep_entries_done += rs.sweep_entries_done;
+    s.sweep_keys_deleted += rs.sweep_keys_deleted;
+    s.sweep_bytes_reclaimed += rs.sweep_bytes_reclaimed;
+    s.sweep_micros += rs.sweep_micros;
+  }
   return s;
 }
 
@@ -202,6 +213,45 @@ void Node::Impl::WriteTick() {
   EnsureWriteTick();
 }
 
+void Node::Impl::EnsureSweepTick(uint32_t partition) {
+  if (sweep_tick_scheduled_ || options_.sweep_interval_micros == 0 ||
+      options_.sweep_keys_per_tick == 0) {
+    return;
+  }
+  bool pending = false;
+  if (partition == kAllPartitions) {
+    for (const auto& r : replicas_)
+      pending |= r != nullptr && r->sweep_pending();
+  } else {
+    Replica* r = LocalReplica(partition);
+    pending = r != nullptr && r->sweep_pending();
+  }
+  if (!pending) return;
+  sweep_tick_scheduled_ = true;
+  After(options_.sweep_interval_micros, [this]() { SweepTick(); });
+}
+
+void Node::Impl::SweepTick() {
+  sweep_tick_scheduled_ = false;
+  uint64_t budget = options_.sweep_keys_per_tick;
+  const size_t n = replicas_.size();
+  for (size_t i = 0; i < n && budget > 0; ++i) {
+    const size_t p = (next_sweep_partition_ + i) % n;
+    Replica* r = replicas_[p].get();
+    if (r == nullptr || !r->sweep_pending()) continue;
+    absl::StatusOr<SweepProgress> done = r->SweepSome(budget);
+    if (!done.ok()) {
+      ++stats_.sweep_errors;
+      continue;
+    }
+    budget -= std::min(budget, done->keys_read);
+    // The next tick starts after the last replica swept, so that one
+    // replica's big sweep does not hold up the others.
+    next_sweep_partition_ = (p + 1) % n;
+  }
+  EnsureSweepTick(kAllPartitions);
+}
+
 void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   ++stats_.messages_received;
   MessageHeader header;
@@ -215,6 +265,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
     case MessageType::kReplicate:
     case MessageType::kRepair:
       service_.HandleDelta(from, header, body);
+      EnsureSweepTick(header.partition);  // A clear may have arrived.
       return;
     case MessageType::kReplicateAck: {
       absl::Status status;
@@ -250,7 +301,9 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   Message& m = *decoded;
   switch (m.type()) {
     case MessageType::kUpdate:
+    case MessageType::kClear:
       service_.HandleUpdate(from, m);
+      EnsureSweepTick(m.header.partition);
       break;
     case MessageType::kRead:
       service_.HandleRead(from, m);
@@ -293,6 +346,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
 // ---- Client entry points.
 
 void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
+                        std::optional<Clock> clear,
                         const ClusterWriteOptions& options,
                         std::function<void(absl::StatusOr<Delta>)> done) {
   if (options.w < 1 || options.w > ring_.n()) {
@@ -300,6 +354,7 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
     return;
   }
   const uint64_t id = NextRequestId();
+  const bool is_clear = clear.has_value();
   std::unique_ptr<WriteCoordinator> op;
   if (spare_writes_.empty()) {
     op = std::make_unique<WriteCoordinator>(this);
@@ -307,7 +362,8 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
     op = std::move(spare_writes_.back());
     spare_writes_.pop_back();
   }
-  op->Reset(id, set, std::move(ops), options, std::move(done));
+  op->Reset(id, set, std::move(ops), std::move(clear), options,
+            std::move(done));
   WriteCoordinator* raw = op.get();
   writes_[id] = std::move(op);
   write_tick_micros_ = write_tick_micros_ == 0
@@ -315,6 +371,7 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
                            : std::min(write_tick_micros_, options.retry_micros);
   raw->Start();
   EnsureWriteTick();
+  if (is_clear) EnsureSweepTick(ring_.PartitionOf(set));
 }
 
 void Node::Impl::StartRead(std::string_view set,
@@ -393,7 +450,23 @@ void Node::Receive(NodeId from, std::string_view bytes) {
 void Node::Update(std::string_view set, std::vector<UpdateOp> ops,
                   const ClusterWriteOptions& options,
                   std::function<void(absl::StatusOr<Delta>)> done) {
-  impl_->Update(set, std::move(ops), options, std::move(done));
+  impl_->Update(set, std::move(ops), std::nullopt, options, std::move(done));
+}
+
+void Node::Clear(std::string_view set, const Clock& context,
+                 const ClusterWriteOptions& options,
+                 std::function<void(absl::StatusOr<Delta>)> done) {
+  if (context.empty()) {
+    // Clears nothing, and writes nothing anywhere; still answered from the
+    // scheduler, like every write.
+    Delta nothing;
+    nothing.set.assign(set);
+    impl_->After(0, [done = std::move(done), nothing = std::move(nothing)]() {
+      done(std::move(nothing));
+    });
+    return;
+  }
+  impl_->Update(set, {}, context, options, std::move(done));
 }
 
 void Node::Read(std::string_view set, const ClusterReadOptions& options,

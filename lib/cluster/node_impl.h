@@ -70,8 +70,9 @@ class Node::Impl final : public CoordinatorHost {
   Node::Stats Snapshot() const;
 
   // Client entry points.
+  // An update (`clear` empty) or a clear (`ops` empty).
   void Update(std::string_view set, std::vector<UpdateOp> ops,
-              const ClusterWriteOptions& options,
+              std::optional<Clock> clear, const ClusterWriteOptions& options,
               std::function<void(absl::StatusOr<Delta>)> done);
   void StartRead(std::string_view set, const ClusterReadOptions& options,
                  ElementBounds bounds, size_t limit,
@@ -89,6 +90,11 @@ class Node::Impl final : public CoordinatorHost {
   // than a timer per write).
   void EnsureWriteTick();
   void WriteTick();
+  // The sweeper's timer runs while a replica's sweep queue may hold
+  // entries: of `partition`, or of any replica if kAllPartitions.
+  static constexpr uint32_t kAllPartitions = UINT32_MAX;
+  void EnsureSweepTick(uint32_t partition);
+  void SweepTick();
 
   const NodeId id_;
   const Ring ring_;
@@ -108,6 +114,8 @@ class Node::Impl final : public CoordinatorHost {
   std::vector<std::unique_ptr<WriteCoordinator>> spare_writes_;
   bool write_tick_scheduled_ = false;
   uint64_t write_tick_micros_ = 0;
+  bool sweep_tick_scheduled_ = false;
+  size_t next_sweep_partition_ = 0;  // Round-robin over replicas_.
   std::map<uint64_t, std::unique_ptr<ReadCoordinator>> reads_;
   absl::flat_hash_map<uint64_t, uint64_t> fold_routes_;  // fold -> read id
   std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;

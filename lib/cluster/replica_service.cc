@@ -73,7 +73,9 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
   } else {
-    absl::StatusOr<Delta> delta = replica->Update(m.set, m.ops);
+    absl::StatusOr<Delta> delta = m.type() == MessageType::kClear
+                                      ? replica->Clear(m.set, m.clock)
+                                      : replica->Update(m.set, m.ops);
     if (delta.ok()) {
       reply.delta = std::move(*delta);
     } else {

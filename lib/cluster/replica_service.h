@@ -45,6 +45,7 @@ class ReplicaService {
   void HandleDelta(NodeId from, const MessageHeader& header,
                    std::string_view body);
   // The other requests, fully decoded.
+  // kUpdate and kClear: coordinates the write on the local replica.
   void HandleUpdate(NodeId from, Message& m);
   void HandleRead(NodeId from, Message& m);
   void HandleChunkAck(NodeId from, const Message& m);

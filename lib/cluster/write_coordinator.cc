@@ -16,6 +16,7 @@ WriteCoordinator::WriteCoordinator(CoordinatorHost* host)
 
 void WriteCoordinator::Reset(uint64_t id, std::string_view set,
                              std::vector<UpdateOp> ops,
+                             std::optional<Clock> clear,
                              const ClusterWriteOptions& options,
                              std::function<void(absl::StatusOr<Delta>)> done) {
   Renew(id);
@@ -36,6 +37,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   options_ = options;
   done_ = std::move(done);
   ops_ = std::move(ops);
+  clear_ = std::move(clear);
   update_bytes_.clear();
   replicate_bytes_.clear();
   coordinated_ = false;
@@ -50,6 +52,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
 void WriteCoordinator::Release() {
   done_ = nullptr;
   ops_.clear();
+  clear_.reset();
   delta_ = Delta();
   deferred_error_.reset();
 }
@@ -89,9 +92,15 @@ void WriteCoordinator::SendUpdate() {
   }
   if (update_bytes_.empty()) {
     Message m;
-    m.header = MessageHeader{MessageType::kUpdate, id_, partition_};
+    m.header = MessageHeader{
+        clear_.has_value() ? MessageType::kClear : MessageType::kUpdate, id_,
+        partition_};
     m.set = set_;
-    m.ops = ops_;
+    if (clear_.has_value()) {
+      m.clock = *clear_;
+    } else {
+      m.ops = ops_;
+    }
     update_bytes_ = m.Encode();  // Encoded once, resent as is.
   }
   host_->Send(to, update_bytes_);
@@ -102,6 +111,8 @@ void WriteCoordinator::CoordinateLocally() {
   Replica* replica = host_->LocalReplica(partition_);
   if (replica == nullptr) {
     OnCoordinated(host_->node_id(), absl::UnavailableError("no local replica"));
+  } else if (clear_.has_value()) {
+    OnCoordinated(host_->node_id(), replica->Clear(set_, *clear_));
   } else {
     OnCoordinated(host_->node_id(), replica->Update(set_, ops_));
   }
@@ -169,9 +180,10 @@ void WriteCoordinator::Ack(int index) {
 void WriteCoordinator::OnTick(uint64_t now) {
   if (now >= deadline_) {
     if (done_) {
-      Reply(absl::DeadlineExceededError(absl::StrCat(
-          "update of set \"", set_, "\": ", acks_, " of ", options_.w,
-          " required replicas acknowledged before the timeout")));
+      Reply(absl::DeadlineExceededError(
+          absl::StrCat(clear_.has_value() ? "clear" : "update", " of set \"",
+                       set_, "\": ", acks_, " of ", options_.w,
+                       " required replicas acknowledged before the timeout")));
     }
     host_->FinishWrite(id_);  // Destroys this.
     return;

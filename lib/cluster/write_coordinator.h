@@ -1,5 +1,5 @@
-// WriteCoordinator: the state machine of one client update (N, W).
-// Internal header.
+// WriteCoordinator: the state machine of one client update or clear
+// (N, W). Internal header.
 //
 // One replica of the set's preference list coordinates the update (this
 // node's own replica if it has one, in-process; otherwise the list in
@@ -34,8 +34,10 @@ class WriteCoordinator : public Coordinator {
   // capacity of their buffers) for later writes.
   explicit WriteCoordinator(CoordinatorHost* host);
 
+  // An update applies `ops`; a clear (`clear` set, `ops` empty) clears what
+  // the clock covers. Either way the coordinating replica yields a delta.
   void Reset(uint64_t id, std::string_view set, std::vector<UpdateOp> ops,
-             const ClusterWriteOptions& options,
+             std::optional<Clock> clear, const ClusterWriteOptions& options,
              std::function<void(absl::StatusOr<Delta>)> done);
   // Drops what belongs to the finished write (the client's callback, its
   // ops), keeping buffer capacity.
@@ -71,6 +73,7 @@ class WriteCoordinator : public Coordinator {
   ClusterWriteOptions options_;
   std::function<void(absl::StatusOr<Delta>)> done_;
   std::vector<UpdateOp> ops_;
+  std::optional<Clock> clear_;
   std::string update_bytes_;  // Encoded when first sent to another node.
   std::string replicate_bytes_;
   bool coordinated_ = false;  // delta_ and replicate_bytes_ are set.

@@ -150,6 +150,8 @@ const char* MessageTypeName(MessageType type) {
       return "Update";
     case MessageType::kUpdateReply:
       return "UpdateReply";
+    case MessageType::kClear:
+      return "Clear";
     case MessageType::kReplicate:
       return "Replicate";
     case MessageType::kReplicateAck:
@@ -252,6 +254,10 @@ void Message::EncodeTo(std::string* dst) const {
         PutDots(dst, op.context);
       }
       break;
+    case MessageType::kClear:
+      coding::PutLengthPrefixed(dst, set);
+      coding::PutLengthPrefixed(dst, clock.Encode());
+      break;
     case MessageType::kUpdateReply:
       PutStatus(dst, status);
       if (status.ok()) coding::PutLengthPrefixed(dst, delta.Encode());
@@ -314,6 +320,9 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       }
       break;
     }
+    case MessageType::kClear:
+      ok = d.String(&m.set) && d.Clock(&m.clock);
+      break;
     case MessageType::kUpdateReply:
       ok = d.Status(&m.status) && (!m.status.ok() || d.Delta(&m.delta));
       break;

@@ -4,6 +4,7 @@
 //
 //   coordinator -> replica          replica -> coordinator
 //   kUpdate (set, ops)              kUpdateReply (status, delta)
+//   kClear (set, clock)             kUpdateReply (status, delta)
 //   kReplicate (delta)              kReplicateAck (status)
 //   kRead (set, bounds, batch)      kReadClock (status, clock)
 //                                   kReadChunk (seq, done, elements)
@@ -58,8 +59,9 @@ enum class MessageType : uint8_t {
   kQueryReply = 11,
   kRepair = 12,
   kKeepFold = 13,
+  kClear = 14,
 };
-inline constexpr uint8_t kMaxMessageType = 13;
+inline constexpr uint8_t kMaxMessageType = 14;
 
 const char* MessageTypeName(MessageType type);
 
@@ -90,7 +92,7 @@ struct Message {
 
   // kUpdateReply, kReplicateAck, kReadClock, kQueryReply.
   absl::Status status;
-  // kUpdate, kRead, kQuery.
+  // kUpdate, kClear, kRead, kQuery.
   std::string set;
   // kUpdate.
   std::vector<UpdateOp> ops;
@@ -99,7 +101,7 @@ struct Message {
   // kRead: element bounds and chunk size (elements).
   ElementBounds bounds;
   uint32_t batch_size = 1000;
-  // kReadClock, kQueryReply.
+  // kReadClock, kQueryReply; kClear: the clock to clear.
   Clock clock;
   // kReadChunk, kChunkAck: chunk sequence number (from 0).
   uint64_t seq = 0;

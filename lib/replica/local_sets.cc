@@ -36,6 +36,12 @@ absl::Status LocalSets::Remove(std::string_view set, std::string_view element) {
   return replica_->Update(set, std::span(&op, 1)).status();
 }
 
+absl::Status LocalSets::Clear(std::string_view set) {
+  absl::StatusOr<Clock> clock = replica_->GetClock(set);
+  if (!clock.ok()) return clock.status();
+  return replica_->Clear(set, *clock).status();
+}
+
 absl::StatusOr<bool> LocalSets::Contains(std::string_view set,
                                          std::string_view element) {
   absl::StatusOr<std::vector<Dot>> dots = replica_->Contains(set, element);

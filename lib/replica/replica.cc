@@ -286,6 +286,9 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   }
   counters_.bytes_written.fetch_add(batch->ApproximateSize(),
                                     std::memory_order_relaxed);
+  if (changes.tombstone_grew) {
+    sweep_pending_.store(true, std::memory_order_release);
+  }
   stripe.cache->Recharge(set);
   return absl::OkStatus();
 }
@@ -521,6 +524,7 @@ ReplicaStats Replica::stats() const {
   s.sweep_keys_deleted = counters_.sweep_keys_deleted.load();
   s.sweep_bytes_reclaimed = counters_.sweep_bytes_reclaimed.load();
   s.sweep_micros = counters_.sweep_micros.load();
+  s.sweep_errors = counters_.sweep_errors.load();
   return s;
 }
 

@@ -75,12 +75,10 @@ std::string Versioned(std::string_view payload) {
   return v;
 }
 
-// The payload of a versioned sweep value; DataLoss if it is not one.
-absl::StatusOr<std::string_view> Unversioned(std::string_view value,
-                                             std::string_view what) {
+// The payload of a versioned sweep value; nullopt if it is not one.
+std::optional<std::string_view> Unversioned(std::string_view value) {
   if (value.empty() || static_cast<uint8_t>(value[0]) != kSweepFormatVersion) {
-    return absl::DataLossError(
-        absl::StrCat("undecodable sweep ", ToAbsl(what)));
+    return std::nullopt;
   }
   return value.substr(1);
 }
@@ -93,51 +91,75 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
   const KeyspaceId ks = options_.keyspace;
   const std::string snapshot_key = SnapshotKey(ks, set);
   const std::string cursor_key = CursorKey(ks, set);
-  // 1. The snapshot this sweep of the set works with, taken at its start.
+  // 1. The snapshot this sweep of the set works with, taken at its start
+  // (or persisted by an earlier, interrupted sweep).
   Clock snapshot;
   std::string cursor;
   std::string value;
   absl::Status s = store_->Get(ReadOptions(), snapshot_key, &value);
   if (s.ok()) {
-    absl::StatusOr<std::string_view> bytes = Unversioned(value, "snapshot");
-    if (!bytes.ok()) return bytes.status();
+    std::optional<std::string_view> bytes = Unversioned(value);
+    if (!bytes.has_value()) {
+      return SetCorruption(set, "sweep snapshot", "unknown version");
+    }
     absl::StatusOr<Clock> c = Clock::Decode(*bytes);
-    if (!c.ok())
+    if (!c.ok()) {
       return SetCorruption(set, "sweep snapshot", c.status().message());
+    }
     snapshot = std::move(*c);
     s = store_->Get(ReadOptions(), cursor_key, &value);
     if (!s.ok()) return SetCorruption(set, "sweep cursor", s.message());
-    absl::StatusOr<std::string_view> at = Unversioned(value, "cursor");
-    if (!at.ok()) return at.status();
+    std::optional<std::string_view> at = Unversioned(value);
+    if (!at.has_value()) {
+      return SetCorruption(set, "sweep cursor", "unknown version");
+    }
     cursor.assign(*at);
-  } else if (absl::IsNotFound(s)) {
+  } else if (!absl::IsNotFound(s)) {
+    return s;
+  }
+  {
     Stripe& stripe = StripeFor(set);
     absl::MutexLock lock(&stripe.mu);
     BIGSET_RETURN_IF_ERROR(CheckOpen());
     absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
     if (!loaded.ok()) return loaded.status();
-    WriteBatch batch;
-    if ((*loaded)->tombstone.empty()) {
-      // Nothing to sweep (the entry outlived its dots): done.
-      batch.Delete(replica_internal::SweepQueueKey(ks, set));
+    const Clock& tombstone = (*loaded)->tombstone;
+    if (s.ok()) {
+      // Only the finish shrinks the tombstone, and it deletes the snapshot
+      // in the same batch: a snapshot the tombstone does not cover is not
+      // one this sweeper wrote, and sweeping with it could delete live keys.
+      if (!tombstone.Descends(snapshot)) {
+        return SetCorruption(set, "sweep snapshot",
+                             "not covered by the set-tombstone");
+      }
+    } else {
+      WriteBatch batch;
+      if (tombstone.empty()) {
+        // Nothing to sweep (the entry outlived its dots): done.
+        batch.Delete(replica_internal::SweepQueueKey(ks, set));
+        BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+        ++progress->entries_done;
+        counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      snapshot = tombstone;
+      batch.Put(snapshot_key, Versioned(snapshot.Encode()));
+      batch.Put(cursor_key, Versioned(""));
       BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
-      ++progress->entries_done;
-      counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
-      return true;
     }
-    snapshot = (*loaded)->tombstone;
-    batch.Put(snapshot_key, Versioned(snapshot.Encode()));
-    batch.Put(cursor_key, Versioned(""));
-    BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
-  } else {
-    return s;
+  }
+  // A cursor outside the set's elements is not one this sweeper wrote.
+  const KeyRange elements = ElementsRange(ks, set);
+  if (!cursor.empty() &&
+      (cursor < elements.start || cursor >= elements.limit)) {
+    return SetCorruption(set, "sweep cursor", "outside the set");
   }
 
   // 2. Delete the keys the snapshot covers, a bounded batch at a time, each
   // with the cursor.
   ReadOptions ro;
   ro.fill_cache = false;
-  auto it = store_->NewIterator(ro, ElementsRange(ks, set));
+  auto it = store_->NewIterator(ro, elements);
   if (cursor.empty()) {
     it->SeekToFirst();
   } else {
@@ -205,13 +227,19 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
   ++progress->entries_done;
   counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
   // Give the space back.
-  BIGSET_RETURN_IF_ERROR(store_->CompactRange(ElementsRange(ks, set)));
+  BIGSET_RETURN_IF_ERROR(store_->CompactRange(elements));
   return true;
 }
 
 absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
   SweepProgress progress;
   absl::MutexLock sweep_lock(&sweeper_->sweep_mu);
+  // Cleared before the queue is read: an entry written after this sets it
+  // again.
+  if (!sweep_pending_.exchange(false, std::memory_order_acq_rel)) {
+    progress.idle = true;
+    return progress;
+  }
   const absl::Time start = absl::Now();
   const std::string queue_prefix = MetadataKey(options_.keyspace, kSweepQueue);
   absl::Status status = absl::OkStatus();
@@ -240,18 +268,22 @@ absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
     }
     absl::StatusOr<bool> done = SweepSet(*set, budget - progress.keys_read,
                                          sweeper_->batch_keys, &progress);
+    // The next entry comes from the next shard: one hot set does not keep
+    // the others waiting, and a set that fails does not stop them.
+    sweeper_->next_shard = (shard + 1) % kSweepShards;
     if (!done.ok()) {
+      counters_.sweep_errors.fetch_add(1, std::memory_order_relaxed);
       status = done.status();
       break;
     }
-    // The next entry comes from the next shard: one hot set does not keep
-    // the others waiting.
-    sweeper_->next_shard = (shard + 1) % kSweepShards;
     if (!*done) break;  // Out of budget.
   }
   counters_.sweep_micros.fetch_add(
       static_cast<uint64_t>(absl::ToInt64Microseconds(absl::Now() - start)),
       std::memory_order_relaxed);
+  if (!status.ok() || !progress.idle) {
+    sweep_pending_.store(true, std::memory_order_release);
+  }
   if (!status.ok()) return status;
   return progress;
 }

@@ -430,6 +430,18 @@ absl::StatusOr<Delta> Simulator::Update(NodeId via, std::string_view set,
   return std::move(*result);
 }
 
+absl::StatusOr<Delta> Simulator::Clear(NodeId via, std::string_view set,
+                                       const Clock& context,
+                                       const ClusterWriteOptions& options) {
+  Node* n = node(via);
+  if (n == nullptr) return NodeDown(via);
+  std::optional<absl::StatusOr<Delta>> result;
+  n->Clear(set, context, options,
+           [&result](absl::StatusOr<Delta> r) { result = std::move(r); });
+  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  return std::move(*result);
+}
+
 namespace {
 class CollectingHandler final : public ReadHandler {
  public:

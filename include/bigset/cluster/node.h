@@ -69,6 +69,14 @@ struct NodeOptions {
   // Bytes of recent update replies kept, so that a retransmitted update is
   // answered again instead of applied twice. Oldest replies go first.
   size_t reply_cache_bytes = 8 << 20;
+  // The sweeper (docs/DESIGN.md, "Clear and sweep"): while a replica's
+  // sweep queue may hold entries, a timer every sweep_interval_micros
+  // sweeps up to sweep_keys_per_tick keys over the node's replicas in turn
+  // (the default is about 100,000 keys a second). No timer runs while
+  // every queue is empty. An interval of 0 switches it off (the embedder
+  // then calls Replica::SweepSome on LocalReplica itself).
+  uint64_t sweep_interval_micros = 100'000;
+  uint64_t sweep_keys_per_tick = 10'000;
 };
 
 struct ClusterWriteOptions {
@@ -147,6 +155,16 @@ class BIGSET_EXPORT Node {
               std::function<void(absl::StatusOr<Delta>)> done);
   // Streams the whole set, or the elements within `bounds` if given (a
   // RangeQuery's limit and continuation are not used here).
+  // Removes every element instance `context` covers: the clock of a read
+  // (ReadHandler::OnClock), so that
+  // exactly what the client saw is cleared and an add it did not see
+  // survives (add-wins). Coordinated, replicated and acknowledged like
+  // Update (W acknowledgements; the delta carries the clear). The keys are
+  // deleted later, in the background, by each replica's sweeper. An empty
+  // context clears nothing and writes nothing; `done` gets an empty delta.
+  void Clear(std::string_view set, const Clock& context,
+             const ClusterWriteOptions& options,
+             std::function<void(absl::StatusOr<Delta>)> done);
   void Read(std::string_view set, const ClusterReadOptions& options,
             ReadHandler* handler, const ElementBounds* bounds = nullptr);
   void ContainsAll(std::string_view set, std::vector<std::string> elements,
@@ -181,10 +199,20 @@ class BIGSET_EXPORT Node {
     uint64_t read_replica_switches = 0;
     // Folds dropped because their coordinator went silent.
     uint64_t folds_expired = 0;
+    // Sweeps of a set that failed (see ReplicaStats::sweep_errors).
+    uint64_t sweep_errors = 0;
     // Gauges (now, not counted since open): folds this node's replicas
     // serve, and the bytes of cached update replies.
     uint64_t folds_open = 0;
     uint64_t reply_cache_bytes = 0;
+    // The sweepers of the node's replicas, summed (see ReplicaStats): sets
+    // queued now, and since open entries done, keys deleted, bytes of
+    // deleted keys and time spent.
+    uint64_t sweep_queue_length = 0;
+    uint64_t sweep_entries_done = 0;
+    uint64_t sweep_keys_deleted = 0;
+    uint64_t sweep_bytes_reclaimed = 0;
+    uint64_t sweep_micros = 0;
   };
   Stats stats() const;
 

@@ -1,9 +1,11 @@
 // LocalSets: bigset on one machine, without replication.
 //
 // Owns a LevelDB store and one replica over it, and offers the plain set
-// operations: Add, Remove, Contains, Members. Each add replaces the
+// operations: Add, Remove, Clear, Contains, Members. Each add replaces the
 // element's earlier dots (it reads them as its context under the set's
-// lock), so an element has one key however often it is added.
+// lock), so an element has one key however often it is added. A clear
+// writes only the set's tombstone; its keys are deleted by the sweeper
+// (SweepSome, or StartSweeper for a background thread).
 //
 // Thread-safety: safe for concurrent use.
 
@@ -43,10 +45,23 @@ class BIGSET_EXPORT LocalSets {
   absl::Status Add(std::string_view set, std::string_view element);
   // Removes `element` if present; a no-op otherwise.
   absl::Status Remove(std::string_view set, std::string_view element);
+  // Removes every element the set holds now (an add that runs concurrently
+  // may survive). Costs a write of the set's tombstone, whatever the set's
+  // size; the space comes back when the set is swept.
+  absl::Status Clear(std::string_view set);
   absl::StatusOr<bool> Contains(std::string_view set, std::string_view element);
   // Every element, ascending. For large sets prefer replica().Read().
   absl::StatusOr<std::vector<std::string>> Members(std::string_view set);
   absl::StatusOr<uint64_t> Count(std::string_view set);
+
+  // Replica::SweepSome, StartSweeper and StopSweeper.
+  absl::StatusOr<SweepProgress> SweepSome(uint64_t budget) {
+    return replica_->SweepSome(budget);
+  }
+  absl::Status StartSweeper(const SweepOptions& options = {}) {
+    return replica_->StartSweeper(options);
+  }
+  void StopSweeper() { replica_->StopSweeper(); }
 
   Replica& replica() { return *replica_; }
   Store& store() { return *store_; }

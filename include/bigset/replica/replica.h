@@ -182,7 +182,14 @@ class BIGSET_EXPORT Replica {
   // method; sweeps serialise among themselves.
 
   // Sweeps until it has read about `budget` keys or the queue is empty.
+  // On an error (e.g. a set's undecodable sweep state) the next call starts
+  // at the next shard, so one bad set does not stop the others.
   absl::StatusOr<SweepProgress> SweepSome(uint64_t budget);
+  // False only when the sweep queue is known to be empty (a SweepSome found
+  // it so and no tombstone grew since): a cheap test for schedulers.
+  bool sweep_pending() const {
+    return sweep_pending_.load(std::memory_order_acquire);
+  }
   // Runs SweepSome on a background thread at about
   // `options.keys_per_second`, until StopSweeper, Close or destruction.
   // FailedPrecondition if one is running.
@@ -254,6 +261,7 @@ class BIGSET_EXPORT Replica {
     std::atomic<uint64_t> sweep_keys_deleted{0};
     std::atomic<uint64_t> sweep_bytes_reclaimed{0};
     std::atomic<uint64_t> sweep_micros{0};
+    std::atomic<uint64_t> sweep_errors{0};
   };
   class Sweeper;
 
@@ -317,6 +325,9 @@ class BIGSET_EXPORT Replica {
   std::atomic<bool> closed_{false};
   // Serialises sweeps; owns the background sweeper thread, if any.
   std::unique_ptr<Sweeper> sweeper_;
+  // See sweep_pending(). Set after a queue entry is written, cleared by a
+  // sweep before it looks at the queue, so an entry is never missed.
+  std::atomic<bool> sweep_pending_{true};
   std::vector<std::unique_ptr<Stripe>> stripes_;
   Counters counters_;
 };

@@ -25,13 +25,15 @@ struct ReplicaStats {
   // receives them).
   uint64_t bytes_written = 0;
   // The sweeper: sets queued now (a gauge), entries finished, keys read and
-  // deleted, bytes of deleted keys, and time spent sweeping.
+  // deleted, bytes of deleted keys, time spent sweeping, and sweeps of a set
+  // that failed (e.g. undecodable sweep state; see Verify).
   uint64_t sweep_queue_length = 0;
   uint64_t sweep_entries_done = 0;
   uint64_t sweep_keys_read = 0;
   uint64_t sweep_keys_deleted = 0;
   uint64_t sweep_bytes_reclaimed = 0;
   uint64_t sweep_micros = 0;
+  uint64_t sweep_errors = 0;
 };
 
 // Sizes of one set's causal metadata on this replica.

@@ -144,6 +144,10 @@ class BIGSET_EXPORT Simulator {
   absl::StatusOr<Delta> Update(NodeId via, std::string_view set,
                                std::vector<UpdateOp> ops,
                                const ClusterWriteOptions& options = {});
+  // Node::Clear: `context` is typically a Read's clock.
+  absl::StatusOr<Delta> Clear(NodeId via, std::string_view set,
+                              const Clock& context,
+                              const ClusterWriteOptions& options = {});
   absl::StatusOr<SimReadResult> Read(NodeId via, std::string_view set,
                                      const ClusterReadOptions& options = {},
                                      const RangeQuery* bounds = nullptr);
