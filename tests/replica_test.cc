@@ -232,7 +232,7 @@ struct Harness {
 
   void RandomUpdate(int r) {
     const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
-    if (Uniform(rng, 0, 60) == 0) {
+    if (Uniform(rng, 0, 20) == 0) {
       // Clear with a clock some replica read (possibly not this one, so it
       // may hold dots this replica has not seen yet).
       auto c = replicas[Uniform(rng, 0, replicas.size() - 1)]->GetClock(set);
@@ -286,6 +286,55 @@ struct Harness {
     }
   }
 
+  uint64_t ElementKeys(int r) {
+    uint64_t n = 0;
+    for (const std::string& set : sets) {
+      auto it = store->NewIterator(ReadOptions(),
+                                   ElementsRange(replicas[r]->keyspace(), set));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+      REQUIRE(it->status().ok());
+    }
+    return n;
+  }
+
+  // A bounded sweep: no value changes, and storage never grows.
+  void RandomSweep(int r) {
+    std::vector<ModelValue> before;
+    for (const std::string& set : sets) {
+      before.push_back(ToModel(ReadAll(*replicas[r], set)));
+    }
+    const uint64_t keys = ElementKeys(r);
+    auto p = replicas[r]->SweepSome(Uniform(rng, 1, 40));
+    REQUIRE(p.ok());
+    REQUIRE(ElementKeys(r) == keys - p->keys_deleted);
+    swept += p->keys_deleted;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      REQUIRE(ToModel(ReadAll(*replicas[r], sets[i])) == before[i]);
+    }
+  }
+
+  // Sweeps until the queue is empty: every tombstone is then empty, and the
+  // keys on disk are exactly the value's dots (what a set freshly built
+  // with those elements would hold).
+  void SweepFully(int r) {
+    for (int i = 0;; ++i) {
+      REQUIRE(i < 100);
+      auto p = replicas[r]->SweepSome(UINT64_MAX);
+      REQUIRE(p.ok());
+      swept += p->keys_deleted;
+      if (p->idle) break;
+    }
+    uint64_t dots = 0;
+    for (const std::string& set : sets) {
+      auto st = replicas[r]->GetSetStats(set);
+      REQUIRE(st.ok());
+      REQUIRE(st->tombstone_dots == 0);
+      for (const auto& [e, d] : Expected(r, set)) dots += d.size();
+    }
+    REQUIRE(ElementKeys(r) == dots);
+    REQUIRE(replicas[r]->stats().sweep_queue_length == 0);
+  }
+
   void CheckReplica(int r) {
     for (const std::string& set : sets) {
       INFO("replica " << r << " set \"" << set << "\"");
@@ -304,6 +353,7 @@ struct Harness {
   std::vector<std::pair<int, size_t>> dropped;
   std::vector<std::string> universe;
   std::vector<std::string> sets;
+  uint64_t swept = 0;  // Keys the sweeps deleted.
   // Every dot ever added, per (set, element).
   std::map<std::pair<std::string, std::string>, std::vector<Dot>> generated;
 };
@@ -319,7 +369,9 @@ void RunModelTest(int replicas, int ops, int seeds,
       SeedScatteredClouds(h.replicas, h.sets, rng, cloud_dots);
     }
     for (int step = 0; step < ops; ++step) {
-      if (replicas == 1 || Uniform(rng, 0, 1)) {
+      if (Uniform(rng, 0, 15) == 0) {
+        h.RandomSweep(static_cast<int>(Uniform(rng, 0, replicas - 1)));
+      } else if (replicas == 1 || Uniform(rng, 0, 1)) {
         h.RandomUpdate(static_cast<int>(Uniform(rng, 0, replicas - 1)));
       } else {
         h.RandomNetworkStep();
@@ -336,11 +388,15 @@ void RunModelTest(int replicas, int ops, int seeds,
     }
     for (int r = 0; r < replicas; ++r) {
       h.CheckReplica(r);
+      h.SweepFully(r);
+      h.CheckReplica(r);
       auto report = h.replicas[r]->Verify();
       REQUIRE(report.ok());
       INFO((report->problems.empty() ? std::string() : report->problems[0]));
       REQUIRE(report->ok());
     }
+    // The test exercised the sweeper.
+    REQUIRE(h.swept > 0);
     // All replicas hold the same value, equal to the model of every delta.
     for (const std::string& set : h.sets) {
       ModelValue all = h.Expected(0, set);

@@ -1,7 +1,10 @@
 // Replica::Verify: a read-only scan of the whole keyspace that reports every
 // inconsistency it finds.
 
+#include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +49,13 @@ struct StateCheck {
   }
 };
 
+// The sweeper's persisted state, as Verify finds it (replica_internal.h).
+struct SweepState {
+  std::set<std::string> queued;
+  std::map<std::string, std::optional<Clock>> snapshots;  // nullopt: bad
+  std::set<std::string> cursors;
+};
+
 }  // namespace
 
 absl::StatusOr<VerifyReport> Replica::Verify() {
@@ -67,6 +77,74 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
     old->SeekToFirst();
     if (old->Valid()) problem("keys of key format version 1 (not read)");
   }
+  // The sweeper's state first: the sets' checks refer to it.
+  SweepState sweep;
+  {
+    using replica_internal::kSweepCursor;
+    using replica_internal::kSweepFormatVersion;
+    using replica_internal::kSweepQueue;
+    using replica_internal::kSweepShards;
+    using replica_internal::kSweepSnapshot;
+    auto versioned = [](std::string_view v) {
+      return !v.empty() && static_cast<uint8_t>(v[0]) == kSweepFormatVersion;
+    };
+    auto meta = store_->NewIterator(ro, MetadataRange(options_.keyspace));
+    ParsedKey mk;
+    for (meta->SeekToFirst(); meta->Valid(); meta->Next()) {
+      if (!DecodeKey(meta->key(), &mk).ok()) continue;  // Reported below.
+      std::string_view name = mk.metadata_name;
+      std::string_view value = meta->value();
+      if (name.starts_with(kSweepQueue)) {
+        name.remove_prefix(kSweepQueue.size());
+        if (name.empty() || static_cast<uint8_t>(name[0]) >= kSweepShards ||
+            static_cast<uint8_t>(name[0]) !=
+                replica_internal::SweepShardOf(name.substr(1)) ||
+            !versioned(value)) {
+          problem(absl::StrCat("malformed sweep-queue entry \"",
+                               Printable(mk.metadata_name), "\""));
+          continue;
+        }
+        sweep.queued.emplace(name.substr(1));
+      } else if (name.starts_with(kSweepSnapshot)) {
+        name.remove_prefix(kSweepSnapshot.size());
+        std::optional<Clock> c;
+        if (versioned(value)) {
+          absl::StatusOr<Clock> decoded = Clock::Decode(value.substr(1));
+          if (decoded.ok()) c = std::move(*decoded);
+        }
+        if (!c.has_value()) {
+          problem(absl::StrCat("set \"", Printable(name),
+                               "\": undecodable sweep snapshot"));
+        }
+        sweep.snapshots.emplace(std::string(name), std::move(c));
+      } else if (name.starts_with(kSweepCursor)) {
+        name.remove_prefix(kSweepCursor.size());
+        const KeyRange elements = ElementsRange(options_.keyspace, name);
+        std::string_view at = value.substr(value.empty() ? 0 : 1);
+        if (!versioned(value) ||
+            (!at.empty() && (at < elements.start || at >= elements.limit))) {
+          problem(absl::StrCat("set \"", Printable(name),
+                               "\": malformed sweep cursor"));
+        }
+        sweep.cursors.emplace(name);
+      }
+    }
+    BIGSET_RETURN_IF_ERROR(meta->status());
+    for (const auto& [set, c] : sweep.snapshots) {
+      if (!sweep.cursors.count(set)) {
+        problem(absl::StrCat("set \"", Printable(set),
+                             "\": sweep snapshot without a cursor"));
+      }
+    }
+    for (const std::string& set : sweep.cursors) {
+      if (!sweep.snapshots.count(set)) {
+        problem(absl::StrCat("set \"", Printable(set),
+                             "\": sweep cursor without a snapshot"));
+      }
+    }
+  }
+  std::set<std::string> swept_sets_seen;
+
   auto it = store_->NewIterator(ro, KeyspaceRange(options_.keyspace));
 
   // Keys of one set are contiguous: clock keys, then tombstone keys, then
@@ -96,6 +174,24 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
       problem(absl::StrCat(where(),
                            ": set-tombstone holds dots its set-clock has not "
                            "seen"));
+    }
+    // Covered keys stay until swept: a tombstone needs its queue entry.
+    if (tombstone->clock.has_value() && !tombstone->clock->empty() &&
+        !sweep.queued.count(current_set)) {
+      problem(absl::StrCat(where(),
+                           ": set-tombstone without a sweep-queue entry (its "
+                           "keys would never be swept)"));
+    }
+    auto snap = sweep.snapshots.find(current_set);
+    if (snap != sweep.snapshots.end()) {
+      swept_sets_seen.insert(current_set);
+      if (snap->second.has_value() &&
+          (!tombstone->clock.has_value() ||
+           !tombstone->clock->Descends(*snap->second))) {
+        problem(absl::StrCat(where(),
+                             ": sweep snapshot not covered by the "
+                             "set-tombstone"));
+      }
     }
   };
   ParsedKey key;
@@ -144,6 +240,12 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
   }
   if (in_set) finish_states();
   BIGSET_RETURN_IF_ERROR(it->status());
+  for (const auto& [set, c] : sweep.snapshots) {
+    if (c.has_value() && !c->empty() && !swept_sets_seen.count(set)) {
+      problem(absl::StrCat("set \"", Printable(set),
+                           "\": sweep snapshot of a set without state"));
+    }
+  }
   // The actor id itself.
   std::string value;
   absl::Status s =
