@@ -1,9 +1,11 @@
-// Crash safety: a writer process runs random updates on a replica and is
-// killed with SIGKILL at random points, several times in a row. After each
-// kill: Verify finds nothing wrong, every acknowledged update is there, the
-// value is that after exactly the acknowledged updates or after one more
-// (the one in flight, applied atomically or not at all), and no counter is
-// ever reused.
+// Crash safety: a writer process runs random updates, clears and bounded
+// sweeps on a replica and is killed with SIGKILL at random points, several
+// times in a row. After each kill: Verify finds nothing wrong, every
+// acknowledged update is there, the value is that after exactly the
+// acknowledged updates or after one more (the one in flight, applied
+// atomically or not at all), and no counter is ever reused; every other
+// round, a sweep resumes whatever the writer left half done and leaves
+// every tombstone empty.
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,6 +25,7 @@
 #include "bigset/replica/replica.h"
 #include "bigset/store/leveldb_store.h"
 #include "crash_workload.h"
+#include "replica/replica_internal.h"
 #include "test_util.h"
 
 namespace bigset {
@@ -140,8 +143,12 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
     // and are never reused.
     std::map<std::pair<std::string, ActorId>, uint64_t> max_counter;
     uint64_t total_acked = 0;
+    uint64_t total_clears = 0;
+    uint64_t swept_entries = 0;
     int in_flight_committed = 0;
-    for (int round = 0; round < 6; ++round) {
+    int kills = 0;
+    int half_swept = 0;
+    for (int round = 0; round < 10; ++round) {
       CAPTURE(round);
       const bool sync = round % 2 == 0;
       Writer w = Spawn(writer_path, {dir.string(), std::to_string(seed),
@@ -172,6 +179,7 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
             NextCrashUpdate(seed, round, static_cast<int>(i), after_acked);
         REQUIRE(acked[i].set == u.set);
         REQUIRE(acked[i].ops.size() == u.ops.size());
+        if (acked[i].clear.has_value()) REQUIRE(u.clear);
         for (const DeltaOp& op : acked[i].ops) {
           if (!op.add.has_value()) continue;
           // Never reused, and the next counter of this set and actor.
@@ -180,6 +188,7 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
           REQUIRE(op.add->counter == max + 1);
           max = op.add->counter;
         }
+        if (acked[i].clear.has_value()) ++total_clears;
         ApplyToValues(acked[i], &after_acked);
       }
 
@@ -188,6 +197,18 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
       // The killed writer's actor, before opening the replica (which may
       // start a new epoch).
       const ActorId writer = WriterActor(**store);
+      for (const std::string& set : CrashSets()) {
+        std::string unused;
+        if ((*store)
+                ->Get(
+                    ReadOptions(),
+                    MetadataKey(
+                        0, std::string(replica_internal::kSweepSnapshot) + set),
+                    &unused)
+                .ok()) {
+          ++half_swept;  // Killed with this set's sweep half done.
+        }
+      }
       auto replica = Replica::Open(store->get(), ReplicaOptions());
       REQUIRE(replica.ok());
       auto report = (*replica)->Verify();
@@ -200,6 +221,12 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
           seed, round, static_cast<int>(acked.size()), after_acked);
       Delta in_flight;
       in_flight.set = next.set;
+      if (next.clear) {
+        // The set's whole clock: every dot present.
+        auto clock = (*replica)->GetClock(next.set);
+        REQUIRE(clock.ok());
+        in_flight.clear = *clock;
+      }
       std::vector<Dot> new_dots;
       uint64_t counter = max_counter[{next.set, writer}];
       for (const UpdateOp& op : next.ops) {
@@ -236,15 +263,43 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
           if (key.first == set) REQUIRE(clock->MaxCounter(key.second) == max);
         }
       }
+      if (round % 2 == 1) {
+        // The next sweep resumes what the killed writer left (from its
+        // cursor) and finishes every queued set.
+        uint64_t entries = 0;
+        for (int i = 0;; ++i) {
+          REQUIRE(i < 100);
+          auto p = (*replica)->SweepSome(UINT64_MAX);
+          REQUIRE(p.ok());
+          entries += p->entries_done;
+          if (p->idle) break;
+        }
+        swept_entries += entries;
+        for (const std::string& set : CrashSets()) {
+          auto st = (*replica)->GetSetStats(set);
+          REQUIRE(st.ok());
+          REQUIRE(st->tombstone_dots == 0);
+        }
+        REQUIRE((*replica)->stats().sweep_queue_length == 0);
+        REQUIRE(ReadValues(**replica) == recovered);
+        auto swept_report = (*replica)->Verify();
+        REQUIRE(swept_report.ok());
+        REQUIRE(swept_report->ok());
+      }
       values = std::move(recovered);
+      ++kills;
     }
     std::printf(
-        "crash seed %llu: 6 kills, %llu acknowledged updates, %d "
-        "unacknowledged updates found committed\n",
-        static_cast<unsigned long long>(seed),
-        static_cast<unsigned long long>(total_acked), in_flight_committed);
-    // The test did exercise the writer.
+        "crash seed %llu: %d kills, %llu acknowledged updates (%llu clears), "
+        "%d unacknowledged updates found committed, %d sweeps found half "
+        "done, %llu sets swept after a kill\n",
+        static_cast<unsigned long long>(seed), kills,
+        static_cast<unsigned long long>(total_acked),
+        static_cast<unsigned long long>(total_clears), in_flight_committed,
+        half_swept, static_cast<unsigned long long>(swept_entries));
+    // The test did exercise the writer, its clears and sweeps.
     CHECK(total_acked > 0);
+    CHECK(total_clears > 0);
     std::filesystem::remove_all(dir);
   }
 }

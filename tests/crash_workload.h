@@ -7,6 +7,7 @@
 #define BIGSET_TESTS_CRASH_WORKLOAD_H_
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -35,16 +36,23 @@ inline constexpr ActorId kCloudActor = 0xC10D;
 struct CrashUpdate {
   std::string set;
   std::vector<UpdateOp> ops;
+  // A clear of the whole set (with its current set-clock) instead of ops.
+  bool clear = false;
 };
 
 // Update `index` of `round`: 1-4 ops on one set, adds replacing the
-// element's current dots and removes of current dots.
+// element's current dots and removes of current dots; or, one in twelve, a
+// clear of the whole set.
 inline CrashUpdate NextCrashUpdate(uint64_t seed, int round, int index,
                                    const CrashValues& values) {
   std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(round) * 7919u +
                       static_cast<uint64_t>(index));
   CrashUpdate u;
   u.set = CrashSets()[rng() % CrashSets().size()];
+  if (rng() % 12 == 0) {
+    u.clear = true;
+    return u;
+  }
   auto set_it = values.find(u.set);
   int n = 1 + static_cast<int>(rng() % 4);
   std::set<std::string> used;  // One op per element per update.
@@ -92,12 +100,29 @@ inline std::optional<Delta> NextCloudDelta(uint64_t seed, int round,
 // Applies a delta of this single replica to the values.
 inline void ApplyToValues(const Delta& d, CrashValues* values) {
   auto& set = (*values)[d.set];
+  if (d.clear.has_value()) {
+    for (auto it = set.begin(); it != set.end();) {
+      std::erase_if(it->second,
+                    [&d](const Dot& dot) { return d.clear->Seen(dot); });
+      it = it->second.empty() ? set.erase(it) : std::next(it);
+    }
+  }
   for (const DeltaOp& op : d.ops) {
     auto& dots = set[op.element];
     for (Dot dot : op.context) dots.erase(dot);
     if (op.add.has_value()) dots.insert(*op.add);
     if (dots.empty()) set.erase(op.element);
   }
+  // A read finds no empty set.
+  if (set.empty()) values->erase(d.set);
+}
+
+// Whether the writer sweeps before update `index`, and with what budget
+// (0: no sweep). Small budgets leave sweeps half done when it is killed.
+inline uint64_t CrashSweepBudget(uint64_t seed, int round, int index) {
+  std::mt19937_64 rng(seed * 40503u + static_cast<uint64_t>(round) * 257u +
+                      static_cast<uint64_t>(index));
+  return rng() % 2 == 0 ? 1 + rng() % 5 : 0;
 }
 
 }  // namespace bigset::testing

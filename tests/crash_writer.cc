@@ -1,6 +1,7 @@
-// crash_writer DIR SEED ROUND SYNC: runs the crash workload on the replica
-// stored in DIR until killed, writing each acknowledged delta to stdout as
-// [u32 length, little-endian][encoded delta]. Exits 3 on any error.
+// crash_writer DIR SEED ROUND SYNC: runs the crash workload (updates, clears
+// and bounded sweeps) on the replica stored in DIR until killed, writing each
+// acknowledged delta to stdout as [u32 length, little-endian][encoded delta].
+// Exits 3 on any error.
 
 #include <unistd.h>
 
@@ -69,8 +70,19 @@ int main(int argc, char** argv) {
       absl::Status s = (*replica)->Apply(*cloud);
       if (!s.ok()) Die(std::string(s.ToString()));
     }
+    if (uint64_t budget = bigset::testing::CrashSweepBudget(seed, round, i)) {
+      auto swept = (*replica)->SweepSome(budget);
+      if (!swept.ok()) Die(std::string(swept.status().ToString()));
+    }
     auto u = bigset::testing::NextCrashUpdate(seed, round, i, values);
-    auto delta = (*replica)->Update(u.set, u.ops);
+    absl::StatusOr<bigset::Delta> delta;
+    if (u.clear) {
+      auto clock = (*replica)->GetClock(u.set);
+      if (!clock.ok()) Die(std::string(clock.status().ToString()));
+      delta = (*replica)->Clear(u.set, *clock);
+    } else {
+      delta = (*replica)->Update(u.set, u.ops);
+    }
     if (!delta.ok()) Die(std::string(delta.status().ToString()));
     bigset::testing::ApplyToValues(*delta, &values);
     std::string encoded = delta->Encode();
