@@ -61,6 +61,9 @@ struct SoakResult {
   uint64_t invalid_rejected = 0;
   uint64_t latency_checks = 0;
   uint64_t read_switches = 0;
+  uint64_t clears = 0;
+  uint64_t clears_acked = 0;
+  uint64_t keys_swept = 0;
 };
 
 // Prints the last events of the simulation (on a failure).
@@ -250,6 +253,25 @@ SoakResult RunSoak(uint64_t seed, int ops) {
       REQUIRE(d.status().code() != absl::StatusCode::kResourceExhausted);
       if (absl::IsInvalidArgument(d.status())) ++result.invalid_rejected;
       // A context-only op never changes a value: nothing to model.
+    } else if (dice < 63) {
+      // A clear of what a read saw: adds it did not see survive.
+      const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+      NodeId via = random_up();
+      auto read = sim.Read(via, set, ro);
+      if (!read.ok()) continue;
+      ++result.clears;
+      auto d = sim.Clear(random_up(), set, read->clock, wo);
+      REQUIRE(d.status().code() != absl::StatusCode::kResourceExhausted);
+      if (d.ok()) {
+        ++result.clears_acked;
+        model[set].Absorb(*d);
+        for (const ElementDots& e : read->elements) {
+          for (Dot dot : e.dots) removed[set].insert({e.element, dot});
+        }
+      } else {
+        // Possibly applied somewhere, and repaired from there.
+        for (const std::string& e : elements) uncertain[set].insert(e);
+      }
     } else if (dice < 74) {
       // A read; its repairs and answers are checked at heal points.
       const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
@@ -320,12 +342,28 @@ SoakResult RunSoak(uint64_t seed, int ops) {
       REQUIRE(v == *first);
       auto report = r->Verify();
       REQUIRE(report.ok());
+      INFO((report->problems.empty() ? "" : report->problems[0]));
       REQUIRE(report->ok());
+      // The node's sweeper ran until its queues were empty (RunUntilIdle):
+      // no tombstone is left, and the keys are exactly the value's dots.
+      auto st = r->GetSetStats(set);
+      REQUIRE(st.ok());
+      REQUIRE(st->tombstone_dots == 0);
+      REQUIRE(r->stats().sweep_queue_length == 0);
+      uint64_t dots = 0;  // Of every set in the partition.
+      for (const std::string& other : sets) {
+        if (sim.ring().PartitionOf(other) != p) continue;
+        for (const auto& [e, d] : ToModel(testing::ReadAll(*r, other))) {
+          dots += d.size();
+        }
+      }
+      REQUIRE(report->element_keys == dots);
     }
     result.values[set] = *first;
   }
   for (NodeId n : sim.node_ids()) {
     result.read_switches += sim.node(n)->stats().read_replica_switches;
+    result.keys_swept += sim.node(n)->stats().sweep_keys_deleted;
   }
   result.trace_hash = sim.TraceHash();
   result.dropped = sim.messages_dropped();
@@ -352,6 +390,9 @@ TEST_CASE("soak: random operations under every fault against the model") {
     total.invalid_rejected += r.invalid_rejected;
     total.latency_checks += r.latency_checks;
     total.read_switches += r.read_switches;
+    total.clears += r.clears;
+    total.clears_acked += r.clears_acked;
+    total.keys_swept += r.keys_swept;
     ++seeds;
   }
   std::printf(
@@ -359,7 +400,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
       "%llu messages dropped, %llu corrupted, %llu crashes (%llu power "
       "losses), %llu restarts with the clock back, %llu invalid contexts "
       "(%llu refused), %llu fast-read checks, %llu read replica switches, "
-      "0 divergences\n",
+      "%llu clears (%llu acknowledged), %llu keys swept, 0 divergences\n",
       seeds, kOps, static_cast<unsigned long long>(total.acked),
       static_cast<unsigned long long>(total.failed),
       static_cast<unsigned long long>(total.dropped),
@@ -370,8 +411,13 @@ TEST_CASE("soak: random operations under every fault against the model") {
       static_cast<unsigned long long>(total.invalid_contexts),
       static_cast<unsigned long long>(total.invalid_rejected),
       static_cast<unsigned long long>(total.latency_checks),
-      static_cast<unsigned long long>(total.read_switches));
+      static_cast<unsigned long long>(total.read_switches),
+      static_cast<unsigned long long>(total.clears),
+      static_cast<unsigned long long>(total.clears_acked),
+      static_cast<unsigned long long>(total.keys_swept));
   CHECK(total.acked > 0);
+  CHECK(total.clears_acked > 0);
+  CHECK(total.keys_swept > 0);
   CHECK(total.power_losses > 0);
   CHECK(total.corrupted > 0);
   CHECK(total.invalid_rejected > 0);

@@ -293,17 +293,17 @@ absl::Status Replica::StartSweeper(const SweepOptions& options) {
     return absl::InvalidArgumentError(
         "keys_per_second and batch_keys must be >= 1");
   }
-  absl::MutexLock lock(&sweeper_->thread_mu);
-  if (sweeper_->running) {
+  Sweeper* sw = sweeper_.get();
+  absl::MutexLock lock(&sw->thread_mu);
+  if (sw->running) {
     return absl::FailedPreconditionError("the sweeper is running");
   }
-  sweeper_->running = true;
-  sweeper_->stop = false;
+  sw->running = true;
+  sw->stop = false;
   {
-    absl::MutexLock sweep_lock(&sweeper_->sweep_mu);
-    sweeper_->batch_keys = options.batch_keys;
+    absl::MutexLock sweep_lock(&sw->sweep_mu);
+    sw->batch_keys = options.batch_keys;
   }
-  Sweeper* sw = sweeper_.get();
   sw->thread = std::thread([this, sw, options]() {
     // Slices of a tenth of a second's worth of keys; after each, wait
     // until the rate allows the next (or a second when the queue is
@@ -331,12 +331,13 @@ absl::Status Replica::StartSweeper(const SweepOptions& options) {
 
 void Replica::StopSweeper() {
   std::thread thread;
+  Sweeper* sw = sweeper_.get();
   {
-    absl::MutexLock lock(&sweeper_->thread_mu);
-    if (!sweeper_->running) return;
-    sweeper_->stop = true;
-    sweeper_->running = false;
-    thread = std::move(sweeper_->thread);
+    absl::MutexLock lock(&sw->thread_mu);
+    if (!sw->running) return;
+    sw->stop = true;
+    sw->running = false;
+    thread = std::move(sw->thread);
   }
   if (thread.joinable()) thread.join();
 }

@@ -107,6 +107,10 @@ absl::Status Simulator::StartNode(NodeId id) {
     while (a == 0) a = rng_();
     return a;
   };
+  // The new incarnation starts before Node::Open: timers the node sets
+  // while opening (e.g. its sweeper's, for queues left from before) are
+  // its own.
+  ++slot.incarnation;
   absl::StatusOr<std::unique_ptr<Node>> node = Node::Open(
       id, *ring_, slot.store.get(), transport_.get(), slot.scheduler.get(), no);
   if (!node.ok()) {
@@ -114,7 +118,6 @@ absl::Status Simulator::StartNode(NodeId id) {
     return node.status();
   }
   slot.node = std::move(*node);
-  ++slot.incarnation;
   slot.up = true;
   Trace(absl::StrCat("t=", now_, " start node ", id, " incarnation ",
                      slot.incarnation));
