@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "bigset/replica/replica.h"
 #include "bigset/store/leveldb_store.h"
 #include "bigset/testing/sim.h"
@@ -21,29 +22,14 @@
 namespace bigset::bench {
 namespace {
 
-constexpr char kSet[] = "benchmark-set";
-
-// A fresh directory under $BIGSET_BENCH_DIR (default: the temp directory).
-std::filesystem::path NewBenchDir() {
-  const char* base = std::getenv("BIGSET_BENCH_DIR");
-  static int counter = 0;
-  std::filesystem::path dir =
-      std::filesystem::path(
-          base != nullptr ? base : std::filesystem::temp_directory_path()) /
-      ("bigset_cluster_bench_" + std::to_string(::getpid()) + "_" +
-       std::to_string(counter++));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 // A 3-node simulator (N=3, every node a replica of every set) on disk.
 struct ClusterDb {
-  ClusterDb() : dir(NewBenchDir()) {
+  ClusterDb() {
+    std::filesystem::create_directories(dir.path());
     SimOptions o;
     o.seed = 1;
     o.nodes = 3;
-    o.directory = dir.string();
+    o.directory = dir.str();
     o.min_latency_micros = 0;
     o.max_latency_micros = 0;
     o.trace_capacity = 0;
@@ -52,22 +38,11 @@ struct ClusterDb {
     sim = std::move(*s);
     via = sim->ring().PreferenceList(sim->ring().PartitionOf(kSet))[0];
   }
-  ~ClusterDb() {
-    sim.reset();
-    std::filesystem::remove_all(dir);
-  }
-  std::filesystem::path dir;
+  ~ClusterDb() { sim.reset(); }
+  BenchDir dir;
   std::unique_ptr<Simulator> sim;
   NodeId via = 1;
 };
-
-std::string RandomElement(std::mt19937_64& rng) {
-  std::string e(16, '\0');
-  uint64_t a = rng(), b = rng();
-  std::memcpy(e.data(), &a, 8);
-  std::memcpy(e.data() + 8, &b, 8);
-  return e;
-}
 
 void ClusterInsert(benchmark::State& state) {
   static ClusterDb* db = new ClusterDb();
@@ -94,10 +69,11 @@ void ClusterInsert(benchmark::State& state) {
 // layer costs.
 struct ThreeReplicas {
   ThreeReplicas() {
+    std::filesystem::create_directories(dir.path());
     for (int i = 0; i < 3; ++i) {
-      auto store =
-          LevelDbStore::Open((dir / ("floor" + std::to_string(i))).string(),
-                             LevelDbStoreOptions());
+      auto store = LevelDbStore::Open(
+          (dir.path() / ("floor" + std::to_string(i))).string(),
+          LevelDbStoreOptions());
       if (!store.ok()) std::abort();
       stores[i] = std::move(*store);
       auto replica = Replica::Open(stores[i].get(), ReplicaOptions());
@@ -108,9 +84,8 @@ struct ThreeReplicas {
   ~ThreeReplicas() {
     for (auto& r : replicas) r.reset();
     for (auto& s : stores) s.reset();
-    std::filesystem::remove_all(dir);
   }
-  const std::filesystem::path dir = NewBenchDir();
+  BenchDir dir;
   std::unique_ptr<LevelDbStore> stores[3];
   std::unique_ptr<Replica> replicas[3];
 };

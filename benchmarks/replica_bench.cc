@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "bigset/keys/comparator.h"
 #include "bigset/keys/keys.h"
 #include "bigset/replica/replica.h"
@@ -36,131 +37,6 @@
 namespace bigset::bench {
 namespace {
 
-using Rng = std::mt19937_64;
-
-constexpr char kSet[] = "benchmark-set";
-
-// A database directory removed when the benchmark is done with it.
-class BenchDir {
- public:
-  BenchDir() {
-    const char* base = std::getenv("BIGSET_BENCH_DIR");
-    static int counter = 0;
-    path_ =
-        std::filesystem::path(
-            base != nullptr ? base : std::filesystem::temp_directory_path()) /
-        ("bigset_bench_" + std::to_string(::getpid()) + "_" +
-         std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-  }
-  ~BenchDir() { std::filesystem::remove_all(path_); }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-std::string RandomElement(Rng& rng) {
-  std::string e(16, '\0');
-  uint64_t a = rng(), b = rng();
-  std::memcpy(e.data(), &a, 8);
-  std::memcpy(e.data() + 8, &b, 8);
-  return e;
-}
-
-void Check(const absl::Status& s) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "benchmark failed: %s\n",
-                 std::string(s.ToString()).c_str());
-    std::abort();
-  }
-}
-
-void Check(const leveldb::Status& s) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "benchmark failed: %s\n", s.ToString().c_str());
-    std::abort();
-  }
-}
-
-// ---- bigset
-
-struct BigsetDb {
-  BenchDir dir;
-  std::unique_ptr<LevelDbStore> store;
-  std::unique_ptr<Replica> replica;
-  std::vector<std::string> elements;  // Kept only when asked for.
-};
-
-std::unique_ptr<BigsetDb> MakeBigset(uint64_t n, bool keep_elements) {
-  auto db = std::make_unique<BigsetDb>();
-  auto store = LevelDbStore::Open(db->dir.str(), LevelDbStoreOptions());
-  Check(store.status());
-  db->store = std::move(*store);
-  auto replica = Replica::Open(db->store.get(), ReplicaOptions());
-  Check(replica.status());
-  db->replica = std::move(*replica);
-  Rng rng(n);
-  std::vector<UpdateOp> ops;
-  for (uint64_t i = 0; i < n; ++i) {
-    ops.push_back(UpdateOp::Add(RandomElement(rng)));
-    if (keep_elements) db->elements.push_back(ops.back().element);
-    if (ops.size() == 1000 || i + 1 == n) {
-      Check(db->replica->Update(kSet, ops).status());
-      ops.clear();
-    }
-  }
-  return db;
-}
-
-// ---- raw LevelDB: the same physical work with no bigset logic.
-
-struct RawDb {
-  BenchDir dir;
-  std::unique_ptr<leveldb::Cache> cache;
-  std::unique_ptr<const leveldb::FilterPolicy> filter;
-  std::unique_ptr<leveldb::DB> db;
-  uint64_t counter = 0;
-  std::vector<std::string> keys;  // Kept only when asked for.
-};
-
-// Same tuning as LevelDbStoreOptions' defaults, bytewise comparator.
-std::unique_ptr<RawDb> OpenRaw() {
-  auto raw = std::make_unique<RawDb>();
-  LevelDbStoreOptions defaults;
-  raw->cache.reset(leveldb::NewLRUCache(defaults.block_cache_bytes));
-  raw->filter.reset(leveldb::NewBloomFilterPolicy(defaults.bloom_bits_per_key));
-  leveldb::Options o;
-  o.create_if_missing = true;
-  o.block_cache = raw->cache.get();
-  o.filter_policy = raw->filter.get();
-  o.write_buffer_size = defaults.write_buffer_bytes;
-  o.block_size = defaults.block_size;
-  o.max_file_size = defaults.max_file_size;
-  o.max_open_files = defaults.max_open_files;
-  leveldb::DB* db = nullptr;
-  Check(leveldb::DB::Open(o, raw->dir.str(), &db));
-  raw->db.reset(db);
-  return raw;
-}
-
-// An element key as bigset lays it out (set, element, actor, counter), in a
-// plain bytewise namespace.
-std::string RawElementKey(const std::string& element, uint64_t counter) {
-  std::string k = "e/";
-  k += kSet;
-  k += '/';
-  k += element;
-  coding::PutFixed64BE(&k, 0x1234567890abcdefull);
-  coding::PutFixed64BE(&k, counter);
-  return k;
-}
-
-const std::string& RawClockKey() {
-  static const std::string* k = new std::string(std::string("c/") + kSet);
-  return *k;
-}
-
 // One insert: the "clock" and the element key in one batch, like bigset.
 void RawInsert(RawDb& raw, const std::string& element) {
   leveldb::WriteBatch batch;
@@ -170,23 +46,6 @@ void RawInsert(RawDb& raw, const std::string& element) {
   batch.Put(RawClockKey(), clock_value);
   batch.Put(RawElementKey(element, raw.counter), "");
   Check(raw.db->Write(leveldb::WriteOptions(), &batch));
-}
-
-std::unique_ptr<RawDb> MakeRaw(uint64_t n, bool keep_keys) {
-  auto raw = OpenRaw();
-  Rng rng(n);
-  leveldb::WriteBatch batch;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string key = RawElementKey(RandomElement(rng), ++raw->counter);
-    batch.Put(key, "");
-    if (keep_keys) raw->keys.push_back(key);
-    if ((i + 1) % 1000 == 0 || i + 1 == n) {
-      batch.Put(RawClockKey(), std::string(12, 'c'));
-      Check(raw->db->Write(leveldb::WriteOptions(), &batch));
-      batch.Clear();
-    }
-  }
-  return raw;
 }
 
 // ---- one value
@@ -557,7 +416,7 @@ void FullReadBigset(benchmark::State& state) {
 void FullReadRaw(benchmark::State& state) {
   RawDb& raw = SharedRaw();
   uint64_t elements = 0;
-  std::string prefix = std::string("e/") + kSet + "/";
+  const std::string prefix = RawSetPrefix();
   for (auto _ : state) {
     leveldb::ReadOptions ro;
     ro.fill_cache = false;

@@ -1,0 +1,128 @@
+#include "bench_util.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+
+#include "core/coding.h"
+#include "leveldb/write_batch.h"
+
+namespace bigset::bench {
+
+BenchDir::BenchDir() {
+  static std::atomic<int> counter{0};
+  const char* base = std::getenv("BIGSET_BENCH_DIR");
+  path_ = std::filesystem::path(
+              base != nullptr ? base : std::filesystem::temp_directory_path()) /
+          ("bigset_bench_" + std::to_string(::getpid()) + "_" +
+           std::to_string(counter++));
+  std::filesystem::remove_all(path_);
+}
+
+BenchDir::~BenchDir() { std::filesystem::remove_all(path_); }
+
+std::string RandomElement(Rng& rng) {
+  std::string e(16, '\0');
+  uint64_t a = rng(), b = rng();
+  std::memcpy(e.data(), &a, 8);
+  std::memcpy(e.data() + 8, &b, 8);
+  return e;
+}
+
+void Check(const absl::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "benchmark failed: %s\n",
+                 std::string(s.ToString()).c_str());
+    std::abort();
+  }
+}
+
+void Check(const leveldb::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "benchmark failed: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+}
+
+std::unique_ptr<BigsetDb> OpenBigset() {
+  auto db = std::make_unique<BigsetDb>();
+  auto store = LevelDbStore::Open(db->dir.str(), LevelDbStoreOptions());
+  Check(store.status());
+  db->store = std::move(*store);
+  auto replica = Replica::Open(db->store.get(), ReplicaOptions());
+  Check(replica.status());
+  db->replica = std::move(*replica);
+  return db;
+}
+
+std::unique_ptr<BigsetDb> MakeBigset(uint64_t n, bool keep_elements) {
+  auto db = OpenBigset();
+  Rng rng(n);
+  std::vector<UpdateOp> ops;
+  for (uint64_t i = 0; i < n; ++i) {
+    ops.push_back(UpdateOp::Add(RandomElement(rng)));
+    if (keep_elements) db->elements.push_back(ops.back().element);
+    if (ops.size() == 1000 || i + 1 == n) {
+      Check(db->replica->Update(kSet, ops).status());
+      ops.clear();
+    }
+  }
+  return db;
+}
+
+std::unique_ptr<RawDb> OpenRaw() {
+  auto raw = std::make_unique<RawDb>();
+  LevelDbStoreOptions defaults;
+  raw->cache.reset(leveldb::NewLRUCache(defaults.block_cache_bytes));
+  raw->filter.reset(leveldb::NewBloomFilterPolicy(defaults.bloom_bits_per_key));
+  leveldb::Options o;
+  o.create_if_missing = true;
+  o.block_cache = raw->cache.get();
+  o.filter_policy = raw->filter.get();
+  o.write_buffer_size = defaults.write_buffer_bytes;
+  o.block_size = defaults.block_size;
+  o.max_file_size = defaults.max_file_size;
+  o.max_open_files = defaults.max_open_files;
+  leveldb::DB* db = nullptr;
+  Check(leveldb::DB::Open(o, raw->dir.str(), &db));
+  raw->db.reset(db);
+  return raw;
+}
+
+std::string RawSetPrefix() { return std::string("e/") + kSet + "/"; }
+
+std::string RawElementKey(const std::string& element, uint64_t counter) {
+  std::string k = RawSetPrefix();
+  k += element;
+  coding::PutFixed64BE(&k, 0x1234567890abcdefull);
+  coding::PutFixed64BE(&k, counter);
+  return k;
+}
+
+const std::string& RawClockKey() {
+  static const std::string* k = new std::string(std::string("c/") + kSet);
+  return *k;
+}
+
+std::unique_ptr<RawDb> MakeRaw(uint64_t n, bool keep_keys) {
+  auto raw = OpenRaw();
+  Rng rng(n);
+  leveldb::WriteBatch batch;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string key = RawElementKey(RandomElement(rng), ++raw->counter);
+    batch.Put(key, "");
+    if (keep_keys) raw->keys.push_back(key);
+    if ((i + 1) % 1000 == 0 || i + 1 == n) {
+      batch.Put(RawClockKey(), std::string(12, 'c'));
+      Check(raw->db->Write(leveldb::WriteOptions(), &batch));
+      batch.Clear();
+    }
+  }
+  return raw;
+}
+
+}  // namespace bigset::bench
