@@ -14,10 +14,13 @@
 #include "bigset/cluster/ring.h"
 #include "bigset/testing/sim.h"
 #include "orswot_model.h"
+#include "sweep_util.h"
 #include "test_util.h"
 
 namespace bigset {
 namespace {
+
+using testing::KeysOnReplicas;
 
 using testing::AdversarialBytes;
 using testing::ModelValue;
@@ -248,23 +251,6 @@ TEST_CASE("cluster: too few replicas is a clear error") {
 
 namespace bigset {
 namespace {
-
-// Element keys of `set` on each of its replicas (every replica's Verify
-// must pass too).
-std::vector<uint64_t> KeysOnReplicas(Simulator& sim, const std::string& set) {
-  const uint32_t p = sim.ring().PartitionOf(set);
-  std::vector<uint64_t> keys;
-  for (NodeId n : sim.ring().PreferenceList(p)) {
-    Replica* r = sim.node(n)->LocalReplica(p);
-    REQUIRE(r != nullptr);
-    auto report = r->Verify();
-    REQUIRE(report.ok());
-    INFO((report->problems.empty() ? "" : report->problems[0]));
-    REQUIRE(report->ok());
-    keys.push_back(report->element_keys);
-  }
-  return keys;
-}
 
 // Adds e0..e{n-1} to `set` through node 1, lets every delta land, and
 // returns what a read then sees (its clock is a clear's context).

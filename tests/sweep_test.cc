@@ -20,96 +20,36 @@
 #include "leveldb/helpers/memenv.h"
 #include "orswot_model.h"
 #include "replica/replica_internal.h"
+#include "sweep_util.h"
 #include "test_util.h"
 
 namespace bigset {
 namespace {
 
+using testing::AddRange;
 using testing::AdversarialBytes;
+using testing::ClearAll;
+using testing::CursorKey;
+using testing::ElementKeys;
 using testing::MemStore;
+using testing::OpenSweepReplica;
+using testing::Put;
+using testing::QueueKeyWithShard;
 using testing::ReadAll;
+using testing::RequireVerified;
 using testing::Rng;
 using testing::Seeds;
+using testing::SnapshotKey;
+using testing::SweepAll;
+using testing::SweepValue;
 using testing::ToModel;
 using testing::Uniform;
 
-constexpr KeyspaceId kKs = 7;
-
-std::unique_ptr<Replica> Open(Store* store) {
-  ReplicaOptions o;
-  o.keyspace = kKs;
-  auto r = Replica::Open(store, o);
-  REQUIRE(r.ok());
-  return std::move(*r);
-}
-
-uint64_t ElementKeys(Store& store, std::string_view set) {
-  auto it = store.NewIterator(ReadOptions(), ElementsRange(kKs, set));
-  uint64_t n = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
-  REQUIRE(it->status().ok());
-  return n;
-}
-
-void AddRange(Replica& r, std::string_view set, int from, int to) {
-  std::vector<UpdateOp> ops;
-  for (int i = from; i < to; ++i) {
-    ops.push_back(UpdateOp::Add(absl::StrCat("e", 100000 + i)));
-    if (ops.size() == 100 || i + 1 == to) {
-      REQUIRE(r.Update(set, ops).ok());
-      ops.clear();
-    }
-  }
-}
-
-void ClearAll(Replica& r, std::string_view set) {
-  auto clock = r.GetClock(set);
-  REQUIRE(clock.ok());
-  REQUIRE(r.Clear(set, *clock).ok());
-}
-
-void RequireVerified(Replica& r) {
-  auto report = r.Verify();
-  REQUIRE(report.ok());
-  INFO((report->problems.empty() ? std::string() : report->problems[0]));
-  REQUIRE(report->ok());
-}
-
-SweepProgress SweepAll(Replica& r) {
-  SweepProgress total;
-  for (int i = 0; i < 1000; ++i) {
-    auto p = r.SweepSome(UINT64_MAX);
-    REQUIRE(p.ok());
-    total.keys_read += p->keys_read;
-    total.keys_deleted += p->keys_deleted;
-    total.entries_done += p->entries_done;
-    if (p->idle) {
-      total.idle = true;
-      return total;
-    }
-  }
-  FAIL("the sweep queue never emptied");
-  return total;
-}
-
-std::string SnapshotKey(std::string_view set) {
-  return MetadataKey(
-      kKs, std::string(replica_internal::kSweepSnapshot) + std::string(set));
-}
-std::string CursorKey(std::string_view set) {
-  return MetadataKey(
-      kKs, std::string(replica_internal::kSweepCursor) + std::string(set));
-}
-
-void Put(Store& store, const std::string& key, std::string_view value) {
-  WriteBatch b;
-  b.Put(key, value);
-  REQUIRE(store.Write(WriteOptions(), b).ok());
-}
+constexpr KeyspaceId kKs = testing::kSweepKs;
 
 TEST_CASE("sweep: a full sweep deletes the cleared keys and the tombstone") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   AddRange(*r, "s", 0, 500);
   ClearAll(*r, "s");
   AddRange(*r, "s", 500, 550);
@@ -146,7 +86,7 @@ TEST_CASE("sweep: a full sweep deletes the cleared keys and the tombstone") {
 
 TEST_CASE("sweep: a clear with an empty clock writes nothing") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   AddRange(*r, "s", 0, 5);
   const uint64_t before = r->stats().bytes_written;
   auto d = r->Clear("s", Clock());
@@ -160,11 +100,11 @@ TEST_CASE("sweep: a clear with an empty clock writes nothing") {
 
 TEST_CASE("sweep: dots cleared during a sweep stay in the tombstone") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   AddRange(*r, "s", 0, 300);
   ClearAll(*r, "s");
-  // Partway through...
-  auto p = r->SweepSome(100);
+  // Partway through (a budget of one for the entry, 100 keys)...
+  auto p = r->SweepSome(101);
   REQUIRE(p.ok());
   CHECK(!p->idle);
   CHECK(p->keys_read == 100);
@@ -176,7 +116,7 @@ TEST_CASE("sweep: dots cleared during a sweep stay in the tombstone") {
   CHECK(*r->Count("s") == 0);
   // The first sweep finishes with its snapshot: the later clear's 40 dots
   // stay in the tombstone, and so does the queue entry.
-  p = r->SweepSome(240);  // The 200 left and the 40 new keys.
+  p = r->SweepSome(241);  // The entry, the 200 left and the 40 new keys.
   REQUIRE(p.ok());
   CHECK(p->entries_done == 1);
   auto st = r->GetSetStats("s");
@@ -194,16 +134,16 @@ TEST_CASE("sweep: dots cleared during a sweep stay in the tombstone") {
 
 TEST_CASE("sweep: an interrupted sweep resumes from its cursor") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   AddRange(*r, "s", 0, 1000);
   ClearAll(*r, "s");
   AddRange(*r, "s", 1000, 1010);
-  auto p = r->SweepSome(350);
+  auto p = r->SweepSome(351);  // The entry and 350 keys.
   REQUIRE(p.ok());
   REQUIRE(p->keys_read == 350);
   // A crash (no Close): the replica is reopened on the same store.
   r.reset();
-  r = Open(mem.store.get());
+  r = OpenSweepReplica(mem.store.get());
   RequireVerified(*r);
   CHECK(*r->Count("s") == 10);
   SweepProgress rest = SweepAll(*r);
@@ -217,7 +157,7 @@ TEST_CASE("sweep: an interrupted sweep resumes from its cursor") {
 
 TEST_CASE("sweep: the sweeper reads no set without an entry") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   for (int i = 0; i < 40; ++i) AddRange(*r, absl::StrCat("live", i), 0, 50);
   AddRange(*r, "cleared-a", 0, 70);
   AddRange(*r, "cleared-b", 0, 30);
@@ -235,9 +175,9 @@ TEST_CASE("sweep: the sweeper reads no set without an entry") {
   // A set whose entry outlived its dots (all swept by an earlier run) is
   // dropped without reading it.
   Put(*mem.store, replica_internal::SweepQueueKey(kKs, "live3"),
-      std::string(1, static_cast<char>(replica_internal::kSweepFormatVersion)));
+      replica_internal::EncodeSweepValue(""));
   r.reset();
-  r = Open(mem.store.get());
+  r = OpenSweepReplica(mem.store.get());
   p = SweepAll(*r);
   CHECK(p.keys_read == 0);
   CHECK(p.entries_done == 1);
@@ -246,7 +186,7 @@ TEST_CASE("sweep: the sweeper reads no set without an entry") {
 
 TEST_CASE("sweep: one hot set does not starve the others") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   // Sets in different shards.
   std::vector<std::string> sets;
   for (int i = 0; sets.size() < 3; ++i) {
@@ -283,7 +223,7 @@ TEST_CASE("sweep: bad sweep state is DataLoss and deletes no live key") {
     // "s": 100 cleared elements, then 20 live ones that must survive
     // whatever happens; "other": 10 cleared ones.
     MemStore fresh;
-    auto q = Open(fresh.store.get());
+    auto q = OpenSweepReplica(fresh.store.get());
     AddRange(*q, "s", 0, 100);
     ClearAll(*q, "s");
     AddRange(*q, "s", 100, 120);
@@ -318,10 +258,11 @@ TEST_CASE("sweep: bad sweep state is DataLoss and deletes no live key") {
     CHECK(ElementKeys(*fresh.store, "s") >= 20);
     CHECK(ElementKeys(*fresh.store, "other") == 0);
   };
-  const std::string v(1,
-                      static_cast<char>(replica_internal::kSweepFormatVersion));
+  auto v = [](std::string_view payload) {
+    return replica_internal::EncodeSweepValue(payload);
+  };
   SECTION("undecodable snapshot") {
-    expect_dataloss(SnapshotKey("s"), v + "\xff\xff\xff");
+    expect_dataloss(SnapshotKey("s"), v("\xff\xff\xff"));
   }
   SECTION("snapshot of another version") {
     expect_dataloss(SnapshotKey("s"), "\x09");
@@ -329,12 +270,12 @@ TEST_CASE("sweep: bad sweep state is DataLoss and deletes no live key") {
   SECTION("snapshot the tombstone does not cover: it would delete live keys") {
     // The whole set-clock also covers the live dots.
     MemStore fresh;
-    auto q = Open(fresh.store.get());
+    auto q = OpenSweepReplica(fresh.store.get());
     AddRange(*q, "s", 0, 100);
     ClearAll(*q, "s");
     AddRange(*q, "s", 100, 120);
-    Put(*fresh.store, SnapshotKey("s"), v + q->GetClock("s")->Encode());
-    Put(*fresh.store, CursorKey("s"), v);
+    Put(*fresh.store, SnapshotKey("s"), v(q->GetClock("s")->Encode()));
+    Put(*fresh.store, CursorKey("s"), v(""));
     auto got = q->SweepSome(UINT64_MAX);
     REQUIRE(!got.ok());
     CHECK(got.status().code() == absl::StatusCode::kDataLoss);
@@ -346,7 +287,7 @@ TEST_CASE("sweep: bad sweep state is DataLoss and deletes no live key") {
   }
   SECTION("cursor of another version") { expect_dataloss(CursorKey("s"), ""); }
   SECTION("cursor outside the set") {
-    expect_dataloss(CursorKey("s"), v + ElementKey(kKs, "zzz", "e", Dot{1, 1}));
+    expect_dataloss(CursorKey("s"), v(ElementKey(kKs, "zzz", "e", Dot{1, 1})));
   }
 }
 
@@ -355,7 +296,7 @@ TEST_CASE("sweep: random and truncated sweep state never deletes a live key") {
     CAPTURE(seed);
     Rng rng(seed);
     MemStore mem;
-    auto r = Open(mem.store.get());
+    auto r = OpenSweepReplica(mem.store.get());
     AddRange(*r, "s", 0, 60);
     ClearAll(*r, "s");
     AddRange(*r, "s", 60, 80);
@@ -390,7 +331,7 @@ TEST_CASE("sweep: random and truncated sweep state never deletes a live key") {
 
 TEST_CASE("sweep: the background sweeper empties the queue and stops") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   AddRange(*r, "s", 0, 3000);
   ClearAll(*r, "s");
   SweepOptions o;
@@ -424,7 +365,7 @@ TEST_CASE("sweep: the background sweeper empties the queue and stops") {
 
 TEST_CASE("sweep: writes and reads go on while the sweeper runs") {
   MemStore mem;
-  auto r = Open(mem.store.get());
+  auto r = OpenSweepReplica(mem.store.get());
   AddRange(*r, "big", 0, 5000);
   ClearAll(*r, "big");
   REQUIRE(r->StartSweeper(SweepOptions{100, 200'000}).ok());

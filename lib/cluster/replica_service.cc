@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/string_view_compat.h"
 
 namespace bigset {
 namespace {
@@ -11,6 +13,14 @@ namespace {
 absl::Status NotAReplica(NodeId node, uint32_t partition) {
   return absl::UnavailableError(absl::StrCat(
       "node ", node, " holds no replica of partition ", partition));
+}
+
+// A request about a set that the ring does not put in the partition it
+// names: applying it would put the set in a replica that never serves it.
+absl::Status WrongPartition(std::string_view set, uint32_t partition) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("set \"", absl::CHexEscape(ToAbsl(set)),
+                   "\" does not belong to partition ", partition));
 }
 
 // A reply of `type` to `request` (same request id and partition).
@@ -44,9 +54,15 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     return;
   }
   Replica* replica = host_->LocalReplica(header.partition);
-  const absl::Status applied =
-      replica == nullptr ? NotAReplica(host_->node_id(), header.partition)
-                         : replica->Apply(scratch_delta_);
+  absl::Status applied;
+  if (replica == nullptr) {
+    applied = NotAReplica(host_->node_id(), header.partition);
+  } else if (host_->ring().PartitionOf(scratch_delta_.set) !=
+             header.partition) {
+    applied = WrongPartition(scratch_delta_.set, header.partition);
+  } else {
+    applied = replica->Apply(scratch_delta_);
+  }
   if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
   if (header.type == MessageType::kRepair) {
     // Repairs are not acknowledged: the next read finds what is missing.
@@ -72,6 +88,8 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
   Replica* replica = host_->LocalReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
+  } else if (host_->ring().PartitionOf(m.set) != m.header.partition) {
+    reply.status = WrongPartition(m.set, m.header.partition);
   } else {
     absl::StatusOr<Delta> delta = m.type() == MessageType::kClear
                                       ? replica->Clear(m.set, m.clock)

@@ -270,8 +270,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   if (changes.tombstone_grew) {
     // In the same batch as the dots: the sweeper will find the set.
     batch->Put(replica_internal::SweepQueueKey(options_.keyspace, set),
-               std::string(1, static_cast<char>(
-                                  replica_internal::kSweepFormatVersion)));
+               replica_internal::EncodeSweepValue(""));
   }
   if (batch->Count() == 0) {
     stripe.cache->Recharge(set);

@@ -10,6 +10,8 @@
 #define BIGSET_LIB_REPLICA_REPLICA_INTERNAL_H_
 
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -33,38 +35,32 @@ struct Replica::StateChanges {
   bool tombstone_grew = false;
 };
 
-// Serialises sweeps, remembers where the round-robin over shards is, and
-// runs the background sweeper.
-class Replica::Sweeper {
- public:
-  absl::Mutex sweep_mu;  // Held by a sweep.
-  uint32_t next_shard ABSL_GUARDED_BY(sweep_mu) = 0;
-  uint64_t batch_keys ABSL_GUARDED_BY(sweep_mu) = 1000;
-
-  absl::Mutex thread_mu;
-  bool stop ABSL_GUARDED_BY(thread_mu) = false;
-  bool running ABSL_GUARDED_BY(thread_mu) = false;
-  std::thread thread ABSL_GUARDED_BY(thread_mu);
-};
-
 namespace replica_internal {
 
 // Metadata key holding the replica's actor id: version byte + fixed64.
 inline constexpr std::string_view kActorMetadata = "actor";
 inline constexpr uint8_t kActorFormatVersion = 1;
 
-// Sweep queue and progress (metadata keys of the replica's keyspace):
-//   "sweep-queue" | u8 shard | set   -> u8 version          (an entry)
-//   "sweep-snapshot" | set           -> u8 version, clock   (swept with)
-//   "sweep-cursor" | set             -> u8 version, element key done up to
+// Sweep queue and progress (metadata keys of the replica's keyspace); each
+// value is u8 version 2 | payload | fixed32 crc32c(payload):
+//   "sweep-queue" | u8 shard | set   -> (empty payload)      an entry
+//   "sweep-snapshot" | set           -> clock encoding       swept with
+//   "sweep-cursor" | set             -> element key done up to (or empty)
 inline constexpr std::string_view kSweepQueue = "sweep-queue";
 inline constexpr std::string_view kSweepSnapshot = "sweep-snapshot";
 inline constexpr std::string_view kSweepCursor = "sweep-cursor";
-inline constexpr uint8_t kSweepFormatVersion = 1;
+inline constexpr uint8_t kSweepFormatVersion = 2;
 inline constexpr uint32_t kSweepShards = 16;
 
 uint32_t SweepShardOf(std::string_view set);
 std::string SweepQueueKey(KeyspaceId keyspace, std::string_view set);
+// A sweep metadata value holding `payload`, and its payload back (nullopt
+// for another version, a bad checksum or too few bytes).
+std::string EncodeSweepValue(std::string_view payload);
+std::optional<std::string_view> DecodeSweepValue(std::string_view value);
+// True if `cursor` is empty or one of `set`'s element keys.
+bool ValidSweepCursor(KeyspaceId keyspace, std::string_view set,
+                      std::string_view cursor);
 
 inline std::string Printable(std::string_view s) {
   return absl::CHexEscape(ToAbsl(s));
@@ -78,6 +74,29 @@ inline absl::Status SetCorruption(std::string_view set, std::string_view what,
 }
 
 }  // namespace replica_internal
+
+// Serialises sweeps, remembers where the round-robin over shards is, and
+// runs the background sweeper.
+class Replica::Sweeper {
+ public:
+  absl::Mutex sweep_mu;  // Held by a sweep.
+  uint32_t next_shard ABSL_GUARDED_BY(sweep_mu) = 0;
+  uint64_t batch_keys ABSL_GUARDED_BY(sweep_mu) = 1000;
+
+  // Sets of each shard take turns: the last queue entry a sweep took (or
+  // failed on) per shard; the next sweep of the shard takes the entry after
+  // it, wrapping round.
+  std::string shard_last[replica_internal::kSweepShards] ABSL_GUARDED_BY(
+      sweep_mu);
+
+  absl::Mutex thread_mu;
+  // The running thread's own stop flag: a thread being stopped keeps its
+  // flag even if StartSweeper starts another meanwhile.
+  std::shared_ptr<bool> stop ABSL_GUARDED_BY(thread_mu);
+  bool running ABSL_GUARDED_BY(thread_mu) = false;
+  std::thread thread ABSL_GUARDED_BY(thread_mu);
+};
+
 }  // namespace bigset
 
 #endif  // BIGSET_LIB_REPLICA_REPLICA_INTERNAL_H_

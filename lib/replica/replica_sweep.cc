@@ -56,6 +56,40 @@ std::string SweepQueueKey(KeyspaceId keyspace, std::string_view set) {
   return MetadataKey(keyspace, name);
 }
 
+std::string EncodeSweepValue(std::string_view payload) {
+  std::string v(1, static_cast<char>(kSweepFormatVersion));
+  v.append(payload);
+  coding::PutFixed32BE(&v, crc32c::Value(payload));
+  return v;
+}
+
+std::optional<std::string_view> DecodeSweepValue(std::string_view value) {
+  // A torn or flipped snapshot or cursor could make the sweeper skip
+  // covered keys for ever or delete the wrong ones: checksummed.
+  if (value.size() < 5 ||
+      static_cast<uint8_t>(value[0]) != kSweepFormatVersion) {
+    return std::nullopt;
+  }
+  const std::string_view payload = value.substr(1, value.size() - 5);
+  if (coding::DecodeFixed32BE(value.data() + value.size() - 4) !=
+      crc32c::Value(payload)) {
+    return std::nullopt;
+  }
+  return payload;
+}
+
+bool ValidSweepCursor(KeyspaceId keyspace, std::string_view set,
+                      std::string_view cursor) {
+  if (cursor.empty()) return true;
+  const KeyRange elements = ElementsRange(keyspace, set);
+  if (cursor < elements.start || cursor >= elements.limit) return false;
+  std::string_view element;
+  std::string scratch;
+  Dot dot;
+  return internal::DecodeElementKeyAfterPrefix(
+      cursor, internal::ElementKeyPrefixLength(set), &element, &scratch, &dot);
+}
+
 }  // namespace replica_internal
 
 namespace {
@@ -69,19 +103,8 @@ std::string CursorKey(KeyspaceId keyspace, std::string_view set) {
   return MetadataKey(keyspace, absl::StrCat(ToAbsl(kSweepCursor), ToAbsl(set)));
 }
 
-std::string Versioned(std::string_view payload) {
-  std::string v(1, static_cast<char>(kSweepFormatVersion));
-  v.append(payload);
-  return v;
-}
-
-// The payload of a versioned sweep value; nullopt if it is not one.
-std::optional<std::string_view> Unversioned(std::string_view value) {
-  if (value.empty() || static_cast<uint8_t>(value[0]) != kSweepFormatVersion) {
-    return std::nullopt;
-  }
-  return value.substr(1);
-}
+using replica_internal::DecodeSweepValue;
+using replica_internal::EncodeSweepValue;
 
 }  // namespace
 
@@ -98,7 +121,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
   std::string value;
   absl::Status s = store_->Get(ReadOptions(), snapshot_key, &value);
   if (s.ok()) {
-    std::optional<std::string_view> bytes = Unversioned(value);
+    std::optional<std::string_view> bytes = DecodeSweepValue(value);
     if (!bytes.has_value()) {
       return SetCorruption(set, "sweep snapshot", "unknown version");
     }
@@ -109,7 +132,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
     snapshot = std::move(*c);
     s = store_->Get(ReadOptions(), cursor_key, &value);
     if (!s.ok()) return SetCorruption(set, "sweep cursor", s.message());
-    std::optional<std::string_view> at = Unversioned(value);
+    std::optional<std::string_view> at = DecodeSweepValue(value);
     if (!at.has_value()) {
       return SetCorruption(set, "sweep cursor", "unknown version");
     }
@@ -143,17 +166,19 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
         return true;
       }
       snapshot = tombstone;
-      batch.Put(snapshot_key, Versioned(snapshot.Encode()));
-      batch.Put(cursor_key, Versioned(""));
+      batch.Put(snapshot_key, EncodeSweepValue(snapshot.Encode()));
+      batch.Put(cursor_key, EncodeSweepValue(""));
       BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
     }
   }
-  // A cursor outside the set's elements is not one this sweeper wrote.
+  // A cursor that is not one of the set's element keys is not one this
+  // sweeper wrote.
   const KeyRange elements = ElementsRange(ks, set);
-  if (!cursor.empty() &&
-      (cursor < elements.start || cursor >= elements.limit)) {
-    return SetCorruption(set, "sweep cursor", "outside the set");
+  if (!replica_internal::ValidSweepCursor(ks, set, cursor)) {
+    return SetCorruption(set, "sweep cursor", "not an element key of the set");
   }
+  const bool fresh = cursor.empty();
+  const uint64_t deleted_before = progress->keys_deleted;
 
   // 2. Delete the keys the snapshot covers, a bounded batch at a time, each
   // with the cursor.
@@ -191,7 +216,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
       it->Next();
     }
     BIGSET_RETURN_IF_ERROR(it->status());
-    batch.Put(cursor_key, Versioned(last));
+    batch.Put(cursor_key, EncodeSweepValue(last));
     BIGSET_RETURN_IF_ERROR(CheckOpen());
     BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
     progress->keys_read += in_batch;
@@ -226,8 +251,11 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
   }
   ++progress->entries_done;
   counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
-  // Give the space back.
-  BIGSET_RETURN_IF_ERROR(store_->CompactRange(elements));
+  // Give the space back (not for a set this sweep deleted nothing from:
+  // a compaction of nothing still flushes the memtable).
+  if (!fresh || progress->keys_deleted != deleted_before) {
+    BIGSET_RETURN_IF_ERROR(store_->CompactRange(elements));
+  }
   return true;
 }
 
@@ -243,9 +271,14 @@ absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
   const absl::Time start = absl::Now();
   const std::string queue_prefix = MetadataKey(options_.keyspace, kSweepQueue);
   absl::Status status = absl::OkStatus();
-  while (progress.keys_read < budget) {
-    // The first entry of the next shard that has one.
+  // Every entry costs one unit of the budget besides the keys it reads, so
+  // that a queue of sets with nothing left to delete is bounded too.
+  uint64_t spent = 0;
+  while (spent < budget) {
+    // The next entry of the next shard that has one: after the shard's last
+    // one taken, else its first.
     std::optional<std::string> set;
+    std::string entry_key;
     uint32_t shard = 0;
     for (uint32_t i = 0; i < kSweepShards && !set.has_value(); ++i) {
       shard = (sweeper_->next_shard + i) % kSweepShards;
@@ -254,23 +287,52 @@ absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
       std::string limit = queue_prefix;
       limit.push_back(static_cast<char>(shard + 1));
       auto it = store_->NewIterator(ReadOptions(), KeyRange{start, limit});
-      it->SeekToFirst();
+      const std::string& last = sweeper_->shard_last[shard];
+      if (last.empty()) {
+        it->SeekToFirst();
+      } else {
+        it->Seek(last);
+        if (it->Valid() && it->key() == last) it->Next();
+        if (it->status().ok() && !it->Valid()) it->SeekToFirst();
+      }
       if (!it->status().ok()) {
         status = it->status();
         break;
       }
-      if (it->Valid()) set.emplace(it->key().substr(start.size()));
+      if (it->Valid()) {
+        entry_key.assign(it->key());
+        set.emplace(it->key().substr(start.size()));
+      }
     }
     if (!status.ok()) break;
     if (!set.has_value()) {
       progress.idle = true;
       break;
     }
-    absl::StatusOr<bool> done = SweepSet(*set, budget - progress.keys_read,
-                                         sweeper_->batch_keys, &progress);
+    sweeper_->shard_last[shard] = entry_key;
     // The next entry comes from the next shard: one hot set does not keep
     // the others waiting, and a set that fails does not stop them.
     sweeper_->next_shard = (shard + 1) % kSweepShards;
+    ++spent;
+    const std::string proper =
+        replica_internal::SweepQueueKey(options_.keyspace, *set);
+    if (entry_key != proper) {
+      // Not an entry this replica wrote (its shard byte is not the set's):
+      // moved where it belongs, so the set is still swept, and the bad key
+      // can never be taken again.
+      counters_.sweep_errors.fetch_add(1, std::memory_order_relaxed);
+      WriteBatch batch;
+      batch.Delete(entry_key);
+      batch.Put(proper, EncodeSweepValue(""));
+      status = store_->Write(write_options_, batch);
+      if (!status.ok()) break;
+      continue;
+    }
+    const uint64_t read_before = progress.keys_read;
+    absl::StatusOr<bool> done =
+        SweepSet(*set, std::max<uint64_t>(1, budget - std::min(budget, spent)),
+                 sweeper_->batch_keys, &progress);
+    spent += progress.keys_read - read_before;
     if (!done.ok()) {
       counters_.sweep_errors.fetch_add(1, std::memory_order_relaxed);
       status = done.status();
@@ -299,12 +361,13 @@ absl::Status Replica::StartSweeper(const SweepOptions& options) {
     return absl::FailedPreconditionError("the sweeper is running");
   }
   sw->running = true;
-  sw->stop = false;
+  auto stop = std::make_shared<bool>(false);
+  sw->stop = stop;
   {
     absl::MutexLock sweep_lock(&sw->sweep_mu);
     sw->batch_keys = options.batch_keys;
   }
-  sw->thread = std::thread([this, sw, options]() {
+  sw->thread = std::thread([this, sw, options, stop]() {
     // Slices of a tenth of a second's worth of keys; after each, wait
     // until the rate allows the next (or a second when the queue is
     // empty), waking early to stop.
@@ -320,10 +383,10 @@ absl::Status Replica::StartSweeper(const SweepOptions& options) {
       }
       absl::MutexLock l(&sw->thread_mu);
       const absl::Time until = absl::Now() + wait;
-      while (!sw->stop && absl::Now() < until) {
-        sw->thread_mu.AwaitWithDeadline(absl::Condition(&sw->stop), until);
+      while (!*stop && absl::Now() < until) {
+        sw->thread_mu.AwaitWithDeadline(absl::Condition(stop.get()), until);
       }
-      if (sw->stop) return;
+      if (*stop) return;
     }
   });
   return absl::OkStatus();
@@ -335,7 +398,7 @@ void Replica::StopSweeper() {
   {
     absl::MutexLock lock(&sw->thread_mu);
     if (!sw->running) return;
-    sw->stop = true;
+    *sw->stop = true;
     sw->running = false;
     thread = std::move(sw->thread);
   }

@@ -80,14 +80,11 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
   // The sweeper's state first: the sets' checks refer to it.
   SweepState sweep;
   {
+    using replica_internal::DecodeSweepValue;
     using replica_internal::kSweepCursor;
-    using replica_internal::kSweepFormatVersion;
     using replica_internal::kSweepQueue;
     using replica_internal::kSweepShards;
     using replica_internal::kSweepSnapshot;
-    auto versioned = [](std::string_view v) {
-      return !v.empty() && static_cast<uint8_t>(v[0]) == kSweepFormatVersion;
-    };
     auto meta = store_->NewIterator(ro, MetadataRange(options_.keyspace));
     ParsedKey mk;
     for (meta->SeekToFirst(); meta->Valid(); meta->Next()) {
@@ -99,7 +96,7 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
         if (name.empty() || static_cast<uint8_t>(name[0]) >= kSweepShards ||
             static_cast<uint8_t>(name[0]) !=
                 replica_internal::SweepShardOf(name.substr(1)) ||
-            !versioned(value)) {
+            !DecodeSweepValue(value).has_value()) {
           problem(absl::StrCat("malformed sweep-queue entry \"",
                                Printable(mk.metadata_name), "\""));
           continue;
@@ -108,8 +105,8 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
       } else if (name.starts_with(kSweepSnapshot)) {
         name.remove_prefix(kSweepSnapshot.size());
         std::optional<Clock> c;
-        if (versioned(value)) {
-          absl::StatusOr<Clock> decoded = Clock::Decode(value.substr(1));
+        if (std::optional<std::string_view> bytes = DecodeSweepValue(value)) {
+          absl::StatusOr<Clock> decoded = Clock::Decode(*bytes);
           if (decoded.ok()) c = std::move(*decoded);
         }
         if (!c.has_value()) {
@@ -119,10 +116,9 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
         sweep.snapshots.emplace(std::string(name), std::move(c));
       } else if (name.starts_with(kSweepCursor)) {
         name.remove_prefix(kSweepCursor.size());
-        const KeyRange elements = ElementsRange(options_.keyspace, name);
-        std::string_view at = value.substr(value.empty() ? 0 : 1);
-        if (!versioned(value) ||
-            (!at.empty() && (at < elements.start || at >= elements.limit))) {
+        std::optional<std::string_view> at = DecodeSweepValue(value);
+        if (!at.has_value() ||
+            !replica_internal::ValidSweepCursor(options_.keyspace, name, *at)) {
           problem(absl::StrCat("set \"", Printable(name),
                                "\": malformed sweep cursor"));
         }

@@ -137,9 +137,9 @@ struct ClockReader {
   StoredClock* stored;
 
   absl::Status Add(const ParsedKey& key, std::string_view value) {
-    absl::Status s = key.segment ? loader.AddSegment(key.dot.actor,
-                                                     key.dot.counter, value)
-                                 : loader.AddHeader(value);
+    absl::Status s =
+        key.segment ? loader.AddSegment(key.dot.actor, key.dot.counter, value)
+                    : loader.AddHeader(value);
     if (s.ok() && key.segment) {
       stored->windows[key.dot.actor].insert(key.dot.counter);
     }
@@ -190,8 +190,7 @@ absl::Status ReadClockAndTombstone(Store* store, const ReadOptions& options,
                                    KeyspaceId keyspace, std::string_view set,
                                    Clock* clock, StoredClock* stored_clock,
                                    Clock* tombstone,
-                                   StoredClock* stored_tombstone,
-                                   bool* found) {
+                                   StoredClock* stored_tombstone, bool* found) {
   *clock = Clock();
   *tombstone = Clock();
   *stored_clock = StoredClock();

@@ -85,8 +85,7 @@ absl::Status ReadClockAndTombstone(Store* store, const ReadOptions& options,
                                    KeyspaceId keyspace, std::string_view set,
                                    Clock* clock, StoredClock* stored_clock,
                                    Clock* tombstone,
-                                   StoredClock* stored_tombstone,
-                                   bool* found);
+                                   StoredClock* stored_tombstone, bool* found);
 
 }  // namespace bigset
 
