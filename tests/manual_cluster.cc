@@ -127,7 +127,7 @@ int ManualCluster::RunTimers(NodeId id) {
 
 void ManualCluster::Settle() {
   while (true) {
-    int moved = DeliverAll();
+    int moved = hold_ ? DeliverAll(Not(hold_)) : DeliverAll();
     for (auto& [id, slot] : slots_) moved += RunTimers(id);
     if (moved == 0) return;
   }
@@ -157,6 +157,12 @@ std::function<bool(const ManualCluster::Sent&)> And(
     std::function<bool(const ManualCluster::Sent&)> a,
     std::function<bool(const ManualCluster::Sent&)> b) {
   return [a, b](const ManualCluster::Sent& s) { return a(s) && b(s); };
+}
+
+std::function<bool(const ManualCluster::Sent&)> Or(
+    std::function<bool(const ManualCluster::Sent&)> a,
+    std::function<bool(const ManualCluster::Sent&)> b) {
+  return [a, b](const ManualCluster::Sent& s) { return a(s) || b(s); };
 }
 
 }  // namespace bigset::testing

@@ -52,6 +52,11 @@ class ManualCluster {
                      [](const Sent&) { return true; });
   // Drops every queued message for which `pick` is true.
   int Drop(const std::function<bool(const Sent&)>& pick);
+  // Settle and Advance leave queued the messages for which `pick` is true
+  // (a slow link), until Unhold; DeliverOne and DeliverAll still deliver
+  // them when asked.
+  void Hold(std::function<bool(const Sent&)> pick) { hold_ = std::move(pick); }
+  void Unhold() { hold_ = nullptr; }
 
   // Node `id`'s clock.
   uint64_t Now(NodeId id) const { return slots_.at(id).now; }
@@ -94,6 +99,7 @@ class ManualCluster {
   std::deque<Sent> queue_;
   uint64_t timer_seq_ = 0;
   uint64_t actor_seq_ = 1000;
+  std::function<bool(const Sent&)> hold_;
 };
 
 // Predicates for DeliverOne / DeliverAll / Drop.
@@ -103,6 +109,9 @@ std::function<bool(const ManualCluster::Sent&)> To(NodeId node);
 std::function<bool(const ManualCluster::Sent&)> Not(
     std::function<bool(const ManualCluster::Sent&)> p);
 std::function<bool(const ManualCluster::Sent&)> And(
+    std::function<bool(const ManualCluster::Sent&)> a,
+    std::function<bool(const ManualCluster::Sent&)> b);
+std::function<bool(const ManualCluster::Sent&)> Or(
     std::function<bool(const ManualCluster::Sent&)> a,
     std::function<bool(const ManualCluster::Sent&)> b);
 

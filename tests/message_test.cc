@@ -60,6 +60,8 @@ Message RandomMessage(Rng& rng) {
       break;
     case MessageType::kUpdateReply:
     case MessageType::kReplicate:
+    case MessageType::kReplicateGivenUp:
+    case MessageType::kReplicateAckWithDelta:
     case MessageType::kRepair:
       if (m.type() == MessageType::kUpdateReply && Uniform(rng, 0, 1)) {
         m.status = err;

@@ -1,7 +1,8 @@
 // The soak: random client operations over the simulator under every fault
 // it has, checked against the model of the add-wins set.
 //
-// Faults: message loss, duplication, reordering, corruption; partitions;
+// Faults: message loss, duplication, reordering, stalls, corruption;
+// partitions;
 // events due at the same time in random order and late timers; crashes,
 // power losses (writes of the last two seconds lost: the kernel writes
 // dirty pages back every two virtual seconds) and restarts with a clock
@@ -13,7 +14,12 @@
 //   - every write acknowledged by W replicas is visible (with its exact
 //     dots) to a later quorum read once partitions heal (after a full repair
 //     when a power loss may have left it on fewer than W replicas);
-//   - acknowledged removes stay removed;
+//   - acknowledged removes stay removed; a remove built from a quorum read
+//     that saw every acknowledged dot leaves its element absent;
+//   - a write through failover leaves no dot that only one replica knows
+//     (unless the write reports the failover unsettled): the dots the
+//     client was not told of reach a quorum, one per given-up replica at
+//     most;
 //   - in a healthy cluster (no loss), a read takes a few round trips, not a
 //     retry timeout;
 //   - a bad context never blocks later adds (no ResourceExhausted);
@@ -64,6 +70,11 @@ struct SoakResult {
   uint64_t clears = 0;
   uint64_t clears_acked = 0;
   uint64_t keys_swept = 0;
+  uint64_t failovers = 0;
+  uint64_t mid_write_faults = 0;
+  uint64_t late_replies = 0;
+  uint64_t read_removes_checked = 0;
+  uint64_t stalled = 0;
 };
 
 // Prints the last events of the simulation (on a failure).
@@ -83,6 +94,10 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   o.loss = 0.03;
   o.duplicate = 0.03;
   o.corrupt = 0.01;
+  // Now and then a message arrives up to two seconds late: past the
+  // retries, so writes switch coordinator and requests overtake each other.
+  o.stall = 0.005;
+  o.stall_max_micros = 2'000'000;
   o.shuffle_ties = true;
   o.timer_jitter_micros = 3000;
   // A power loss loses the last seconds of writes, as on a real machine.
@@ -103,6 +118,9 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   std::map<std::string, std::set<std::string>> uncertain;
   // Every acknowledged remove context, to check removes are durable.
   std::map<std::string, std::set<std::pair<std::string, Dot>>> removed;
+  // Elements removed with a context that held all their acknowledged dots,
+  // and not added since.
+  std::map<std::string, std::set<std::string>> read_removed;
   SoakResult result;
   ClusterWriteOptions wo;
   wo.timeout_micros = 3'000'000;
@@ -143,6 +161,48 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     sim.SetCorruption(o.corrupt);
     lost_power_since_repair = false;
   };
+  // After an acknowledged write that switched coordinator: run until the
+  // write is over (its deadline, extended once per extra delta, at most).
+  // A given-up coordinator that applied it too has then had its delta
+  // replicated to W replicas or more, unless the write says otherwise
+  // (failovers_unsettled: the element is uncertain from then on). The extra
+  // dots are the client's too: a quorum read shows them, and the model
+  // takes them (at most one per given-up replica).
+  auto settle_failover = [&](NodeId via, const Node::Stats& before,
+                             const std::string& set, const std::string& e) {
+    ++result.failovers;
+    sim.RunFor(3 * wo.timeout_micros);
+    const Node::Stats after = sim.node(via)->stats();
+    result.late_replies +=
+        after.late_coordinator_replies - before.late_coordinator_replies;
+    if (after.failovers_unsettled != before.failovers_unsettled) {
+      uncertain[set].insert(e);
+      return;
+    }
+    if (uncertain[set].count(e)) return;
+    ClusterReadOptions quorum = ro;
+    quorum.read_repair = false;
+    auto m = sim.ContainsAll(via, set, {e}, quorum);
+    if (!m.ok()) {
+      uncertain[set].insert(e);
+      return;
+    }
+    const std::set<Dot> known = model[set].Value()[e];
+    const uint64_t extra = after.extra_dots - before.extra_dots;
+    uint64_t unknown = 0;
+    for (Dot dot : m->elements[0].dots) {
+      if (known.count(dot)) continue;
+      ++unknown;
+      Delta found;
+      found.set = set;
+      found.ops.push_back(DeltaOp{e, {}, dot});
+      model[set].Absorb(found);
+    }
+    INFO("element " << e << ": " << unknown << " dots the client was not told "
+                    << "of, " << extra << " extra dots replicated");
+    REQUIRE(unknown <= extra);
+    REQUIRE(unknown + 1 <= static_cast<uint64_t>(sim.ring().n()));
+  };
   auto check_acked_visible = [&](NodeId via) {
     for (const std::string& set : sets) {
       INFO("set " << set);
@@ -171,6 +231,14 @@ SoakResult RunSoak(uint64_t seed, int ops) {
         auto g = got.find(e);
         if (g != got.end()) REQUIRE(g->second.count(d) == 0);
       }
+      // A remove built from a quorum read that saw every acknowledged dot
+      // leaves its element absent (until the next add of it).
+      for (const std::string& e : read_removed[set]) {
+        if (uncertain[set].count(e)) continue;
+        INFO("element " << e << " removed from what a quorum read saw");
+        REQUIRE(got.count(e) == 0);
+        ++result.read_removes_checked;
+      }
     }
   };
   // With no loss or corruption, a read is a few round trips: an R = 2 read
@@ -180,6 +248,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   auto check_latency = [&]() {
     sim.SetLoss(0);
     sim.SetCorruption(0);
+    sim.SetStall(0);
     sim.RunUntilIdle();
     ClusterReadOptions fast = ro;
     fast.batch_size = 1000;
@@ -195,6 +264,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     }
     sim.SetLoss(o.loss);
     sim.SetCorruption(o.corrupt);
+    sim.SetStall(o.stall);
   };
 
   for (int step = 0; step < ops; ++step) {
@@ -214,13 +284,55 @@ SoakResult RunSoak(uint64_t seed, int ops) {
       UpdateOp op = (Uniform(rng, 0, 2) == 0 && !ctx.empty())
                         ? UpdateOp::Remove(e, ctx)
                         : UpdateOp::Add(e, ctx);
-      const uint64_t switches = sim.node(via)->stats().coordinator_switches;
-      auto d = sim.Update(via, set, {op}, wo);
-      REQUIRE(d.status().code() != absl::StatusCode::kResourceExhausted);
-      if (d.ok() && sim.node(via)->stats().coordinator_switches != switches) {
-        // A given-up coordinator may have applied it too: one more dot.
-        uncertain[set].insert(e);
+      const bool is_add = op.kind == UpdateOp::Kind::kAdd;
+      // A remove whose context holds every acknowledged dot of e: once it
+      // is acknowledged, e must stay absent until another add.
+      bool observed_all = !is_add;
+      const ModelValue value_now = model[set].Value();
+      auto acked_dots = value_now.find(e);
+      for (Dot dot : acked_dots == value_now.end() ? std::set<Dot>()
+                                                   : acked_dots->second) {
+        if (std::find(ctx.begin(), ctx.end(), dot) == ctx.end()) {
+          observed_all = false;
+        }
       }
+      const Node::Stats before = sim.node(via)->stats();
+      absl::StatusOr<Delta> d = absl::UnknownError("not run");
+      if (Uniform(rng, 0, 3) != 0) {
+        d = sim.Update(via, set, {op}, wo);
+      } else {
+        // A fault strikes mid-write: a replica of the set is cut off from
+        // every other node a few milliseconds in, perhaps after it applied
+        // the update and before its answer left.
+        std::optional<absl::StatusOr<Delta>> out;
+        sim.node(via)->Update(set, {op}, wo, [&out](absl::StatusOr<Delta> r) {
+          out = std::move(r);
+        });
+        sim.RunFor(Uniform(rng, 0, 4000));
+        if (!out.has_value()) {
+          const std::vector<NodeId>& pl =
+              sim.ring().PreferenceList(sim.ring().PartitionOf(set));
+          const NodeId victim = pl[Uniform(rng, 0, pl.size() - 1)];
+          if (victim != via) {
+            std::vector<NodeId> rest;
+            for (NodeId n : sim.node_ids()) {
+              if (n != victim) rest.push_back(n);
+            }
+            sim.Partition({{victim}, rest});
+            ++result.mid_write_faults;
+          }
+        }
+        REQUIRE(sim.RunUntil([&out]() { return out.has_value(); }));
+        d = std::move(*out);
+        if (Uniform(rng, 0, 1)) {
+          // The cut heals within the write's lifetime: a given-up
+          // coordinator's answer arrives late.
+          sim.RunFor(Uniform(rng, 0, wo.timeout_micros));
+          sim.Heal();
+        }
+      }
+      REQUIRE(d.status().code() != absl::StatusCode::kResourceExhausted);
+      if (is_add) read_removed[set].erase(e);
       if (d.ok()) {
         ++result.acked;
         model[set].Absorb(*d);
@@ -229,9 +341,14 @@ SoakResult RunSoak(uint64_t seed, int ops) {
             for (Dot dot : dop.context) removed[set].insert({e, dot});
           }
         }
+        if (observed_all) read_removed[set].insert(e);
       } else {
         ++result.failed;
         uncertain[set].insert(e);
+      }
+      if (d.ok() && sim.node(via)->stats().coordinator_switches !=
+                        before.coordinator_switches) {
+        settle_failover(via, before, set, e);
       }
     } else if (dice < 60) {
       // A client with an invalid context: dots of a replica's actor that it
@@ -322,6 +439,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   sim.SetLoss(0);
   sim.SetDuplicate(0);
   sim.SetCorruption(0);
+  sim.SetStall(0);
   for (NodeId n : sim.node_ids()) {
     if (!sim.IsUp(n)) restart(n);
   }
@@ -369,6 +487,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   result.dropped = sim.messages_dropped();
   result.corrupted = sim.messages_corrupted();
   result.power_losses = sim.power_losses();
+  result.stalled = sim.messages_stalled();
   return result;
 }
 
@@ -393,6 +512,11 @@ TEST_CASE("soak: random operations under every fault against the model") {
     total.clears += r.clears;
     total.clears_acked += r.clears_acked;
     total.keys_swept += r.keys_swept;
+    total.failovers += r.failovers;
+    total.mid_write_faults += r.mid_write_faults;
+    total.late_replies += r.late_replies;
+    total.read_removes_checked += r.read_removes_checked;
+    total.stalled += r.stalled;
     ++seeds;
   }
   std::printf(
@@ -400,7 +524,11 @@ TEST_CASE("soak: random operations under every fault against the model") {
       "%llu messages dropped, %llu corrupted, %llu crashes (%llu power "
       "losses), %llu restarts with the clock back, %llu invalid contexts "
       "(%llu refused), %llu fast-read checks, %llu read replica switches, "
-      "%llu clears (%llu acknowledged), %llu keys swept, 0 divergences\n",
+      "%llu clears (%llu acknowledged), %llu keys swept, %llu messages "
+      "stalled, %llu partitions mid-write, %llu acknowledged writes "
+      "through failover (%llu late "
+      "coordinator replies replicated), %llu checks that a read-based "
+      "remove left its element absent, 0 divergences\n",
       seeds, kOps, static_cast<unsigned long long>(total.acked),
       static_cast<unsigned long long>(total.failed),
       static_cast<unsigned long long>(total.dropped),
@@ -414,13 +542,21 @@ TEST_CASE("soak: random operations under every fault against the model") {
       static_cast<unsigned long long>(total.read_switches),
       static_cast<unsigned long long>(total.clears),
       static_cast<unsigned long long>(total.clears_acked),
-      static_cast<unsigned long long>(total.keys_swept));
+      static_cast<unsigned long long>(total.keys_swept),
+      static_cast<unsigned long long>(total.stalled),
+      static_cast<unsigned long long>(total.mid_write_faults),
+      static_cast<unsigned long long>(total.failovers),
+      static_cast<unsigned long long>(total.late_replies),
+      static_cast<unsigned long long>(total.read_removes_checked));
   CHECK(total.acked > 0);
   CHECK(total.clears_acked > 0);
   CHECK(total.keys_swept > 0);
   CHECK(total.power_losses > 0);
   CHECK(total.corrupted > 0);
   CHECK(total.invalid_rejected > 0);
+  CHECK(total.failovers > 0);
+  CHECK(total.late_replies > 0);
+  CHECK(total.read_removes_checked > 0);
 }
 
 TEST_CASE("soak: the same seed gives the same run") {

@@ -904,7 +904,9 @@ TEST_CASE(
     r->StopSweeper();
     REQUIRE_FALSE(failed.load());
     CHECK(verified > 0);
-    CHECK(r->stats().sweep_entries_done > 0);
+    // The sweepers ran during the race (whether a set finished before the
+    // writers stopped depends on timing; the full sweep below must finish).
+    CHECK(r->stats().sweep_keys_read > 0);
     if (r->stats().sweep_queue_length > 0) CHECK(r->sweep_pending());
     for (int w = 0; w < 2; ++w) {
       CHECK(ToModel(ReadAll(*r, absl::StrCat("set", w))) == models[w].Value());

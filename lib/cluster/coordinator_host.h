@@ -51,6 +51,10 @@ class CoordinatorHost {
   // replies to the read coordinator that opened it.
   virtual void RouteFold(uint64_t fold_id, uint64_t read_id) = 0;
   virtual void UnrouteFold(uint64_t fold_id) = 0;
+  // A write replicating an extra delta (a given-up coordinator's) under a
+  // request id of its own gets that id's acknowledgements too.
+  virtual void RouteWrite(uint64_t extra_id, uint64_t write_id) = 0;
+  virtual void UnrouteWrite(uint64_t extra_id) = 0;
 };
 
 // Base of the coordinators: their host, request id, and timers that do

@@ -186,6 +186,23 @@ void Node::Impl::RouteFold(uint64_t fold_id, uint64_t read_id) {
 
 void Node::Impl::UnrouteFold(uint64_t fold_id) { fold_routes_.erase(fold_id); }
 
+void Node::Impl::RouteWrite(uint64_t extra_id, uint64_t write_id) {
+  write_routes_[extra_id] = write_id;
+}
+
+void Node::Impl::UnrouteWrite(uint64_t extra_id) {
+  write_routes_.erase(extra_id);
+}
+
+WriteCoordinator* Node::Impl::WriteFor(uint64_t request_id) {
+  auto it = writes_.find(request_id);
+  if (it != writes_.end()) return it->second.get();
+  auto route = write_routes_.find(request_id);
+  if (route == write_routes_.end()) return nullptr;
+  it = writes_.find(route->second);
+  return it == writes_.end() ? nullptr : it->second.get();
+}
+
 ReadCoordinator* Node::Impl::ReadForFold(uint64_t fold_id) {
   auto route = fold_routes_.find(fold_id);
   if (route == fold_routes_.end()) return nullptr;
@@ -263,6 +280,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   // The bulk of the traffic, parsed without a Message.
   switch (header.type) {
     case MessageType::kReplicate:
+    case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
       service_.HandleDelta(from, header, body);
       EnsureSweepTick(header.partition);  // A clear may have arrived.
@@ -273,8 +291,9 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
         ++stats_.malformed_messages;
         return;
       }
-      auto it = writes_.find(header.request_id);
-      if (it != writes_.end()) it->second->OnReplicateAck(from, status);
+      if (WriteCoordinator* write = WriteFor(header.request_id)) {
+        write->OnReplicateAck(header.request_id, from, status);
+      }
       return;
     }
     case MessageType::kReadChunk: {
@@ -325,6 +344,11 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       if (it != writes_.end()) it->second->OnUpdateReply(from, m);
       break;
     }
+    case MessageType::kReplicateAckWithDelta: {
+      auto it = writes_.find(m.header.request_id);
+      if (it != writes_.end()) it->second->OnReplicateAckWithDelta(from, m);
+      break;
+    }
     case MessageType::kReadClock:
       if (ReadCoordinator* read = ReadForFold(m.header.request_id)) {
         read->OnClock(m.header.request_id, from, m);
@@ -336,6 +360,7 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       break;
     }
     case MessageType::kReplicate:
+    case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
     case MessageType::kReplicateAck:
     case MessageType::kReadChunk:

@@ -63,6 +63,8 @@ class Node::Impl final : public CoordinatorHost {
   void FinishRead(uint64_t id) override;
   void FinishQuery(uint64_t id) override;
   void RouteFold(uint64_t fold_id, uint64_t read_id) override;
+  void RouteWrite(uint64_t extra_id, uint64_t write_id) override;
+  void UnrouteWrite(uint64_t extra_id) override;
   void UnrouteFold(uint64_t fold_id) override;
 
   void Receive(NodeId from, std::string_view bytes);
@@ -86,6 +88,8 @@ class Node::Impl final : public CoordinatorHost {
   // is issued twice, whatever the clock does across restarts.
   absl::Status ExtendRequestIdLease();
   ReadCoordinator* ReadForFold(uint64_t fold_id);
+  // The write that request id belongs to: its own, or an extra delta's.
+  WriteCoordinator* WriteFor(uint64_t request_id);
   // One timer per node drives every write's retries and deadline (cheaper
   // than a timer per write).
   void EnsureWriteTick();
@@ -118,6 +122,8 @@ class Node::Impl final : public CoordinatorHost {
   size_t next_sweep_partition_ = 0;  // Round-robin over replicas_.
   std::map<uint64_t, std::unique_ptr<ReadCoordinator>> reads_;
   absl::flat_hash_map<uint64_t, uint64_t> fold_routes_;  // fold -> read id
+  // Extra deltas' request ids -> the write replicating them.
+  absl::flat_hash_map<uint64_t, uint64_t> write_routes_;
   std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
   Node::Stats stats_;
 };

@@ -1,12 +1,12 @@
 #include "cluster/read_merger.h"
 
-#include "cluster/coordinator_host.h"
-#include "net/message.h"
-
 #include <algorithm>
 #include <optional>
 #include <string_view>
 #include <utility>
+
+#include "cluster/coordinator_host.h"
+#include "net/message.h"
 
 namespace bigset {
 namespace {

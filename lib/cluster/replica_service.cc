@@ -69,6 +69,29 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     if (applied.ok()) ++host_->stats().repairs_applied;
     return;
   }
+  if (header.type == MessageType::kReplicateGivenUp && applied.ok()) {
+    // The write asked this replica to coordinate, then gave up on it and
+    // had another do it. If this one did coordinate it too, its delta holds
+    // a dot no other replica knows: hand it to the write to replicate.
+    // Otherwise fence the request, so a delayed copy of it is never
+    // coordinated here later.
+    const FoldKey key{from, header.request_id};
+    auto cached = reply_index_.find(key);
+    if (cached != reply_index_.end()) {
+      absl::StatusOr<Message> reply =
+          Message::Decode(replies_[cached->second - first_reply_seq_].bytes);
+      if (reply.ok() && reply->status.ok()) {
+        Message ack;
+        ack.header = MessageHeader{MessageType::kReplicateAckWithDelta,
+                                   header.request_id, header.partition};
+        ack.delta = std::move(reply->delta);
+        Reply(from, ack);
+        return;
+      }
+    } else {
+      Fence(key);
+    }
+  }
   std::string ack;
   EncodeStatusReply(MessageHeader{MessageType::kReplicateAck, header.request_id,
                                   header.partition},
@@ -85,6 +108,15 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
     return;
   }
   Message reply = ReplyTo(m, MessageType::kUpdateReply);
+  if (fenced_.contains(key)) {
+    // Another replica coordinated this write (a kReplicateGivenUp came
+    // first): coordinating it here too would make a dot nobody replicates.
+    ++host_->stats().updates_fenced;
+    reply.status = absl::FailedPreconditionError(
+        "the write was coordinated by another replica");
+    Reply(from, reply);
+    return;
+  }
   Replica* replica = host_->LocalReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
@@ -119,6 +151,18 @@ void ReplicaService::CacheReply(const FoldKey& key, const std::string& bytes) {
     reply_index_.erase(old.key);
     replies_.pop_front();
     ++first_reply_seq_;
+  }
+}
+
+void ReplicaService::Fence(const FoldKey& key) {
+  // Only writes that switched coordinator fence, so a few thousand entries
+  // cover far more than a write's lifetime.
+  constexpr size_t kMaxFenced = 1 << 14;
+  if (!fenced_.insert(key).second) return;
+  fence_order_.push_back(key);
+  if (fence_order_.size() > kMaxFenced) {
+    fenced_.erase(fence_order_.front());
+    fence_order_.pop_front();
   }
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "bigset/cluster/node.h"
 #include "cluster/coordinator_host.h"
 #include "net/message.h"
@@ -40,8 +41,8 @@ class ReplicaService {
   ReplicaService(const ReplicaService&) = delete;
   ReplicaService& operator=(const ReplicaService&) = delete;
 
-  // kReplicate and kRepair, decoded into a reused Delta (the bulk of the
-  // write traffic). `body` follows the header.
+  // kReplicate, kReplicateGivenUp and kRepair, decoded into a reused Delta
+  // (the bulk of the write traffic). `body` follows the header.
   void HandleDelta(NodeId from, const MessageHeader& header,
                    std::string_view body);
   // The other requests, fully decoded.
@@ -83,6 +84,9 @@ class ReplicaService {
   void SendChunk(const FoldKey& key, const Fold& fold);
   void ScheduleFoldExpiry(const FoldKey& key);
   void CacheReply(const FoldKey& key, const std::string& bytes);
+  // Remembers that write `key` was coordinated elsewhere (bounded, oldest
+  // forgotten first).
+  void Fence(const FoldKey& key);
 
   CoordinatorHost* const host_;
   const NodeOptions options_;
@@ -93,6 +97,10 @@ class ReplicaService {
   absl::flat_hash_map<FoldKey, uint64_t> reply_index_;  // -> sequence
   uint64_t first_reply_seq_ = 0;
   size_t reply_bytes_ = 0;
+  // Writes this replica must not coordinate: a kReplicateGivenUp came
+  // before their kUpdate or kClear. Insertion order, for the bound.
+  absl::flat_hash_set<FoldKey> fenced_;
+  std::deque<FoldKey> fence_order_;
   Delta scratch_delta_;  // Reused by every replicated delta.
 };
 

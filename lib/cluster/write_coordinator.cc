@@ -1,5 +1,6 @@
 #include "cluster/write_coordinator.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -40,10 +41,18 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   clear_ = std::move(clear);
   update_bytes_.clear();
   replicate_bytes_.clear();
+  given_up_bytes_.clear();
   coordinated_ = false;
+  coordinator_ = -1;
   delta_ = Delta();
   acked_.assign(preference_->size(), false);
+  asked_.assign(preference_->size(), false);
+  heard_.assign(preference_->size(), false);
+  extra_taken_.assign(preference_->size(), false);
   acks_ = 0;
+  refused_ = false;
+  for (const Extra& e : extras_) host_->UnrouteWrite(e.id);
+  extras_.clear();
   deadline_ = next_retry_ = 0;
   starting_ = deferred_ = false;
   deferred_error_.reset();
@@ -55,6 +64,7 @@ void WriteCoordinator::Release() {
   clear_.reset();
   delta_ = Delta();
   deferred_error_.reset();
+  extras_.clear();
 }
 
 void WriteCoordinator::Start() {
@@ -83,6 +93,7 @@ void WriteCoordinator::RunDeferred() {
 void WriteCoordinator::SendUpdate() {
   const size_t candidate =
       (attempt_ / kAttemptsPerCandidate) % candidates_.size();
+  asked_[candidates_[candidate]] = true;
   const NodeId to = (*preference_)[candidates_[candidate]];
   if (to == host_->node_id()) {
     // This node's own replica coordinates in-process: no message round
@@ -126,11 +137,30 @@ void WriteCoordinator::OnUpdateReply(NodeId from, Message& m) {
   }
 }
 
+void WriteCoordinator::OnReplicateAckWithDelta(NodeId from, Message& m) {
+  const int index = IndexOf(from);
+  if (index < 0 || !coordinated_ || !asked_[index]) return;
+  heard_[index] = true;
+  Ack(index);
+  OnExtraDelta(index, std::move(m.delta));
+  MaybeFinish();
+}
+
 void WriteCoordinator::OnCoordinated(NodeId from,
                                      absl::StatusOr<Delta> result) {
-  if (coordinated_) return;  // A late or duplicate coordinator reply.
   const int index = IndexOf(from);
-  if (index < 0) return;
+  if (index < 0 || !asked_[index]) return;
+  heard_[index] = true;
+  if (coordinated_) {
+    // A duplicate reply of the chosen candidate, or the late answer of one
+    // given up on: if that one applied the write, its delta is replicated
+    // too.
+    if (result.ok() && index != coordinator_) {
+      OnExtraDelta(index, std::move(*result));
+      MaybeFinish();
+    }
+    return;
+  }
   if (!result.ok()) {
     // Unavailable: try the next on the timer. Anything else (a bad
     // argument, an invalid context) fails the write.
@@ -146,22 +176,101 @@ void WriteCoordinator::OnCoordinated(NodeId from,
   }
   Ack(index);
   coordinated_ = true;
+  coordinator_ = index;
   delta_ = std::move(*result);
   replicate_bytes_.clear();
   EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, id_, partition_},
                      delta_, &replicate_bytes_);
-  for (NodeId n : *preference_) {
-    if (n != from) host_->Send(n, replicate_bytes_);
+  for (size_t i = 0; i < preference_->size(); ++i) {
+    if (static_cast<int>(i) != index) SendChosen(i);
   }
   MaybeFinish();
 }
 
-void WriteCoordinator::OnReplicateAck(NodeId from, const absl::Status& status) {
+void WriteCoordinator::SendChosen(size_t i) {
+  const NodeId to = (*preference_)[i];
+  if (!asked_[i]) {
+    host_->Send(to, replicate_bytes_);
+    return;
+  }
+  if (given_up_bytes_.empty()) {
+    EncodeDeltaMessage(
+        MessageHeader{MessageType::kReplicateGivenUp, id_, partition_}, delta_,
+        &given_up_bytes_);
+  }
+  host_->Send(to, given_up_bytes_);
+}
+
+void WriteCoordinator::OnExtraDelta(int index, Delta delta) {
+  if (extra_taken_[index]) return;
+  extra_taken_[index] = true;
+  ++host_->stats().late_coordinator_replies;
+  for (const DeltaOp& op : delta.ops) {
+    if (op.add.has_value()) ++host_->stats().extra_dots;
+  }
+  Extra& e = extras_.emplace_back();
+  e.id = host_->NextRequestId();
+  host_->RouteWrite(e.id, id_);
+  EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, e.id, partition_},
+                     delta, &e.bytes);
+  e.acked.assign(preference_->size(), false);
+  e.acked[index] = true;  // Its own delta.
+  e.acks = 1;
+  for (size_t i = 0; i < preference_->size(); ++i) {
+    if (!e.acked[i]) host_->Send((*preference_)[i], e.bytes);
+  }
+  // Give the extra delta a full timeout to spread.
+  deadline_ = std::max(deadline_, host_->NowMicros() + options_.timeout_micros);
+}
+
+void WriteCoordinator::OnReplicateAck(uint64_t request_id, NodeId from,
+                                      const absl::Status& status) {
   if (!coordinated_ || !status.ok()) return;
   const int index = IndexOf(from);
   if (index < 0) return;
-  Ack(index);
+  if (request_id == id_) {
+    // A given-up candidate that applied the chosen delta without a delta of
+    // its own never coordinated the write, and now never will (fenced).
+    heard_[index] = true;
+    Ack(index);
+  } else {
+    for (Extra& e : extras_) {
+      if (e.id == request_id && !e.acked[index]) {
+        e.acked[index] = true;
+        ++e.acks;
+      }
+    }
+  }
   MaybeFinish();
+}
+
+bool WriteCoordinator::AllAcked() const {
+  const int all = static_cast<int>(preference_->size());
+  if (acks_ < all) return false;
+  for (const Extra& e : extras_) {
+    if (e.acks < all) return false;
+  }
+  return true;
+}
+
+void WriteCoordinator::CountUnsettled() {
+  if (!coordinated_) return;  // The write failed; its outcome is unknown.
+  bool unsettled = false;
+  for (size_t i = 0; i < preference_->size(); ++i) {
+    if (asked_[i] && static_cast<int>(i) != coordinator_ && !heard_[i]) {
+      unsettled = true;
+    }
+  }
+  for (const Extra& e : extras_) {
+    if (e.acks < options_.w) unsettled = true;
+  }
+  if (unsettled) ++host_->stats().failovers_unsettled;
+}
+
+void WriteCoordinator::End() {
+  for (const Extra& e : extras_) host_->UnrouteWrite(e.id);
+  extras_.clear();
+  host_->FinishWrite(id_);  // Destroys this.
 }
 
 int WriteCoordinator::IndexOf(NodeId node) const {
@@ -185,25 +294,44 @@ void WriteCoordinator::OnTick(uint64_t now) {
                        set_, "\": ", acks_, " of ", options_.w,
                        " required replicas acknowledged before the timeout")));
     }
-    host_->FinishWrite(id_);  // Destroys this.
+    CountUnsettled();
+    End();
     return;
   }
   if (now < next_retry_) return;
   next_retry_ = now + options_.retry_micros;
   if (!coordinated_) {
-    // No coordinator answered: ask again, then the next one. If a given-up
-    // coordinator did apply the update, its late answer is ignored and the
-    // update stays on that replica: an add with one more dot, or a remove
-    // done twice; both harmless, and repaired into the others by reads.
+    if (refused_) return;  // Only a late answer is awaited.
+    // No coordinator answered: ask again, then the next one (a late answer
+    // of the one given up on is replicated too, see OnCoordinated).
+    if ((attempt_ + 1) % kAttemptsPerCandidate == 0 && !options_.failover) {
+      refused_ = true;
+      ++host_->stats().failovers_refused;
+      if (done_) {
+        Reply(absl::UnavailableError(absl::StrCat(
+            clear_.has_value() ? "clear" : "update", " of set \"", set_,
+            "\": the coordinating replica did not answer, and failover is "
+            "off")));
+      }
+      return;
+    }
     ++attempt_;
     if (attempt_ % kAttemptsPerCandidate == 0) {
       ++host_->stats().coordinator_switches;
     }
     SendUpdate();
-  } else {
+    return;
+  }
+  for (size_t i = 0; i < preference_->size(); ++i) {
+    if (!acked_[i]) {
+      SendChosen(i);
+      ++host_->stats().retransmits;
+    }
+  }
+  for (const Extra& e : extras_) {
     for (size_t i = 0; i < preference_->size(); ++i) {
-      if (!acked_[i]) {
-        host_->Send((*preference_)[i], replicate_bytes_);
+      if (!e.acked[i]) {
+        host_->Send((*preference_)[i], e.bytes);
         ++host_->stats().retransmits;
       }
     }
@@ -212,8 +340,8 @@ void WriteCoordinator::OnTick(uint64_t now) {
 
 void WriteCoordinator::MaybeFinish() {
   const bool reply = done_ && acks_ >= options_.w;
-  const int all = static_cast<int>(preference_->size());
-  if (!reply && acks_ < all) return;
+  const bool all = AllAcked();
+  if (!reply && !all) return;
   if (starting_) {
     deferred_ = true;  // Start schedules the rest.
     return;
@@ -226,14 +354,14 @@ void WriteCoordinator::MaybeFinish() {
     // The callback may have finished other operations, even this one.
     if (token.expired()) return;
   }
-  // Replicas beyond W keep getting the delta until they ack or the
+  // Replicas beyond W keep getting the deltas until they ack or the
   // deadline passes.
-  if (acks_ == all) host_->FinishWrite(id_);
+  if (AllAcked()) End();
 }
 
 void WriteCoordinator::Finish(absl::StatusOr<Delta> result) {
   auto done = std::move(done_);
-  host_->FinishWrite(id_);  // Destroys this.
+  End();  // Destroys this.
   if (done) done(std::move(result));
 }
 

@@ -9,6 +9,16 @@
 // from the scheduler, never from inside Node::Update. Replicas that have not
 // acknowledged keep getting the delta until they do or the deadline passes.
 //
+// Failover (ClusterWriteOptions::failover): a candidate given up on may have
+// applied the write. It gets the chosen delta as kReplicateGivenUp, which it
+// answers with its own delta if it coordinated the write (else it fences the
+// request: a delayed copy is refused). A given-up candidate's delta, from
+// that answer or from a late kUpdateReply, is an extra delta: replicated
+// under a request id of its own to every other replica, acknowledged and
+// retransmitted like the chosen one; the write ends when every delta is
+// acknowledged by every replica, or at its deadline (extended by one
+// timeout for each extra delta).
+//
 // Thread-safety: runs on the node's thread.
 
 #ifndef BIGSET_LIB_CLUSTER_WRITE_COORDINATOR_H_
@@ -45,7 +55,13 @@ class WriteCoordinator : public Coordinator {
   void Start();
   // The coordinating replica's answer, from a kUpdateReply.
   void OnUpdateReply(NodeId from, Message& m);
-  void OnReplicateAck(NodeId from, const absl::Status& status);
+  // An acknowledgement of the chosen delta (request id id()) or of an extra
+  // delta (its own request id).
+  void OnReplicateAck(uint64_t request_id, NodeId from,
+                      const absl::Status& status);
+  // A given-up candidate applied the chosen delta and had coordinated the
+  // write too: m.delta is its own.
+  void OnReplicateAckWithDelta(NodeId from, Message& m);
   // Called by the node's write tick: retries and the deadline.
   void OnTick(uint64_t now);
 
@@ -58,7 +74,18 @@ class WriteCoordinator : public Coordinator {
   void RunDeferred();
   int IndexOf(NodeId node) const;
   void Ack(int index);
+  // Sends the chosen delta to preference_[i]: kReplicateGivenUp if the
+  // write gave up on it as coordinator, else kReplicate.
+  void SendChosen(size_t i);
+  // Replicates a given-up candidate's delta (once per candidate).
+  void OnExtraDelta(int index, Delta delta);
+  bool AllAcked() const;
+  // At the deadline: counts a failover that could leave a dot on one
+  // replica.
+  void CountUnsettled();
   void MaybeFinish();
+  // Forgets this write (the host destroys it).
+  void End();
   // Answers the client and forgets this write.
   void Finish(absl::StatusOr<Delta> result);
   // Answers the client; the write goes on replicating.
@@ -76,11 +103,27 @@ class WriteCoordinator : public Coordinator {
   std::optional<Clock> clear_;
   std::string update_bytes_;  // Encoded when first sent to another node.
   std::string replicate_bytes_;
-  bool coordinated_ = false;  // delta_ and replicate_bytes_ are set.
-  Delta delta_;               // Until handed to the client.
-  // acked_[i]: preference_[i] acknowledged (any N, not a fixed-width mask).
+  std::string given_up_bytes_;  // The same delta as kReplicateGivenUp.
+  bool coordinated_ = false;    // delta_ and replicate_bytes_ are set.
+  int coordinator_ = -1;        // Preference index of the chosen candidate.
+  Delta delta_;                 // Until handed to the client.
+  // Per preference index (any N, not a fixed-width mask): acknowledged the
+  // chosen delta; was asked to coordinate; answered in a way that settles
+  // whether it coordinated (a reply, or an acknowledgement of the chosen
+  // delta as a given-up candidate); its extra delta was taken.
   absl::InlinedVector<bool, 8> acked_;
+  absl::InlinedVector<bool, 8> asked_;
+  absl::InlinedVector<bool, 8> heard_;
+  absl::InlinedVector<bool, 8> extra_taken_;
   int acks_ = 0;
+  bool refused_ = false;  // Failover refused: the client has its error.
+  struct Extra {
+    uint64_t id = 0;
+    std::string bytes;
+    absl::InlinedVector<bool, 8> acked;
+    int acks = 0;
+  };
+  std::vector<Extra> extras_;
   uint64_t deadline_ = 0;
   uint64_t next_retry_ = 0;
   bool starting_ = false;  // Inside Start: answers are deferred.

@@ -174,6 +174,10 @@ const char* MessageTypeName(MessageType type) {
       return "Repair";
     case MessageType::kKeepFold:
       return "KeepFold";
+    case MessageType::kReplicateGivenUp:
+      return "ReplicateGivenUp";
+    case MessageType::kReplicateAckWithDelta:
+      return "ReplicateAckWithDelta";
   }
   return "Unknown";
 }
@@ -231,6 +235,7 @@ void Message::EncodeTo(std::string* dst) const {
       EncodeReadChunk(header, seq, done, elements, dst);
       return;
     case MessageType::kReplicate:
+    case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
       EncodeDeltaMessage(header, delta, dst);
       return;
@@ -262,6 +267,9 @@ void Message::EncodeTo(std::string* dst) const {
       PutStatus(dst, status);
       if (status.ok()) coding::PutLengthPrefixed(dst, delta.Encode());
       break;
+    case MessageType::kReplicateAckWithDelta:
+      coding::PutLengthPrefixed(dst, delta.Encode());
+      break;
     case MessageType::kRead:
       coding::PutLengthPrefixed(dst, set);
       PutBounds(dst, bounds, batch_size);
@@ -290,6 +298,7 @@ void Message::EncodeTo(std::string* dst) const {
       break;
     case MessageType::kReadChunk:
     case MessageType::kReplicate:
+    case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
     case MessageType::kReplicateAck:
       break;  // Encoded above.
@@ -326,7 +335,11 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     case MessageType::kUpdateReply:
       ok = d.Status(&m.status) && (!m.status.ok() || d.Delta(&m.delta));
       break;
+    case MessageType::kReplicateAckWithDelta:
+      ok = d.Delta(&m.delta);
+      break;
     case MessageType::kReplicate:
+    case MessageType::kReplicateGivenUp:
     case MessageType::kRepair: {
       std::string_view delta;
       s = ParseDeltaBody(body, &delta);

@@ -6,6 +6,11 @@
 //   kUpdate (set, ops)              kUpdateReply (status, delta)
 //   kClear (set, clock)             kUpdateReply (status, delta)
 //   kReplicate (delta)              kReplicateAck (status)
+//   kReplicateGivenUp (delta)       kReplicateAck (status), or
+//                                   kReplicateAckWithDelta (delta)
+//     (to a replica the write asked to coordinate and then gave up on: apply
+//     the delta; if you did coordinate the request, answer with your delta,
+//     else never coordinate it)
 //   kRead (set, bounds, batch)      kReadClock (status, clock)
 //                                   kReadChunk (seq, done, elements)
 //   kChunkAck (seq)
@@ -60,8 +65,10 @@ enum class MessageType : uint8_t {
   kRepair = 12,
   kKeepFold = 13,
   kClear = 14,
+  kReplicateGivenUp = 15,
+  kReplicateAckWithDelta = 16,
 };
-inline constexpr uint8_t kMaxMessageType = 14;
+inline constexpr uint8_t kMaxMessageType = 16;
 
 const char* MessageTypeName(MessageType type);
 
@@ -96,7 +103,8 @@ struct Message {
   std::string set;
   // kUpdate.
   std::vector<UpdateOp> ops;
-  // kUpdateReply, kReplicate, kRepair.
+  // kUpdateReply, kReplicate, kReplicateGivenUp, kRepair,
+  // kReplicateAckWithDelta.
   Delta delta;
   // kRead: element bounds and chunk size (elements).
   ElementBounds bounds;

@@ -43,6 +43,7 @@ Simulator::Simulator(const SimOptions& options)
       rng_(options.seed),
       loss_(options.loss),
       duplicate_(options.duplicate),
+      stall_(options.stall),
       corrupt_(options.corrupt),
       min_latency_(options.min_latency_micros),
       max_latency_(
@@ -269,7 +270,12 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
                    std::uniform_real_distribution<double>()(rng_) < duplicate_;
   for (int copy = 0; copy < (dup ? 2 : 1); ++copy) {
     Event e;
-    const uint64_t time = now_ + Latency();
+    uint64_t time = now_ + Latency();
+    if (stall_ > 0 && std::uniform_real_distribution<double>()(rng_) < stall_) {
+      ++stalled_;
+      time += std::uniform_int_distribution<uint64_t>(
+          0, options_.stall_max_micros)(rng_);
+    }
     e.is_message = true;
     e.from = from;
     e.to = to;

@@ -86,6 +86,29 @@ struct ClusterWriteOptions {
   uint64_t timeout_micros = 2'000'000;
   // Retransmit interval for unacknowledged messages.
   uint64_t retry_micros = 200'000;
+  // Failover. One replica of the set coordinates a write (this node's own
+  // if it holds one; else the preference list in order). If it stays
+  // silent through a few retries the write asks the next one
+  // (Stats::coordinator_switches). The silent one may have applied the
+  // write all the same: for an add, a second dot of the element. The write
+  // deals with it: when the given-up replica answers late, or acknowledges
+  // the delta of the replica that did coordinate, its own delta is
+  // replicated to the preference list like any coordinated delta
+  // (Stats::late_coordinator_replies, Stats::extra_dots), so quorum reads
+  // see both dots, as of two concurrent adds; and a given-up replica that
+  // had not applied the write yet never will. Only a given-up replica that
+  // applied the write and then crashed or stayed unreachable past the
+  // write's deadline (Stats::failovers_unsettled) keeps a dot the others
+  // do not know, until a read that includes it repairs the rest (read
+  // repair; anti-entropy once it exists). A remove through failover is
+  // idempotent: applying it twice changes nothing.
+  //
+  // With failover = false the write never switches: if the first
+  // coordinating replica stays silent, the write fails with Unavailable
+  // (it may still have been applied there, like any failed write; a late
+  // answer is then replicated all the same until the deadline), for users
+  // who prefer no duplicate dot to availability.
+  bool failover = true;
 };
 
 struct ClusterReadOptions {
@@ -153,18 +176,18 @@ class BIGSET_EXPORT Node {
   void Update(std::string_view set, std::vector<UpdateOp> ops,
               const ClusterWriteOptions& options,
               std::function<void(absl::StatusOr<Delta>)> done);
-  // Streams the whole set, or the elements within `bounds` if given (a
-  // RangeQuery's limit and continuation are not used here).
   // Removes every element instance `context` covers: the clock of a read
-  // (ReadHandler::OnClock), so that
-  // exactly what the client saw is cleared and an add it did not see
-  // survives (add-wins). Coordinated, replicated and acknowledged like
-  // Update (W acknowledgements; the delta carries the clear). The keys are
-  // deleted later, in the background, by each replica's sweeper. An empty
-  // context clears nothing and writes nothing; `done` gets an empty delta.
+  // (ReadHandler::OnClock), so that exactly what the client saw is cleared
+  // and an add it did not see survives (add-wins). Coordinated, replicated and
+  // acknowledged like Update (W acknowledgements; the delta carries the clear).
+  // The keys are deleted later, in the background, by each replica's sweeper.
+  // An empty context clears nothing and writes nothing; `done` gets an empty
+  // delta.
   void Clear(std::string_view set, const Clock& context,
              const ClusterWriteOptions& options,
              std::function<void(absl::StatusOr<Delta>)> done);
+  // Streams the whole set, or the elements within `bounds` if given (a
+  // RangeQuery's limit and continuation are not used here).
   void Read(std::string_view set, const ClusterReadOptions& options,
             ReadHandler* handler, const ElementBounds* bounds = nullptr);
   void ContainsAll(std::string_view set, std::vector<std::string> elements,
@@ -190,6 +213,20 @@ class BIGSET_EXPORT Node {
     // Writes that gave up on a silent coordinating replica and asked the
     // next one (the first may still have applied the update).
     uint64_t coordinator_switches = 0;
+    // Deltas of given-up coordinating replicas that had applied the write
+    // after all (a late answer), replicated like any delta; the add dots
+    // they created; writes that reached their deadline with a given-up
+    // replica that never answered or an extra delta acknowledged by fewer
+    // than W (see ClusterWriteOptions::failover).
+    uint64_t late_coordinator_replies = 0;
+    uint64_t extra_dots = 0;
+    uint64_t failovers_unsettled = 0;
+    // Writes this node's replicas refused to coordinate because another
+    // replica had coordinated them (a delayed request after a switch).
+    uint64_t updates_fenced = 0;
+    // Writes failed with Unavailable instead of switching coordinator
+    // (ClusterWriteOptions::failover = false).
+    uint64_t failovers_refused = 0;
     // Update requests answered from the reply cache (retransmissions).
     uint64_t duplicate_updates = 0;
     // Deltas and repairs a replica refused (e.g. a context claiming events

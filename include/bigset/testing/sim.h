@@ -5,7 +5,9 @@
 // or on disk), connected by a simulated network with virtual time. It does
 // what real networks and machines do, each fault on its own switch:
 //   - latency (uniform in a range), message loss, duplication, reordering
-//     (by latency), partitions between groups of nodes;
+//     (by latency), stalls (a message now and then delayed far beyond the
+//     usual latency, past retries and timeouts, as a congested or
+//     reconnecting link does), partitions between groups of nodes;
 //   - corrupted messages: truncated or bit-flipped in flight;
 //   - event order: events due at the same time run in random order, and
 //     timers fire late by up to a bound (as on a real event loop);
@@ -62,6 +64,10 @@ struct SimOptions {
   uint64_t max_latency_micros = 2000;
   double loss = 0.0;       // Probability a message is lost.
   double duplicate = 0.0;  // Probability a message is delivered twice.
+  // Probability a message stalls: it arrives up to stall_max_micros
+  // (uniform) later than its latency says.
+  double stall = 0.0;
+  uint64_t stall_max_micros = 2'000'000;
   // Probability a message is corrupted in flight: truncated, or one to
   // three bits flipped.
   double corrupt = 0.0;
@@ -120,6 +126,7 @@ class BIGSET_EXPORT Simulator {
   // ---- Faults.
   void SetLoss(double p) { loss_ = p; }
   void SetDuplicate(double p) { duplicate_ = p; }
+  void SetStall(double p) { stall_ = p; }
   void SetLatency(uint64_t min_micros, uint64_t max_micros);
   // Only nodes within one group can talk; nodes in no group are isolated.
   void Partition(const std::vector<std::vector<NodeId>>& groups);
@@ -165,6 +172,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t messages_delivered() const { return delivered_; }
   uint64_t messages_dropped() const { return dropped_; }
   uint64_t messages_corrupted() const { return corrupted_; }
+  uint64_t messages_stalled() const { return stalled_; }
   uint64_t power_losses() const { return power_losses_; }
   // Unsynced bytes power losses dropped.
   uint64_t bytes_lost() const { return bytes_lost_; }
@@ -248,6 +256,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t next_timer_ = 1;
   double loss_;
   double duplicate_;
+  double stall_;
   double corrupt_;
   uint64_t min_latency_;
   uint64_t max_latency_;
@@ -256,6 +265,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t delivered_ = 0;
   uint64_t dropped_ = 0;
   uint64_t corrupted_ = 0;
+  uint64_t stalled_ = 0;
   uint64_t power_losses_ = 0;
   uint64_t bytes_lost_ = 0;
   uint64_t trace_hash_ = 0;

@@ -1,0 +1,259 @@
+// Failover adds: a write that gives up on a silent coordinating replica and
+// has the next one coordinate it must leave no dot that only one replica
+// knows. Each case drives a ManualCluster through one exact order of events
+// around a coordinator switch: a given-up replica that applied the write and
+// answers late, or acknowledges the chosen delta with its own, or gets its
+// request only after the write moved on; failover refused; a remove through
+// failover; a given-up replica silent past the deadline.
+
+#include <catch2/catch.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/cluster/node.h"
+#include "manual_cluster.h"
+#include "net/message.h"
+
+namespace bigset {
+namespace {
+
+using testing::And;
+using testing::From;
+using testing::ManualCluster;
+using testing::OfType;
+using testing::Or;
+using testing::To;
+
+constexpr NodeId kClient = 4;  // Holds no replica of the test's set.
+
+// Four nodes, N = 3, and a set whose preference list leaves out kClient, so
+// that the client's node coordinates through messages.
+struct Fixture {
+  Fixture() : c(4, 3) {
+    for (int i = 0;; ++i) {
+      set = absl::StrCat("s", i);
+      partition = c.ring().PartitionOf(set);
+      pl = c.ring().PreferenceList(partition);
+      if (std::find(pl.begin(), pl.end(), kClient) == pl.end()) break;
+    }
+    wo.w = 2;
+    wo.retry_micros = 100'000;
+    wo.timeout_micros = 2'000'000;
+  }
+
+  // Starts a write of `ops` through kClient; its result lands in `result`.
+  void Write(std::vector<UpdateOp> ops) {
+    result.reset();
+    c.node(kClient).Update(set, std::move(ops), wo,
+                           [this](absl::StatusOr<Delta> d) { result = d; });
+  }
+
+  // Advances time in retry steps until the client has its answer.
+  void AdvanceUntilAnswered() {
+    for (int i = 0; i < 40 && !result.has_value(); ++i) c.Advance(100'000);
+    REQUIRE(result.has_value());
+  }
+
+  // The dots of `element` on replica `node`.
+  std::vector<Dot> DotsOn(NodeId node, const std::string& element) {
+    auto dots = c.node(node).LocalReplica(partition)->Contains(set, element);
+    REQUIRE(dots.ok());
+    return *dots;
+  }
+
+  // An R-quorum membership query of `element` through node `via`.
+  std::vector<Dot> QuorumDots(NodeId via, const std::string& element,
+                              int r = 2) {
+    ClusterReadOptions ro;
+    ro.r = r;
+    ro.read_repair = false;
+    std::optional<absl::StatusOr<Membership>> got;
+    c.node(via).ContainsAll(set, {element}, ro,
+                            [&got](absl::StatusOr<Membership> m) { got = m; });
+    for (int i = 0; i < 40 && !got.has_value(); ++i) c.Advance(100'000);
+    REQUIRE(got.has_value());
+    REQUIRE(got->ok());
+    return (*got)->elements.at(0).dots;
+  }
+
+  Node::Stats ClientStats() { return c.node(kClient).stats(); }
+
+  ManualCluster c;
+  std::string set;
+  uint32_t partition = 0;
+  std::vector<NodeId> pl;
+  ClusterWriteOptions wo;
+  std::optional<absl::StatusOr<Delta>> result;
+};
+
+TEST_CASE("failover: a given-up coordinator's late reply is replicated") {
+  Fixture f;
+  const NodeId a = f.pl[0];
+  f.Write({UpdateOp::Add("x")});
+  // A applies the add; its reply, and everything else to or from it, is
+  // held on a slow link while the write switches to the next replica.
+  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
+  REQUIRE(f.DotsOn(a, "x").size() == 1);
+  f.c.Hold(Or(To(a), From(a)));
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  CHECK(f.ClientStats().coordinator_switches == 1);
+  const Dot chosen = *(*f.result)->ops.at(0).add;
+  // The late reply arrives: A's dot goes to the others.
+  REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
+  f.c.Unhold();
+  f.c.Advance(100'000, 3);
+  const Node::Stats st = f.ClientStats();
+  CHECK(st.late_coordinator_replies == 1);
+  CHECK(st.extra_dots == 1);
+  for (NodeId n : f.pl) {
+    INFO("node " << n);
+    CHECK(f.DotsOn(n, "x").size() == 2);
+  }
+  // An R = 2 read through any node sees both dots, one of them the
+  // acknowledged one; a remove with that context removes x everywhere.
+  std::vector<Dot> seen;
+  for (NodeId via : {NodeId{1}, NodeId{2}, NodeId{3}, NodeId{4}}) {
+    seen = f.QuorumDots(via, "x");
+    REQUIRE(seen.size() == 2);
+    CHECK(std::find(seen.begin(), seen.end(), chosen) != seen.end());
+  }
+  f.Write({UpdateOp::Remove("x", seen)});
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  f.c.Advance(100'000, 3);
+  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").empty());
+  CHECK(f.QuorumDots(kClient, "x", 3).empty());
+}
+
+TEST_CASE(
+    "failover: a given-up coordinator whose reply was lost hands its delta "
+    "over with its acknowledgement") {
+  Fixture f;
+  const NodeId a = f.pl[0];
+  f.Write({UpdateOp::Add("x")});
+  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
+  // A's reply is lost, and A is unreachable until the write switched and
+  // was acknowledged.
+  REQUIRE(f.c.Drop(From(a)) == 1);
+  f.c.Hold(Or(To(a), From(a)));
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  f.c.Drop(Or(To(a), From(a)));  // Retransmissions of the update to A.
+  f.c.Unhold();
+  // The write retransmits its delta to A as kReplicateGivenUp; A answers
+  // with its own delta, which the write replicates.
+  f.c.Advance(100'000, 3);
+  const Node::Stats st = f.ClientStats();
+  CHECK(st.late_coordinator_replies == 1);
+  CHECK(st.extra_dots == 1);
+  for (NodeId n : f.pl) {
+    INFO("node " << n);
+    CHECK(f.DotsOn(n, "x").size() == 2);
+  }
+}
+
+TEST_CASE(
+    "failover: a request that reaches a given-up replica after the chosen "
+    "delta is refused") {
+  Fixture f;
+  const NodeId a = f.pl[0];
+  f.Write({UpdateOp::Add("x")});
+  // Every update request to A is delayed past the switch.
+  f.c.Hold(To(a));
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  // The chosen delta overtakes them; then they arrive.
+  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
+  REQUIRE(f.c.DeliverAll(And(To(a), OfType(MessageType::kUpdate))) >= 1);
+  CHECK(f.c.node(a).stats().updates_fenced >= 1);
+  f.c.Unhold();
+  f.c.Advance(100'000, 3);
+  CHECK(f.ClientStats().late_coordinator_replies == 0);
+  for (NodeId n : f.pl) {
+    INFO("node " << n);
+    CHECK(f.DotsOn(n, "x").size() == 1);
+  }
+}
+
+TEST_CASE("failover: refused, the write fails instead of switching") {
+  Fixture f;
+  const NodeId a = f.pl[0];
+  f.wo.failover = false;
+  f.Write({UpdateOp::Add("x")});
+  f.c.Hold(To(a));
+  f.AdvanceUntilAnswered();
+  CHECK(f.result->status().code() == absl::StatusCode::kUnavailable);
+  Node::Stats st = f.ClientStats();
+  CHECK(st.coordinator_switches == 0);
+  CHECK(st.failovers_refused == 1);
+  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").empty());
+  // A gets the request after all and applies it: the write, still waiting
+  // for a late answer, replicates it, so no dot stays on A alone.
+  f.c.Unhold();
+  f.c.Advance(100'000, 3);
+  for (NodeId n : f.pl) {
+    INFO("node " << n);
+    CHECK(f.DotsOn(n, "x").size() == 1);
+  }
+}
+
+TEST_CASE("failover: a remove through failover is idempotent") {
+  Fixture f;
+  const NodeId a = f.pl[0];
+  f.Write({UpdateOp::Add("x"), UpdateOp::Add("y")});
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  f.c.Advance(100'000, 3);
+  const std::vector<Dot> ctx = f.QuorumDots(kClient, "x");
+  REQUIRE(ctx.size() == 1);
+  f.Write({UpdateOp::Remove("x", ctx)});
+  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
+  f.c.Hold(Or(To(a), From(a)));
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  f.c.Unhold();
+  f.c.Advance(100'000, 3);
+  // A removed x too, and its late delta was replicated: x is gone
+  // everywhere, y untouched, and no add dot was created.
+  CHECK(f.ClientStats().late_coordinator_replies == 1);
+  CHECK(f.ClientStats().extra_dots == 0);
+  for (NodeId n : f.pl) {
+    INFO("node " << n);
+    CHECK(f.DotsOn(n, "x").empty());
+    CHECK(f.DotsOn(n, "y").size() == 1);
+  }
+}
+
+TEST_CASE("failover: a given-up replica silent past the deadline is counted") {
+  Fixture f;
+  const NodeId a = f.pl[0];
+  f.Write({UpdateOp::Add("x")});
+  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
+  f.c.Hold(Or(To(a), From(a)));
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  CHECK(f.ClientStats().failovers_unsettled == 0);
+  for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
+  CHECK(f.ClientStats().failovers_unsettled == 1);
+  // Its dot stays on A alone until a read that includes A repairs it.
+  CHECK(f.DotsOn(a, "x").size() == 1);
+  f.c.Unhold();
+  f.c.Drop(Or(To(a), From(a)));
+  ClusterReadOptions all;
+  all.r = 3;
+  std::optional<absl::StatusOr<Membership>> got;
+  f.c.node(kClient).ContainsAll(
+      f.set, {"x"}, all, [&got](absl::StatusOr<Membership> m) { got = m; });
+  f.c.Advance(100'000, 5);
+  REQUIRE(got.has_value());
+  REQUIRE(got->ok());
+  CHECK((*got)->elements.at(0).dots.size() == 2);
+  f.c.Advance(100'000, 3);
+  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
+}
+
+}  // namespace
+}  // namespace bigset
