@@ -76,6 +76,9 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     // Otherwise fence the request, so a delayed copy of it is never
     // coordinated here later.
     const FoldKey key{from, header.request_id};
+    // Fenced either way: once the cached reply is evicted, a delayed copy
+    // of the request must not be coordinated again.
+    Fence(key);
     auto cached = reply_index_.find(key);
     if (cached != reply_index_.end()) {
       absl::StatusOr<Message> reply =
@@ -88,8 +91,6 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
         Reply(from, ack);
         return;
       }
-    } else {
-      Fence(key);
     }
   }
   std::string ack;

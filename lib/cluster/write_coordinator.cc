@@ -53,7 +53,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   refused_ = false;
   for (const Extra& e : extras_) host_->UnrouteWrite(e.id);
   extras_.clear();
-  deadline_ = next_retry_ = 0;
+  deadline_ = client_deadline_ = next_retry_ = 0;
   starting_ = deferred_ = false;
   deferred_error_.reset();
 }
@@ -69,7 +69,7 @@ void WriteCoordinator::Release() {
 
 void WriteCoordinator::Start() {
   const uint64_t now = host_->NowMicros();
-  deadline_ = now + options_.timeout_micros;
+  deadline_ = client_deadline_ = now + options_.timeout_micros;
   next_retry_ = now + options_.retry_micros;
   starting_ = true;
   SendUpdate();
@@ -139,7 +139,12 @@ void WriteCoordinator::OnUpdateReply(NodeId from, Message& m) {
 
 void WriteCoordinator::OnReplicateAckWithDelta(NodeId from, Message& m) {
   const int index = IndexOf(from);
-  if (index < 0 || !coordinated_ || !asked_[index]) return;
+  // Only a candidate given up on, about this write's set, has a delta of
+  // its own to hand over.
+  if (index < 0 || !coordinated_ || !asked_[index] || index == coordinator_ ||
+      m.delta.set != set_) {
+    return;
+  }
   heard_[index] = true;
   Ack(index);
   OnExtraDelta(index, std::move(m.delta));
@@ -155,7 +160,7 @@ void WriteCoordinator::OnCoordinated(NodeId from,
     // A duplicate reply of the chosen candidate, or the late answer of one
     // given up on: if that one applied the write, its delta is replicated
     // too.
-    if (result.ok() && index != coordinator_) {
+    if (result.ok() && index != coordinator_ && result->set == set_) {
       OnExtraDelta(index, std::move(*result));
       MaybeFinish();
     }
@@ -287,6 +292,14 @@ void WriteCoordinator::Ack(int index) {
 }
 
 void WriteCoordinator::OnTick(uint64_t now) {
+  if (done_ && now >= client_deadline_ && now < deadline_) {
+    // Extra deltas extended the write, not the client's wait.
+    Reply(absl::DeadlineExceededError(
+        absl::StrCat(clear_.has_value() ? "clear" : "update", " of set \"",
+                     set_, "\": ", acks_, " of ", options_.w,
+                     " required replicas acknowledged before the timeout")));
+    return;
+  }
   if (now >= deadline_) {
     if (done_) {
       Reply(absl::DeadlineExceededError(

@@ -124,7 +124,8 @@ class WriteCoordinator : public Coordinator {
     int acks = 0;
   };
   std::vector<Extra> extras_;
-  uint64_t deadline_ = 0;
+  uint64_t deadline_ = 0;         // The write's end (extra deltas extend it).
+  uint64_t client_deadline_ = 0;  // The client's answer: start + timeout.
   uint64_t next_retry_ = 0;
   bool starting_ = false;  // Inside Start: answers are deferred.
   bool deferred_ = false;  // RunDeferred is due.
