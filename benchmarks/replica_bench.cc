@@ -260,20 +260,8 @@ void InsertThroughputRawSync(benchmark::State& state) {
 
 constexpr ActorId kCloudActor = 0xC10D;
 
-struct CloudDb {
-  BenchDir dir;
-  std::unique_ptr<LevelDbStore> store;
-  std::unique_ptr<Replica> replica;
-};
-
-std::unique_ptr<CloudDb> MakeCloud(uint64_t dots) {
-  auto db = std::make_unique<CloudDb>();
-  auto store = LevelDbStore::Open(db->dir.str(), LevelDbStoreOptions());
-  Check(store.status());
-  db->store = std::move(*store);
-  auto replica = Replica::Open(db->store.get(), ReplicaOptions());
-  Check(replica.status());
-  db->replica = std::move(*replica);
+std::unique_ptr<BigsetDb> MakeCloud(uint64_t dots) {
+  auto db = OpenBigset();
   std::vector<uint64_t> counters;
   for (uint64_t c = 2; c <= 2 * dots; c += 2) counters.push_back(c);
   Rng rng(dots);

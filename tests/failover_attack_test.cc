@@ -56,6 +56,7 @@
 #include "cluster/node_impl.h"
 #undef private
 
+#include "failover_fixture.h"
 #include "manual_cluster.h"
 #include "net/message.h"
 #include "test_util.h"
@@ -79,50 +80,11 @@ uint64_t RequestIdOf(const Sent& s) {
   return h.request_id;
 }
 
-struct Fx {
-  explicit Fx(int nodes = 4, int n = 3, NodeOptions o = {},
-              uint32_t ring_size = 4)
-      : c(nodes, n, ring_size, o) {
-    // The client is the highest node id; the set is one whose preference
-    // list leaves it out, so that failover can happen.
-    client = static_cast<NodeId>(nodes);
-    for (int i = 0;; ++i) {
-      set = absl::StrCat("s", i);
-      partition = c.ring().PartitionOf(set);
-      pl = c.ring().PreferenceList(partition);
-      if (std::find(pl.begin(), pl.end(), client) == pl.end()) break;
-      REQUIRE(i < 10000);
-    }
-    wo.w = 2;
-    wo.retry_micros = 100'000;
-    wo.timeout_micros = 2'000'000;
-  }
-
-  void Write(std::vector<UpdateOp> ops) {
-    result.reset();
-    calls = 0;
-    c.node(client).Update(set, std::move(ops), wo,
-                          [this](absl::StatusOr<Delta> d) {
-                            ++calls;
-                            result = d;
-                          });
-  }
-
-  void AdvanceUntilAnswered() {
-    for (int i = 0; i < 60 && !result.has_value(); ++i) c.Advance(100'000);
-    REQUIRE(result.has_value());
-  }
-
-  std::vector<Dot> DotsOn(NodeId node, const std::string& element,
-                          const std::string* other_set = nullptr) {
-    auto dots = c.node(node).LocalReplica(partition)->Contains(
-        other_set ? *other_set : set, element);
-    REQUIRE(dots.ok());
-    return *dots;
-  }
+// The failover fixture, and a look at the node's internals.
+struct Fx : testing::FailoverFixture {
+  using FailoverFixture::FailoverFixture;
 
   Node::Impl& I(NodeId id) { return *c.node(id).impl_; }
-  Node::Stats Cs() { return c.node(client).stats(); }
 
   // Moves every queued message matching `p` out of the network.
   std::vector<Sent> Stash(const std::function<bool(const Sent&)>& p) {
@@ -145,15 +107,6 @@ struct Fx {
     CHECK(I(client).writes_.empty());
     CHECK(I(client).write_routes_.empty());
   }
-
-  ManualCluster c;
-  NodeId client = 0;
-  std::string set;
-  uint32_t partition = 0;
-  std::vector<NodeId> pl;
-  ClusterWriteOptions wo;
-  std::optional<absl::StatusOr<Delta>> result;
-  int calls = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -178,7 +131,7 @@ TEST_CASE(
   REQUIRE(!delayed.empty());
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  REQUIRE(f.Cs().late_coordinator_replies == 1);
+  REQUIRE(f.ClientStats().late_coordinator_replies == 1);
   for (NodeId n : f.pl) REQUIRE(f.DotsOn(n, "x").size() == 2);
   f.CheckClientIdle();
   // A coordinates the next write: its cache forgets x's reply.
@@ -207,10 +160,10 @@ TEST_CASE(
   // B coordinates; only B acknowledges (W = 2 not reached).
   for (int i = 0; i < 15; ++i) f.c.Advance(100'000);
   REQUIRE(!f.result.has_value());
-  REQUIRE(f.Cs().coordinator_switches == 1);
+  REQUIRE(f.ClientStats().coordinator_switches == 1);
   // A's late reply at t = 1.5 s.
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
-  REQUIRE(f.Cs().late_coordinator_replies == 1);
+  REQUIRE(f.ClientStats().late_coordinator_replies == 1);
   for (int i = 0; i < 7 && !f.result.has_value(); ++i) f.c.Advance(100'000);
   INFO("elapsed " << f.c.Now(f.client) - start << " us, timeout "
                   << f.wo.timeout_micros << " us");
@@ -245,8 +198,8 @@ TEST_CASE(
     m.delta = **f.result;
     f.c.queue().push_back(Sent{b, f.client, m.Encode()});
     REQUIRE(f.c.DeliverOne(To(f.client)));
-    CHECK(f.Cs().late_coordinator_replies == 0);
-    CHECK(f.Cs().extra_dots == 0);
+    CHECK(f.ClientStats().late_coordinator_replies == 0);
+    CHECK(f.ClientStats().extra_dots == 0);
   }
   SECTION("another set's delta") {
     std::string other;
@@ -266,7 +219,7 @@ TEST_CASE(
     f.c.Unhold();
     f.c.Drop(To(a));
     f.c.Advance(100'000, 3);
-    CHECK(f.Cs().late_coordinator_replies == 0);
+    CHECK(f.ClientStats().late_coordinator_replies == 0);
     CHECK(f.DotsOn(b, "ghost", &other).empty());
   }
 }
@@ -295,7 +248,7 @@ TEST_CASE(
     f.DuplicateQueue();
     f.c.Advance(100'000);
   }
-  const Node::Stats st = f.Cs();
+  const Node::Stats st = f.ClientStats();
   CHECK(st.late_coordinator_replies == 1);
   CHECK(st.extra_dots == 1);
   CHECK(f.calls == 1);
@@ -317,14 +270,14 @@ TEST_CASE("failover attack: late kUpdateReply after the AckWithDelta") {
   REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
   REQUIRE(f.c.DeliverOne(
       And(From(a), OfType(MessageType::kReplicateAckWithDelta))));
-  REQUIRE(f.Cs().late_coordinator_replies == 1);
+  REQUIRE(f.ClientStats().late_coordinator_replies == 1);
   // Extra delta fully acked before the late reply comes.
   REQUIRE(f.c.DeliverAll(Not(Or(To(a), From(a)))) > 0);
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.Cs().late_coordinator_replies == 1);
-  CHECK(f.Cs().extra_dots == 1);
+  CHECK(f.ClientStats().late_coordinator_replies == 1);
+  CHECK(f.ClientStats().extra_dots == 1);
   CHECK(f.calls == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
   f.CheckClientIdle();
@@ -389,8 +342,8 @@ TEST_CASE(
   f.c.Unhold();
   f.c.Drop(To(a));
   f.c.Advance(100'000, 5);
-  CHECK(f.Cs().late_coordinator_replies == 0);
-  CHECK(f.Cs().malformed_messages > 0);
+  CHECK(f.ClientStats().late_coordinator_replies == 0);
+  CHECK(f.ClientStats().malformed_messages > 0);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "ghost").empty());
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
   CHECK(f.calls == 1);
@@ -404,10 +357,10 @@ TEST_CASE("failover attack: the write cycles back to the first candidate") {
   // Every candidate applies the update, every reply is lost, until the
   // write is back at A.
   f.c.Hold(OfType(MessageType::kUpdateReply));
-  for (int i = 0; i < 30 && f.Cs().coordinator_switches < 3; ++i) {
+  for (int i = 0; i < 30 && f.ClientStats().coordinator_switches < 3; ++i) {
     f.c.Advance(100'000);
   }
-  REQUIRE(f.Cs().coordinator_switches == 3);
+  REQUIRE(f.ClientStats().coordinator_switches == 3);
   REQUIRE(!f.result.has_value());
   for (NodeId n : f.pl) REQUIRE(f.DotsOn(n, "x").size() == 1);
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
@@ -416,8 +369,8 @@ TEST_CASE("failover attack: the write cycles back to the first candidate") {
   f.AdvanceUntilAnswered();
   REQUIRE(f.result->ok());
   f.c.Advance(100'000, 3);
-  CHECK(f.Cs().late_coordinator_replies == 2);
-  CHECK(f.Cs().extra_dots == 2);
+  CHECK(f.ClientStats().late_coordinator_replies == 2);
+  CHECK(f.ClientStats().extra_dots == 2);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 3);
@@ -435,11 +388,11 @@ TEST_CASE("failover attack: N = 5, two given-up candidates applied the write") {
   f.c.Hold(And(OfType(MessageType::kUpdateReply), Or(From(a), From(b))));
   f.AdvanceUntilAnswered();
   REQUIRE(f.result->ok());
-  CHECK(f.Cs().coordinator_switches == 2);
+  CHECK(f.ClientStats().coordinator_switches == 2);
   f.c.Drop(And(OfType(MessageType::kUpdateReply), Or(From(a), From(b))));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.Cs().late_coordinator_replies == 2);
+  CHECK(f.ClientStats().late_coordinator_replies == 2);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 3);
@@ -462,7 +415,7 @@ TEST_CASE("failover attack: failover off, duplicated late answers") {
   f.c.Advance(100'000, 3);
   CHECK(f.calls == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 1);
-  CHECK(f.Cs().coordinator_switches == 0);
+  CHECK(f.ClientStats().coordinator_switches == 0);
   f.CheckClientIdle();
 }
 
@@ -490,8 +443,8 @@ TEST_CASE("failover attack: a clear through failover") {
   f.c.Drop(And(To(a), OfType(MessageType::kClear)));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.Cs().late_coordinator_replies == 1);
-  CHECK(f.Cs().extra_dots == 0);
+  CHECK(f.ClientStats().late_coordinator_replies == 1);
+  CHECK(f.ClientStats().extra_dots == 0);
   for (NodeId n : f.pl) {
     CHECK(f.DotsOn(n, "x").empty());
     CHECK(f.DotsOn(n, "y").empty());
@@ -536,7 +489,7 @@ TEST_CASE("failover attack: the given-up replica restarts after its answer") {
   f.c.Restart(a, f.c.Now(a));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.Cs().late_coordinator_replies == 1);
+  CHECK(f.ClientStats().late_coordinator_replies == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
   f.CheckClientIdle();
 }
@@ -562,7 +515,7 @@ TEST_CASE(
   for (int i = 0; i < 25; ++i) f.c.Advance(100'000);
   f.c.Drop(From(cc));
   f.CheckClientIdle();
-  CHECK(f.Cs().failovers_unsettled == 0);  // A and B acked: W reached.
+  CHECK(f.ClientStats().failovers_unsettled == 0);  // A and B acked: W reached.
   CHECK(f.calls == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
 }
@@ -588,7 +541,7 @@ TEST_CASE(
   f.c.Unhold();
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
   CHECK(answered == 4);
-  CHECK(f.Cs().late_coordinator_replies == 4);
+  CHECK(f.ClientStats().late_coordinator_replies == 4);
   for (int r = 0; r < 4; ++r) {
     for (NodeId n : f.pl) CHECK(f.DotsOn(n, absl::StrCat("r", r)).size() == 2);
   }

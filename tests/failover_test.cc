@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/cluster/node.h"
+#include "failover_fixture.h"
 #include "manual_cluster.h"
 #include "net/message.h"
 
@@ -21,72 +22,13 @@ namespace {
 
 using testing::And;
 using testing::From;
-using testing::ManualCluster;
 using testing::OfType;
 using testing::Or;
 using testing::To;
 
 constexpr NodeId kClient = 4;  // Holds no replica of the test's set.
 
-// Four nodes, N = 3, and a set whose preference list leaves out kClient, so
-// that the client's node coordinates through messages.
-struct Fixture {
-  Fixture() : c(4, 3) {
-    for (int i = 0;; ++i) {
-      set = absl::StrCat("s", i);
-      partition = c.ring().PartitionOf(set);
-      pl = c.ring().PreferenceList(partition);
-      if (std::find(pl.begin(), pl.end(), kClient) == pl.end()) break;
-    }
-    wo.w = 2;
-    wo.retry_micros = 100'000;
-    wo.timeout_micros = 2'000'000;
-  }
-
-  // Starts a write of `ops` through kClient; its result lands in `result`.
-  void Write(std::vector<UpdateOp> ops) {
-    result.reset();
-    c.node(kClient).Update(set, std::move(ops), wo,
-                           [this](absl::StatusOr<Delta> d) { result = d; });
-  }
-
-  // Advances time in retry steps until the client has its answer.
-  void AdvanceUntilAnswered() {
-    for (int i = 0; i < 40 && !result.has_value(); ++i) c.Advance(100'000);
-    REQUIRE(result.has_value());
-  }
-
-  // The dots of `element` on replica `node`.
-  std::vector<Dot> DotsOn(NodeId node, const std::string& element) {
-    auto dots = c.node(node).LocalReplica(partition)->Contains(set, element);
-    REQUIRE(dots.ok());
-    return *dots;
-  }
-
-  // An R-quorum membership query of `element` through node `via`.
-  std::vector<Dot> QuorumDots(NodeId via, const std::string& element,
-                              int r = 2) {
-    ClusterReadOptions ro;
-    ro.r = r;
-    ro.read_repair = false;
-    std::optional<absl::StatusOr<Membership>> got;
-    c.node(via).ContainsAll(set, {element}, ro,
-                            [&got](absl::StatusOr<Membership> m) { got = m; });
-    for (int i = 0; i < 40 && !got.has_value(); ++i) c.Advance(100'000);
-    REQUIRE(got.has_value());
-    REQUIRE(got->ok());
-    return (*got)->elements.at(0).dots;
-  }
-
-  Node::Stats ClientStats() { return c.node(kClient).stats(); }
-
-  ManualCluster c;
-  std::string set;
-  uint32_t partition = 0;
-  std::vector<NodeId> pl;
-  ClusterWriteOptions wo;
-  std::optional<absl::StatusOr<Delta>> result;
-};
+using Fixture = testing::FailoverFixture;
 
 TEST_CASE("failover: a given-up coordinator's late reply is replicated") {
   Fixture f;

@@ -1,0 +1,67 @@
+#include "failover_fixture.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace bigset::testing {
+
+FailoverFixture::FailoverFixture(int nodes, int n, NodeOptions options,
+                                 uint32_t ring_size)
+    : c(nodes, n, ring_size, std::move(options)),
+      client(static_cast<NodeId>(nodes)) {
+  for (int i = 0;; ++i) {
+    set = absl::StrCat("s", i);
+    partition = c.ring().PartitionOf(set);
+    pl = c.ring().PreferenceList(partition);
+    if (std::find(pl.begin(), pl.end(), client) == pl.end()) break;
+    REQUIRE(i < 10000);
+  }
+  wo.w = 2;
+  wo.retry_micros = 100'000;
+  wo.timeout_micros = 2'000'000;
+}
+
+void FailoverFixture::Write(std::vector<UpdateOp> ops) {
+  result.reset();
+  calls = 0;
+  c.node(client).Update(set, std::move(ops), wo,
+                        [this](absl::StatusOr<Delta> d) {
+                          ++calls;
+                          result = d;
+                        });
+}
+
+void FailoverFixture::AdvanceUntilAnswered(int max_steps) {
+  for (int i = 0; i < max_steps && !result.has_value(); ++i) {
+    c.Advance(100'000);
+  }
+  REQUIRE(result.has_value());
+}
+
+std::vector<Dot> FailoverFixture::DotsOn(NodeId node,
+                                         const std::string& element,
+                                         const std::string* other_set) {
+  auto dots = c.node(node).LocalReplica(partition)->Contains(
+      other_set != nullptr ? *other_set : set, element);
+  REQUIRE(dots.ok());
+  return *dots;
+}
+
+std::vector<Dot> FailoverFixture::QuorumDots(NodeId via,
+                                             const std::string& element,
+                                             int r) {
+  ClusterReadOptions ro;
+  ro.r = r;
+  ro.read_repair = false;
+  std::optional<absl::StatusOr<Membership>> got;
+  c.node(via).ContainsAll(set, {element}, ro,
+                          [&got](absl::StatusOr<Membership> m) { got = m; });
+  for (int i = 0; i < 40 && !got.has_value(); ++i) c.Advance(100'000);
+  REQUIRE(got.has_value());
+  REQUIRE(got->ok());
+  return (*got)->elements.at(0).dots;
+}
+
+}  // namespace bigset::testing

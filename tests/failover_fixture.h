@@ -1,0 +1,51 @@
+// FailoverFixture: a ManualCluster and one set whose preference list leaves
+// out the client's node (the highest id), so that the client's writes are
+// coordinated through messages and can fail over; helpers to write, wait,
+// and look at each replica. For the failover tests.
+
+#ifndef BIGSET_TESTS_FAILOVER_FIXTURE_H_
+#define BIGSET_TESTS_FAILOVER_FIXTURE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bigset/cluster/node.h"
+#include "manual_cluster.h"
+
+namespace bigset::testing {
+
+struct FailoverFixture {
+  // `nodes` nodes, N = n; writes need W = 2, retry every 100 ms, time out
+  // after 2 s.
+  explicit FailoverFixture(int nodes = 4, int n = 3, NodeOptions options = {},
+                           uint32_t ring_size = 4);
+
+  // Starts a write of `ops` through the client; its result lands in
+  // `result`, and `calls` counts the callbacks.
+  void Write(std::vector<UpdateOp> ops);
+  // Advances time in 100 ms steps until the client has its answer.
+  void AdvanceUntilAnswered(int max_steps = 60);
+  // The dots of `element` in `set` (or `other_set`) on replica `node`.
+  std::vector<Dot> DotsOn(NodeId node, const std::string& element,
+                          const std::string* other_set = nullptr);
+  // An R-quorum membership query of `element` through node `via`.
+  std::vector<Dot> QuorumDots(NodeId via, const std::string& element,
+                              int r = 2);
+  Node::Stats ClientStats() { return c.node(client).stats(); }
+
+  ManualCluster c;
+  NodeId client = 0;
+  std::string set;
+  uint32_t partition = 0;
+  std::vector<NodeId> pl;
+  ClusterWriteOptions wo;
+  std::optional<absl::StatusOr<Delta>> result;
+  int calls = 0;
+};
+
+}  // namespace bigset::testing
+
+#endif  // BIGSET_TESTS_FAILOVER_FIXTURE_H_
