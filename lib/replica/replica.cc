@@ -23,9 +23,10 @@ using replica_internal::kActorMetadata;
 using replica_internal::Printable;
 using replica_internal::SetCorruption;
 
-namespace {
+namespace replica_internal {
 
-ActorId NewActorId() {
+ActorId NewActorId(const ReplicaOptions& options) {
+  if (options.actor_id_source) return options.actor_id_source();
   std::random_device rd;
   ActorId a = 0;
   while (a == 0) {
@@ -34,7 +35,28 @@ ActorId NewActorId() {
   return a;
 }
 
-}  // namespace
+std::string ShutdownValue(ShutdownState state) {
+  return std::string{static_cast<char>(kShutdownFormatVersion),
+                     static_cast<char>(state)};
+}
+
+std::string ActorValue(ActorId actor) {
+  std::string value;
+  value.push_back(static_cast<char>(kActorFormatVersion));
+  coding::PutFixed64BE(&value, actor);
+  return value;
+}
+
+}  // namespace replica_internal
+
+using replica_internal::ActorValue;
+using replica_internal::kClosedCleanly;
+using replica_internal::kOpenSynced;
+using replica_internal::kOpenUnsynced;
+using replica_internal::kShutdownFormatVersion;
+using replica_internal::kShutdownMetadata;
+using replica_internal::NewActorId;
+using replica_internal::ShutdownValue;
 
 Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
                  bool new_epoch)
@@ -52,34 +74,6 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
 }
 
 Replica::~Replica() { StopSweeper(); }
-
-namespace {
-
-// The shutdown marker (metadata "shutdown"): version byte + state.
-constexpr std::string_view kShutdownMetadata = "shutdown";
-constexpr uint8_t kShutdownFormatVersion = 1;
-enum ShutdownState : uint8_t {
-  // Open, writes not synced: a power loss may lose its tail.
-  kOpenUnsynced = 0,
-  // Closed by Close(): everything it wrote is durable.
-  kClosedCleanly = 1,
-  // Open with every write synced: nothing acknowledged can be lost.
-  kOpenSynced = 2,
-};
-
-std::string ShutdownValue(ShutdownState state) {
-  return std::string{static_cast<char>(kShutdownFormatVersion),
-                     static_cast<char>(state)};
-}
-
-std::string ActorValue(ActorId actor) {
-  std::string value;
-  value.push_back(static_cast<char>(kActorFormatVersion));
-  coding::PutFixed64BE(&value, actor);
-  return value;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
     Store* store, const ReplicaOptions& options) {
@@ -109,6 +103,19 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   absl::Status s = store->Get(ReadOptions(), actor_key, &value);
   ActorId actor = 0;
   bool new_epoch = false;
+  if (options.read_only) {
+    // Inspect whatever is there; Verify reports a missing or bad actor id.
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+    if (s.ok()) {
+      coding::Reader in(value);
+      uint8_t version = 0;
+      if (!in.GetByte(&version) || version != kActorFormatVersion ||
+          !in.GetFixed64BE(&actor) || !in.empty()) {
+        actor = 0;
+      }
+    }
+    return std::unique_ptr<Replica>(new Replica(store, options, actor, false));
+  }
   if (s.ok()) {
     coding::Reader in(value);
     uint8_t version = 0;
@@ -145,7 +152,7 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   }
   WriteBatch batch;
   if (new_epoch) {
-    actor = options.actor_id_source ? options.actor_id_source() : NewActorId();
+    actor = NewActorId(options);
     if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
     batch.Put(actor_key, ActorValue(actor));
   }
@@ -161,6 +168,7 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
 }
 
 absl::Status Replica::Close() {
+  if (options_.read_only) return absl::OkStatus();
   StopSweeper();
   // Every stripe's lock: no write is half-way, and none starts after the
   // marker (it would be unsynced behind a "clean" record).
@@ -181,6 +189,9 @@ absl::Status Replica::Close() {
 }
 
 absl::Status Replica::CheckOpen() const {
+  if (options_.read_only) {
+    return absl::FailedPreconditionError("replica is read-only");
+  }
   if (closed_.load(std::memory_order_relaxed)) {
     return absl::FailedPreconditionError("replica is closed");
   }
@@ -490,6 +501,14 @@ absl::StatusOr<Clock> Replica::GetClock(std::string_view set) {
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   return (*loaded)->clock;
+}
+
+absl::StatusOr<Clock> Replica::GetTombstone(std::string_view set) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  return (*loaded)->tombstone;
 }
 
 absl::StatusOr<SetStats> Replica::GetSetStats(std::string_view set) {

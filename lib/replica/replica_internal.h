@@ -40,6 +40,24 @@ namespace replica_internal {
 // Metadata key holding the replica's actor id: version byte + fixed64.
 inline constexpr std::string_view kActorMetadata = "actor";
 inline constexpr uint8_t kActorFormatVersion = 1;
+// The actor id value: version byte, u64 BE actor.
+std::string ActorValue(ActorId actor);
+// A new actor id from options.actor_id_source, else random. May be 0 only
+// if the source returns 0.
+ActorId NewActorId(const ReplicaOptions& options);
+
+// The shutdown marker (metadata "shutdown"): version byte + state.
+inline constexpr std::string_view kShutdownMetadata = "shutdown";
+inline constexpr uint8_t kShutdownFormatVersion = 1;
+enum ShutdownState : uint8_t {
+  // Open, writes not synced: a power loss may lose its tail.
+  kOpenUnsynced = 0,
+  // Closed by Close(): everything it wrote is durable.
+  kClosedCleanly = 1,
+  // Open with every write synced: nothing acknowledged can be lost.
+  kOpenSynced = 2,
+};
+std::string ShutdownValue(ShutdownState state);
 
 // Sweep queue and progress (metadata keys of the replica's keyspace); each
 // value is u8 version 2 | payload | fixed32 crc32c(payload):
@@ -56,6 +74,10 @@ uint32_t SweepShardOf(std::string_view set);
 std::string SweepQueueKey(KeyspaceId keyspace, std::string_view set);
 // A sweep metadata value holding `payload`, and its payload back (nullopt
 // for another version, a bad checksum or too few bytes).
+// The metadata keys of a set's sweep in progress: the tombstone snapshot it
+// sweeps with and the element key it reached.
+std::string SnapshotKey(KeyspaceId keyspace, std::string_view set);
+std::string CursorKey(KeyspaceId keyspace, std::string_view set);
 std::string EncodeSweepValue(std::string_view payload);
 std::optional<std::string_view> DecodeSweepValue(std::string_view value);
 // True if `cursor` is empty or one of `set`'s element keys.

@@ -90,10 +90,6 @@ bool ValidSweepCursor(KeyspaceId keyspace, std::string_view set,
       cursor, internal::ElementKeyPrefixLength(set), &element, &scratch, &dot);
 }
 
-}  // namespace replica_internal
-
-namespace {
-
 std::string SnapshotKey(KeyspaceId keyspace, std::string_view set) {
   return MetadataKey(keyspace,
                      absl::StrCat(ToAbsl(kSweepSnapshot), ToAbsl(set)));
@@ -103,8 +99,14 @@ std::string CursorKey(KeyspaceId keyspace, std::string_view set) {
   return MetadataKey(keyspace, absl::StrCat(ToAbsl(kSweepCursor), ToAbsl(set)));
 }
 
+}  // namespace replica_internal
+
+namespace {
+
+using replica_internal::CursorKey;
 using replica_internal::DecodeSweepValue;
 using replica_internal::EncodeSweepValue;
+using replica_internal::SnapshotKey;
 
 }  // namespace
 
@@ -260,6 +262,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
 }
 
 absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
   SweepProgress progress;
   absl::MutexLock sweep_lock(&sweeper_->sweep_mu);
   // Cleared before the queue is read: an entry written after this sets it
@@ -351,6 +354,7 @@ absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
 }
 
 absl::Status Replica::StartSweeper(const SweepOptions& options) {
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
   if (options.keys_per_second == 0 || options.batch_keys == 0) {
     return absl::InvalidArgumentError(
         "keys_per_second and batch_keys must be >= 1");

@@ -58,7 +58,7 @@ struct SweepState {
 
 }  // namespace
 
-absl::StatusOr<VerifyReport> Replica::Verify() {
+absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
   VerifyReport report;
   auto problem = [&report](std::string text) {
     ++report.problem_count;
@@ -191,7 +191,9 @@ absl::StatusOr<VerifyReport> Replica::Verify() {
     }
   };
   ParsedKey key;
+  uint64_t scanned = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (progress && ++scanned % 4096 == 0) progress(scanned);
     absl::Status s = DecodeKey(it->key(), &key);
     if (!s.ok()) {
       problem(absl::StrCat("undecodable key: ", s.message()));

@@ -1,7 +1,11 @@
 #include "bigset/store/leveldb_store.h"
 
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/comparator.h"
@@ -9,9 +13,11 @@
 #include "core/string_view_compat.h"
 #include "leveldb/cache.h"
 #include "leveldb/comparator.h"
+#include "leveldb/env.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
+#include "store/read_only_env.h"
 
 namespace bigset {
 namespace {
@@ -125,6 +131,10 @@ absl::Status FromLevelDbStatus(const leveldb::Status& s) {
   return absl::InternalError(msg);
 }
 
+absl::Status LevelDbStore::ReadOnlyError() {
+  return absl::FailedPreconditionError("the store was opened read-only");
+}
+
 LevelDbStore::LevelDbStore(leveldb::DB* db, Ownership ownership)
     : db_(db), ownership_(ownership) {}
 
@@ -134,30 +144,36 @@ LevelDbStore::~LevelDbStore() {
   if (ownership_ == Ownership::kOwned) delete db_;
 }
 
-absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
-    std::string_view path, const LevelDbStoreOptions& options) {
+namespace {
+
+// The LevelDB options of `options`, with the objects they point to.
+struct NativeOptions {
+  leveldb::Options options;
+  std::unique_ptr<leveldb::Comparator> comparator;
+  std::unique_ptr<leveldb::Cache> cache;
+  std::unique_ptr<const leveldb::FilterPolicy> filter;
+};
+
+absl::StatusOr<NativeOptions> ToNative(const LevelDbStoreOptions& options) {
   if (options.bloom_bits_per_key < 0) {
     return absl::InvalidArgumentError("bloom_bits_per_key must be >= 0");
   }
-  std::unique_ptr<leveldb::Comparator> comparator;
+  NativeOptions n;
   if (options.wrapped_comparator != nullptr &&
       options.wrapped_comparator != leveldb::BytewiseComparator()) {
-    comparator = NewBigsetComparator(options.wrapped_comparator);
+    n.comparator = NewBigsetComparator(options.wrapped_comparator);
   }
-  std::unique_ptr<leveldb::Cache> cache(
-      leveldb::NewLRUCache(options.block_cache_bytes));
-  std::unique_ptr<const leveldb::FilterPolicy> filter;
+  n.cache.reset(leveldb::NewLRUCache(options.block_cache_bytes));
   if (options.bloom_bits_per_key > 0) {
-    filter.reset(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key));
+    n.filter.reset(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key));
   }
-
-  leveldb::Options o;
-  o.comparator = comparator ? comparator.get() : BigsetComparator();
-  o.create_if_missing = options.create_if_missing;
+  leveldb::Options& o = n.options;
+  o.comparator = n.comparator ? n.comparator.get() : BigsetComparator();
+  o.create_if_missing = options.create_if_missing && !options.read_only;
   o.error_if_exists = options.error_if_exists;
   o.paranoid_checks = options.paranoid_checks;
-  o.block_cache = cache.get();
-  o.filter_policy = filter.get();
+  o.block_cache = n.cache.get();
+  o.filter_policy = n.filter.get();
   o.write_buffer_size = options.write_buffer_bytes;
   o.block_size = options.block_size;
   o.max_file_size = options.max_file_size;
@@ -165,7 +181,76 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
   o.compression = options.snappy_compression ? leveldb::kSnappyCompression
                                              : leveldb::kNoCompression;
   if (options.env != nullptr) o.env = options.env;
+  return n;
+}
 
+// Collects LevelDB's repair messages, one string per message.
+class CollectingLogger final : public leveldb::Logger {
+ public:
+  void Logv(const char* format, std::va_list ap) override {
+    char buf[1024];
+    std::va_list copy;
+    va_copy(copy, ap);
+    int n = std::vsnprintf(buf, sizeof(buf), format, copy);
+    va_end(copy);
+    if (n < 0) return;
+    std::string line(buf,
+                     std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1));
+    while (!line.empty() && line.back() == '\n') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  std::vector<std::string> lines;
+};
+
+// Adds one line of LevelDB's repair log to the report's counts.
+void CountRepairLine(const std::string& line, StoreRepairReport* r) {
+  unsigned long long a = 0, b = 0;
+  int n = 0;
+  char word[32] = {0};
+  if (std::sscanf(line.c_str(), "Log #%llu: %d ops saved to Table #%llu", &a,
+                  &n, &b) == 3) {
+    ++r->logs;
+    r->log_ops += static_cast<uint64_t>(std::max(n, 0));
+  } else if (std::sscanf(line.c_str(), "Log #%llu: dropping %d bytes", &a,
+                         &n) == 2) {
+    r->log_bytes_dropped += static_cast<uint64_t>(std::max(n, 0));
+  } else if (std::sscanf(line.c_str(), "Table #%llu: %d entries %31s", &a, &n,
+                         word) == 3) {
+    if (std::string_view(word) == "repaired") return;  // Counted already.
+    ++r->tables;
+    r->entries += static_cast<uint64_t>(std::max(n, 0));
+    if (std::string_view(word) != "OK") ++r->damaged_tables;
+  } else if (std::sscanf(line.c_str(), "Table #%llu: dropped", &a) == 1 &&
+             line.find(": dropped") != std::string::npos) {
+    ++r->dropped_tables;
+  } else if (line.find(": unparsable key") != std::string::npos) {
+    ++r->unparsable_entries;
+  } else if (line.rfind("Archiving ", 0) == 0) {
+    size_t colon = line.rfind(": ");
+    r->archived.push_back(line.substr(
+        10, colon == std::string::npos ? std::string::npos : colon - 10));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
+    std::string_view path, const LevelDbStoreOptions& options) {
+  absl::StatusOr<NativeOptions> native = ToNative(options);
+  if (!native.ok()) return native.status();
+  leveldb::Options& o = native->options;
+  std::unique_ptr<leveldb::Env> read_only_env;
+  if (options.read_only) {
+    read_only_env = NewReadOnlyEnv(o.env);
+    o.env = read_only_env.get();
+  }
+
+  // LevelDB creates the directory and its lock file before it finds that
+  // there is no database: check first, so a failed open leaves no trace.
+  if (!o.create_if_missing &&
+      !o.env->FileExists(absl::StrCat(ToAbsl(path), "/CURRENT"))) {
+    return absl::NotFoundError(absl::StrCat("no database at ", ToAbsl(path)));
+  }
   leveldb::DB* db = nullptr;
   leveldb::Status s = leveldb::DB::Open(o, std::string(path), &db);
   if (!s.ok()) {
@@ -182,15 +267,59 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
           absl::StrCat("database at ", ToAbsl(path),
                        " is in use by another process: ", msg));
     }
+    if (s.IsInvalidArgument() &&
+        msg.find("does not exist") != std::string::npos) {
+      return absl::NotFoundError(
+          absl::StrCat("no database at ", ToAbsl(path), ": ", msg));
+    }
     absl::Status status = FromLevelDbStatus(s);
     return absl::Status(status.code(),
                         absl::StrCat("opening ", ToAbsl(path), ": ", msg));
   }
   std::unique_ptr<LevelDbStore> store(new LevelDbStore(db, Ownership::kOwned));
-  store->comparator_ = std::move(comparator);
-  store->cache_ = std::move(cache);
-  store->filter_policy_ = std::move(filter);
+  store->read_only_ = options.read_only;
+  store->env_ = std::move(read_only_env);
+  store->comparator_ = std::move(native->comparator);
+  store->cache_ = std::move(native->cache);
+  store->filter_policy_ = std::move(native->filter);
   return store;
+}
+
+absl::StatusOr<StoreRepairReport> LevelDbStore::Repair(
+    std::string_view path, const LevelDbStoreOptions& options) {
+  if (options.read_only) {
+    return absl::InvalidArgumentError("a repair cannot be read-only");
+  }
+  absl::StatusOr<NativeOptions> native = ToNative(options);
+  if (!native.ok()) return native.status();
+  CollectingLogger logger;
+  native->options.info_log = &logger;
+  leveldb::Env* env = native->options.env;
+  const std::string dir(path);
+  // Repairing an empty or missing directory would create a database.
+  std::vector<std::string> children;
+  if (!env->GetChildren(dir, &children).ok() ||
+      std::none_of(children.begin(), children.end(), [](const std::string& f) {
+        return f == "CURRENT" || f.ends_with(".ldb") || f.ends_with(".log") ||
+               f.starts_with("MANIFEST-");
+      })) {
+    return absl::NotFoundError(absl::StrCat("no database at ", dir));
+  }
+  leveldb::Status s = leveldb::RepairDB(dir, native->options);
+  StoreRepairReport report;
+  for (const std::string& line : logger.lines) CountRepairLine(line, &report);
+  report.log = std::move(logger.lines);
+  if (!s.ok()) {
+    std::string msg = s.ToString();
+    if (s.IsIOError() && msg.find("lock") != std::string::npos) {
+      return absl::UnavailableError(absl::StrCat(
+          "database at ", dir, " is in use by another process: ", msg));
+    }
+    absl::Status status = FromLevelDbStatus(s);
+    return absl::Status(status.code(),
+                        absl::StrCat("repairing ", dir, ": ", msg));
+  }
+  return report;
 }
 
 std::unique_ptr<LevelDbStore> LevelDbStore::Adopt(leveldb::DB* db,
@@ -200,6 +329,7 @@ std::unique_ptr<LevelDbStore> LevelDbStore::Adopt(leveldb::DB* db,
 
 absl::Status LevelDbStore::Write(const WriteOptions& options,
                                  const WriteBatch& batch) {
+  if (read_only_) return ReadOnlyError();
   leveldb::WriteOptions o;
   o.sync = options.sync;
   leveldb::WriteBatch native;
@@ -235,6 +365,7 @@ std::unique_ptr<const Snapshot> LevelDbStore::GetSnapshot() {
 }
 
 absl::Status LevelDbStore::CompactRange(const KeyRange& range) {
+  if (read_only_) return ReadOnlyError();
   leveldb::Slice begin = ToSlice(range.start);
   leveldb::Slice end = ToSlice(range.limit);
   db_->CompactRange(&begin, range.limit.empty() ? nullptr : &end);

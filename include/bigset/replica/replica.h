@@ -97,6 +97,11 @@ struct ReplicaOptions {
   // std::random_device). A simulator injects a seeded source here so that
   // the same seed gives the same run. Must not return 0.
   std::function<ActorId()> actor_id_source;
+  // Open without writing anything (for inspection, e.g. over a read-only
+  // LevelDbStore): no actor id is created and no open marker written, and
+  // every change (Update, Apply, Clear, SweepSome, StartSweeper) fails with
+  // FailedPrecondition. actor() is the stored actor id (0 if there is none).
+  bool read_only = false;
 };
 
 class SetState;
@@ -127,6 +132,20 @@ class BIGSET_EXPORT Replica {
   // REQUIRES: `store` outlives the replica.
   static absl::StatusOr<std::unique_ptr<Replica>> Open(
       Store* store, const ReplicaOptions& options);
+
+  // Repairs the keyspace of `options.keyspace` after its store lost data
+  // (e.g. after LevelDbStore::Repair), so that Verify passes: retires the
+  // actor id first (a new actor epoch, so no counter can be reused whatever
+  // was lost), then, one atomic batch per set, rebuilds a lost or
+  // unreadable set-clock from the set's element keys (and tombstone), adds
+  // to a set-clock the dots of element keys it has not seen, drops an
+  // unreadable set-tombstone, fixes the sweep queue, and deletes
+  // undecodable keys. Reports each loss. Idempotent: run it again after an
+  // interruption. REQUIRES: no replica of the keyspace is open.
+  // `progress`, if set, is called every few thousand keys.
+  static absl::StatusOr<RepairReport> Repair(
+      Store* store, const ReplicaOptions& options,
+      const KeysProgress& progress = nullptr);
 
   // Destroying a replica without Close is a crash, for the next Open.
   ~Replica();
@@ -220,6 +239,9 @@ class BIGSET_EXPORT Replica {
 
   // The set's clock as of now (a copy).
   absl::StatusOr<Clock> GetClock(std::string_view set);
+  // The set's tombstone as of now (a copy): removed events whose keys may
+  // not be swept yet.
+  absl::StatusOr<Clock> GetTombstone(std::string_view set);
 
   // Names of the sets in this keyspace, ascending: those after `after` (all
   // if absent), at most `limit` of them (0: no limit). Seeks from set to
@@ -230,8 +252,8 @@ class BIGSET_EXPORT Replica {
   // Scans the whole keyspace and reports every inconsistency without
   // changing anything: element keys whose dot the set-clock has not seen,
   // element keys or tombstones of a set without a set-clock, undecodable
-  // keys or values.
-  absl::StatusOr<VerifyReport> Verify();
+  // keys or values. `progress`, if set, is called every few thousand keys.
+  absl::StatusOr<VerifyReport> Verify(const KeysProgress& progress = nullptr);
 
   ReplicaStats stats() const;
   absl::StatusOr<SetStats> GetSetStats(std::string_view set);

@@ -4,6 +4,7 @@
 #define BIGSET_REPLICA_REPLICA_STATS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct ReplicaStats {
   uint64_t sweep_errors = 0;
 };
 
+// Called now and then by long scans (Verify, Repair) with the number of keys
+// scanned so far, on the scanning thread; for progress displays.
+using KeysProgress = std::function<void(uint64_t keys_scanned)>;
+
 // Sizes of one set's causal metadata on this replica.
 struct SetStats {
   uint64_t clock_bytes = 0;      // encoded set-clock
@@ -55,6 +60,35 @@ struct VerifyReport {
   std::vector<std::string> problems;
 
   bool ok() const { return problem_count == 0; }
+};
+
+// What Replica::Repair found and did. `losses` describes the first
+// problems (at most kMaxLosses), one line each; the counts count all.
+struct RepairReport {
+  static constexpr size_t kMaxLosses = 100;
+
+  uint64_t sets = 0;
+  uint64_t element_keys = 0;
+  // The actor id before (0 if it was lost) and the new one.
+  uint64_t old_actor = 0;
+  uint64_t new_actor = 0;
+  // Sets whose set-clock was missing or unreadable: rebuilt from their
+  // element keys and tombstone. Events the set had seen without keeping a
+  // key (removes) are forgotten.
+  uint64_t clocks_rebuilt = 0;
+  // Sets whose set-clock had not seen some of their element keys' dots (an
+  // older clock survived): the dots were added.
+  uint64_t clocks_extended = 0;
+  uint64_t dots_added = 0;
+  // Unreadable set-tombstones dropped: elements they removed but whose keys
+  // were not swept yet are present again.
+  uint64_t tombstones_dropped = 0;
+  // Sweep-queue entries, snapshots and cursors rewritten or deleted.
+  uint64_t sweep_fixes = 0;
+  // Undecodable keys deleted.
+  uint64_t keys_deleted = 0;
+  uint64_t loss_count = 0;
+  std::vector<std::string> losses;
 };
 
 }  // namespace bigset

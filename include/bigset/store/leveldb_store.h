@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "bigset/export.h"
@@ -32,6 +33,14 @@ namespace bigset {
 struct LevelDbStoreOptions {
   bool create_if_missing = true;
   bool error_if_exists = false;
+  // Open without changing any file on disk: what LevelDB writes while open
+  // (the replay of its log, compactions) stays in memory, and Write and
+  // CompactRange fail with FailedPrecondition. Takes a shared lock, so it
+  // fails with Unavailable while a process holds the database for writing
+  // (and keeps writers out while open). Not for a database that this same
+  // process has open for writing (locks do not conflict within a process).
+  // Implies !create_if_missing.
+  bool read_only = false;
   // Check every block read from disk and stop on the first corruption.
   bool paranoid_checks = true;
   // LRU cache of uncompressed blocks.
@@ -59,6 +68,30 @@ struct LevelDbStoreOptions {
   const leveldb::Comparator* wrapped_comparator = nullptr;
 };
 
+// What LevelDbStore::Repair did, from LevelDB's own account of it.
+struct StoreRepairReport {
+  uint64_t logs = 0;               // write-ahead logs replayed into tables
+  uint64_t log_ops = 0;            // operations saved from them
+  uint64_t log_bytes_dropped = 0;  // corrupt log bytes skipped
+  uint64_t tables = 0;             // table files scanned
+  uint64_t entries = 0;            // entries kept (readable) in them
+  // Tables with unreadable blocks: their readable entries were kept, the
+  // entries of the damaged blocks are lost (LevelDB cannot count them).
+  uint64_t damaged_tables = 0;
+  uint64_t dropped_tables = 0;      // tables that could not be read at all
+  uint64_t unparsable_entries = 0;  // entries skipped for a malformed key
+  // Files moved to PATH/lost/ (damaged tables, logs, old manifests).
+  std::vector<std::string> archived;
+  // LevelDB's repair log, one line per message.
+  std::vector<std::string> log;
+
+  // True if some data was (or may have been) lost.
+  bool lost_data() const {
+    return log_bytes_dropped > 0 || damaged_tables > 0 || dropped_tables > 0 ||
+           unparsable_entries > 0;
+  }
+};
+
 // Whether an adopted database is closed with the store.
 enum class Ownership { kBorrowed, kOwned };
 
@@ -68,6 +101,14 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   // created with another comparator, InvalidArgument for bad options,
   // DataLoss on corruption, Unavailable if it is locked by another process.
   static absl::StatusOr<std::unique_ptr<LevelDbStore>> Open(
+      std::string_view path, const LevelDbStoreOptions& options);
+
+  // Runs LevelDB's repair on the database at `path` (which must not be
+  // open): salvages every readable entry of its tables and logs into new
+  // tables and writes a new manifest; damaged files are moved to
+  // PATH/lost/. Use it when Open fails with DataLoss. What the bigset data
+  // lost is found afterwards by Replica::Repair.
+  static absl::StatusOr<StoreRepairReport> Repair(
       std::string_view path, const LevelDbStoreOptions& options);
 
   // Wraps an open database. REQUIRES: `db` was opened with
@@ -88,12 +129,18 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   absl::Status CompactRange(const KeyRange& range) override;
   absl::StatusOr<uint64_t> ApproximateSize(const KeyRange& range) override;
 
+  bool read_only() const { return read_only_; }
   // The underlying database, for embedders that share it.
   leveldb::DB* db() const { return db_; }
 
  private:
   LevelDbStore(leveldb::DB* db, Ownership ownership);
+  static absl::Status ReadOnlyError();
 
+  // Opened read-only (see LevelDbStoreOptions::read_only).
+  bool read_only_ = false;
+  // The read-only overlay Env; destroyed after db_ (see the destructor).
+  std::unique_ptr<leveldb::Env> env_;
   leveldb::DB* db_;
   Ownership ownership_;
   // Objects the options of an opened database point to; they must outlive
