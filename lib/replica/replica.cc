@@ -303,14 +303,16 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(std::string_view set,
+absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(Iterator* it,
+                                                      std::string_view set,
                                                       std::string_view element,
                                                       const Clock& tombstone) {
   std::vector<Dot> dots;
-  auto it = store_->NewIterator(ReadOptions(),
-                                ElementRange(options_.keyspace, set, element));
+  const KeyRange range = ElementRange(options_.keyspace, set, element);
   ParsedKey key;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  // Bigset keys compare bytewise, so the range's limit bounds the scan.
+  for (it->Seek(range.start); it->Valid() && it->key() < range.limit;
+       it->Next()) {
     absl::Status s = DecodeKey(it->key(), &key);
     if (!s.ok()) return SetCorruption(set, "bad element key", s.message());
     if (!tombstone.Seen(key.dot)) dots.push_back(key.dot);
@@ -362,12 +364,19 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
     std::vector<Dot> removed;
   };
   absl::flat_hash_map<std::string, Pending> pending;
+  std::unique_ptr<Iterator> elements_it;
   for (const UpdateOp& op : ops) {
     DeltaOp& d = delta.ops.emplace_back();
     d.element = op.element;
     if (op.context_from_replica) {
+      // One iterator for the whole update: creating one per element would
+      // cost more than its seek.
+      if (elements_it == nullptr) {
+        elements_it = store_->NewIterator(
+            ReadOptions(), ElementsRange(options_.keyspace, set));
+      }
       absl::StatusOr<std::vector<Dot>> current =
-          CurrentDots(set, op.element, state->tombstone);
+          CurrentDots(elements_it.get(), set, op.element, state->tombstone);
       if (!current.ok()) {
         stripe.cache->Erase(set);
         return current.status();

@@ -112,6 +112,13 @@ def test_round_trip(tmp):
     check(swept["keys_deleted"] == 3, swept)
     out, _ = run("dump", "fruits", db=db)
     check(not any(l.startswith("element") for l in lines(out)), out)
+    # Duplicates in a bulk add, within a batch and across batches, keep one
+    # key per element (the filter that skips seeks must not skip these).
+    run("add", "dups", "-", "--batch", "2", stdin=b"a\na\nb\na\nb\nc\n",
+        db=db)
+    out, _ = run("dump", "dups", db=db)
+    elems = [l.split("\t")[2] for l in lines(out) if l.startswith("element")]
+    check(elems == ["a", "b", "c"], out)
     run("count", "nosuchset", db=db, expect=1)
     run("members", "nosuchset", db=db, expect=1)
 

@@ -152,6 +152,18 @@ std::string JsonString(std::string_view text) {
   return out;
 }
 
+absl::StatusOr<std::string> BytesFormat::Parse(std::string_view arg) const {
+  if (!hex) return std::string(arg);
+  absl::StatusOr<std::string> bytes = FromHex(arg);
+  if (!bytes.ok()) {
+    constexpr size_t kShown = 40;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--hex: \"", Printable(arg.substr(0, kShown)),
+        arg.size() > kShown ? "..." : "", "\": ", bytes.status().message()));
+  }
+  return bytes;
+}
+
 std::string BytesFormat::Json(std::string_view bytes) const {
   if (hex) return JsonString(ToHex(bytes));
   if (IsValidUtf8(bytes)) return JsonString(bytes);

@@ -39,11 +39,8 @@ std::string JsonString(std::string_view text);
 struct BytesFormat {
   bool hex = false;
 
-  // Parses a command-line argument.
-  absl::StatusOr<std::string> Parse(std::string_view arg) const {
-    if (hex) return FromHex(arg);
-    return std::string(arg);
-  }
+  // Parses a command-line argument (or an input line).
+  absl::StatusOr<std::string> Parse(std::string_view arg) const;
   std::string Text(std::string_view bytes) const {
     return hex ? ToHex(bytes) : Printable(bytes);
   }

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "element_filter.h"
 #include "progress.h"
 
 namespace bigset::tool {
@@ -25,9 +26,15 @@ struct UpdateArgs {
 
 // Adds or removes `elements` (already parsed) in one update; counts into
 // *changed the elements a remove found present (every add counts).
+//
+// An add reads the element's current dots (a store seek) to replace them,
+// unless `filter` says the element certainly has none: the filter holds
+// every element the set had when the load started and every element added
+// since, and the tool has the store to itself (LevelDB's lock), so nothing
+// else adds to the set meanwhile.
 absl::Status ApplyBatch(Replica& replica, const std::string& set,
                         UpdateOp::Kind kind, std::vector<std::string>& elements,
-                        uint64_t* changed) {
+                        ElementFilter* filter, uint64_t* changed) {
   std::vector<UpdateOp> ops;
   ops.reserve(elements.size());
   for (std::string& e : elements) {
@@ -37,6 +44,10 @@ absl::Status ApplyBatch(Replica& replica, const std::string& set,
     // Like LocalSets: an add replaces the element's dots (one key per
     // element), a remove removes what the replica holds.
     op.context_from_replica = true;
+    if (filter != nullptr && kind == UpdateOp::Kind::kAdd) {
+      op.context_from_replica = filter->MayContain(op.element);
+      filter->Insert(op.element);
+    }
     ops.push_back(std::move(op));
   }
   absl::StatusOr<Delta> delta = replica.Update(set, ops);
@@ -51,8 +62,26 @@ absl::Status ApplyBatch(Replica& replica, const std::string& set,
 absl::Status ApplyLines(Context& ctx, Replica& replica, const std::string& set,
                         UpdateOp::Kind kind, std::FILE* in, size_t batch,
                         uint64_t* total, uint64_t* changed) {
-  Progress progress(ctx.progress(), "elements");
   const BytesFormat b = ctx.bytes();
+  // A bulk add first notes the set's elements in a filter (a streaming
+  // read, much cheaper than a seek per input line).
+  std::unique_ptr<ElementFilter> filter;
+  if (kind == UpdateOp::Kind::kAdd) {
+    filter = std::make_unique<ElementFilter>();
+    absl::StatusOr<std::unique_ptr<SetReader>> reader = replica.Read(set);
+    if (!reader.ok()) return reader.status();
+    Progress scan(ctx.progress(), "elements read");
+    std::vector<ElementDots> chunk;
+    bool more = true;
+    while (more) {
+      absl::StatusOr<bool> next = (*reader)->Next(&chunk);
+      if (!next.ok()) return next.status();
+      more = *next;
+      for (const ElementDots& e : chunk) filter->Insert(e.element);
+      scan.Add(chunk.size());
+    }
+  }
+  Progress progress(ctx.progress(), "elements");
   return ForEachLineBatch(
       in, batch, [&](std::vector<std::string>& lines) -> absl::Status {
         if (b.hex) {
@@ -67,7 +96,7 @@ absl::Status ApplyLines(Context& ctx, Replica& replica, const std::string& set,
         }
         *total += lines.size();
         progress.Add(lines.size());
-        return ApplyBatch(replica, set, kind, lines, changed);
+        return ApplyBatch(replica, set, kind, lines, filter.get(), changed);
       });
 }
 
@@ -114,7 +143,7 @@ absl::StatusOr<int> RunUpdate(Context& ctx, const UpdateArgs& args,
           elements.begin() + static_cast<ptrdiff_t>(i),
           elements.begin() + static_cast<ptrdiff_t>(
                                  std::min(elements.size(), i + args.batch)));
-      s = ApplyBatch(*open->replica, set, kind, part, &changed);
+      s = ApplyBatch(*open->replica, set, kind, part, nullptr, &changed);
     }
   } else {
     s = ApplyLines(ctx, *open->replica, set, kind, in, args.batch, &total,

@@ -325,7 +325,8 @@ class BIGSET_EXPORT Replica {
                     WriteBatch* batch, StateChanges* changes);
   void ApplyClear(const Clock& clock, SetState* state, StateChanges* changes);
   // Dots of `element` present on the replica now (tombstone filtered).
-  absl::StatusOr<std::vector<Dot>> CurrentDots(std::string_view set,
+  absl::StatusOr<std::vector<Dot>> CurrentDots(Iterator* it,
+                                               std::string_view set,
                                                std::string_view element,
                                                const Clock& tombstone);
   // A snapshot and a copy of the set's tombstone and clock, consistent.
