@@ -109,4 +109,15 @@ run "local_sets (meson subproject)" "$proj/build/consumer" "$work/db-sub"
   $(pkg-config --cflags --libs bigset_testing) -Wl,--disable-new-dtags,-rpath,"$prefix/lib"
 run "simulator (bigset_testing)" "$work/simulator"
 
+# The tool is installed with the library and works from the prefix.
+tool_db="$work/tool-db"
+"$prefix/bin/bigset" --db "$tool_db" --create add fruits apple quince >/dev/null
+tool_out="$("$prefix/bin/bigset" --db "$tool_db" members fruits | tr '\n' ' ')"
+if [[ "$tool_out" != "apple quince " ]]; then
+  echo "consumer: installed bigset tool printed '$tool_out'" >&2
+  exit 1
+fi
+echo "consumer bigset tool (installed): ok (fruits: $tool_out)"
+passed=$((passed + 1))
+
 echo "consumer test: $passed programs built and ran"

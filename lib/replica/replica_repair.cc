@@ -79,6 +79,7 @@ class Repairer {
     snapshot_ = store_->GetSnapshot();
     ro_.snapshot = snapshot_.get();
     ro_.fill_cache = false;
+    BIGSET_RETURN_IF_ERROR(DeleteOutsideSections());
     BIGSET_RETURN_IF_ERROR(ScanSweepState());
     BIGSET_RETURN_IF_ERROR(ScanSets());
     // Leftover sweep state of sets that have no keys at all.
@@ -119,8 +120,9 @@ class Repairer {
       coding::Reader in(value);
       uint8_t version = 0;
       ActorId actor = 0;
+      // Actor 0 is invalid too (Open refuses it as undecodable).
       if (in.GetByte(&version) && version == kActorFormatVersion &&
-          in.GetFixed64BE(&actor) && in.empty()) {
+          in.GetFixed64BE(&actor) && in.empty() && actor != 0) {
         report_.old_actor = actor;
       } else {
         Loss("the actor id was undecodable");
@@ -147,6 +149,31 @@ class Repairer {
     WriteOptions sync;
     sync.sync = true;
     return store_->Write(sync, batch);
+  }
+
+  // Deletes the keys of the keyspace outside its metadata and set sections
+  // (no such key decodes; Verify reports each).
+  absl::Status DeleteOutsideSections() {
+    const KeyRange all = KeyspaceRange(ks_);
+    const KeyRange outside[] = {{all.start, MetadataRange(ks_).start},
+                                {AllSetsRange(ks_).limit, all.limit}};
+    WriteBatch batch;
+    for (const KeyRange& range : outside) {
+      auto it = store_->NewIterator(ro_, range);
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        batch.Delete(it->key());
+        ++report_.keys_deleted;
+        Loss(absl::StrCat("deleted a key outside the keyspace's sections: ",
+                          Printable(it->key())));
+        if (batch.Count() >= 1000) {
+          BIGSET_RETURN_IF_ERROR(store_->Write(WriteOptions(), batch));
+          batch.Clear();
+        }
+      }
+      BIGSET_RETURN_IF_ERROR(it->status());
+    }
+    if (batch.Count() == 0) return absl::OkStatus();
+    return store_->Write(WriteOptions(), batch);
   }
 
   absl::Status ScanSweepState() {
@@ -213,6 +240,10 @@ class Repairer {
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       if (progress_ && ++scanned_ % 4096 == 0) progress_(scanned_);
       absl::Status s = DecodeKey(it->key(), &key);
+      // Counter 0 is not a dot: no clock can see such an element key.
+      if (s.ok() && key.kind == KeyKind::kElement && key.dot.counter == 0) {
+        s = absl::InvalidArgumentError("an element key with counter 0");
+      }
       if (!s.ok()) {
         batch.Delete(it->key());
         ++report_.keys_deleted;

@@ -214,6 +214,11 @@ void CountRepairLine(const std::string& line, StoreRepairReport* r) {
   } else if (std::sscanf(line.c_str(), "Log #%llu: dropping %d bytes", &a,
                          &n) == 2) {
     r->log_bytes_dropped += static_cast<uint64_t>(std::max(n, 0));
+  } else if (line.find(": ignoring ") != std::string::npos &&
+             line.rfind("Log #", 0) == 0) {
+    // A record whose checksum held but whose batch did not decode, or a
+    // log that could not be converted: its operations are lost.
+    ++r->log_records_dropped;
   } else if (std::sscanf(line.c_str(), "Table #%llu: %d entries %31s", &a, &n,
                          word) == 3) {
     if (std::string_view(word) == "repaired") return;  // Counted already.
@@ -305,7 +310,20 @@ absl::StatusOr<StoreRepairReport> LevelDbStore::Repair(
       })) {
     return absl::NotFoundError(absl::StrCat("no database at ", dir));
   }
+  // LevelDB's repair takes no lock of its own: hold the database's, so a
+  // database another process has open is refused, not rewritten under it.
+  leveldb::FileLock* lock = nullptr;
+  const std::string lock_path = dir + "/LOCK";
+  if (env->FileExists(lock_path)) {
+    leveldb::Status ls = env->LockFile(lock_path, &lock);
+    if (!ls.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("database at ", dir,
+                       " is in use by another process: ", ls.ToString()));
+    }
+  }
   leveldb::Status s = leveldb::RepairDB(dir, native->options);
+  if (lock != nullptr) env->UnlockFile(lock);
   StoreRepairReport report;
   for (const std::string& line : logger.lines) CountRepairLine(line, &report);
   report.log = std::move(logger.lines);

@@ -1,6 +1,7 @@
 #include "store/read_only_env.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,16 +99,44 @@ class NullLogger final : public leveldb::Logger {
   void Logv(const char*, std::va_list) override {}
 };
 
+// The shared locks this process holds on lock files. fcntl locks belong to
+// the process, and closing any descriptor of a file releases all of them:
+// so every read-only open of one database in this process shares one
+// descriptor (and its lock), closed with the last of them.
+struct LockRegistry {
+  struct Entry {
+    std::vector<int> fds;  // fds[0] holds the lock; the rest are spares.
+    int refs = 0;
+  };
+  using Key = std::pair<dev_t, ino_t>;
+  absl::Mutex mu;
+  std::map<Key, Entry> entries ABSL_GUARDED_BY(mu);
+};
+
+LockRegistry& Locks() {
+  static LockRegistry* registry = new LockRegistry;
+  return *registry;
+}
+
 // A shared lock on the real lock file (or none if it does not exist).
 class SharedLock final : public leveldb::FileLock {
  public:
-  explicit SharedLock(int fd) : fd_(fd) {}
+  SharedLock() = default;
+  explicit SharedLock(LockRegistry::Key key) : key_(key), held_(true) {}
   ~SharedLock() override {
-    if (fd_ >= 0) ::close(fd_);  // Closing the file releases the lock.
+    if (!held_) return;
+    LockRegistry& r = Locks();
+    absl::MutexLock l(&r.mu);
+    auto it = r.entries.find(key_);
+    if (it == r.entries.end() || --it->second.refs > 0) return;
+    // Closing the last descriptor releases the lock.
+    for (int fd : it->second.fds) ::close(fd);
+    r.entries.erase(it);
   }
 
  private:
-  int fd_;
+  LockRegistry::Key key_{};
+  bool held_ = false;
 };
 
 std::string ParentOf(const std::string& path) {
@@ -247,10 +276,35 @@ class ReadOnlyEnv final : public leveldb::EnvWrapper {
   }
 
   Status LockFile(const std::string& f, leveldb::FileLock** lock) override {
+    LockRegistry& r = Locks();
+    absl::MutexLock l(&r.mu);
+    // Look for a lock this process holds before opening the file: opening
+    // and closing another descriptor of it would release that lock.
+    struct stat st;
+    if (::stat(f.c_str(), &st) != 0) {
+      if (errno != ENOENT) return Status::IOError("lock " + f, strerror(errno));
+      *lock = new SharedLock();
+      return Status::OK();
+    }
+    LockRegistry::Key key{st.st_dev, st.st_ino};
+    if (auto it = r.entries.find(key); it != r.entries.end()) {
+      ++it->second.refs;
+      *lock = new SharedLock(key);
+      return Status::OK();
+    }
     int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       if (errno != ENOENT) return Status::IOError("lock " + f, strerror(errno));
-      *lock = new SharedLock(-1);
+      *lock = new SharedLock();
+      return Status::OK();
+    }
+    if (::fstat(fd, &st) == 0) key = {st.st_dev, st.st_ino};
+    if (auto it = r.entries.find(key); it != r.entries.end()) {
+      // The file was replaced by one this process holds: keep the
+      // descriptor (closing it would release the lock).
+      it->second.fds.push_back(fd);
+      ++it->second.refs;
+      *lock = new SharedLock(key);
       return Status::OK();
     }
     struct flock fl;
@@ -262,7 +316,10 @@ class ReadOnlyEnv final : public leveldb::EnvWrapper {
       ::close(fd);
       return Status::IOError("lock " + f, strerror(err));
     }
-    *lock = new SharedLock(fd);
+    LockRegistry::Entry& e = r.entries[key];
+    e.fds.push_back(fd);
+    e.refs = 1;
+    *lock = new SharedLock(key);
     return Status::OK();
   }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "bigset/keys/keys.h"
 #include "commands.h"
 #include "progress.h"
@@ -92,6 +93,18 @@ absl::StatusOr<int> RunStats(Context& ctx, const StatsArgs& args) {
   TOOL_ASSIGN_OR_RETURN(uint64_t store_bytes, open.store->ApproximateSize(
                                                   KeyspaceRange(ctx.keyspace)));
   const ReplicaStats stats = r.stats();
+  // LevelDB's own account: files and sizes per level.
+  std::string leveldb_stats;
+  open.store->db()->GetProperty("leveldb.stats", &leveldb_stats);
+  std::string files_per_level;
+  for (int level = 0; level < 7; ++level) {
+    std::string n;
+    if (!open.store->db()->GetProperty(
+            absl::StrCat("leveldb.num-files-at-level", level), &n)) {
+      break;
+    }
+    absl::StrAppend(&files_per_level, level == 0 ? "" : ",", n);
+  }
   // Per-set sizes, for the first `limit` sets; all sets are counted.
   std::vector<std::string> lines;
   uint64_t sets = 0;
@@ -131,7 +144,10 @@ absl::StatusOr<int> RunStats(Context& ctx, const StatsArgs& args) {
         "{\"keyspace\":", ctx.keyspace, ",\"actor\":", r.actor(),
         ",\"store_approximate_bytes\":", store_bytes, ",\"sets\":", sets,
         ",\"sweep_queue_length\":", stats.sweep_queue_length,
-        ",\"set_sizes\":[", sets_json, "]}"));
+        ",\"replica\":{\"clock_cache_hits\":", stats.clock_cache_hits,
+        ",\"clock_cache_misses\":", stats.clock_cache_misses,
+        "},\"files_per_level\":[", files_per_level, "]", ",\"set_sizes\":[",
+        sets_json, "]}"));
     return kExitOk;
   }
   ctx.out.Line(absl::StrCat("keyspace:     ", ctx.keyspace));
@@ -141,6 +157,12 @@ absl::StatusOr<int> RunStats(Context& ctx, const StatsArgs& args) {
   ctx.out.Line(absl::StrCat("sets:         ", sets));
   ctx.out.Line(absl::StrCat("sweep queue:  ", stats.sweep_queue_length,
                             " sets to sweep"));
+  ctx.out.Line(absl::StrCat("clock cache:  ", stats.clock_cache_hits, " hits, ",
+                            stats.clock_cache_misses, " misses (this run)"));
+  ctx.out.Line("leveldb:");
+  for (absl::string_view l : absl::StrSplit(leveldb_stats, '\n')) {
+    if (!l.empty()) ctx.out.Line(absl::StrCat("  ", l));
+  }
   if (!lines.empty()) {
     ctx.out.Line(args.limit != 0 && sets > args.limit
                      ? absl::StrCat("first ", args.limit, " sets:")

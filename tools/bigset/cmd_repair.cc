@@ -99,6 +99,10 @@ absl::StatusOr<int> RunRepair(Context& ctx, const RepairArgs& args) {
     out.Line(absl::StrCat("  LOST: ", store_report.log_bytes_dropped,
                           " bytes of damaged log records"));
   }
+  if (store_report.log_records_dropped > 0) {
+    out.Line(absl::StrCat("  LOST: ", store_report.log_records_dropped,
+                          " log records LevelDB could not apply"));
+  }
   if (store_report.unparsable_entries > 0) {
     out.Line(absl::StrCat("  LOST: ", store_report.unparsable_entries,
                           " entries with malformed keys"));

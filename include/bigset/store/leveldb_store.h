@@ -73,8 +73,10 @@ struct StoreRepairReport {
   uint64_t logs = 0;               // write-ahead logs replayed into tables
   uint64_t log_ops = 0;            // operations saved from them
   uint64_t log_bytes_dropped = 0;  // corrupt log bytes skipped
-  uint64_t tables = 0;             // table files scanned
-  uint64_t entries = 0;            // entries kept (readable) in them
+  // Log records (or whole logs) LevelDB could not apply and ignored.
+  uint64_t log_records_dropped = 0;
+  uint64_t tables = 0;   // table files scanned
+  uint64_t entries = 0;  // entries kept (readable) in them
   // Tables with unreadable blocks: their readable entries were kept, the
   // entries of the damaged blocks are lost (LevelDB cannot count them).
   uint64_t damaged_tables = 0;
@@ -87,8 +89,8 @@ struct StoreRepairReport {
 
   // True if some data was (or may have been) lost.
   bool lost_data() const {
-    return log_bytes_dropped > 0 || damaged_tables > 0 || dropped_tables > 0 ||
-           unparsable_entries > 0;
+    return log_bytes_dropped > 0 || log_records_dropped > 0 ||
+           damaged_tables > 0 || dropped_tables > 0 || unparsable_entries > 0;
   }
 };
 
@@ -104,7 +106,8 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
       std::string_view path, const LevelDbStoreOptions& options);
 
   // Runs LevelDB's repair on the database at `path` (which must not be
-  // open): salvages every readable entry of its tables and logs into new
+  // open; Unavailable if another process holds it): salvages every
+  // readable entry of its tables and logs into new
   // tables and writes a new manifest; damaged files are moved to
   // PATH/lost/. Use it when Open fails with DataLoss. What the bigset data
   // lost is found afterwards by Replica::Repair.
