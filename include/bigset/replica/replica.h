@@ -215,6 +215,33 @@ class BIGSET_EXPORT Replica {
   absl::Status StartSweeper(const SweepOptions& options = {});
   void StopSweeper();
 
+  // ---- Transfer of a set (hand-off; docs/DESIGN.md, "Membership changes
+  // and hand-off"). The sender streams the set with Read: one snapshot's
+  // set-clock and the element keys its tombstone does not cover, in key
+  // order, in chunks. The receiver applies the chunks in order with
+  // ApplyTransferChunk, which records every dot it was sent in the
+  // caller's `tracker` (one per transfer, starting empty), then calls
+  // FinishTransfer with the sender's set-clock. A transfer that fails
+  // restarts from the beginning of the set with an empty tracker; applying
+  // a chunk again is harmless. Several transfers to one set may run at once,
+  // each with its own tracker.
+
+  // Stores each sent key whose dot the set-clock has not seen (the dot
+  // enters the set-clock) and adds every sent dot to *tracker. One atomic
+  // batch. InvalidArgument, changing nothing, if a dot claims an event of
+  // this replica's actor that it never generated.
+  absl::Status ApplyTransferChunk(std::string_view set,
+                                  std::span<const ElementDots> chunk,
+                                  Clock* tracker);
+  // Ends a transfer: the events the sender saw but did not send
+  // (`sender_clock` minus `tracker`: removed there) that this replica has
+  // seen go into the set-tombstone (with the set's sweep-queue entry), and
+  // `sender_clock` into the set-clock. One atomic batch. InvalidArgument if
+  // `sender_clock` claims events of this replica's actor it never
+  // generated.
+  absl::Status FinishTransfer(std::string_view set, const Clock& sender_clock,
+                              const Clock& tracker);
+
   // Streams `set` from one snapshot (see set_reader.h).
   absl::StatusOr<std::unique_ptr<SetReader>> Read(
       std::string_view set, const SetReadOptions& options = {});

@@ -1,0 +1,85 @@
+// The receiving side of a set transfer (hand-off): ApplyTransferChunk and
+// FinishTransfer (docs/DESIGN.md, "Membership changes and hand-off").
+
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "bigset/replica/replica.h"
+#include "core/status_macros.h"
+#include "replica/replica_internal.h"
+#include "replica/set_state.h"
+
+namespace bigset {
+
+absl::Status Replica::ApplyTransferChunk(std::string_view set,
+                                         std::span<const ElementDots> chunk,
+                                         Clock* tracker) {
+  if (tracker == nullptr) return absl::InvalidArgumentError("tracker is null");
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  SetState* state = *loaded;
+  for (const ElementDots& e : chunk) {
+    BIGSET_RETURN_IF_ERROR(CheckOwnDots(set, state->clock, e.dots));
+    for (Dot dot : e.dots) {
+      if (!dot.valid()) {
+        return absl::InvalidArgumentError("a transfer chunk holds dot 0");
+      }
+    }
+  }
+  WriteBatch batch;
+  StateChanges changes;
+  std::vector<Dot> sent;
+  for (const ElementDots& e : chunk) {
+    for (Dot dot : e.dots) {
+      sent.push_back(dot);
+      // A seen dot is either stored already or removed here: never write
+      // it (that would resurrect a removed element).
+      if (state->clock.Seen(dot)) continue;
+      batch.Put(ElementKey(options_.keyspace, set, e.element, dot), "");
+      state->clock.AddDot(dot);
+      changes.clock.Touch(dot.actor, dot.counter);
+    }
+  }
+  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
+  counters_.keys_written.fetch_add(batch.Count(), std::memory_order_relaxed);
+  tracker->AddDots(sent);
+  return absl::OkStatus();
+}
+
+absl::Status Replica::FinishTransfer(std::string_view set,
+                                     const Clock& sender_clock,
+                                     const Clock& tracker) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  SetState* state = *loaded;
+  if (sender_clock.MaxCounter(actor_) > state->clock.MaxCounter(actor_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "set \"", replica_internal::Printable(set),
+        "\": the sender's set-clock claims events of this replica's actor "
+        "that it never generated"));
+  }
+  // Removed at the sender: seen there, not sent. Only what this replica has
+  // seen can have keys here to hide.
+  const Clock removed = Clock::Complement(sender_clock, tracker);
+  const Clock to_tombstone = Clock::Intersection(removed, state->clock);
+  WriteBatch batch;
+  StateChanges changes;
+  if (!state->tombstone.Descends(to_tombstone)) {
+    state->tombstone.Merge(to_tombstone);
+    changes.tombstone.TouchClock(to_tombstone);
+    changes.tombstone_grew = true;
+  }
+  if (!state->clock.Descends(sender_clock)) {
+    state->clock.Merge(sender_clock);
+    changes.clock.TouchClock(sender_clock);
+  }
+  return Commit(stripe, set, state, &batch, changes);
+}
+
+}  // namespace bigset
