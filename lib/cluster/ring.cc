@@ -1,7 +1,10 @@
 #include "bigset/cluster/ring.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <string_view>
+#include <utility>
 
 namespace bigset {
 
@@ -34,12 +37,31 @@ absl::StatusOr<Ring> Ring::Create(std::vector<NodeId> nodes,
   Ring r;
   r.ring_size_ = options.ring_size;
   r.n_ = options.n;
+  r.epoch_ = options.epoch;
+  r.placement_ = options.placement;
   r.nodes_ = std::move(nodes);
   r.preference_.resize(r.ring_size_);
+  std::vector<std::pair<uint64_t, NodeId>> scored;
   for (uint32_t p = 0; p < r.ring_size_; ++p) {
-    for (int i = 0; i < r.n_; ++i) {
-      r.preference_[p].push_back(r.nodes_[(p + i) % r.nodes_.size()]);
+    if (r.placement_ == Placement::kRoundRobin) {
+      for (int i = 0; i < r.n_; ++i) {
+        r.preference_[p].push_back(r.nodes_[(p + i) % r.nodes_.size()]);
+      }
+      continue;
     }
+    scored.clear();
+    for (NodeId node : r.nodes_) {
+      char key[12];
+      for (int i = 0; i < 4; ++i) key[i] = static_cast<char>(p >> (24 - 8 * i));
+      for (int i = 0; i < 8; ++i) {
+        key[4 + i] = static_cast<char>(node >> (56 - 8 * i));
+      }
+      scored.emplace_back(StableHash(std::string_view(key, sizeof(key))), node);
+    }
+    // Highest score first; the node id breaks (astronomically rare) ties.
+    std::partial_sort(scored.begin(), scored.begin() + r.n_, scored.end(),
+                      std::greater<>());
+    for (int i = 0; i < r.n_; ++i) r.preference_[p].push_back(scored[i].second);
   }
   return r;
 }
@@ -82,6 +104,38 @@ std::map<NodeId, std::vector<uint32_t>> Ring::CoveragePlan() const {
         --left;
         mine.push_back(p);
       }
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<std::vector<PartitionTransfer>> PlanTransfers(
+    const Ring& old_ring, const Ring& new_ring) {
+  if (old_ring.ring_size() != new_ring.ring_size()) {
+    return absl::InvalidArgumentError(
+        "a ring change cannot change the number of partitions");
+  }
+  if (new_ring.epoch() <= old_ring.epoch()) {
+    return absl::InvalidArgumentError(
+        "the new ring's epoch must be higher than the old one's");
+  }
+  std::vector<PartitionTransfer> plan;
+  for (uint32_t p = 0; p < old_ring.ring_size(); ++p) {
+    const std::vector<NodeId>& before = old_ring.PreferenceList(p);
+    const std::vector<NodeId>& after = new_ring.PreferenceList(p);
+    auto holds = [](const std::vector<NodeId>& list, NodeId n) {
+      return std::find(list.begin(), list.end(), n) != list.end();
+    };
+    std::vector<NodeId> leaving, joining;
+    for (NodeId n : before) {
+      if (!holds(after, n)) leaving.push_back(n);
+    }
+    for (NodeId n : after) {
+      if (!holds(before, n)) joining.push_back(n);
+    }
+    for (size_t i = 0; i < joining.size(); ++i) {
+      plan.push_back(PartitionTransfer{
+          p, i < leaving.size() ? leaving[i] : before.front(), joining[i]});
     }
   }
   return plan;

@@ -25,9 +25,25 @@ namespace bigset {
 // free for the node's own metadata.
 inline constexpr uint32_t kMaxRingSize = uint32_t{1} << 24;
 
+// How partitions are placed on nodes.
+enum class Placement {
+  // Partition p on nodes p, p+1, ..., p+n-1 (mod the node count): even,
+  // but adding or removing a node changes almost every preference list.
+  kRoundRobin,
+  // Rendezvous (highest random weight) hashing: the n nodes with the
+  // highest StableHash(p, node). A node that joins takes about n/(N+1) of
+  // the partition replicas and every other replica stays where it was; a
+  // node that leaves gives up only its own.
+  kRendezvous,
+};
+
 struct RingOptions {
   uint32_t ring_size = 64;  // Partitions.
   int n = 3;                // Replicas per partition.
+  // Rings with a higher epoch replace rings with a lower one (the
+  // embedder's membership authority numbers them).
+  uint64_t epoch = 0;
+  Placement placement = Placement::kRoundRobin;
 };
 
 class BIGSET_EXPORT Ring {
@@ -39,6 +55,8 @@ class BIGSET_EXPORT Ring {
                                      const RingOptions& options);
 
   uint32_t ring_size() const { return ring_size_; }
+  uint64_t epoch() const { return epoch_; }
+  Placement placement() const { return placement_; }
   int n() const { return n_; }
   const std::vector<NodeId>& nodes() const { return nodes_; }
 
@@ -63,12 +81,36 @@ class BIGSET_EXPORT Ring {
 
   uint32_t ring_size_ = 0;
   int n_ = 0;
+  uint64_t epoch_ = 0;
+  Placement placement_ = Placement::kRoundRobin;
   std::vector<NodeId> nodes_;
   std::vector<std::vector<NodeId>> preference_;
 };
 
 // 64-bit FNV-1a, the ring's stable hash.
 BIGSET_EXPORT uint64_t StableHash(std::string_view bytes);
+
+// One partition replica to hand off when the ring changes: `from` streams
+// the partition to `to`.
+struct PartitionTransfer {
+  uint32_t partition = 0;
+  NodeId from = 0;
+  NodeId to = 0;
+  friend bool operator==(const PartitionTransfer&,
+                         const PartitionTransfer&) = default;
+};
+
+// The hand-offs that take `old_ring` to `new_ring`, by partition. A
+// partition whose preference list has the same nodes (in any order) moves
+// nothing. Otherwise every node that joins its list receives it from one
+// node of the old list: the nodes that leave the list hand over, paired in
+// list order with the nodes that join, so that what only a leaving node
+// holds reaches the new list; joiners beyond the leavers receive from the
+// old owner. Every node computes the same plan from the same two rings.
+// InvalidArgument unless both have the same ring_size and the new epoch is
+// higher.
+BIGSET_EXPORT absl::StatusOr<std::vector<PartitionTransfer>> PlanTransfers(
+    const Ring& old_ring, const Ring& new_ring);
 
 }  // namespace bigset
 
