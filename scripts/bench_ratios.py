@@ -88,6 +88,10 @@ def main(path):
         r = ips("BM_ClusterFullRead/r:2/1000000") / ips("BM_FullRead/bigset/1000000")
         row("cluster full read / replica full read", f"{r:.3f}", ">= 0.4", r >= 0.4)
 
+    if have("BM_SetTransfer/replica/1000000", "BM_FullRead/bigset/1000000"):
+        r = ips("BM_SetTransfer/replica/1000000") / ips("BM_FullRead/bigset/1000000")
+        row("set transfer, replica to replica / full read", f"{r:.3f}", "(report)", True)
+
     if have("BM_CountAfterClear/1000000", "BM_Count/fresh/1000"):
         r = time("BM_CountAfterClear/1000000") / time("BM_Count/fresh/1000")
         row("count after clear+sweep / fresh count", f"{r:.2f}", "<= 2", r <= 2)
