@@ -51,10 +51,14 @@ absl::StatusOr<Ring> Ring::Create(std::vector<NodeId> nodes,
     }
     scored.clear();
     for (NodeId node : r.nodes_) {
-      char key[12];
-      for (int i = 0; i < 4; ++i) key[i] = static_cast<char>(p >> (24 - 8 * i));
-      for (int i = 0; i < 8; ++i) {
-        key[4 + i] = static_cast<char>(node >> (56 - 8 * i));
+      // The partition and the node id, each as 8 big-endian bytes (widened
+      // first: NodeId is narrower than 64 bits).
+      const uint64_t parts[2] = {p, static_cast<uint64_t>(node)};
+      char key[16];
+      for (int j = 0; j < 2; ++j) {
+        for (int i = 0; i < 8; ++i) {
+          key[8 * j + i] = static_cast<char>(parts[j] >> (56 - 8 * i));
+        }
       }
       scored.emplace_back(StableHash(std::string_view(key, sizeof(key))), node);
     }
