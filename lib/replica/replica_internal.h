@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "bigset/replica/replica.h"
+#include "core/clock_storage.h"
 #include "core/string_view_compat.h"
 #include "replica/clock_cache.h"
 #include "replica/stored_clock.h"
@@ -83,6 +84,26 @@ std::optional<std::string_view> DecodeSweepValue(std::string_view value);
 // True if `cursor` is empty or one of `set`'s element keys.
 bool ValidSweepCursor(KeyspaceId keyspace, std::string_view set,
                       std::string_view cursor);
+
+// The sweep-queue entry named `name` (the metadata name after kSweepQueue:
+// shard byte, set) with `value` is well formed.
+bool ValidSweepQueueEntry(std::string_view name, std::string_view value);
+// A sweep snapshot's clock; nullopt if its value is undecodable.
+std::optional<Clock> DecodeSweepSnapshot(std::string_view value);
+
+// One stored clock (set-clock or set-tombstone) read key by key, as Verify
+// and Repair scan a keyspace: whether any key was seen, the first problem
+// with its keys, and after Finish the clock if it is readable.
+struct StoredClockScan {
+  clock_storage::Loader loader;
+  bool any = false;
+  std::optional<std::string> problem;
+  std::optional<Clock> clock;
+
+  void Add(const ParsedKey& key, std::string_view value);
+  // Sets `clock`, or `problem` if the keys do not form one. Call once.
+  void Finish();
+};
 
 inline std::string Printable(std::string_view s) {
   return absl::CHexEscape(ToAbsl(s));

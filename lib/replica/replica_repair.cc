@@ -24,39 +24,13 @@ using replica_internal::kActorFormatVersion;
 using replica_internal::kActorMetadata;
 using replica_internal::kSweepCursor;
 using replica_internal::kSweepQueue;
-using replica_internal::kSweepShards;
 using replica_internal::kSweepSnapshot;
 using replica_internal::Printable;
 using replica_internal::SnapshotKey;
+using replica_internal::StoredClockScan;
 using replica_internal::SweepQueueKey;
 
 namespace {
-
-// One stored clock (set-clock or set-tombstone) as the scan finds it.
-struct FoundClock {
-  clock_storage::Loader loader;
-  bool any = false;  // Some key of it was seen.
-  std::optional<std::string> problem;
-
-  void Add(const ParsedKey& key, std::string_view value) {
-    any = true;
-    if (problem.has_value()) return;
-    absl::Status s =
-        key.segment ? loader.AddSegment(key.dot.actor, key.dot.counter, value)
-                    : loader.AddHeader(value);
-    if (!s.ok()) problem = std::string(s.message());
-  }
-  // The clock, or nullopt if it is missing or unreadable.
-  std::optional<Clock> Finish() {
-    if (!any || problem.has_value()) return std::nullopt;
-    absl::StatusOr<Clock> c = loader.Finish();
-    if (!c.ok()) {
-      problem = std::string(c.status().message());
-      return std::nullopt;
-    }
-    return std::move(*c);
-  }
-};
 
 // The sweeper's persisted state as found.
 struct SweepFound {
@@ -191,10 +165,7 @@ class Repairer {
       std::string_view value = meta->value();
       if (name.starts_with(kSweepQueue)) {
         name.remove_prefix(kSweepQueue.size());
-        if (name.empty() || static_cast<uint8_t>(name[0]) >= kSweepShards ||
-            static_cast<uint8_t>(name[0]) !=
-                replica_internal::SweepShardOf(name.substr(1)) ||
-            !DecodeSweepValue(value).has_value()) {
+        if (!replica_internal::ValidSweepQueueEntry(name, value)) {
           // Deleted; the set's check below queues it again if it needs it.
           batch.Delete(meta->key());
           ++report_.sweep_fixes;
@@ -203,12 +174,8 @@ class Repairer {
         sweep_.queued.emplace(name.substr(1));
       } else if (name.starts_with(kSweepSnapshot)) {
         name.remove_prefix(kSweepSnapshot.size());
-        std::optional<Clock> c;
-        if (std::optional<std::string_view> bytes = DecodeSweepValue(value)) {
-          absl::StatusOr<Clock> decoded = Clock::Decode(*bytes);
-          if (decoded.ok()) c = std::move(*decoded);
-        }
-        sweep_.snapshots.emplace(std::string(name), std::move(c));
+        sweep_.snapshots.emplace(std::string(name),
+                                 replica_internal::DecodeSweepSnapshot(value));
       } else if (name.starts_with(kSweepCursor)) {
         name.remove_prefix(kSweepCursor.size());
         std::optional<std::string_view> at = DecodeSweepValue(value);
@@ -283,8 +250,8 @@ class Repairer {
   void StartSet(std::string_view set) {
     set_.assign(set);
     sets_seen_.insert(set_);
-    clock_ = FoundClock();
-    tombstone_ = FoundClock();
+    clock_ = StoredClockScan();
+    tombstone_ = StoredClockScan();
     elements_.clear();
     element_keys_ = 0;
     ++report_.sets;
@@ -308,8 +275,10 @@ class Repairer {
   absl::Status FinishSet(WriteBatch* batch) {
     report_.element_keys += element_keys_;
     const std::string where = absl::StrCat("set \"", Printable(set_), "\"");
-    std::optional<Clock> clock = clock_.Finish();
-    std::optional<Clock> tombstone = tombstone_.Finish();
+    clock_.Finish();
+    tombstone_.Finish();
+    std::optional<Clock>& clock = clock_.clock;
+    std::optional<Clock>& tombstone = tombstone_.clock;
     bool drop_sweep_progress = false;
     if (!tombstone.has_value()) {
       if (tombstone_.any) {
@@ -395,8 +364,8 @@ class Repairer {
   std::set<std::string> sets_seen_;
   // The set being scanned.
   std::string set_;
-  FoundClock clock_;
-  FoundClock tombstone_;
+  StoredClockScan clock_;
+  StoredClockScan tombstone_;
   Clock elements_;  // Dots of its element keys.
   uint64_t element_keys_ = 0;
 };

@@ -18,36 +18,46 @@ namespace bigset {
 using replica_internal::kActorMetadata;
 using replica_internal::Printable;
 
+namespace replica_internal {
+
+void StoredClockScan::Add(const ParsedKey& key, std::string_view value) {
+  any = true;
+  if (problem.has_value()) return;
+  absl::Status s =
+      key.segment ? loader.AddSegment(key.dot.actor, key.dot.counter, value)
+                  : loader.AddHeader(value);
+  if (!s.ok()) problem = std::string(s.message());
+}
+
+void StoredClockScan::Finish() {
+  if (!any || problem.has_value()) return;
+  absl::StatusOr<Clock> c = loader.Finish();
+  if (c.ok()) {
+    clock = std::move(*c);
+  } else {
+    problem = std::string(c.status().message());
+  }
+}
+
+bool ValidSweepQueueEntry(std::string_view name, std::string_view value) {
+  return !name.empty() && static_cast<uint8_t>(name[0]) < kSweepShards &&
+         static_cast<uint8_t>(name[0]) == SweepShardOf(name.substr(1)) &&
+         DecodeSweepValue(value).has_value();
+}
+
+std::optional<Clock> DecodeSweepSnapshot(std::string_view value) {
+  std::optional<std::string_view> bytes = DecodeSweepValue(value);
+  if (!bytes.has_value()) return std::nullopt;
+  absl::StatusOr<Clock> decoded = Clock::Decode(*bytes);
+  if (!decoded.ok()) return std::nullopt;
+  return std::move(*decoded);
+}
+
+}  // namespace replica_internal
+
 namespace {
 
-// One set's clock or tombstone as Verify reads it: the loader, and the
-// first problem with its keys.
-struct StateCheck {
-  clock_storage::Loader loader;
-  std::optional<std::string> problem;
-  bool any = false;  // Some key of it was seen.
-  std::optional<Clock> clock;
-
-  void Add(const ParsedKey& key, std::string_view value) {
-    any = true;
-    if (problem.has_value()) return;
-    absl::Status s =
-        key.segment ? loader.AddSegment(key.dot.actor, key.dot.counter, value)
-                    : loader.AddHeader(value);
-    if (!s.ok()) problem = std::string(s.message());
-  }
-  // The clock, once every key was added; nullopt (and `problem` set) if the
-  // keys do not form one.
-  void Finish() {
-    if (!any || problem.has_value()) return;
-    absl::StatusOr<Clock> c = loader.Finish();
-    if (c.ok()) {
-      clock = std::move(*c);
-    } else {
-      problem = std::string(c.status().message());
-    }
-  }
-};
+using replica_internal::StoredClockScan;
 
 // The sweeper's persisted state, as Verify finds it (replica_internal.h).
 struct SweepState {
@@ -83,7 +93,6 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
     using replica_internal::DecodeSweepValue;
     using replica_internal::kSweepCursor;
     using replica_internal::kSweepQueue;
-    using replica_internal::kSweepShards;
     using replica_internal::kSweepSnapshot;
     auto meta = store_->NewIterator(ro, MetadataRange(options_.keyspace));
     ParsedKey mk;
@@ -93,10 +102,7 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
       std::string_view value = meta->value();
       if (name.starts_with(kSweepQueue)) {
         name.remove_prefix(kSweepQueue.size());
-        if (name.empty() || static_cast<uint8_t>(name[0]) >= kSweepShards ||
-            static_cast<uint8_t>(name[0]) !=
-                replica_internal::SweepShardOf(name.substr(1)) ||
-            !DecodeSweepValue(value).has_value()) {
+        if (!replica_internal::ValidSweepQueueEntry(name, value)) {
           problem(absl::StrCat("malformed sweep-queue entry \"",
                                Printable(mk.metadata_name), "\""));
           continue;
@@ -104,11 +110,7 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
         sweep.queued.emplace(name.substr(1));
       } else if (name.starts_with(kSweepSnapshot)) {
         name.remove_prefix(kSweepSnapshot.size());
-        std::optional<Clock> c;
-        if (std::optional<std::string_view> bytes = DecodeSweepValue(value)) {
-          absl::StatusOr<Clock> decoded = Clock::Decode(*bytes);
-          if (decoded.ok()) c = std::move(*decoded);
-        }
+        std::optional<Clock> c = replica_internal::DecodeSweepSnapshot(value);
         if (!c.has_value()) {
           problem(absl::StrCat("set \"", Printable(name),
                                "\": undecodable sweep snapshot"));
@@ -147,7 +149,7 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
   // elements.
   std::string current_set;
   bool in_set = false;
-  std::optional<StateCheck> clock, tombstone;
+  std::optional<StoredClockScan> clock, tombstone;
   bool states_done = false;
   auto where = [&]() {
     return absl::StrCat("set \"", Printable(current_set), "\"");
