@@ -9,59 +9,17 @@ Usage: cli_attack_test.py BIGSET_BINARY TEST_NAME   (or "all")
 Randomized cases use a fixed seed, printed on failure.
 """
 
-import hashlib
 import json
 import os
 import random
-import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
-BIGSET = None
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-def run(*args, stdin=None, expect=0, db=None):
-    """Runs bigset; returns (stdout bytes, stderr text). Checks the exit
-    status against `expect` (None: any)."""
-    cmd = [BIGSET]
-    if db is not None:
-        cmd += ["--db", db]
-    cmd += list(args)
-    p = subprocess.run(cmd, input=stdin, capture_output=True, timeout=900)
-    err = p.stderr.decode("utf-8", "replace")
-    if expect is not None and p.returncode != expect:
-        raise Failure("%s: exit %d, expected %d\nstdout: %r\nstderr: %s" %
-                      (" ".join(map(str, cmd))[:500], p.returncode, expect,
-                       p.stdout[:2000], err[:2000]))
-    return p.stdout, err
-
-
-def lines(out):
-    return out.decode("utf-8").splitlines()
-
-
-def tree_digest(path):
-    h = hashlib.sha256()
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(root, name)
-            h.update(os.path.relpath(full, path).encode())
-            with open(full, "rb") as f:
-                h.update(f.read())
-    return h.hexdigest()
+# The runner and helpers of the tool's end-to-end tests (same directory).
+import cli_test
+from cli_test import Failure, check, lines, run, run_tests, tree_digest
 
 
 def hex_members(db, set_hex, *extra):
@@ -294,7 +252,7 @@ def test_repair_twice(tmp):
 def test_repair_while_held(tmp):
     db = os.path.join(tmp, "db")
     run("--create", "add", "s", "x", "y", db=db)
-    holder = subprocess.Popen([BIGSET, "--db", db, "add", "s", "-"],
+    holder = subprocess.Popen([cli_test.BIGSET, "--db", db, "add", "s", "-"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
     try:
@@ -379,30 +337,5 @@ def test_verify_garbage_keys(tmp):
     check(json.loads(out)["keyspace"]["loss_count"] == 0, out)
 
 
-TESTS = {name[len("test_"):]: fn for name, fn in globals().items()
-         if name.startswith("test_")}
-
-
-def main():
-    global BIGSET
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    BIGSET = os.path.abspath(sys.argv[1])
-    names = list(TESTS) if sys.argv[2] == "all" else [sys.argv[2]]
-    failed = 0
-    for name in names:
-        tmp = tempfile.mkdtemp(prefix="bigset-cli-attack-")
-        try:
-            TESTS[name](tmp)
-            print("ok", name)
-        except Failure as f:
-            failed += 1
-            print("FAIL", name, f)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests(globals(), "bigset-cli-attack-"))

@@ -28,23 +28,19 @@ def check(cond, what):
         raise Failure(what)
 
 
-def run(*args, stdin=None, expect=0, db=None, extra_env=None):
+def run(*args, stdin=None, expect=0, db=None):
     """Runs bigset; returns (stdout bytes, stderr text). Checks the exit
     status against `expect` (None: any)."""
     cmd = [BIGSET]
     if db is not None:
         cmd += ["--db", db]
     cmd += list(args)
-    env = dict(os.environ)
-    if extra_env:
-        env.update(extra_env)
-    p = subprocess.run(cmd, input=stdin, capture_output=True, env=env,
-                       timeout=900)
+    p = subprocess.run(cmd, input=stdin, capture_output=True, timeout=900)
     err = p.stderr.decode("utf-8", "replace")
     if expect is not None and p.returncode != expect:
         raise Failure("%s: exit %d, expected %d\nstdout: %r\nstderr: %s" %
-                      (" ".join(map(str, cmd)), p.returncode, expect,
-                       p.stdout[:2000], err))
+                      (" ".join(map(str, cmd))[:500], p.returncode, expect,
+                       p.stdout[:2000], err[:2000]))
     return p.stdout, err
 
 
@@ -53,11 +49,13 @@ def lines(out):
 
 
 def tree_digest(path):
+    """A digest of every file under `path` (names and bytes)."""
     h = hashlib.sha256()
-    for name in sorted(os.listdir(path)):
-        full = os.path.join(path, name)
-        if os.path.isfile(full):
-            h.update(name.encode())
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            h.update(os.path.relpath(full, path).encode())
             with open(full, "rb") as f:
                 h.update(f.read())
     return h.hexdigest()
@@ -401,22 +399,22 @@ def test_progress_off_in_pipes(tmp):
     check(err == "", err)
 
 
-TESTS = {name[len("test_"):]: fn for name, fn in globals().items()
-         if name.startswith("test_")}
-
-
-def main():
+def run_tests(namespace, tmp_prefix):
+    """Runs the test_* functions of `namespace` named by the command line
+    (BIGSET_BINARY TEST_NAME|all), each in a fresh temporary directory."""
     global BIGSET
     if len(sys.argv) != 3:
-        print(__doc__)
+        print(namespace.get("__doc__"))
         return 2
     BIGSET = os.path.abspath(sys.argv[1])
-    names = list(TESTS) if sys.argv[2] == "all" else [sys.argv[2]]
+    tests = {name[len("test_"):]: fn for name, fn in namespace.items()
+             if name.startswith("test_")}
+    names = list(tests) if sys.argv[2] == "all" else [sys.argv[2]]
     failed = 0
     for name in names:
-        tmp = tempfile.mkdtemp(prefix="bigset-cli-")
+        tmp = tempfile.mkdtemp(prefix=tmp_prefix)
         try:
-            TESTS[name](tmp)
+            tests[name](tmp)
             print("ok", name)
         except Failure as f:
             failed += 1
@@ -427,4 +425,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests(globals(), "bigset-cli-"))
