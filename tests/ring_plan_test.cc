@@ -88,6 +88,28 @@ TEST_CASE("ring: rendezvous placement is balanced and deterministic") {
   }
 }
 
+// Regression: the first rendezvous score shifted the 32-bit node id by 56
+// bits (undefined; UBSan stops this test on it). Ids that use all 32 bits
+// must be placed like any others.
+TEST_CASE("ring: rendezvous score shifts a 32-bit node id by 56 (defect)") {
+  const std::vector<NodeId> ids = {0xFFFFFFFFu, 0x80000001u, 0x7FFFFFFFu,
+                                   0x00010000u, 1u};
+  const Ring r = MakeRing(ids, 512, 3, 1);
+  std::map<NodeId, int> load;
+  for (uint32_t p = 0; p < 512; ++p) {
+    const auto& pl = r.PreferenceList(p);
+    CHECK(AsSet(pl).size() == 3);
+    for (NodeId n : pl) ++load[n];
+  }
+  REQUIRE(load.size() == ids.size());
+  // 512 * 3 / 5 = 307 replicas per node on average.
+  for (auto& [n, l] : load) {
+    CAPTURE(n);
+    CHECK(l >= 230);
+    CHECK(l <= 390);
+  }
+}
+
 TEST_CASE(
     "ring: a node that joins a rendezvous ring moves only what it "
     "takes") {
