@@ -63,6 +63,7 @@ Message RandomMessage(Rng& rng) {
     case MessageType::kReplicateGivenUp:
     case MessageType::kReplicateAckWithDelta:
     case MessageType::kRepair:
+    case MessageType::kHandoffDelta:
       if (m.type() == MessageType::kUpdateReply && Uniform(rng, 0, 1)) {
         m.status = err;
         break;
@@ -72,7 +73,34 @@ Message RandomMessage(Rng& rng) {
           DeltaOp{AdversarialBytes(rng, 4), dots(), Dot{7, 9}});
       break;
     case MessageType::kReplicateAck:
+    case MessageType::kHandoffDeltaAck:
       if (Uniform(rng, 0, 1)) m.status = err;
+      break;
+    case MessageType::kTransferChunk:
+      m.epoch = rng();
+      m.index = rng();
+      m.seq = rng();
+      m.end = Uniform(rng, 0, 1);
+      m.done = !m.end && Uniform(rng, 0, 1);
+      if (!m.end) {
+        m.set = AdversarialBytes(rng, 6);
+        m.elements = elements();
+      }
+      if (m.done) m.clock = c;
+      break;
+    case MessageType::kTransferAck:
+      if (Uniform(rng, 0, 1)) m.status = err;
+      m.index = rng();
+      m.seq = rng();
+      break;
+    case MessageType::kHandoffDone:
+    case MessageType::kHandoffDoneAck:
+      m.epoch = rng();
+      m.from_node = static_cast<NodeId>(rng());
+      m.to_node = static_cast<NodeId>(rng());
+      break;
+    case MessageType::kRingEpoch:
+      m.epoch = rng();
       break;
     case MessageType::kRead:
       m.set = AdversarialBytes(rng, 6);
@@ -152,6 +180,11 @@ TEST_CASE("message: round trip, truncation and garbage") {
       CHECK(back->query == m.query);
       CHECK(back->seq == m.seq);
       CHECK(back->done == m.done);
+      CHECK(back->epoch == m.epoch);
+      CHECK(back->index == m.index);
+      CHECK(back->end == m.end);
+      CHECK(back->from_node == m.from_node);
+      CHECK(back->to_node == m.to_node);
       if (m.type() == MessageType::kRead) {
         CHECK(back->batch_size == m.batch_size);
         CHECK(back->bounds.start_inclusive == m.bounds.start_inclusive);

@@ -30,7 +30,13 @@ class CoordinatorHost {
   virtual ~CoordinatorHost() = default;
 
   virtual NodeId node_id() const = 0;
+  // The latest ring installed (for partition numbers and N).
   virtual const Ring& ring() const = 0;
+  // The nodes that serve `partition` now: the latest ring's preference list,
+  // or while a hand-off moves the partition, the list it moves from with
+  // each completed transfer applied (see handoff.h). Coordinators read and
+  // write through it. Valid until the node's next message or timer.
+  virtual const std::vector<NodeId>& ServingList(uint32_t partition) const = 0;
   virtual uint64_t NowMicros() const = 0;
   // A request id no other request of this node uses, across restarts too.
   virtual uint64_t NextRequestId() = 0;
@@ -41,6 +47,15 @@ class CoordinatorHost {
   // This node's replica of `partition`, or nullptr if it holds none.
   virtual Replica* LocalReplica(uint32_t partition) = 0;
   virtual Node::Stats& stats() = 0;
+  // This node's replica of `partition` applied `delta` (coordinated,
+  // replicated or repaired): hand-offs forward it.
+  virtual void OnApplied(uint32_t partition, const Delta& delta) = 0;
+  // The partitions this node hosts may have changed: open the replicas of
+  // new ones, retire and release the others.
+  virtual void HostingChanged() = 0;
+  // `to` asked about a partition this node holds no replica of: tell it
+  // this node's ring epoch (it may be behind).
+  virtual void TellMoved(NodeId to, uint32_t partition) = 0;
 
   // A coordinator is done: the host destroys (or recycles) it at once, so
   // the caller touches none of its members after the call.

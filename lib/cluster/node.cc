@@ -28,14 +28,15 @@ ReadHandler::~ReadHandler() = default;
 Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
                  Scheduler* scheduler, const NodeOptions& options)
     : id_(id),
-      ring_(std::move(ring)),
+      initial_ring_(std::move(ring)),
       store_(store),
       transport_(transport),
       scheduler_(scheduler),
       options_(options),
       alive_(std::make_shared<Impl*>(this)),
-      replicas_(ring_.ring_size()),
-      service_(this, options_) {}
+      replicas_(initial_ring_.ring_size()),
+      service_(this, options_),
+      handoff_(this, store, options_) {}
 
 Node::Impl::~Impl() {
   // Coordinators and folds go first (folds hold snapshots of the replicas'
@@ -47,6 +48,7 @@ Node::Impl::~Impl() {
   queries_.clear();
   service_.Clear();
   replicas_.clear();
+  retired_.clear();
 }
 
 absl::Status Node::Impl::Open() {
@@ -68,26 +70,69 @@ absl::Status Node::Impl::Open() {
   }
   s = ExtendRequestIdLease();
   if (!s.ok()) return s;
-  // Open every hosted replica now, so a corrupt store fails here.
-  for (uint32_t p : ring_.PartitionsOf(id_)) {
-    ReplicaOptions ro;
-    ro.keyspace = p;
-    ro.lock_stripes = options_.lock_stripes;
-    ro.sync_writes = options_.sync_writes;
-    ro.actor_id_source = options_.actor_id_source;
-    const size_t mine = std::max<size_t>(1, ring_.PartitionsOf(id_).size());
-    ro.clock_cache_bytes =
-        std::max<size_t>(4096, options_.clock_cache_bytes / mine);
-    absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
-    if (!r.ok()) {
-      return absl::Status(r.status().code(),
-                          absl::StrCat("node ", id_, ": replica of partition ",
-                                       p, ": ", r.status().message()));
-    }
-    replicas_[p] = std::move(*r);
+  s = handoff_.Load(initial_ring_);
+  if (!s.ok()) return s;
+  bool hosts_any = false;
+  for (uint32_t p = 0; p < ring().ring_size(); ++p) {
+    hosts_any |= handoff_.Hosts(p) || handoff_.Releasing(p);
   }
+  const auto& nodes = ring().nodes();
+  if (!hosts_any && std::find(nodes.begin(), nodes.end(), id_) == nodes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", id_, " is not in the ring"));
+  }
+  // Open every hosted replica now, so a corrupt store fails here.
+  for (uint32_t p = 0; p < ring().ring_size(); ++p) {
+    if (!handoff_.Hosts(p)) continue;
+    s = OpenReplica(p);
+    if (!s.ok()) return s;
+  }
+  handoff_.Start();
   // Queues left from before the restart.
   EnsureSweepTick(kAllPartitions);
+  return absl::OkStatus();
+}
+
+absl::Status Node::Impl::OpenReplica(uint32_t p) {
+  absl::Status s = handoff_.FinishReleaseNow(p);
+  if (!s.ok()) return s;
+  ReplicaOptions ro;
+  ro.keyspace = p;
+  ro.lock_stripes = options_.lock_stripes;
+  ro.sync_writes = options_.sync_writes;
+  ro.actor_id_source = options_.actor_id_source;
+  const size_t mine = std::max<size_t>(1, ring().PartitionsOf(id_).size());
+  ro.clock_cache_bytes =
+      std::max<size_t>(4096, options_.clock_cache_bytes / mine);
+  absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
+  if (!r.ok()) {
+    return absl::Status(r.status().code(),
+                        absl::StrCat("node ", id_, ": replica of partition ", p,
+                                     ": ", r.status().message()));
+  }
+  replicas_[p] = std::move(*r);
+  return absl::OkStatus();
+}
+
+void Node::Impl::HostingChanged() {
+  for (uint32_t p = 0; p < replicas_.size(); ++p) {
+    const bool want = handoff_.Hosts(p);
+    if (replicas_[p] != nullptr && !want) {
+      retired_.push_back(std::move(replicas_[p]));
+      handoff_.StartRelease(p);
+    } else if (replicas_[p] == nullptr && want) {
+      // A failure leaves the partition without a replica here; requests
+      // for it are refused (the other replicas serve it).
+      (void)OpenReplica(p);
+    }
+  }
+}
+
+absl::Status Node::Impl::InstallRing(const Ring& ring) {
+  absl::Status s = handoff_.InstallRing(ring);
+  if (!s.ok()) return s;
+  HostingChanged();
+  handoff_.Start();
   return absl::OkStatus();
 }
 
@@ -103,6 +148,7 @@ absl::Status Node::Impl::Close() {
     absl::Status s = replica->Close();
     if (first.ok()) first = s;
   }
+  retired_.clear();
   return first;
 }
 
@@ -134,6 +180,7 @@ Node::Stats Node::Impl::Snapshot() const {
   Node::Stats s = stats_;
   s.folds_open = service_.folds_open();
   s.reply_cache_bytes = service_.reply_cache_bytes();
+  handoff_.FillStats(&s);
   for (const auto& r : replicas_) {
     if (r == nullptr) continue;
     const ReplicaStats rs = r->stats();
@@ -282,9 +329,19 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
     case MessageType::kReplicate:
     case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
+    case MessageType::kHandoffDelta:
       service_.HandleDelta(from, header, body);
       EnsureSweepTick(header.partition);  // A clear may have arrived.
       return;
+    case MessageType::kHandoffDeltaAck: {
+      absl::Status status;
+      if (!ParseStatusBody(body, &status).ok()) {
+        ++stats_.malformed_messages;
+        return;
+      }
+      handoff_.HandleDeltaAck(from, header.request_id, status);
+      return;
+    }
     case MessageType::kReplicateAck: {
       absl::Status status;
       if (!ParseStatusBody(body, &status).ok()) {
@@ -359,11 +416,29 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       if (it != queries_.end()) it->second->OnReply(from, m);
       break;
     }
+    case MessageType::kTransferChunk:
+      handoff_.HandleChunk(from, m);
+      EnsureSweepTick(m.header.partition);  // A transfer may tombstone.
+      break;
+    case MessageType::kTransferAck:
+      handoff_.HandleTransferAck(from, m);
+      break;
+    case MessageType::kHandoffDone:
+      handoff_.HandleDone(from, m);
+      break;
+    case MessageType::kHandoffDoneAck:
+      handoff_.HandleDoneAck(from, m);
+      break;
+    case MessageType::kRingEpoch:
+      handoff_.NoteEpoch(from, m.epoch);
+      break;
     case MessageType::kReplicate:
     case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
     case MessageType::kReplicateAck:
     case MessageType::kReadChunk:
+    case MessageType::kHandoffDelta:
+    case MessageType::kHandoffDeltaAck:
       break;  // Handled above.
   }
 }
@@ -374,7 +449,7 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
                         std::optional<Clock> clear,
                         const ClusterWriteOptions& options,
                         std::function<void(absl::StatusOr<Delta>)> done) {
-  if (options.w < 1 || options.w > ring_.n()) {
+  if (options.w < 1 || options.w > ring().n()) {
     done(absl::InvalidArgumentError("w must be in [1, n]"));
     return;
   }
@@ -396,14 +471,14 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
                            : std::min(write_tick_micros_, options.retry_micros);
   raw->Start();
   EnsureWriteTick();
-  if (is_clear) EnsureSweepTick(ring_.PartitionOf(set));
+  if (is_clear) EnsureSweepTick(ring().PartitionOf(set));
 }
 
 void Node::Impl::StartRead(std::string_view set,
                            const ClusterReadOptions& options,
                            ElementBounds bounds, size_t limit,
                            std::unique_ptr<ReadSink> sink) {
-  if (options.r < 1 || options.r > ring_.n() || options.batch_size == 0) {
+  if (options.r < 1 || options.r > ring().n() || options.batch_size == 0) {
     sink->OnDone(
         absl::InvalidArgumentError("r must be in [1, n] and batch_size >= 1"));
     return;
@@ -421,7 +496,7 @@ void Node::Impl::ContainsAll(
     std::string_view set, std::vector<std::string> elements,
     const ClusterReadOptions& options,
     std::function<void(absl::StatusOr<Membership>)> done) {
-  if (options.r < 1 || options.r > ring_.n()) {
+  if (options.r < 1 || options.r > ring().n()) {
     done(absl::InvalidArgumentError("r must be in [1, n]"));
     return;
   }
@@ -441,11 +516,6 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Open(NodeId id, const Ring& ring,
                                                  Transport* transport,
                                                  Scheduler* scheduler,
                                                  const NodeOptions& options) {
-  const auto& nodes = ring.nodes();
-  if (std::find(nodes.begin(), nodes.end(), id) == nodes.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("node ", id, " is not in the ring"));
-  }
   if (store == nullptr || transport == nullptr || scheduler == nullptr) {
     return absl::InvalidArgumentError("store, transport and scheduler needed");
   }
@@ -534,5 +604,16 @@ Replica* Node::LocalReplica(uint32_t partition) {
 }
 
 Node::Stats Node::stats() const { return impl_->Snapshot(); }
+
+absl::Status Node::InstallRing(const Ring& ring) {
+  return impl_->InstallRing(ring);
+}
+
+const Ring& Node::ring() const { return impl_->ring(); }
+
+std::vector<NodeId> Node::ServingList(uint32_t partition) const {
+  if (partition >= impl_->ring().ring_size()) return {};
+  return impl_->ServingList(partition);
+}
 
 }  // namespace bigset

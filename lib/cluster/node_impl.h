@@ -28,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "bigset/cluster/node.h"
 #include "cluster/coordinator_host.h"
+#include "cluster/handoff.h"
 #include "cluster/query_coordinator.h"
 #include "cluster/read_coordinator.h"
 #include "cluster/replica_service.h"
@@ -52,7 +53,18 @@ class Node::Impl final : public CoordinatorHost {
 
   // CoordinatorHost.
   NodeId node_id() const override { return id_; }
-  const Ring& ring() const override { return ring_; }
+  const Ring& ring() const override { return handoff_.ring(); }
+  const std::vector<NodeId>& ServingList(uint32_t partition) const override {
+    return handoff_.ServingList(partition);
+  }
+  void OnApplied(uint32_t partition, const Delta& delta) override {
+    handoff_.OnApplied(partition, delta);
+  }
+  void HostingChanged() override;
+  void TellMoved(NodeId to, uint32_t partition) override {
+    handoff_.TellMoved(to, partition);
+  }
+  absl::Status InstallRing(const Ring& ring);
   uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
   uint64_t NextRequestId() override;
   void Send(NodeId to, std::string bytes) override;
@@ -100,8 +112,12 @@ class Node::Impl final : public CoordinatorHost {
   void EnsureSweepTick(uint32_t partition);
   void SweepTick();
 
+  // Opens the replica of `partition` (after finishing its release, if one
+  // is under way).
+  absl::Status OpenReplica(uint32_t partition);
+
   const NodeId id_;
-  const Ring ring_;
+  const Ring initial_ring_;
   Store* const store_;
   Transport* const transport_;
   Scheduler* const scheduler_;
@@ -112,7 +128,11 @@ class Node::Impl final : public CoordinatorHost {
   uint64_t next_request_id_ = 1;
   uint64_t request_id_lease_end_ = 1;
   std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
+  // Replicas of partitions handed off: kept (not written) until the node
+  // closes, because reads in progress may still hold their snapshots.
+  std::vector<std::unique_ptr<Replica>> retired_;
   ReplicaService service_;
+  HandoffManager handoff_;
   // Unordered for speed; a tick sorts the ids (deterministic order).
   absl::flat_hash_map<uint64_t, std::unique_ptr<WriteCoordinator>> writes_;
   std::vector<std::unique_ptr<WriteCoordinator>> spare_writes_;

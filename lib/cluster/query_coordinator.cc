@@ -18,7 +18,7 @@ QueryCoordinator::QueryCoordinator(
       elements_(std::move(elements)),
       options_(options),
       done_(std::move(done)),
-      preference_(host->ring().PreferenceList(partition_)) {}
+      preference_(host->ServingList(partition_)) {}
 
 void QueryCoordinator::Start() {
   deadline_ = host_->NowMicros() + options_.timeout_micros;

@@ -19,7 +19,7 @@ ReadCoordinator::ReadCoordinator(CoordinatorHost* host, uint64_t id,
       bounds_(std::move(bounds)),
       limit_(limit),
       sink_(std::move(sink)) {
-  for (NodeId n : host->ring().PreferenceList(partition_)) {
+  for (NodeId n : host->ServingList(partition_)) {
     slots_.emplace_back().node = n;
   }
 }

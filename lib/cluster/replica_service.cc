@@ -62,7 +62,9 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     applied = WrongPartition(scratch_delta_.set, header.partition);
   } else {
     applied = replica->Apply(scratch_delta_);
+    if (applied.ok()) host_->OnApplied(header.partition, scratch_delta_);
   }
+  if (replica == nullptr) host_->TellMoved(from, header.partition);
   if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
   if (header.type == MessageType::kRepair) {
     // Repairs are not acknowledged: the next read finds what is missing.
@@ -94,8 +96,10 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     }
   }
   std::string ack;
-  EncodeStatusReply(MessageHeader{MessageType::kReplicateAck, header.request_id,
-                                  header.partition},
+  EncodeStatusReply(MessageHeader{header.type == MessageType::kHandoffDelta
+                                      ? MessageType::kHandoffDeltaAck
+                                      : MessageType::kReplicateAck,
+                                  header.request_id, header.partition},
                     applied, &ack);
   host_->Send(from, std::move(ack));
 }
@@ -121,6 +125,7 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
   Replica* replica = host_->LocalReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
+    host_->TellMoved(from, m.header.partition);
   } else if (host_->ring().PartitionOf(m.set) != m.header.partition) {
     reply.status = WrongPartition(m.set, m.header.partition);
   } else {
@@ -128,6 +133,7 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
                                       ? replica->Clear(m.set, m.clock)
                                       : replica->Update(m.set, m.ops);
     if (delta.ok()) {
+      host_->OnApplied(m.header.partition, *delta);
       reply.delta = std::move(*delta);
     } else {
       reply.status = delta.status();
@@ -172,6 +178,7 @@ void ReplicaService::HandleQuery(NodeId from, Message& m) {
   Replica* replica = host_->LocalReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
+    host_->TellMoved(from, m.header.partition);
   } else {
     absl::StatusOr<Membership> result =
         replica->ContainsAll(m.set, m.query, &reply.clock);
@@ -199,6 +206,7 @@ void ReplicaService::HandleRead(NodeId from, Message& m) {
   Replica* replica = host_->LocalReplica(m.header.partition);
   if (replica == nullptr) {
     clock.status = NotAReplica(host_->node_id(), m.header.partition);
+    host_->TellMoved(from, m.header.partition);
     Reply(from, clock);
     return;
   }

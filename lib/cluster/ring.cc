@@ -6,7 +6,17 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "core/coding.h"
+#include "core/crc32c.h"
+#include "core/string_view_compat.h"
+
 namespace bigset {
+namespace {
+
+constexpr uint8_t kRingFormatVersion = 1;
+
+}  // namespace
 
 uint64_t StableHash(std::string_view bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -125,24 +135,87 @@ absl::StatusOr<std::vector<PartitionTransfer>> PlanTransfers(
   }
   std::vector<PartitionTransfer> plan;
   for (uint32_t p = 0; p < old_ring.ring_size(); ++p) {
-    const std::vector<NodeId>& before = old_ring.PreferenceList(p);
-    const std::vector<NodeId>& after = new_ring.PreferenceList(p);
-    auto holds = [](const std::vector<NodeId>& list, NodeId n) {
-      return std::find(list.begin(), list.end(), n) != list.end();
-    };
-    std::vector<NodeId> leaving, joining;
-    for (NodeId n : before) {
-      if (!holds(after, n)) leaving.push_back(n);
-    }
-    for (NodeId n : after) {
-      if (!holds(before, n)) joining.push_back(n);
-    }
-    for (size_t i = 0; i < joining.size(); ++i) {
-      plan.push_back(PartitionTransfer{
-          p, i < leaving.size() ? leaving[i] : before.front(), joining[i]});
+    for (const PartitionTransfer& t : PlanPartitionTransfers(
+             p, old_ring.PreferenceList(p), new_ring.PreferenceList(p))) {
+      plan.push_back(t);
     }
   }
   return plan;
+}
+
+std::vector<PartitionTransfer> PlanPartitionTransfers(
+    uint32_t partition, const std::vector<NodeId>& before,
+    const std::vector<NodeId>& after) {
+  auto holds = [](const std::vector<NodeId>& list, NodeId n) {
+    return std::find(list.begin(), list.end(), n) != list.end();
+  };
+  std::vector<NodeId> leaving, joining;
+  for (NodeId n : before) {
+    if (!holds(after, n)) leaving.push_back(n);
+  }
+  for (NodeId n : after) {
+    if (!holds(before, n)) joining.push_back(n);
+  }
+  std::vector<PartitionTransfer> plan;
+  if (before.empty()) return plan;
+  for (size_t i = 0; i < joining.size(); ++i) {
+    plan.push_back(PartitionTransfer{
+        partition, i < leaving.size() ? leaving[i] : before.front(),
+        joining[i]});
+  }
+  return plan;
+}
+
+std::string Ring::Encode() const {
+  std::string out;
+  out.push_back(static_cast<char>(kRingFormatVersion));
+  coding::PutVarint64(&out, epoch_);
+  coding::PutVarint64(&out, ring_size_);
+  coding::PutVarint64(&out, static_cast<uint64_t>(n_));
+  out.push_back(placement_ == Placement::kRoundRobin ? 0 : 1);
+  coding::PutVarint64(&out, nodes_.size());
+  for (NodeId node : nodes_) coding::PutVarint64(&out, node);
+  coding::PutFixed32BE(&out, crc32c::Value(out));
+  return out;
+}
+
+absl::StatusOr<Ring> Ring::Decode(std::string_view bytes) {
+  auto bad = [](std::string_view what) {
+    return absl::DataLossError(
+        absl::StrCat("undecodable ring: ", ToAbsl(what)));
+  };
+  if (bytes.size() < 5) return bad("too short");
+  const uint32_t want =
+      coding::DecodeFixed32BE(bytes.data() + bytes.size() - 4);
+  bytes.remove_suffix(4);
+  if (crc32c::Value(bytes) != want) return bad("checksum mismatch");
+  coding::Reader in(bytes);
+  uint8_t version = 0, placement = 0;
+  uint64_t epoch = 0, ring_size = 0, n = 0, count = 0;
+  if (!in.GetByte(&version) || version != kRingFormatVersion) {
+    return bad("unknown version");
+  }
+  if (!in.GetVarint64(&epoch) || !in.GetVarint64(&ring_size) ||
+      !in.GetVarint64(&n) || !in.GetByte(&placement) || placement > 1 ||
+      !in.GetCount(1, &count) || ring_size > kMaxRingSize || n > count) {
+    return bad("fields");
+  }
+  std::vector<NodeId> nodes(static_cast<size_t>(count));
+  for (NodeId& node : nodes) {
+    uint64_t v = 0;
+    if (!in.GetVarint64(&v) || v > UINT32_MAX) return bad("node id");
+    node = static_cast<NodeId>(v);
+  }
+  if (!in.empty()) return bad("trailing bytes");
+  RingOptions options;
+  options.epoch = epoch;
+  options.ring_size = static_cast<uint32_t>(ring_size);
+  options.n = static_cast<int>(n);
+  options.placement =
+      placement == 0 ? Placement::kRoundRobin : Placement::kRendezvous;
+  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), options);
+  if (!ring.ok()) return bad(ToStd(ring.status().message()));
+  return ring;
 }
 
 }  // namespace bigset

@@ -23,12 +23,12 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   Renew(id);
   set_.assign(set);
   partition_ = host_->ring().PartitionOf(set_);
-  preference_ = &host_->ring().PreferenceList(partition_);
+  preference_ = host_->ServingList(partition_);
   // This node coordinates if it holds a replica (no extra hop); otherwise
   // the preference list in order.
   candidates_.clear();
-  for (size_t i = 0; i < preference_->size(); ++i) {
-    if ((*preference_)[i] == host_->node_id()) {
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (preference_[i] == host_->node_id()) {
       candidates_.insert(candidates_.begin(), i);
     } else {
       candidates_.push_back(i);
@@ -45,10 +45,10 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   coordinated_ = false;
   coordinator_ = -1;
   delta_ = Delta();
-  acked_.assign(preference_->size(), false);
-  asked_.assign(preference_->size(), false);
-  heard_.assign(preference_->size(), false);
-  extra_taken_.assign(preference_->size(), false);
+  acked_.assign(preference_.size(), false);
+  asked_.assign(preference_.size(), false);
+  heard_.assign(preference_.size(), false);
+  extra_taken_.assign(preference_.size(), false);
   acks_ = 0;
   refused_ = false;
   for (const Extra& e : extras_) host_->UnrouteWrite(e.id);
@@ -94,7 +94,7 @@ void WriteCoordinator::SendUpdate() {
   const size_t candidate =
       (attempt_ / kAttemptsPerCandidate) % candidates_.size();
   asked_[candidates_[candidate]] = true;
-  const NodeId to = (*preference_)[candidates_[candidate]];
+  const NodeId to = preference_[candidates_[candidate]];
   if (to == host_->node_id()) {
     // This node's own replica coordinates in-process: no message round
     // trip, and no scheduler event.
@@ -122,10 +122,12 @@ void WriteCoordinator::CoordinateLocally() {
   Replica* replica = host_->LocalReplica(partition_);
   if (replica == nullptr) {
     OnCoordinated(host_->node_id(), absl::UnavailableError("no local replica"));
-  } else if (clear_.has_value()) {
-    OnCoordinated(host_->node_id(), replica->Clear(set_, *clear_));
   } else {
-    OnCoordinated(host_->node_id(), replica->Update(set_, ops_));
+    absl::StatusOr<Delta> delta = clear_.has_value()
+                                      ? replica->Clear(set_, *clear_)
+                                      : replica->Update(set_, ops_);
+    if (delta.ok()) host_->OnApplied(partition_, *delta);
+    OnCoordinated(host_->node_id(), std::move(delta));
   }
 }
 
@@ -186,14 +188,14 @@ void WriteCoordinator::OnCoordinated(NodeId from,
   replicate_bytes_.clear();
   EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, id_, partition_},
                      delta_, &replicate_bytes_);
-  for (size_t i = 0; i < preference_->size(); ++i) {
+  for (size_t i = 0; i < preference_.size(); ++i) {
     if (static_cast<int>(i) != index) SendChosen(i);
   }
   MaybeFinish();
 }
 
 void WriteCoordinator::SendChosen(size_t i) {
-  const NodeId to = (*preference_)[i];
+  const NodeId to = preference_[i];
   if (!asked_[i]) {
     host_->Send(to, replicate_bytes_);
     return;
@@ -218,11 +220,11 @@ void WriteCoordinator::OnExtraDelta(int index, Delta delta) {
   host_->RouteWrite(e.id, id_);
   EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, e.id, partition_},
                      delta, &e.bytes);
-  e.acked.assign(preference_->size(), false);
+  e.acked.assign(preference_.size(), false);
   e.acked[index] = true;  // Its own delta.
   e.acks = 1;
-  for (size_t i = 0; i < preference_->size(); ++i) {
-    if (!e.acked[i]) host_->Send((*preference_)[i], e.bytes);
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (!e.acked[i]) host_->Send(preference_[i], e.bytes);
   }
   // Give the extra delta a full timeout to spread.
   deadline_ = std::max(deadline_, host_->NowMicros() + options_.timeout_micros);
@@ -250,7 +252,7 @@ void WriteCoordinator::OnReplicateAck(uint64_t request_id, NodeId from,
 }
 
 bool WriteCoordinator::AllAcked() const {
-  const int all = static_cast<int>(preference_->size());
+  const int all = static_cast<int>(preference_.size());
   if (acks_ < all) return false;
   for (const Extra& e : extras_) {
     if (e.acks < all) return false;
@@ -261,7 +263,7 @@ bool WriteCoordinator::AllAcked() const {
 void WriteCoordinator::CountUnsettled() {
   if (!coordinated_) return;  // The write failed; its outcome is unknown.
   bool unsettled = false;
-  for (size_t i = 0; i < preference_->size(); ++i) {
+  for (size_t i = 0; i < preference_.size(); ++i) {
     if (asked_[i] && static_cast<int>(i) != coordinator_ && !heard_[i]) {
       unsettled = true;
     }
@@ -279,8 +281,8 @@ void WriteCoordinator::End() {
 }
 
 int WriteCoordinator::IndexOf(NodeId node) const {
-  for (size_t i = 0; i < preference_->size(); ++i) {
-    if ((*preference_)[i] == node) return static_cast<int>(i);
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (preference_[i] == node) return static_cast<int>(i);
   }
   return -1;
 }
@@ -335,16 +337,16 @@ void WriteCoordinator::OnTick(uint64_t now) {
     SendUpdate();
     return;
   }
-  for (size_t i = 0; i < preference_->size(); ++i) {
+  for (size_t i = 0; i < preference_.size(); ++i) {
     if (!acked_[i]) {
       SendChosen(i);
       ++host_->stats().retransmits;
     }
   }
   for (const Extra& e : extras_) {
-    for (size_t i = 0; i < preference_->size(); ++i) {
+    for (size_t i = 0; i < preference_.size(); ++i) {
       if (!e.acked[i]) {
-        host_->Send((*preference_)[i], e.bytes);
+        host_->Send(preference_[i], e.bytes);
         ++host_->stats().retransmits;
       }
     }

@@ -93,7 +93,7 @@ class WriteCoordinator : public Coordinator {
 
   std::string set_;
   uint32_t partition_ = 0;
-  const std::vector<NodeId>* preference_ = nullptr;  // The ring's.
+  std::vector<NodeId> preference_;  // The serving list, at the start.
   // Preference indices, in trying order.
   absl::InlinedVector<size_t, 4> candidates_;
   size_t attempt_ = 0;

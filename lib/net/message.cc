@@ -178,6 +178,20 @@ const char* MessageTypeName(MessageType type) {
       return "ReplicateGivenUp";
     case MessageType::kReplicateAckWithDelta:
       return "ReplicateAckWithDelta";
+    case MessageType::kTransferChunk:
+      return "TransferChunk";
+    case MessageType::kTransferAck:
+      return "TransferAck";
+    case MessageType::kHandoffDelta:
+      return "HandoffDelta";
+    case MessageType::kHandoffDeltaAck:
+      return "HandoffDeltaAck";
+    case MessageType::kHandoffDone:
+      return "HandoffDone";
+    case MessageType::kHandoffDoneAck:
+      return "HandoffDoneAck";
+    case MessageType::kRingEpoch:
+      return "RingEpoch";
   }
   return "Unknown";
 }
@@ -237,9 +251,11 @@ void Message::EncodeTo(std::string* dst) const {
     case MessageType::kReplicate:
     case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
+    case MessageType::kHandoffDelta:
       EncodeDeltaMessage(header, delta, dst);
       return;
     case MessageType::kReplicateAck:
+    case MessageType::kHandoffDeltaAck:
       EncodeStatusReply(header, status, dst);
       return;
     default:
@@ -296,11 +312,36 @@ void Message::EncodeTo(std::string* dst) const {
         PutElements(dst, elements);
       }
       break;
+    case MessageType::kTransferChunk:
+      coding::PutVarint64(dst, epoch);
+      coding::PutLengthPrefixed(dst, set);
+      coding::PutVarint64(dst, index);
+      coding::PutVarint64(dst, seq);
+      dst->push_back(static_cast<char>((done ? 1 : 0) | (end ? 2 : 0)));
+      if (done) coding::PutLengthPrefixed(dst, clock.Encode());
+      PutElements(dst, elements);
+      break;
+    case MessageType::kTransferAck:
+      PutStatus(dst, status);
+      coding::PutVarint64(dst, index);
+      coding::PutVarint64(dst, seq);
+      break;
+    case MessageType::kHandoffDone:
+    case MessageType::kHandoffDoneAck:
+      coding::PutVarint64(dst, epoch);
+      coding::PutVarint64(dst, from_node);
+      coding::PutVarint64(dst, to_node);
+      break;
+    case MessageType::kRingEpoch:
+      coding::PutVarint64(dst, epoch);
+      break;
     case MessageType::kReadChunk:
     case MessageType::kReplicate:
     case MessageType::kReplicateGivenUp:
     case MessageType::kRepair:
     case MessageType::kReplicateAck:
+    case MessageType::kHandoffDelta:
+    case MessageType::kHandoffDeltaAck:
       break;  // Encoded above.
   }
   FinishMessage(start, dst);
@@ -340,7 +381,8 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       break;
     case MessageType::kReplicate:
     case MessageType::kReplicateGivenUp:
-    case MessageType::kRepair: {
+    case MessageType::kRepair:
+    case MessageType::kHandoffDelta: {
       std::string_view delta;
       s = ParseDeltaBody(body, &delta);
       if (!s.ok()) return s;
@@ -349,6 +391,7 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       return m;
     }
     case MessageType::kReplicateAck:
+    case MessageType::kHandoffDeltaAck:
       s = ParseStatusBody(body, &m.status);
       if (!s.ok()) return s;
       return m;
@@ -386,6 +429,31 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     case MessageType::kQueryReply:
       ok = d.Status(&m.status) &&
            (!m.status.ok() || (d.Clock(&m.clock) && d.Elements(&m.elements)));
+      break;
+    case MessageType::kTransferChunk: {
+      uint8_t flags = 0;
+      ok = d.Varint(&m.epoch) && d.String(&m.set) && d.Varint(&m.index) &&
+           d.Varint(&m.seq) && d.Byte(&flags) && flags <= 3;
+      if (!ok) break;
+      m.done = (flags & 1) != 0;
+      m.end = (flags & 2) != 0;
+      ok = (!m.done || d.Clock(&m.clock)) && d.Elements(&m.elements);
+      break;
+    }
+    case MessageType::kTransferAck:
+      ok = d.Status(&m.status) && d.Varint(&m.index) && d.Varint(&m.seq);
+      break;
+    case MessageType::kHandoffDone:
+    case MessageType::kHandoffDoneAck: {
+      uint64_t from = 0, to = 0;
+      ok = d.Varint(&m.epoch) && d.Varint(&from) && d.Varint(&to) &&
+           from <= UINT32_MAX && to <= UINT32_MAX;
+      m.from_node = static_cast<NodeId>(from);
+      m.to_node = static_cast<NodeId>(to);
+      break;
+    }
+    case MessageType::kRingEpoch:
+      ok = d.Varint(&m.epoch);
       break;
   }
   if (!ok) return Malformed(m.header.type, "body");

@@ -20,6 +20,19 @@
 //   kRepair (delta)                 (none: repairs are idempotent and
 //                                    re-found by the next read)
 //
+//   hand-off sender -> receiver     receiver -> sender
+//   kTransferChunk (epoch, set,     kTransferAck (status, index, seq)
+//     index, seq, last/end, clock
+//     on a set's last chunk,
+//     elements)
+//   kHandoffDelta (delta)           kHandoffDeltaAck (status)
+//   kHandoffDone (epoch, from, to)  kHandoffDoneAck (epoch, from, to)
+//     (to every node of the ring: the transfer of the partition from
+//     `from` to `to` is complete)
+//   kRingEpoch (epoch)              (none: tells a node the sender's ring
+//                                    epoch, when it asked about a partition
+//                                    the sender no longer holds)
+//
 // Every message starts with the same header: format version, type, request
 // id (matches replies to requests) and ring partition (the replica it is
 // about), and ends with a CRC32C of everything before it, so that a message
@@ -43,6 +56,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bigset/core/clock.h"
+#include "bigset/net/transport.h"
 #include "bigset/replica/delta.h"
 #include "bigset/replica/element_bounds.h"
 #include "bigset/replica/element_dots.h"
@@ -67,8 +81,15 @@ enum class MessageType : uint8_t {
   kClear = 14,
   kReplicateGivenUp = 15,
   kReplicateAckWithDelta = 16,
+  kTransferChunk = 17,
+  kTransferAck = 18,
+  kHandoffDelta = 19,
+  kHandoffDeltaAck = 20,
+  kHandoffDone = 21,
+  kHandoffDoneAck = 22,
+  kRingEpoch = 23,
 };
-inline constexpr uint8_t kMaxMessageType = 16;
+inline constexpr uint8_t kMaxMessageType = 23;
 
 const char* MessageTypeName(MessageType type);
 
@@ -119,6 +140,17 @@ struct Message {
   std::vector<ElementDots> elements;
   // kQuery: the elements asked about.
   std::vector<std::string> query;
+  // kTransferChunk, kHandoffDone(Ack), kRingEpoch: the sender's ring epoch.
+  uint64_t epoch = 0;
+  // kTransferChunk, kTransferAck: the set's position in the transfer (from
+  // 0; `seq` numbers the chunks within the set). kTransferChunk: `done`
+  // marks the set's last chunk (which carries the sender's set-clock), and
+  // `end` a chunk after every set (no set, no elements).
+  uint64_t index = 0;
+  bool end = false;
+  // kHandoffDone(Ack): the transfer's sender and receiver.
+  NodeId from_node = 0;
+  NodeId to_node = 0;
 
   MessageType type() const { return header.type; }
 

@@ -77,6 +77,23 @@ struct NodeOptions {
   // then calls Replica::SweepSome on LocalReplica itself).
   uint64_t sweep_interval_micros = 100'000;
   uint64_t sweep_keys_per_tick = 10'000;
+
+  // Membership changes (docs/DESIGN.md, "Membership changes and hand-off").
+  // Called (on the node's thread) the first time a message shows that
+  // another node has installed a ring with a higher epoch than this node's
+  // latest: the embedder should fetch that ring from its membership
+  // authority and install it (Node::InstallRing). Bigset never guesses one.
+  std::function<void(uint64_t epoch, NodeId from)> on_stale_ring;
+  // Retransmit interval of hand-off chunks, forwarded deltas and
+  // completion notices (and the back-off after a refusal, times five).
+  uint64_t handoff_retry_micros = 200'000;
+  // Transfers this node sends at once (each holds one set snapshot and one
+  // chunk); the others wait their turn.
+  size_t handoff_max_running = 4;
+  // Bytes of forwarded deltas a transfer keeps until its receiver
+  // acknowledges them. Past it the queue is dropped and the transfer
+  // starts again from its first set (which carries those deltas).
+  size_t handoff_forward_bytes = 16 << 20;
 };
 
 struct ClusterWriteOptions {
@@ -149,8 +166,10 @@ class BIGSET_EXPORT ReadHandler {
 
 class BIGSET_EXPORT Node {
  public:
-  // REQUIRES: `store`, `transport` and `scheduler` outlive the node; `id` is
-  // one of ring's nodes.
+  // REQUIRES: `store`, `transport` and `scheduler` outlive the node. `ring`
+  // is the latest ring the embedder has for the node (the store remembers
+  // the latest it saw: FailedPrecondition for an older one); `id` is one of
+  // its nodes, or still serves partitions it is handing off.
   static absl::StatusOr<std::unique_ptr<Node>> Open(NodeId id, const Ring& ring,
                                                     Store* store,
                                                     Transport* transport,
@@ -199,9 +218,27 @@ class BIGSET_EXPORT Node {
   void Count(std::string_view set, const ClusterReadOptions& options,
              std::function<void(absl::StatusOr<uint64_t>)> done);
 
-  // The local replica of `partition`, opened on first use; nullptr if the
-  // ring does not place one here or it failed to open.
+  // The local replica of `partition`; nullptr if this node holds none
+  // (the ring does not place one here, or it was handed off).
   Replica* LocalReplica(uint32_t partition);
+
+  // ---- Membership.
+  // Installs the embedder's new ring (it must reach every node; nodes may
+  // disagree for a while). Every partition whose preference list changes
+  // is handed off from the nodes that leave it to the nodes that join it
+  // (PlanPartitionTransfers), while the old replicas keep serving it:
+  // reads and writes use the old list, with each transfer's receiver in
+  // place of its sender once the transfer is complete. The node sends its
+  // own transfers; completion is announced to every node. A ring installed
+  // before the previous change finished continues from where the serving
+  // lists are. Persisted (synced) before it returns. InvalidArgument for
+  // another ring size, FailedPrecondition unless the epoch is higher than
+  // the latest installed.
+  absl::Status InstallRing(const Ring& ring);
+  // The latest ring installed.
+  const Ring& ring() const;
+  // The nodes that serve `partition` now (see InstallRing).
+  std::vector<NodeId> ServingList(uint32_t partition) const;
 
   struct Stats {
     uint64_t messages_received = 0;
@@ -250,6 +287,37 @@ class BIGSET_EXPORT Node {
     uint64_t sweep_keys_deleted = 0;
     uint64_t sweep_bytes_reclaimed = 0;
     uint64_t sweep_micros = 0;
+    // Membership (gauges first): the latest ring's epoch; partitions whose
+    // serving list is not yet the latest ring's; transfers this node must
+    // send that wait their turn, and that run; transfers it receives;
+    // partitions whose keys it is deleting after handing them off.
+    uint64_t ring_epoch = 0;
+    uint64_t partitions_moving = 0;
+    uint64_t handoffs_pending = 0;
+    uint64_t handoffs_running = 0;
+    uint64_t handoffs_incoming = 0;
+    uint64_t partitions_releasing = 0;
+    uint64_t handoff_forward_bytes = 0;
+    // Since open: rings installed; transfers completed, cancelled (a later
+    // ring no longer wants them) and restarted (whole, or one set); element
+    // keys and bytes sent; element keys and sets received; deltas
+    // forwarded to receivers, and forward queues dropped for their bound;
+    // partitions released, with their keys and bytes; higher ring epochs
+    // reported to the embedder.
+    uint64_t rings_installed = 0;
+    uint64_t handoffs_done = 0;
+    uint64_t handoffs_cancelled = 0;
+    uint64_t handoff_restarts = 0;
+    uint64_t handoff_keys_sent = 0;
+    uint64_t handoff_bytes_sent = 0;
+    uint64_t handoff_keys_received = 0;
+    uint64_t handoff_sets_received = 0;
+    uint64_t handoff_deltas_forwarded = 0;
+    uint64_t handoff_forward_overflows = 0;
+    uint64_t partitions_released = 0;
+    uint64_t handoff_keys_released = 0;
+    uint64_t handoff_bytes_released = 0;
+    uint64_t stale_ring_reports = 0;
   };
   Stats stats() const;
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -76,6 +77,12 @@ class BIGSET_EXPORT Ring {
   // cover: for listing every set with the fewest replicas).
   std::map<NodeId, std::vector<uint32_t>> CoveragePlan() const;
 
+  // A self-checking encoding of the ring's definition (nodes and options;
+  // docs/FORMATS.md, "Node metadata"), and its decoder: DataLoss for bytes
+  // that are not one.
+  std::string Encode() const;
+  static absl::StatusOr<Ring> Decode(std::string_view bytes);
+
  private:
   Ring() = default;
 
@@ -111,6 +118,12 @@ struct PartitionTransfer {
 // higher.
 BIGSET_EXPORT absl::StatusOr<std::vector<PartitionTransfer>> PlanTransfers(
     const Ring& old_ring, const Ring& new_ring);
+
+// The hand-offs of one partition from the nodes `before` to the nodes
+// `after`, by the rule of PlanTransfers (none if they hold the same nodes).
+BIGSET_EXPORT std::vector<PartitionTransfer> PlanPartitionTransfers(
+    uint32_t partition, const std::vector<NodeId>& before,
+    const std::vector<NodeId>& after);
 
 }  // namespace bigset
 

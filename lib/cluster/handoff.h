@@ -1,0 +1,192 @@
+// HandoffManager: a node's membership state and its hand-offs. Internal
+// header (docs/DESIGN.md, "Membership changes and hand-off"; the protocol
+// and its messages are in docs/ARCHITECTURE.md, "Hand-off").
+//
+// State. The latest ring the embedder installed, and per partition the
+// serving list: the nodes that serve the partition now. It starts as the
+// ring's preference list; when a ring changes a partition's list, the
+// serving list stays the old one, and each completed transfer (p, from, to)
+// replaces `from` by `to` in it. Coordinators read and write through the
+// serving list, so that reads go to the old replicas until the new ones
+// have everything. Both are persisted in the node's metadata keyspace.
+//
+// Sender. For every partition whose serving list differs from the latest
+// ring's list, the transfers are planned (PlanPartitionTransfers) and this
+// node runs those it sends: every set of the partition, in order, each in
+// chunks of at most max_chunk_elements / max_chunk_bytes, one chunk in
+// flight (back-pressure), a set's last chunk carrying its set-clock. Every
+// delta this node's replica of the partition applies meanwhile is forwarded
+// to the receiver (kHandoffDelta, acknowledged, retransmitted). When the
+// receiver acknowledged every set and every forwarded delta, the transfer
+// is done: persisted, the serving list updated (this node stops serving the
+// partition), and every node told (kHandoffDone, retransmitted until
+// acknowledged). A restart of the sender (its forwards are in memory) and a
+// forward queue over its byte bound restart the transfer from its first
+// set; a receiver that lost a set's state restarts that set.
+//
+// Receiver. Per (sender, run) the set being received, the next chunk and
+// the tracker (dots sent); each chunk is applied with
+// Replica::ApplyTransferChunk and a set's last with FinishTransfer, each one
+// atomic batch, so a crash loses nothing acknowledged.
+//
+// Release. A partition this node no longer hosts is deleted in bounded
+// batches (a persisted marker first, so that a crash mid-delete leaves a
+// range that is never served until the delete finishes), then compacted.
+//
+// Thread-safety: runs on the node's thread.
+
+#ifndef BIGSET_LIB_CLUSTER_HANDOFF_H_
+#define BIGSET_LIB_CLUSTER_HANDOFF_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "bigset/cluster/node.h"
+#include "bigset/cluster/ring.h"
+#include "bigset/replica/set_reader.h"
+#include "bigset/store/store.h"
+#include "cluster/coordinator_host.h"
+#include "net/message.h"
+
+namespace bigset {
+
+class HandoffManager {
+ public:
+  HandoffManager(CoordinatorHost* host, Store* store,
+                 const NodeOptions& options);
+  ~HandoffManager();
+  HandoffManager(const HandoffManager&) = delete;
+  HandoffManager& operator=(const HandoffManager&) = delete;
+
+  // Loads the persisted state; `ring` is the ring the embedder opens the
+  // node with. FailedPrecondition if the store has seen a later ring.
+  absl::Status Load(const Ring& ring);
+  // Starts the timers and the transfers this node sends (after its
+  // replicas are open).
+  void Start();
+
+  const Ring& ring() const { return *latest_; }
+  // The nodes that serve `partition` now.
+  const std::vector<NodeId>& ServingList(uint32_t partition) const;
+  // Whether this node keeps a replica of `partition`: it serves it, or the
+  // latest ring places it here (a receiver), and no release is under way.
+  bool Hosts(uint32_t partition) const;
+  bool Releasing(uint32_t partition) const {
+    return releasing_.count(partition) > 0;
+  }
+
+  // InvalidArgument for a ring of another size, FailedPrecondition for an
+  // epoch not above the latest.
+  absl::Status InstallRing(const Ring& ring);
+
+  // A delta this node's replica of `partition` applied: forwarded to the
+  // receivers of the partition's transfers from this node.
+  void OnApplied(uint32_t partition, const Delta& delta);
+
+  // Messages.
+  void HandleChunk(NodeId from, Message& m);
+  void HandleTransferAck(NodeId from, const Message& m);
+  void HandleDeltaAck(NodeId from, uint64_t request_id,
+                      const absl::Status& status);
+  void HandleDone(NodeId from, const Message& m);
+  void HandleDoneAck(NodeId from, const Message& m);
+  // A message carried the sender's ring epoch.
+  void NoteEpoch(NodeId from, uint64_t epoch);
+  // Tells `to`, which asked about a partition this node does not hold, the
+  // ring epoch and the transfers of it this node completed.
+  void TellMoved(NodeId to, uint32_t partition);
+
+  // The replica of `partition` was retired: delete its keys (in the
+  // background; synchronously if `now`, for a partition hosted again).
+  void StartRelease(uint32_t partition);
+  absl::Status FinishReleaseNow(uint32_t partition);
+
+  // Adds the gauges to *stats.
+  void FillStats(Node::Stats* stats) const;
+
+ private:
+  using TransferKey = std::pair<uint32_t, NodeId>;  // (partition, to)
+  struct Outgoing {
+    uint64_t run = 0;  // Request id of the current run; 0 before the first.
+    bool started = false;
+    bool sets_done = false;  // The end chunk was acknowledged.
+    uint64_t index = 0;      // Position of `set` in the run.
+    std::string set;
+    std::unique_ptr<SetReader> reader;
+    uint64_t seq = 0;
+    std::string inflight;  // The chunk sent and not yet acknowledged.
+    bool inflight_last = false;
+    bool inflight_end = false;
+    uint64_t last_send = 0;
+    uint64_t backoff_until = 0;
+    std::vector<ElementDots> buffer;
+    // Forwarded deltas not yet acknowledged: request id -> message.
+    std::map<uint64_t, std::string> forwards;
+    size_t forward_bytes = 0;
+  };
+  struct Incoming {
+    uint64_t index = 0;
+    std::string set;
+    uint64_t next_seq = 0;
+    Clock tracker;
+    uint64_t last_activity = 0;
+  };
+  // A done transfer still to announce: node -> unacknowledged.
+  struct Announcement {
+    uint64_t epoch = 0;
+    PartitionTransfer transfer;
+    std::set<NodeId> waiting;
+  };
+
+  absl::Status Persist();
+  // Re-plans the transfers this node sends from the serving lists and the
+  // latest ring; stops those no longer planned.
+  void Replan();
+  // Hosting may have changed: the node opens and retires replicas.
+  void HostingChanged();
+  void StartRun(const TransferKey& key, Outgoing& out);
+  // Opens the next set after out.set (or the first), or sends the end.
+  void NextSet(const TransferKey& key, Outgoing& out);
+  void SendNextChunk(const TransferKey& key, Outgoing& out);
+  void Resend(const TransferKey& key, Outgoing& out);
+  void MaybeComplete(const TransferKey& key);
+  void Complete(const TransferKey& key);
+  // Applies a completed transfer to the serving lists (false: not
+  // applicable, e.g. already applied).
+  bool ApplyDone(const PartitionTransfer& t);
+  void Announce(uint64_t epoch, const PartitionTransfer& t);
+  void EnsureTick();
+  void Tick();
+  void ReleaseTick();
+  // Deletes up to `max_keys` keys of a released partition; true when done.
+  absl::StatusOr<bool> ReleaseSome(uint32_t partition, size_t max_keys);
+  void SendAck(NodeId to, const Message& chunk, const absl::Status& status);
+
+  CoordinatorHost* const host_;
+  Store* const store_;
+  const NodeOptions options_;
+  std::optional<Ring> latest_;
+  // Partitions whose serving list differs from the latest ring's list.
+  std::map<uint32_t, std::vector<NodeId>> serving_;
+  std::map<TransferKey, Outgoing> outgoing_;
+  std::map<std::pair<NodeId, uint64_t>, Incoming> incoming_;
+  // Forward request id -> its transfer.
+  std::map<uint64_t, TransferKey> forward_routes_;
+  std::vector<Announcement> announcements_;
+  std::set<uint32_t> releasing_;
+  std::set<uint64_t> epochs_reported_;
+  bool tick_scheduled_ = false;
+  bool release_tick_scheduled_ = false;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_HANDOFF_H_
