@@ -107,6 +107,7 @@ absl::Status HandoffManager::Load(const Ring& ring) {
   absl::Status s =
       store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kRingKey), &value);
   if (absl::IsNotFound(s)) {
+    fresh_ = true;
     latest_.emplace(ring);
     return Persist();
   }

@@ -74,6 +74,8 @@ class HandoffManager {
   void Start();
 
   const Ring& ring() const { return *latest_; }
+  // Whether Load found no state (a store this node never ran on).
+  bool fresh() const { return fresh_; }
   // The nodes that serve `partition` now.
   const std::vector<NodeId>& ServingList(uint32_t partition) const;
   // Whether this node keeps a replica of `partition`: it serves it, or the
@@ -183,6 +185,7 @@ class HandoffManager {
   std::vector<Announcement> announcements_;
   std::set<uint32_t> releasing_;
   std::set<uint64_t> epochs_reported_;
+  bool fresh_ = false;
   bool tick_scheduled_ = false;
   bool release_tick_scheduled_ = false;
 };

@@ -72,12 +72,11 @@ absl::Status Node::Impl::Open() {
   if (!s.ok()) return s;
   s = handoff_.Load(initial_ring_);
   if (!s.ok()) return s;
-  bool hosts_any = false;
-  for (uint32_t p = 0; p < ring().ring_size(); ++p) {
-    hosts_any |= handoff_.Hosts(p) || handoff_.Releasing(p);
-  }
+  // A node that left the ring may still be opened (to finish its hand-offs
+  // and releases, or to be closed); a new one must be in the ring.
   const auto& nodes = ring().nodes();
-  if (!hosts_any && std::find(nodes.begin(), nodes.end(), id_) == nodes.end()) {
+  if (handoff_.fresh() &&
+      std::find(nodes.begin(), nodes.end(), id_) == nodes.end()) {
     return absl::InvalidArgumentError(
         absl::StrCat("node ", id_, " is not in the ring"));
   }

@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   sim->ring_.emplace(std::move(*ring));
   sim->transport_ = std::make_unique<SimTransport>(sim.get());
   sim->nodes_.resize(ids.size());
+  for (NodeSlot& slot : sim->nodes_) slot.ring = sim->ring_;
   if (options.directory.empty()) {
     sim->mem_env_.reset(leveldb::NewMemEnv(leveldb::Env::Default()));
   }
@@ -112,8 +113,9 @@ absl::Status Simulator::StartNode(NodeId id) {
   // while opening (e.g. its sweeper's, for queues left from before) are
   // its own.
   ++slot.incarnation;
-  absl::StatusOr<std::unique_ptr<Node>> node = Node::Open(
-      id, *ring_, slot.store.get(), transport_.get(), slot.scheduler.get(), no);
+  absl::StatusOr<std::unique_ptr<Node>> node =
+      Node::Open(id, *slot.ring, slot.store.get(), transport_.get(),
+                 slot.scheduler.get(), no);
   if (!node.ok()) {
     slot.store.reset();
     return node.status();
@@ -128,6 +130,11 @@ absl::Status Simulator::StartNode(NodeId id) {
 Node* Simulator::node(NodeId id) {
   NodeSlot* slot = SlotOf(id);
   return slot == nullptr || !slot->up ? nullptr : slot->node.get();
+}
+
+Store* Simulator::store(NodeId id) {
+  NodeSlot* slot = SlotOf(id);
+  return slot == nullptr || !slot->up ? nullptr : slot->store.get();
 }
 
 bool Simulator::IsUp(NodeId id) const {
@@ -221,11 +228,56 @@ absl::Status Simulator::CompactAll() {
   for (NodeId id = 1; id <= nodes_.size(); ++id) {
     NodeSlot& slot = *SlotOf(id);
     if (!slot.up) continue;
-    for (uint32_t p : ring_->PartitionsOf(id)) {
+    for (uint32_t p = 0; p < ring_->ring_size(); ++p) {
+      if (slot.node->LocalReplica(p) == nullptr) continue;
       absl::Status s = slot.store->CompactRange(KeyspaceRange(p));
       if (!s.ok()) return s;
     }
   }
+  return absl::OkStatus();
+}
+
+const Ring* Simulator::RingOf(NodeId id) const {
+  const NodeSlot* slot = SlotOf(id);
+  return slot == nullptr || !slot->ring.has_value() ? nullptr : &*slot->ring;
+}
+
+absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
+  if (on.empty()) {
+    on = ring.nodes();
+    for (NodeId id = 1; id <= nodes_.size(); ++id) {
+      if (SlotOf(id)->up) on.push_back(id);
+    }
+    std::sort(on.begin(), on.end());
+    on.erase(std::unique(on.begin(), on.end()), on.end());
+  }
+  for (NodeId id : on) {
+    if (id == nodes_.size() + 1) {
+      nodes_.emplace_back();
+      if (!group_.empty()) {
+        group_.push_back(*std::max_element(group_.begin(), group_.end()) + 1);
+      }
+      nodes_.back().ring = ring;
+      Trace(absl::StrCat("t=", now_, " node ", id, " joins at epoch ",
+                         ring.epoch()));
+      absl::Status s = StartNode(id);
+      if (!s.ok()) return s;
+      continue;
+    }
+    NodeSlot* slot = SlotOf(id);
+    if (slot == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", id, " is neither a node nor the next one"));
+    }
+    slot->ring = ring;
+    Trace(absl::StrCat("t=", now_, " node ", id, " installs ring epoch ",
+                       ring.epoch()));
+    if (slot->up) {
+      absl::Status s = slot->node->InstallRing(ring);
+      if (!s.ok()) return s;
+    }
+  }
+  if (!ring_.has_value() || ring.epoch() > ring_->epoch()) ring_.emplace(ring);
   return absl::OkStatus();
 }
 

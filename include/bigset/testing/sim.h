@@ -105,9 +105,14 @@ class BIGSET_EXPORT Simulator {
   Simulator& operator=(const Simulator&) = delete;
 
   const Ring& ring() const { return *ring_; }
+  // The nodes of the latest ring.
   const std::vector<NodeId>& node_ids() const { return ring_->nodes(); }
+  // Every node the simulation has created (ids 1..node_count()).
+  NodeId node_count() const { return static_cast<NodeId>(nodes_.size()); }
   // The live node `id`, or nullptr while it is crashed.
   Node* node(NodeId id);
+  // The store of the live node `id`, or nullptr while it is crashed.
+  Store* store(NodeId id);
   bool IsUp(NodeId id) const;
   uint64_t NowMicros() const { return now_; }
   std::mt19937_64& rng() { return rng_; }
@@ -146,6 +151,16 @@ class BIGSET_EXPORT Simulator {
   absl::Status Restart(NodeId id, bool clock_back = false);
   // Compacts every live node's whole store (as after a bulk load).
   absl::Status CompactAll();
+
+  // ---- Membership.
+  // Installs `ring` (Node::InstallRing) on the nodes in `on`, or on every
+  // node of the ring and every node running now if `on` is empty, so that
+  // nodes may disagree for a while. A node of `on` that does not exist yet
+  // (the next id) is created and started with the ring; a crashed node
+  // gets the ring when it restarts. ring() becomes `ring`.
+  absl::Status InstallRing(const Ring& ring, std::vector<NodeId> on = {});
+  // The latest ring given to node `id` (at creation or by InstallRing).
+  const Ring* RingOf(NodeId id) const;
 
   // ---- Blocking client API: via node `via`, run until done.
   absl::StatusOr<Delta> Update(NodeId via, std::string_view set,
@@ -210,6 +225,7 @@ class BIGSET_EXPORT Simulator {
     std::unique_ptr<LevelDbStore> store;
     std::unique_ptr<SimScheduler> scheduler;
     std::unique_ptr<Node> node;
+    std::optional<Ring> ring;  // The latest ring given to the node.
     uint64_t incarnation = 0;
     bool up = false;
     // The node's clock is the simulation's time plus this (a restart with

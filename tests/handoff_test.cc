@@ -1,0 +1,379 @@
+// Membership changes in the simulator: a node joins, leaves, is replaced,
+// and two changes follow each other before the first finishes, under
+// concurrent client writes and reads and (in the fault runs) message loss,
+// duplication, corruption, late timers, partitions and crashes of senders
+// and receivers mid-transfer. Rings reach the nodes at different times.
+//
+// Properties, against a model of the acknowledged writes:
+//   - at every step, a quorum read of a set shows every acknowledged add
+//     and no acknowledged remove (a transfer never changes a set's value,
+//     and never resurrects a removed element);
+//   - the hand-offs finish: no partition still moving, nothing pending;
+//   - afterwards every replica on the new ring holds the model's value
+//     (after a read repair with R = N) and passes Verify, and no node keeps
+//     a replica or any key of a partition it does not hold.
+//
+// BIGSET_TEST_SCALE multiplies the seeds; BIGSET_TEST_SEED reruns one.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/keys/keys.h"
+#include "bigset/testing/sim.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+
+enum class Change { kJoin, kLeave, kReplace, kTwoInARow };
+
+const char* Name(Change c) {
+  switch (c) {
+    case Change::kJoin:
+      return "join";
+    case Change::kLeave:
+      return "leave";
+    case Change::kReplace:
+      return "replace";
+    case Change::kTwoInARow:
+      return "two in a row";
+  }
+  return "?";
+}
+
+// What the acknowledged writes say of each element: present, absent, or
+// unknown (a write that failed may or may not have been applied).
+enum class Known { kPresent, kAbsent, kUnknown };
+
+struct Model {
+  std::map<std::string, std::map<std::string, Known>> sets;
+};
+
+Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
+  RingOptions ro;
+  ro.ring_size = 16;
+  ro.n = 3;
+  ro.epoch = epoch;
+  ro.placement = Placement::kRendezvous;
+  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
+  REQUIRE(ring.ok());
+  return *ring;
+}
+
+void DumpTrace(const Simulator& sim) {
+  auto tail = sim.TraceTail();
+  for (size_t i = tail.size() > 30 ? tail.size() - 30 : 0; i < tail.size();
+       ++i) {
+    UNSCOPED_INFO(tail[i]);
+  }
+}
+
+// Checks a read of `set` against the model.
+void CheckValue(const std::string& set, const std::vector<ElementDots>& read,
+                const Model& model) {
+  std::set<std::string> present;
+  for (const ElementDots& e : read) present.insert(e.element);
+  auto it = model.sets.find(set);
+  if (it == model.sets.end()) return;
+  for (const auto& [element, known] : it->second) {
+    CAPTURE(set, element);
+    if (known == Known::kPresent) CHECK(present.count(element) == 1);
+    if (known == Known::kAbsent) CHECK(present.count(element) == 0);
+  }
+}
+
+bool Settled(Simulator& sim) {
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    Node* node = sim.node(id);
+    if (node == nullptr) continue;
+    const Node::Stats s = node->stats();
+    if (s.ring_epoch != sim.ring().epoch() || s.partitions_moving != 0 ||
+        s.handoffs_pending != 0 || s.handoffs_running != 0 ||
+        s.partitions_releasing != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+struct Totals {
+  uint64_t runs = 0, ops = 0, acked = 0, failed = 0, crashes = 0;
+  uint64_t partitions = 0, transfers = 0, restarts = 0, forwarded = 0;
+  uint64_t keys_sent = 0, released = 0, violations = 0;
+};
+
+void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
+  CAPTURE(seed, Name(change), faults);
+  SimOptions o;
+  o.seed = seed;
+  o.nodes = 5;
+  o.ring.ring_size = 16;
+  o.ring.n = 3;
+  o.ring.epoch = 1;
+  o.ring.placement = Placement::kRendezvous;
+  // Many small chunks and few transfers at once: the changes take long
+  // enough for crashes and partitions to hit them mid-transfer.
+  o.node.max_chunk_elements = 2;
+  o.node.handoff_max_running = 1;
+  o.min_latency_micros = 1000;
+  o.max_latency_micros = 6000;
+  o.trace_capacity = 200;
+  if (faults) {
+    o.loss = 0.02;
+    o.duplicate = 0.02;
+    o.corrupt = 0.005;
+    o.shuffle_ties = true;
+    o.timer_jitter_micros = 2000;
+  }
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  Rng rng(seed * 7919 + static_cast<uint64_t>(change));
+  Model model;
+  const std::vector<std::string> sets = {"s0", "s1", "s2", "s3", "s4", "s5"};
+  ClusterWriteOptions wo;
+  wo.timeout_micros = 4'000'000;
+  ClusterReadOptions ro;
+  ro.batch_size = 4;
+  ro.timeout_micros = 4'000'000;
+  // No read repair: it would mend what a transfer or a forward missed.
+  ro.read_repair = false;
+
+  auto random_up = [&]() {
+    std::vector<NodeId> up;
+    for (NodeId id = 1; id <= sim.node_count(); ++id) {
+      if (sim.IsUp(id)) up.push_back(id);
+    }
+    return up[Uniform(rng, 0, up.size() - 1)];
+  };
+  auto op = [&]() {
+    ++totals->ops;
+    const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+    const std::string element = absl::StrCat("e", Uniform(rng, 0, 150));
+    const NodeId via = random_up();
+    Known& known =
+        model.sets[set].try_emplace(element, Known::kAbsent).first->second;
+    if (Uniform(rng, 0, 3) > 0) {
+      absl::StatusOr<Delta> d =
+          sim.Update(via, set, {UpdateOp::Add(element)}, wo);
+      if (d.ok()) {
+        ++totals->acked;
+        known = Known::kPresent;
+      } else {
+        ++totals->failed;
+        known = Known::kUnknown;
+      }
+    } else {
+      absl::StatusOr<Membership> m = sim.ContainsAll(via, set, {element}, ro);
+      if (!m.ok()) return;
+      std::vector<Dot> context;
+      for (const ElementDots& e : m->elements) {
+        context.insert(context.end(), e.dots.begin(), e.dots.end());
+      }
+      if (known == Known::kPresent) CHECK(m->all_present);
+      absl::StatusOr<Delta> d =
+          sim.Update(via, set, {UpdateOp::Remove(element, context)}, wo);
+      if (d.ok() && known != Known::kUnknown) {
+        ++totals->acked;
+        known = Known::kAbsent;
+      } else if (!d.ok()) {
+        ++totals->failed;
+        known = Known::kUnknown;
+      }
+    }
+    // A quorum read of some set, against the model, at every step.
+    const std::string& check = sets[Uniform(rng, 0, sets.size() - 1)];
+    absl::StatusOr<SimReadResult> r = sim.Read(random_up(), check, ro);
+    if (r.ok()) CheckValue(check, r->elements, model);
+  };
+  // Faults mid-change: one node down at a time, restarted a few operations
+  // later; now and then a partition that isolates one node.
+  NodeId down = 0;
+  int down_for = 0;
+  bool partitioned = false;
+  auto faults_step = [&]() {
+    if (!faults) return;
+    if (down != 0 && --down_for <= 0) {
+      REQUIRE(sim.Restart(down, Uniform(rng, 0, 1) == 0).ok());
+      down = 0;
+    } else if (down == 0 && Uniform(rng, 0, 9) == 0) {
+      down = random_up();
+      down_for = static_cast<int>(Uniform(rng, 1, 6));
+      REQUIRE(sim.Crash(down).ok());
+      ++totals->crashes;
+    }
+    if (partitioned && Uniform(rng, 0, 3) == 0) {
+      sim.Heal();
+      partitioned = false;
+    } else if (!partitioned && Uniform(rng, 0, 19) == 0) {
+      const NodeId alone = static_cast<NodeId>(Uniform(rng, 1, 6));
+      std::vector<NodeId> rest;
+      for (NodeId id = 1; id <= sim.node_count(); ++id) {
+        if (id != alone) rest.push_back(id);
+      }
+      sim.Partition({rest, {alone}});
+      partitioned = true;
+      ++totals->partitions;
+    }
+  };
+
+  for (int i = 0; i < 250; ++i) op();
+  // The new rings, installed on some nodes first, then on the rest.
+  std::vector<Ring> rings;
+  switch (change) {
+    case Change::kJoin:
+      rings.push_back(MakeRing({1, 2, 3, 4, 5, 6}, 2));
+      break;
+    case Change::kLeave:
+      rings.push_back(MakeRing({1, 2, 3, 4}, 2));
+      break;
+    case Change::kReplace:
+      rings.push_back(MakeRing({1, 2, 3, 4, 6}, 2));
+      break;
+    case Change::kTwoInARow:
+      rings.push_back(MakeRing({1, 2, 3, 4, 5, 6}, 2));
+      rings.push_back(MakeRing({1, 3, 4, 5, 6}, 3));
+      break;
+  }
+  for (const Ring& ring : rings) {
+    std::vector<NodeId> all;
+    for (NodeId id = 1; id <= std::max<NodeId>(6, sim.node_count()); ++id) {
+      if (id <= sim.node_count() || id == sim.node_count() + 1) {
+        const auto& nodes = ring.nodes();
+        if (id <= sim.node_count() ||
+            std::find(nodes.begin(), nodes.end(), id) != nodes.end()) {
+          all.push_back(id);
+        }
+      }
+    }
+    std::shuffle(all.begin(), all.end(), rng);
+    const size_t first = Uniform(rng, 1, all.size());
+    std::vector<NodeId> early(all.begin(), all.begin() + first);
+    std::vector<NodeId> late(all.begin() + first, all.end());
+    std::sort(early.begin(), early.end());
+    REQUIRE(sim.InstallRing(ring, early).ok());
+    for (int i = 0; i < 10; ++i) {
+      op();
+      faults_step();
+    }
+    if (!late.empty()) REQUIRE(sim.InstallRing(ring, late).ok());
+    for (int i = 0; i < 30; ++i) {
+      op();
+      faults_step();
+    }
+  }
+  // Heal and let the hand-offs finish.
+  sim.Heal();
+  sim.SetLoss(0);
+  sim.SetDuplicate(0);
+  sim.SetCorruption(0);
+  if (down != 0) REQUIRE(sim.Restart(down).ok());
+  const uint64_t deadline = sim.NowMicros() + 600'000'000;
+  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
+  if (!Settled(sim)) DumpTrace(sim);
+  REQUIRE(Settled(sim));
+  for (int i = 0; i < 20; ++i) op();
+
+  const Ring& ring = sim.ring();
+  auto check_replicas = [&]() {
+    for (const std::string& set : sets) {
+      const uint32_t p = ring.PartitionOf(set);
+      for (NodeId id : ring.PreferenceList(p)) {
+        CAPTURE(set, id);
+        Replica* replica = sim.node(id)->LocalReplica(p);
+        REQUIRE(replica != nullptr);
+        CheckValue(set, testing::ReadAll(*replica, set), model);
+      }
+    }
+  };
+  // Without faults every write reached every serving replica, and the
+  // transfers and forwards brought it to the new ones: every replica holds
+  // the model's value before any repair.
+  if (!faults) check_replicas();
+  // Read repair with every replica, then every replica against the model.
+  ClusterReadOptions all = ro;
+  all.r = ring.n();
+  all.read_repair = true;
+  for (const std::string& set : sets) {
+    absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
+    REQUIRE(r.ok());
+    CheckValue(set, r->elements, model);
+  }
+  sim.RunUntilIdle();
+  check_replicas();
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    Node* node = sim.node(id);
+    REQUIRE(node != nullptr);
+    const Node::Stats s = node->stats();
+    totals->transfers += s.handoffs_done;
+    totals->restarts += s.handoff_restarts;
+    totals->forwarded += s.handoff_deltas_forwarded;
+    totals->keys_sent += s.handoff_keys_sent;
+    totals->released += s.partitions_released;
+    for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+      CAPTURE(id, p);
+      const auto& list = ring.PreferenceList(p);
+      const bool owns = std::find(list.begin(), list.end(), id) != list.end();
+      CHECK(node->ServingList(p) == list);
+      if (owns) {
+        Replica* replica = node->LocalReplica(p);
+        REQUIRE(replica != nullptr);
+        absl::StatusOr<VerifyReport> v = replica->Verify();
+        REQUIRE(v.ok());
+        CHECK(v->ok());
+      } else {
+        CHECK(node->LocalReplica(p) == nullptr);
+        std::unique_ptr<Iterator> it =
+            sim.store(id)->NewIterator(ReadOptions(), KeyspaceRange(p));
+        it->SeekToFirst();
+        CHECK_FALSE(it->Valid());
+      }
+    }
+  }
+  ++totals->runs;
+}
+
+TEST_CASE("handoff: join, leave, replace and two changes in a row") {
+  Totals totals;
+  for (uint64_t seed : Seeds(2)) {
+    for (Change c : {Change::kJoin, Change::kLeave, Change::kReplace,
+                     Change::kTwoInARow}) {
+      RunChange(seed, c, /*faults=*/false, &totals);
+    }
+  }
+  CHECK(totals.transfers > 0);
+  CHECK(totals.keys_sent > 0);
+  CHECK(totals.released > 0);
+}
+
+TEST_CASE("handoff: under loss, duplication, partitions and crashes") {
+  Totals totals;
+  for (uint64_t seed : Seeds(3)) {
+    for (Change c : {Change::kJoin, Change::kLeave, Change::kReplace,
+                     Change::kTwoInARow}) {
+      RunChange(100 + seed, c, /*faults=*/true, &totals);
+    }
+  }
+  CHECK(totals.crashes > 0);
+  CHECK(totals.transfers > 0);
+  WARN("membership soak: " << totals.runs << " runs, " << totals.ops
+                           << " client ops (" << totals.acked << " acked, "
+                           << totals.failed << " failed), " << totals.crashes
+                           << " crashes, " << totals.partitions
+                           << " partitions, " << totals.transfers
+                           << " transfers, " << totals.restarts << " restarts, "
+                           << totals.forwarded << " deltas forwarded, "
+                           << totals.keys_sent << " keys sent");
+}
+
+}  // namespace
+}  // namespace bigset
