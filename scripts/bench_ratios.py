@@ -91,6 +91,9 @@ def main(path):
     if have("BM_SetTransfer/replica/1000000", "BM_FullRead/bigset/1000000"):
         r = ips("BM_SetTransfer/replica/1000000") / ips("BM_FullRead/bigset/1000000")
         row("set transfer, replica to replica / full read", f"{r:.3f}", "(report)", True)
+    if have("BM_HandOff/1000000", "BM_FullRead/bigset/1000000"):
+        r = ips("BM_HandOff/1000000") / ips("BM_FullRead/bigset/1000000")
+        row("hand-off, node to node / full read", f"{r:.3f}", ">= 0.5", r >= 0.5)
 
     if have("BM_CountAfterClear/1000000", "BM_Count/fresh/1000"):
         r = time("BM_CountAfterClear/1000000") / time("BM_Count/fresh/1000")
