@@ -157,6 +157,9 @@ class HandoffManager {
   void StartRun(const TransferKey& key, Outgoing& out);
   // Opens the next set after out.set (or the first), or sends the end.
   void NextSet(const TransferKey& key, Outgoing& out);
+  // Reads out.set from a new snapshot and sends its first chunk (or backs
+  // off if it cannot be read).
+  void OpenSet(const TransferKey& key, Outgoing& out);
   void SendNextChunk(const TransferKey& key, Outgoing& out);
   void Resend(const TransferKey& key, Outgoing& out);
   void MaybeComplete(const TransferKey& key);
@@ -167,6 +170,7 @@ class HandoffManager {
   void Announce(uint64_t epoch, const PartitionTransfer& t);
   void EnsureTick();
   void Tick();
+  void EnsureReleaseTick();
   void ReleaseTick();
   // Deletes up to `max_keys` keys of a released partition; true when done.
   absl::StatusOr<bool> ReleaseSome(uint32_t partition, size_t max_keys);
