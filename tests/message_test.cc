@@ -95,9 +95,13 @@ Message RandomMessage(Rng& rng) {
       break;
     case MessageType::kHandoffDone:
     case MessageType::kHandoffDoneAck:
+      if (m.type() == MessageType::kHandoffDoneAck && Uniform(rng, 0, 1)) {
+        m.status = err;
+      }
       m.epoch = rng();
       m.from_node = static_cast<NodeId>(rng());
       m.to_node = static_cast<NodeId>(rng());
+      m.seq = rng();
       break;
     case MessageType::kRingEpoch:
       m.epoch = rng();

@@ -18,10 +18,12 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "bigset/cluster/node.h"
 #include "bigset/cluster/ring.h"
 #include "bigset/net/transport.h"
 #include "bigset/replica/replica.h"
+#include "net/message.h"
 
 namespace bigset {
 
@@ -46,13 +48,22 @@ class CoordinatorHost {
   virtual void After(uint64_t delay_micros, std::function<void()> fn) = 0;
   // This node's replica of `partition`, or nullptr if it holds none.
   virtual Replica* LocalReplica(uint32_t partition) = 0;
+  // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
+  // arrived for a partition this node has no replica of: true if the node
+  // handed the partition to another node, passed the delta on to it, and
+  // answers `from` itself (with the new owner's status), so that a coordinator
+  // with an old serving list still reaches the replica that holds the partition
+  // now.
+  virtual bool ProxyDelta(NodeId from, const MessageHeader& header,
+                          const Delta& delta) = 0;
   virtual Node::Stats& stats() = 0;
   // This node's replica of `partition` applied `delta` (coordinated,
   // replicated or repaired): hand-offs forward it.
   virtual void OnApplied(uint32_t partition, const Delta& delta) = 0;
   // The partitions this node hosts may have changed: open the replicas of
-  // new ones, retire and release the others.
-  virtual void HostingChanged() = 0;
+  // new ones, retire and release the others. False if a replica failed to
+  // open (the caller calls again later).
+  virtual bool HostingChanged() = 0;
   // `to` asked about a partition this node holds no replica of: tell it
   // this node's ring epoch (it may be behind).
   virtual void TellMoved(NodeId to, uint32_t partition) = 0;

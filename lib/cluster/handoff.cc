@@ -16,6 +16,11 @@ namespace {
 constexpr KeyspaceId kMetaKeyspace = 0xFFFFFFFF;
 constexpr std::string_view kRingKey = "ring";
 constexpr std::string_view kServingKey = "serving";
+constexpr std::string_view kAnnounceKey = "announce";
+constexpr uint8_t kAnnounceFormatVersion = 1;
+constexpr std::string_view kNoticeEpochsKey = "notice_epochs";
+constexpr uint8_t kNoticeEpochsFormatVersion = 1;
+constexpr size_t kMaxPendingNotices = 1024;
 constexpr std::string_view kReleasePrefix = "release/";
 constexpr uint8_t kServingFormatVersion = 1;
 
@@ -81,6 +86,26 @@ absl::Status DecodeServing(std::string_view bytes, uint32_t ring_size,
   return absl::OkStatus();
 }
 
+// Announcements: version, count, per announcement epoch, partition, from,
+// to, the nodes still to tell; crc32c.
+template <typename List>
+std::string EncodeAnnouncements(const List& list) {
+  std::string out;
+  out.push_back(static_cast<char>(kAnnounceFormatVersion));
+  coding::PutVarint64(&out, list.size());
+  for (const auto& a : list) {
+    coding::PutVarint64(&out, a.epoch);
+    coding::PutVarint64(&out, a.transfer.partition);
+    coding::PutVarint64(&out, a.transfer.from);
+    coding::PutVarint64(&out, a.transfer.to);
+    coding::PutVarint64(&out, a.move);
+    coding::PutVarint64(&out, a.waiting.size());
+    for (NodeId n : a.waiting) coding::PutVarint64(&out, n);
+  }
+  coding::PutFixed32BE(&out, crc32c::Value(out));
+  return out;
+}
+
 }  // namespace
 
 HandoffManager::HandoffManager(CoordinatorHost* host, Store* store,
@@ -107,7 +132,6 @@ absl::Status HandoffManager::Load(const Ring& ring) {
   absl::Status s =
       store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kRingKey), &value);
   if (absl::IsNotFound(s)) {
-    fresh_ = true;
     latest_.emplace(ring);
     return Persist();
   }
@@ -134,6 +158,22 @@ absl::Status HandoffManager::Load(const Ring& ring) {
   } else if (!absl::IsNotFound(s)) {
     return s;
   }
+  s = store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kNoticeEpochsKey),
+                  &value);
+  if (s.ok()) {
+    s = DecodeNoticeEpochs(value);
+    if (!s.ok()) return s;
+  } else if (!absl::IsNotFound(s)) {
+    return s;
+  }
+  s = store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kAnnounceKey),
+                  &value);
+  if (s.ok()) {
+    s = DecodeAnnouncements(value);
+    if (!s.ok()) return s;
+  } else if (!absl::IsNotFound(s)) {
+    return s;
+  }
   // Releases a crash interrupted.
   const std::string prefix = MetadataKey(kMetaKeyspace, kReleasePrefix);
   std::unique_ptr<Iterator> it =
@@ -151,14 +191,109 @@ absl::Status HandoffManager::Load(const Ring& ring) {
   return absl::OkStatus();
 }
 
+absl::Status HandoffManager::DecodeAnnouncements(std::string_view bytes) {
+  const absl::Status bad =
+      absl::DataLossError("undecodable announcements in the node's metadata");
+  if (bytes.size() < 5) return bad;
+  const uint32_t want =
+      coding::DecodeFixed32BE(bytes.data() + bytes.size() - 4);
+  bytes.remove_suffix(4);
+  if (crc32c::Value(bytes) != want) return bad;
+  coding::Reader in(bytes);
+  uint8_t version = 0;
+  uint64_t count = 0;
+  if (!in.GetByte(&version) || version != kAnnounceFormatVersion ||
+      !in.GetCount(6, &count)) {
+    return bad;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    Announcement a;
+    uint64_t p = 0, from = 0, to = 0, k = 0;
+    if (!in.GetVarint64(&a.epoch) || !in.GetVarint64(&p) ||
+        p >= latest_->ring_size() || !in.GetVarint64(&from) ||
+        from > UINT32_MAX || !in.GetVarint64(&to) || to > UINT32_MAX ||
+        !in.GetVarint64(&a.move) || !in.GetCount(1, &k)) {
+      return bad;
+    }
+    a.transfer =
+        PartitionTransfer{static_cast<uint32_t>(p), static_cast<NodeId>(from),
+                          static_cast<NodeId>(to)};
+    for (uint64_t j = 0; j < k; ++j) {
+      uint64_t n = 0;
+      if (!in.GetVarint64(&n) || n > UINT32_MAX) return bad;
+      a.waiting.insert(static_cast<NodeId>(n));
+    }
+    a.first_sent = host_->NowMicros();
+    if (!a.waiting.empty()) announcements_.push_back(std::move(a));
+  }
+  if (!in.empty()) return bad;
+  return absl::OkStatus();
+}
+
+absl::Status HandoffManager::DecodeNoticeEpochs(std::string_view bytes) {
+  const absl::Status bad =
+      absl::DataLossError("undecodable notice epochs in the node's metadata");
+  if (bytes.size() < 5) return bad;
+  const uint32_t want =
+      coding::DecodeFixed32BE(bytes.data() + bytes.size() - 4);
+  bytes.remove_suffix(4);
+  if (crc32c::Value(bytes) != want) return bad;
+  coding::Reader in(bytes);
+  uint8_t version = 0;
+  uint64_t count = 0;
+  if (!in.GetByte(&version) || version != kNoticeEpochsFormatVersion ||
+      !in.GetCount(3, &count)) {
+    return bad;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t p = 0, n = 0, e = 0;
+    if (!in.GetVarint64(&p) || p >= latest_->ring_size() ||
+        !in.GetVarint64(&n) || n > UINT32_MAX || !in.GetVarint64(&e)) {
+      return bad;
+    }
+    notice_epochs_[static_cast<uint32_t>(p)][static_cast<NodeId>(n)] = e;
+  }
+  if (!in.empty()) return bad;
+  return absl::OkStatus();
+}
+
+void HandoffManager::AddPersistedState(WriteBatch* batch) const {
+  if (notice_epochs_.empty()) {
+    batch->Delete(MetadataKey(kMetaKeyspace, kNoticeEpochsKey));
+  } else {
+    std::string out;
+    out.push_back(static_cast<char>(kNoticeEpochsFormatVersion));
+    size_t count = 0;
+    for (const auto& [p, nodes] : notice_epochs_) count += nodes.size();
+    coding::PutVarint64(&out, count);
+    for (const auto& [p, nodes] : notice_epochs_) {
+      for (const auto& [n, e] : nodes) {
+        coding::PutVarint64(&out, p);
+        coding::PutVarint64(&out, n);
+        coding::PutVarint64(&out, e);
+      }
+    }
+    coding::PutFixed32BE(&out, crc32c::Value(out));
+    batch->Put(MetadataKey(kMetaKeyspace, kNoticeEpochsKey), out);
+  }
+  batch->Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
+  if (serving_.empty()) {
+    batch->Delete(MetadataKey(kMetaKeyspace, kServingKey));
+  } else {
+    batch->Put(MetadataKey(kMetaKeyspace, kServingKey),
+               EncodeServing(serving_));
+  }
+  if (announcements_.empty()) {
+    batch->Delete(MetadataKey(kMetaKeyspace, kAnnounceKey));
+  } else {
+    batch->Put(MetadataKey(kMetaKeyspace, kAnnounceKey),
+               EncodeAnnouncements(announcements_));
+  }
+}
+
 absl::Status HandoffManager::Persist() {
   WriteBatch batch;
-  batch.Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
-  if (serving_.empty()) {
-    batch.Delete(MetadataKey(kMetaKeyspace, kServingKey));
-  } else {
-    batch.Put(MetadataKey(kMetaKeyspace, kServingKey), EncodeServing(serving_));
-  }
+  AddPersistedState(&batch);
   WriteOptions sync;
   sync.sync = true;
   return store_->Write(sync, batch);
@@ -173,6 +308,11 @@ absl::Status HandoffManager::InstallRing(const Ring& ring) {
   if (ring.ring_size() != latest_->ring_size()) {
     return absl::InvalidArgumentError(
         "a ring change cannot change the number of partitions");
+  }
+  if (ring.n() != latest_->n()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ring change cannot change n, the replicas per partition (",
+        latest_->n(), " -> ", ring.n(), ")"));
   }
   if (ring.epoch() <= latest_->epoch()) {
     return absl::FailedPreconditionError(
@@ -208,7 +348,9 @@ void HandoffManager::Replan() {
     }
   }
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
-    if (wanted.count(it->first)) {
+    // An accepted completion is finished whatever the ring says now: the
+    // receiver serves the partition already.
+    if (wanted.count(it->first) || it->second.accepted) {
       ++it;
       continue;
     }
@@ -223,7 +365,54 @@ void HandoffManager::Replan() {
   Tick();
 }
 
-void HandoffManager::HostingChanged() { host_->HostingChanged(); }
+void HandoffManager::HostingChanged() {
+  if (!host_->HostingChanged()) {
+    hosting_retry_ = true;
+    EnsureTick();
+  }
+  // A partition hosted here again is served from here, not passed on.
+  std::erase_if(moved_to_, [&](const auto& m) {
+    return Hosts(m.first) && !HandingOver(m.first);
+  });
+}
+
+bool HandoffManager::HandingOver(uint32_t partition) const {
+  auto it = outgoing_.lower_bound({partition, 0});
+  for (; it != outgoing_.end() && it->first.first == partition; ++it) {
+    if (it->second.accepted) return true;
+  }
+  return false;
+}
+
+bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
+                                const Delta& delta) {
+  auto to = moved_to_.find(header.partition);
+  if (to == moved_to_.end() || to->second == from ||
+      to->second == host_->node_id()) {
+    return false;
+  }
+  std::string bytes;
+  if (header.type == MessageType::kRepair) {
+    EncodeDeltaMessage(header, delta, &bytes);
+  } else {
+    const uint64_t id = host_->NextRequestId();
+    EncodeDeltaMessage(
+        MessageHeader{MessageType::kHandoffDelta, id, header.partition}, delta,
+        &bytes);
+    // A given-up request is answered like a replicate: this node did not
+    // coordinate it (AnswerGivenUp found no reply of its own).
+    proxied_[id] =
+        Proxied{from,
+                header.type == MessageType::kHandoffDelta
+                    ? MessageType::kHandoffDeltaAck
+                    : MessageType::kReplicateAck,
+                header.request_id, header.partition, host_->NowMicros()};
+    EnsureTick();  // Expires it if no answer comes.
+  }
+  ++host_->stats().handoff_deltas_proxied;
+  host_->Send(to->second, std::move(bytes));
+  return true;
+}
 
 // ---- Sender.
 
@@ -232,7 +421,10 @@ void HandoffManager::StartRun(const TransferKey& key, Outgoing& out) {
   out.run = host_->NextRequestId();
   out.started = true;
   out.sets_done = false;
+  out.proposed = false;
+  out.accepted = false;
   out.index = 0;
+  out.have_set = false;
   out.set.clear();
   out.reader.reset();
   out.inflight.clear();
@@ -250,7 +442,7 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
     return;
   }
   std::optional<std::string> after;
-  if (out.index > 0 || !out.set.empty()) after = out.set;
+  if (out.have_set) after = out.set;
   absl::StatusOr<std::vector<std::string>> sets =
       replica->ListSets(std::move(after), 1);
   if (!sets.ok()) {
@@ -272,6 +464,7 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
     return;
   }
   out.set = std::move((*sets)[0]);
+  out.have_set = true;
   OpenSet(key, out);
 }
 
@@ -335,8 +528,8 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
   Outgoing& out = it->second;
-  if (!out.started || out.run != m.header.request_id || out.inflight.empty() ||
-      m.index != out.index || m.seq != out.seq) {
+  if (!out.started || out.sets_done || out.run != m.header.request_id ||
+      out.inflight.empty() || m.index != out.index || m.seq != out.seq) {
     return;  // Stale or duplicate.
   }
   const uint64_t now = host_->NowMicros();
@@ -374,6 +567,9 @@ void HandoffManager::OnApplied(uint32_t partition, const Delta& delta) {
   auto it = outgoing_.lower_bound({partition, 0});
   for (; it != outgoing_.end() && it->first.first == partition; ++it) {
     Outgoing& out = it->second;
+    // A run not started yet reads its sets after this delta: nothing to
+    // forward (and no queue per waiting transfer).
+    if (!out.started) continue;
     const uint64_t id = host_->NextRequestId();
     std::string bytes;
     EncodeDeltaMessage(MessageHeader{MessageType::kHandoffDelta, id, partition},
@@ -398,6 +594,19 @@ void HandoffManager::OnApplied(uint32_t partition, const Delta& delta) {
 
 void HandoffManager::HandleDeltaAck(NodeId from, uint64_t request_id,
                                     const absl::Status& status) {
+  if (auto p = proxied_.find(request_id); p != proxied_.end()) {
+    if (moved_to_.count(p->second.partition) == 0 ||
+        moved_to_[p->second.partition] != from) {
+      return;
+    }
+    std::string ack;
+    EncodeStatusReply(MessageHeader{p->second.reply, p->second.request_id,
+                                    p->second.partition},
+                      status, &ack);
+    host_->Send(p->second.coordinator, std::move(ack));
+    proxied_.erase(p);
+    return;
+  }
   auto route = forward_routes_.find(request_id);
   if (route == forward_routes_.end() || route->second.second != from) return;
   const TransferKey key = route->second;
@@ -406,8 +615,10 @@ void HandoffManager::HandleDeltaAck(NodeId from, uint64_t request_id,
     forward_routes_.erase(route);
     return;
   }
-  // Not ready there: kept, and retransmitted by the tick.
-  if (absl::IsUnavailable(status)) return;
+  // Anything but a success or a rejection of the delta itself (it can never
+  // apply there) keeps it, retransmitted by the tick: a receiver without
+  // its replica yet, a failed write there.
+  if (!status.ok() && !absl::IsInvalidArgument(status)) return;
   Outgoing& out = it->second;
   auto f = out.forwards.find(request_id);
   if (f != out.forwards.end()) {
@@ -421,21 +632,68 @@ void HandoffManager::HandleDeltaAck(NodeId from, uint64_t request_id,
 void HandoffManager::MaybeComplete(const TransferKey& key) {
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
-  if (it->second.sets_done && it->second.forwards.empty()) Complete(key);
+  Outgoing& out = it->second;
+  if (!out.sets_done || !out.forwards.empty()) return;
+  if (out.accepted) {
+    Complete(key);
+  } else if (!out.proposed && host_->NowMicros() >= out.backoff_until) {
+    Propose(key, out);
+  }
+}
+
+void HandoffManager::Propose(const TransferKey& key, Outgoing& out) {
+  Message m;
+  m.header = MessageHeader{MessageType::kHandoffDone, out.run, key.first};
+  m.epoch = latest_->epoch();
+  m.from_node = host_->node_id();
+  m.to_node = key.second;
+  m.seq = MoveNumber(key.first);
+  out.proposed = true;
+  out.inflight = m.Encode();
+  out.inflight_last = out.inflight_end = false;
+  out.last_send = host_->NowMicros();
+  host_->Send(key.second, out.inflight);
 }
 
 void HandoffManager::Complete(const TransferKey& key) {
   const PartitionTransfer t{key.first, host_->node_id(), key.second};
+  const auto serving = serving_;
+  const size_t announced = announcements_.size();
+  const uint64_t it_move = outgoing_[key].move;
+  const auto notice_epochs = notice_epochs_;
+  ApplyDone(t);
+  NoteMove(it_move, t);
+  Announce(latest_->epoch(), it_move, t);
+  // The new serving list and the announcement are persisted together
+  // (announcements survive a restart until every node acknowledged them).
+  // If the write fails nothing changes: the transfer stays accepted (writes
+  // here paused) and the tick tries again.
+  if (!Persist().ok()) {
+    serving_ = serving;
+    notice_epochs_ = notice_epochs;
+    announcements_.resize(announced);
+    EnsureTick();
+    return;
+  }
   outgoing_.erase(key);
   ++host_->stats().handoffs_done;
-  if (ApplyDone(t)) {
-    // If this write fails the transfer is done all the same in memory; a
-    // restart redoes it (idempotent).
-    (void)Persist();
+  for (NodeId n : announcements_.size() > announced
+                      ? announcements_.back().waiting
+                      : std::set<NodeId>{}) {
+    host_->Send(n, AnnouncementBytes(announcements_.back()));
   }
-  Announce(latest_->epoch(), t);
   HostingChanged();
   Replan();
+}
+
+std::string HandoffManager::AnnouncementBytes(const Announcement& a) const {
+  Message m;
+  m.header = MessageHeader{MessageType::kHandoffDone, 0, a.transfer.partition};
+  m.epoch = a.epoch;
+  m.from_node = a.transfer.from;
+  m.to_node = a.transfer.to;
+  m.seq = a.move;
+  return m.Encode();
 }
 
 bool HandoffManager::ApplyDone(const PartitionTransfer& t) {
@@ -443,11 +701,11 @@ bool HandoffManager::ApplyDone(const PartitionTransfer& t) {
   std::vector<NodeId> list = ServingList(t.partition);
   auto from = std::find(list.begin(), list.end(), t.from);
   if (from == list.end()) return false;
-  if (Contains(list, t.to)) {
-    list.erase(from);
-  } else {
-    *from = t.to;
-  }
+  // `to` serves already (views that disagreed paired two senders with it):
+  // not applicable, so that a list never shrinks; the sender keeps serving
+  // and sends to the joiner still missing.
+  if (Contains(list, t.to)) return false;
+  *from = t.to;
   if (SameNodes(list, latest_->PreferenceList(t.partition))) {
     serving_.erase(t.partition);
   } else {
@@ -456,49 +714,182 @@ bool HandoffManager::ApplyDone(const PartitionTransfer& t) {
   return true;
 }
 
-void HandoffManager::Announce(uint64_t epoch, const PartitionTransfer& t) {
+void HandoffManager::Announce(uint64_t epoch, uint64_t move,
+                              const PartitionTransfer& t) {
   Announcement a;
   a.epoch = epoch;
+  a.move = move;
   a.transfer = t;
+  a.first_sent = host_->NowMicros();
   for (NodeId n : latest_->nodes()) a.waiting.insert(n);
   for (const auto& [p, list] : serving_) {
     for (NodeId n : list) a.waiting.insert(n);
   }
-  a.waiting.insert(t.from);
-  a.waiting.insert(t.to);
+  // The receiver accepted (it knows); this node applied it.
+  a.waiting.erase(t.to);
   a.waiting.erase(host_->node_id());
-  Message m;
-  m.header = MessageHeader{MessageType::kHandoffDone, 0, t.partition};
-  m.epoch = epoch;
-  m.from_node = t.from;
-  m.to_node = t.to;
-  const std::string bytes = m.Encode();
-  for (NodeId n : a.waiting) host_->Send(n, bytes);
   if (!a.waiting.empty()) announcements_.push_back(std::move(a));
   EnsureTick();
 }
 
 void HandoffManager::HandleDone(NodeId from, const Message& m) {
   NoteEpoch(from, m.epoch);
+  const NodeId me = host_->node_id();
   const PartitionTransfer t{m.header.partition, m.from_node, m.to_node};
-  if (ApplyDone(t)) {
-    (void)Persist();
-    HostingChanged();
-    Replan();
-  }
   Message ack = m;
   ack.header.type = MessageType::kHandoffDoneAck;
+  if (t.to == me && t.from == from) {
+    ack.status = Accept(from, m, &ack.seq);
+  } else if (t.to != me && t.from != me && t.partition < latest_->ring_size()) {
+    // Another node's transfer. A node's own place in a serving list moves
+    // only by its own acts (see handoff.h).
+    if (ApplyNotice(m.seq, t)) {
+      (void)Persist();
+      HostingChanged();
+      Replan();
+    }
+  }
   ack.epoch = latest_->epoch();
   host_->Send(from, ack.Encode());
 }
 
+uint64_t HandoffManager::MoveNumber(uint32_t partition) const {
+  uint64_t most = 0;
+  auto it = notice_epochs_.find(partition);
+  if (it == notice_epochs_.end()) return 0;
+  for (const auto& [n, move] : it->second) most = std::max(most, move);
+  return most;
+}
+
+void HandoffManager::NoteMove(uint64_t move, const PartitionTransfer& t) {
+  auto& seen = notice_epochs_[t.partition];
+  seen[t.from] = std::max(seen[t.from], move);
+  seen[t.to] = std::max(seen[t.to], move);
+}
+
+bool HandoffManager::ApplyNotice(uint64_t epoch, const PartitionTransfer& t) {
+  auto stale = [&](uint64_t e, const PartitionTransfer& x) {
+    const auto& seen = notice_epochs_[x.partition];
+    auto from = seen.find(x.from);
+    auto to = seen.find(x.to);
+    return (from != seen.end() && from->second >= e) ||
+           (to != seen.end() && to->second >= e);
+  };
+  auto apply = [&](uint64_t e, const PartitionTransfer& x) {
+    if (stale(e, x) || !ApplyDone(x)) return false;
+    NoteMove(e, x);
+    return true;
+  };
+  if (stale(epoch, t)) return false;
+  if (!apply(epoch, t)) {
+    // Its `from` is not in the list (yet): an earlier notice may be late.
+    // (A `from` in the list with `to` there too is a pairing this node's
+    // view does not share: nothing to apply.)
+    if (Contains(ServingList(t.partition), t.from)) return false;
+    pending_notices_.emplace_back(epoch, t);
+    if (pending_notices_.size() > kMaxPendingNotices) {
+      pending_notices_.erase(pending_notices_.begin());
+    }
+    return false;
+  }
+  // Notices that waited for this one.
+  for (bool again = true; again;) {
+    again = false;
+    for (auto it = pending_notices_.begin(); it != pending_notices_.end();) {
+      if (stale(it->first, it->second)) {
+        it = pending_notices_.erase(it);
+      } else if (apply(it->first, it->second)) {
+        pending_notices_.erase(it);
+        again = true;
+        break;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return true;
+}
+
+absl::Status HandoffManager::Accept(NodeId from, const Message& m,
+                                    uint64_t* number) {
+  const uint32_t p = m.header.partition;
+  auto run = finished_runs_.find({from, m.header.request_id});
+  if (run == finished_runs_.end() || run->second.partition != p ||
+      host_->LocalReplica(p) == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", host_->node_id(), " did not keep run ", m.header.request_id,
+        " of partition ", p, "; send the partition again"));
+  }
+  const NodeId me = host_->node_id();
+  const PartitionTransfer t{p, from, me};
+  // Numbered once: a repeated proposal (a lost answer) gets the same one.
+  uint64_t& move = run->second.move;
+  if (move == 0) move = std::max(MoveNumber(p), m.seq) + 1;
+  *number = move;
+  ApplyDone(t);
+  NoteMove(move, t);
+  if (!Contains(ServingList(p), me)) {
+    // This node's view of the list is behind (notices it missed): it puts
+    // itself in place of a node the latest ring drops, or adds itself.
+    std::vector<NodeId> list = ServingList(p);
+    const std::vector<NodeId>& want = latest_->PreferenceList(p);
+    auto gone = std::find_if(list.begin(), list.end(),
+                             [&](NodeId n) { return !Contains(want, n); });
+    if (gone != list.end()) {
+      *gone = me;
+    } else {
+      list.push_back(me);
+    }
+    if (SameNodes(list, want)) {
+      serving_.erase(p);
+    } else {
+      serving_[p] = std::move(list);
+    }
+  }
+  // Synced: the chunks this node acknowledged are durable before the
+  // sender releases them.
+  absl::Status s = Persist();
+  if (!s.ok()) return s;
+  Replan();
+  return absl::OkStatus();
+}
+
 void HandoffManager::HandleDoneAck(NodeId from, const Message& m) {
   NoteEpoch(from, m.epoch);
+  if (m.from_node == host_->node_id() && m.to_node == from) {
+    // The receiver's answer to this node's proposal.
+    const TransferKey key{m.header.partition, from};
+    auto it = outgoing_.find(key);
+    if (it == outgoing_.end()) return;
+    Outgoing& out = it->second;
+    if (!out.proposed || out.accepted || out.run != m.header.request_id) {
+      return;
+    }
+    out.inflight.clear();
+    if (m.status.ok()) {
+      // The receiver serves the partition: this replica is no longer used
+      // (writes for it are passed on), and once the forwards drain the
+      // transfer completes.
+      out.accepted = true;
+      out.move = m.seq;
+      moved_to_[key.first] = from;
+      MaybeComplete(key);
+    } else {
+      // The receiver no longer has what this run sent: send it again.
+      out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+      StartRun(key, out);
+    }
+    return;
+  }
   for (auto it = announcements_.begin(); it != announcements_.end(); ++it) {
     if (it->transfer.partition == m.header.partition &&
         it->transfer.from == m.from_node && it->transfer.to == m.to_node) {
-      it->waiting.erase(from);
+      if (it->waiting.erase(from) == 0) return;
       if (it->waiting.empty()) announcements_.erase(it);
+      // Not synced: a crash only repeats a notice.
+      WriteBatch batch;
+      AddPersistedState(&batch);
+      (void)store_->Write(WriteOptions(), batch);
       return;
     }
   }
@@ -545,6 +936,10 @@ void HandoffManager::HandleChunk(NodeId from, Message& m) {
   const std::pair<NodeId, uint64_t> key{from, m.header.request_id};
   if (m.end) {
     incoming_.erase(key);
+    finished_runs_[key] = FinishedRun{p, 0};
+    // Bounded: a sender whose run is forgotten sends it again.
+    if (finished_runs_.size() > 4096)
+      finished_runs_.erase(finished_runs_.begin());
     SendAck(from, m, absl::OkStatus());
     return;
   }
@@ -594,7 +989,8 @@ void HandoffManager::HandleChunk(NodeId from, Message& m) {
 
 void HandoffManager::EnsureTick() {
   if (tick_scheduled_) return;
-  if (outgoing_.empty() && announcements_.empty() && incoming_.empty()) {
+  if (outgoing_.empty() && announcements_.empty() && incoming_.empty() &&
+      proxied_.empty() && !hosting_retry_) {
     return;
   }
   tick_scheduled_ = true;
@@ -607,9 +1003,22 @@ void HandoffManager::EnsureTick() {
 void HandoffManager::Tick() {
   const uint64_t now = host_->NowMicros();
   const uint64_t retry = options_.handoff_retry_micros;
+  if (hosting_retry_) {
+    hosting_retry_ = false;
+    HostingChanged();
+  }
   size_t running = 0;
+  std::vector<TransferKey> to_complete;
   for (auto& [key, out] : outgoing_) running += out.started;
   for (auto& [key, out] : outgoing_) {
+    if (out.accepted) {
+      // Forwards draining, or a failed completion write: retried.
+      if (out.forwards.empty()) to_complete.push_back(key);
+      for (const auto& [id, bytes] : out.forwards) {
+        host_->Send(key.second, bytes);
+      }
+      continue;
+    }
     if (!out.started) {
       if (running >= options_.handoff_max_running) continue;
       if (host_->LocalReplica(key.first) == nullptr) continue;
@@ -625,7 +1034,7 @@ void HandoffManager::Tick() {
       } else {
         // The set whose read failed, again (NextSet continues after the
         // set it is given).
-        if (host_->LocalReplica(key.first) != nullptr && !out.set.empty()) {
+        if (host_->LocalReplica(key.first) != nullptr && out.have_set) {
           OpenSet(key, out);
         } else {
           NextSet(key, out);
@@ -634,19 +1043,34 @@ void HandoffManager::Tick() {
     } else if (!waiting && !out.inflight.empty() &&
                (now < out.last_send || now - out.last_send >= retry)) {
       Resend(key, out);
+    } else if (!waiting && out.sets_done && !out.proposed &&
+               out.forwards.empty()) {
+      Propose(key, out);  // After a refusal or a restart.
     }
     for (const auto& [id, bytes] : out.forwards) host_->Send(key.second, bytes);
   }
+  // A node that left the ring (and serves nothing) and has not answered for
+  // a long time is dead or gone: it stops being told.
+  const std::set<NodeId> members = [&] {
+    std::set<NodeId> all(latest_->nodes().begin(), latest_->nodes().end());
+    for (const auto& [p, list] : serving_) all.insert(list.begin(), list.end());
+    return all;
+  }();
+  for (auto it = announcements_.begin(); it != announcements_.end();) {
+    if (now >= it->first_sent && now - it->first_sent >= 100 * retry) {
+      std::erase_if(it->waiting,
+                    [&](NodeId n) { return members.count(n) == 0; });
+    }
+    it = it->waiting.empty() ? announcements_.erase(it) : std::next(it);
+  }
   for (const Announcement& a : announcements_) {
-    Message m;
-    m.header =
-        MessageHeader{MessageType::kHandoffDone, 0, a.transfer.partition};
-    m.epoch = a.epoch;
-    m.from_node = a.transfer.from;
-    m.to_node = a.transfer.to;
-    const std::string bytes = m.Encode();
+    const std::string bytes = AnnouncementBytes(a);
     for (NodeId n : a.waiting) host_->Send(n, bytes);
   }
+  for (const TransferKey& key : to_complete) MaybeComplete(key);
+  std::erase_if(proxied_, [&](const auto& p) {
+    return now < p.second.since || now - p.second.since >= 50 * retry;
+  });
   const uint64_t idle = options_.fold_idle_timeout_micros;
   for (auto it = incoming_.begin(); it != incoming_.end();) {
     const uint64_t last = it->second.last_activity;
@@ -662,15 +1086,32 @@ void HandoffManager::Tick() {
 // ---- Release.
 
 void HandoffManager::StartRelease(uint32_t partition) {
+  // Runs received into this replica no longer count for a completion.
+  std::erase_if(finished_runs_, [&](const auto& run) {
+    return run.second.partition == partition;
+  });
   if (!releasing_.insert(partition).second) return;
+  unmarked_.insert(partition);
+  WriteReleaseMarker(partition);
+  EnsureReleaseTick();
+}
+
+void HandoffManager::WriteReleaseMarker(uint32_t partition) {
   WriteBatch batch;
   batch.Put(MetadataKey(kMetaKeyspace, ReleaseName(partition)), "");
   WriteOptions sync;
   sync.sync = true;
-  // A failed marker write is not retried: the delete goes on, but a crash
-  // before it finishes leaves keys nothing finds again (a known defect).
-  (void)store_->Write(sync, batch);
-  EnsureReleaseTick();
+  // Until the marker is durable no key is deleted (ReleaseTick retries it):
+  // a crash mid-delete must leave a range that is never served again.
+  if (store_->Write(sync, batch).ok()) unmarked_.erase(partition);
+}
+
+void HandoffManager::ReleaseIfHeld(uint32_t partition) {
+  if (releasing_.count(partition)) return;
+  std::unique_ptr<Iterator> it =
+      store_->NewIterator(ReadOptions(), KeyspaceRange(partition));
+  it->SeekToFirst();
+  if (it->Valid()) StartRelease(partition);
 }
 
 void HandoffManager::EnsureReleaseTick() {
@@ -710,6 +1151,13 @@ absl::StatusOr<bool> HandoffManager::ReleaseSome(uint32_t partition,
 
 absl::Status HandoffManager::FinishReleaseNow(uint32_t partition) {
   if (!releasing_.count(partition)) return absl::OkStatus();
+  if (unmarked_.count(partition)) {
+    WriteReleaseMarker(partition);
+    if (unmarked_.count(partition)) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot write the release marker of partition ", partition));
+    }
+  }
   for (;;) {
     absl::StatusOr<bool> done = ReleaseSome(partition, 10'000);
     if (!done.ok()) return done.status();
@@ -722,6 +1170,13 @@ absl::Status HandoffManager::FinishReleaseNow(uint32_t partition) {
 void HandoffManager::ReleaseTick() {
   if (releasing_.empty()) return;
   const uint32_t p = *releasing_.begin();
+  if (unmarked_.count(p)) {
+    WriteReleaseMarker(p);
+    if (unmarked_.count(p)) {
+      EnsureReleaseTick();
+      return;
+    }
+  }
   absl::StatusOr<bool> done =
       ReleaseSome(p, std::max<uint64_t>(1000, options_.sweep_keys_per_tick));
   if (done.ok() && *done) releasing_.erase(p);

@@ -17,12 +17,24 @@
 // flight (back-pressure), a set's last chunk carrying its set-clock. Every
 // delta this node's replica of the partition applies meanwhile is forwarded
 // to the receiver (kHandoffDelta, acknowledged, retransmitted). When the
-// receiver acknowledged every set and every forwarded delta, the transfer
-// is done: persisted, the serving list updated (this node stops serving the
-// partition), and every node told (kHandoffDone, retransmitted until
-// acknowledged). A restart of the sender (its forwards are in memory) and a
-// forward queue over its byte bound restart the transfer from its first
-// set; a receiver that lost a set's state restarts that set.
+// receiver acknowledged every set and every forwarded delta, the sender
+// proposes the completion to the receiver (kHandoffDone under the run's
+// request id). The receiver accepts it only if it received that run's end
+// and has kept its replica since: it puts itself in its serving list,
+// persists that with a synced write (which also makes every chunk it
+// acknowledged durable), and answers OK. Only then does the sender apply
+// the completion: it refuses local writes to the partition (Unavailable)
+// until the deltas it forwarded meanwhile are acknowledged, then persists
+// the serving list without itself, releases its replica, and tells every
+// other node (kHandoffDone, retransmitted until acknowledged). A refusal
+// restarts the run. A restart of the sender (its forwards are in memory)
+// and a forward queue over its byte bound restart the transfer from its
+// first set; a receiver that lost a set's state restarts that set.
+//
+// A node's own place in a serving list changes only by its own acts (it
+// accepts a completion, or completes a transfer it sent), never by a
+// notice from another node, so a late or stale notice can misroute a
+// request for a while but never makes a node drop or wipe data it serves.
 //
 // Receiver. Per (sender, run) the set being received, the next chunk and
 // the tracker (dots sent); each chunk is applied with
@@ -74,8 +86,6 @@ class HandoffManager {
   void Start();
 
   const Ring& ring() const { return *latest_; }
-  // Whether Load found no state (a store this node never ran on).
-  bool fresh() const { return fresh_; }
   // The nodes that serve `partition` now.
   const std::vector<NodeId>& ServingList(uint32_t partition) const;
   // Whether this node keeps a replica of `partition`: it serves it, or the
@@ -84,9 +94,17 @@ class HandoffManager {
   bool Releasing(uint32_t partition) const {
     return releasing_.count(partition) > 0;
   }
+  // Whether a transfer of `partition` from this node was accepted by its
+  // receiver and drains its last forwards: the replica is no longer used.
+  bool HandingOver(uint32_t partition) const;
+  // See CoordinatorHost::ProxyDelta.
+  bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta);
+  // At open: a partition this node does not host but still has keys of
+  // (a crash came between a completion and its release) is released.
+  void ReleaseIfHeld(uint32_t partition);
 
-  // InvalidArgument for a ring of another size, FailedPrecondition for an
-  // epoch not above the latest.
+  // InvalidArgument for a ring of another size or another n (replicas per
+  // partition), FailedPrecondition for an epoch not above the latest.
   absl::Status InstallRing(const Ring& ring);
 
   // A delta this node's replica of `partition` applied: forwarded to the
@@ -120,7 +138,11 @@ class HandoffManager {
     uint64_t run = 0;  // Request id of the current run; 0 before the first.
     bool started = false;
     bool sets_done = false;  // The end chunk was acknowledged.
+    bool proposed = false;   // The completion was proposed to the receiver.
+    bool accepted = false;   // ... and accepted: the replica is not used.
+    uint64_t move = 0;       // The receiver's number for the transfer.
     uint64_t index = 0;      // Position of `set` in the run.
+    bool have_set = false;   // `set` names a set of this run ("" is a name).
     std::string set;
     std::unique_ptr<SetReader> reader;
     uint64_t seq = 0;
@@ -146,9 +168,21 @@ class HandoffManager {
     uint64_t epoch = 0;
     PartitionTransfer transfer;
     std::set<NodeId> waiting;
+    uint64_t move = 0;  // The move number the receiver gave the transfer.
+    uint64_t first_sent = 0;
   };
 
+  // The ring, serving lists and announcements, in one synced batch.
   absl::Status Persist();
+  void AddPersistedState(WriteBatch* batch) const;
+  absl::Status DecodeAnnouncements(std::string_view bytes);
+  absl::Status DecodeNoticeEpochs(std::string_view bytes);
+  // Applies another node's completion notice (or keeps it for later);
+  // true if a serving list changed.
+  bool ApplyNotice(uint64_t move, const PartitionTransfer& t);
+  // The highest move number this node knows for `partition`.
+  uint64_t MoveNumber(uint32_t partition) const;
+  void NoteMove(uint64_t move, const PartitionTransfer& t);
   // Re-plans the transfers this node sends from the serving lists and the
   // latest ring; stops those no longer planned.
   void Replan();
@@ -162,12 +196,21 @@ class HandoffManager {
   void OpenSet(const TransferKey& key, Outgoing& out);
   void SendNextChunk(const TransferKey& key, Outgoing& out);
   void Resend(const TransferKey& key, Outgoing& out);
+  // Proposes the completion once every set and forward is acknowledged;
+  // completes once the receiver accepted and the forwards drained.
   void MaybeComplete(const TransferKey& key);
+  void Propose(const TransferKey& key, Outgoing& out);
   void Complete(const TransferKey& key);
   // Applies a completed transfer to the serving lists (false: not
   // applicable, e.g. already applied).
   bool ApplyDone(const PartitionTransfer& t);
-  void Announce(uint64_t epoch, const PartitionTransfer& t);
+  // Receiver side of a proposal: accepts it (OK) or says why not.
+  // Accepted: *move is the transfer's move number.
+  absl::Status Accept(NodeId from, const Message& m, uint64_t* move);
+  void WriteReleaseMarker(uint32_t partition);
+  // Adds the announcement of `t` (sent by the caller once persisted).
+  void Announce(uint64_t epoch, uint64_t move, const PartitionTransfer& t);
+  std::string AnnouncementBytes(const Announcement& a) const;
   void EnsureTick();
   void Tick();
   void EnsureReleaseTick();
@@ -184,12 +227,44 @@ class HandoffManager {
   std::map<uint32_t, std::vector<NodeId>> serving_;
   std::map<TransferKey, Outgoing> outgoing_;
   std::map<std::pair<NodeId, uint64_t>, Incoming> incoming_;
+  // Runs (sender, run) whose end this node received, with their partition,
+  // while it keeps that replica: a completion is accepted only for these.
+  struct FinishedRun {
+    uint32_t partition = 0;
+    uint64_t move = 0;  // Its number once accepted.
+  };
+  std::map<std::pair<NodeId, uint64_t>, FinishedRun> finished_runs_;
   // Forward request id -> its transfer.
   std::map<uint64_t, TransferKey> forward_routes_;
+  // Partitions this node handed over (accepted by the receiver), until it
+  // hosts them again: where deltas for them are passed on to.
+  std::map<uint32_t, NodeId> moved_to_;
+  // A delta passed on: request id there -> the coordinator's request.
+  struct Proxied {
+    NodeId coordinator = 0;
+    MessageType reply = MessageType::kReplicateAck;
+    uint64_t request_id = 0;
+    uint32_t partition = 0;
+    uint64_t since = 0;
+  };
+  std::map<uint64_t, Proxied> proxied_;
   std::vector<Announcement> announcements_;
+  // Per partition and node, the highest move number of a transfer of the
+  // partition to or from the node that this node applied. A receiver
+  // numbers each transfer it accepts above every number it and its sender
+  // know for the partition, so a later move involving a node always has a
+  // higher number: a notice not above both its nodes' numbers is stale (a
+  // late or repeated one) and ignored. Persisted.
+  std::map<uint32_t, std::map<NodeId, uint64_t>> notice_epochs_;
+  // Notices not applicable yet (their `from` is not in the list: an
+  // earlier notice is still on its way), retried after each applied one.
+  std::vector<std::pair<uint64_t, PartitionTransfer>> pending_notices_;
   std::set<uint32_t> releasing_;
+  // Releases whose marker is not written yet (a failed write): retried
+  // before any key is deleted.
+  std::set<uint32_t> unmarked_;
+  bool hosting_retry_ = false;
   std::set<uint64_t> epochs_reported_;
-  bool fresh_ = false;
   bool tick_scheduled_ = false;
   bool release_tick_scheduled_ = false;
 };

@@ -72,17 +72,12 @@ absl::Status Node::Impl::Open() {
   if (!s.ok()) return s;
   s = handoff_.Load(initial_ring_);
   if (!s.ok()) return s;
-  // A node that left the ring may still be opened (to finish its hand-offs
-  // and releases, or to be closed); a new one must be in the ring.
-  const auto& nodes = ring().nodes();
-  if (handoff_.fresh() &&
-      std::find(nodes.begin(), nodes.end(), id_) == nodes.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("node ", id_, " is not in the ring"));
-  }
   // Open every hosted replica now, so a corrupt store fails here.
   for (uint32_t p = 0; p < ring().ring_size(); ++p) {
-    if (!handoff_.Hosts(p)) continue;
+    if (!handoff_.Hosts(p)) {
+      handoff_.ReleaseIfHeld(p);
+      continue;
+    }
     s = OpenReplica(p);
     if (!s.ok()) return s;
   }
@@ -113,18 +108,21 @@ absl::Status Node::Impl::OpenReplica(uint32_t p) {
   return absl::OkStatus();
 }
 
-void Node::Impl::HostingChanged() {
+bool Node::Impl::HostingChanged() {
+  bool all_open = true;
   for (uint32_t p = 0; p < replicas_.size(); ++p) {
     const bool want = handoff_.Hosts(p);
     if (replicas_[p] != nullptr && !want) {
       retired_.push_back(std::move(replicas_[p]));
       handoff_.StartRelease(p);
     } else if (replicas_[p] == nullptr && want) {
-      // A failure leaves the partition without a replica here; requests
-      // for it are refused (the other replicas serve it).
-      (void)OpenReplica(p);
+      // A failure leaves the partition without a replica here until the
+      // hand-off timer calls again; requests for it are refused meanwhile
+      // (the other replicas serve it).
+      all_open = OpenReplica(p).ok() && all_open;
     }
   }
+  return all_open;
 }
 
 absl::Status Node::Impl::InstallRing(const Ring& ring) {
@@ -206,6 +204,9 @@ void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
 
 Replica* Node::Impl::LocalReplica(uint32_t partition) {
   if (partition >= replicas_.size()) return nullptr;
+  // A replica handing over (its receiver accepted) is no longer used: what
+  // arrives for it is passed on to the receiver (ProxyDelta).
+  if (handoff_.HandingOver(partition)) return nullptr;
   return replicas_[partition].get();
 }
 

@@ -60,7 +60,11 @@ class Node::Impl final : public CoordinatorHost {
   void OnApplied(uint32_t partition, const Delta& delta) override {
     handoff_.OnApplied(partition, delta);
   }
-  void HostingChanged() override;
+  bool HostingChanged() override;
+  bool ProxyDelta(NodeId from, const MessageHeader& header,
+                  const Delta& delta) override {
+    return handoff_.ProxyDelta(from, header, delta);
+  }
   void TellMoved(NodeId to, uint32_t partition) override {
     handoff_.TellMoved(to, partition);
   }

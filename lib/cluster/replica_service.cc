@@ -54,6 +54,16 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     return;
   }
   Replica* replica = host_->LocalReplica(header.partition);
+  if (replica == nullptr) {
+    // Handed over: the delta goes on to the partition's new owner. A
+    // given-up request this node did coordinate is answered from its cache
+    // first (its delta reached the new owner as a forward).
+    if (header.type == MessageType::kReplicateGivenUp &&
+        AnswerGivenUp(from, header)) {
+      return;
+    }
+    if (host_->ProxyDelta(from, header, scratch_delta_)) return;
+  }
   absl::Status applied;
   if (replica == nullptr) {
     applied = NotAReplica(host_->node_id(), header.partition);
@@ -71,29 +81,9 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     if (applied.ok()) ++host_->stats().repairs_applied;
     return;
   }
-  if (header.type == MessageType::kReplicateGivenUp && applied.ok()) {
-    // The write asked this replica to coordinate, then gave up on it and
-    // had another do it. If this one did coordinate it too, its delta holds
-    // a dot no other replica knows: hand it to the write to replicate.
-    // Otherwise fence the request, so a delayed copy of it is never
-    // coordinated here later.
-    const FoldKey key{from, header.request_id};
-    // Fenced either way: once the cached reply is evicted, a delayed copy
-    // of the request must not be coordinated again.
-    Fence(key);
-    auto cached = reply_index_.find(key);
-    if (cached != reply_index_.end()) {
-      absl::StatusOr<Message> reply =
-          Message::Decode(replies_[cached->second - first_reply_seq_].bytes);
-      if (reply.ok() && reply->status.ok()) {
-        Message ack;
-        ack.header = MessageHeader{MessageType::kReplicateAckWithDelta,
-                                   header.request_id, header.partition};
-        ack.delta = std::move(reply->delta);
-        Reply(from, ack);
-        return;
-      }
-    }
+  if (header.type == MessageType::kReplicateGivenUp && applied.ok() &&
+      AnswerGivenUp(from, header)) {
+    return;
   }
   std::string ack;
   EncodeStatusReply(MessageHeader{header.type == MessageType::kHandoffDelta
@@ -102,6 +92,29 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
                                   header.request_id, header.partition},
                     applied, &ack);
   host_->Send(from, std::move(ack));
+}
+
+bool ReplicaService::AnswerGivenUp(NodeId from, const MessageHeader& header) {
+  // The write asked this replica to coordinate, then gave up on it and had
+  // another do it. If this one did coordinate it too, its delta holds a dot
+  // no other replica knows: hand it to the write to replicate. Otherwise
+  // fence the request, so a delayed copy of it is never coordinated here
+  // later.
+  const FoldKey key{from, header.request_id};
+  // Fenced either way: once the cached reply is evicted, a delayed copy of
+  // the request must not be coordinated again.
+  Fence(key);
+  auto cached = reply_index_.find(key);
+  if (cached == reply_index_.end()) return false;
+  absl::StatusOr<Message> reply =
+      Message::Decode(replies_[cached->second - first_reply_seq_].bytes);
+  if (!reply.ok() || !reply->status.ok()) return false;
+  Message ack;
+  ack.header = MessageHeader{MessageType::kReplicateAckWithDelta,
+                             header.request_id, header.partition};
+  ack.delta = std::move(reply->delta);
+  Reply(from, ack);
+  return true;
 }
 
 void ReplicaService::HandleUpdate(NodeId from, Message& m) {

@@ -86,6 +86,9 @@ class ReplicaService {
   void CacheReply(const FoldKey& key, const std::string& bytes);
   // Remembers that write `key` was coordinated elsewhere (bounded, oldest
   // forgotten first).
+  // A kReplicateGivenUp from `from`: fences the request, and if this node
+  // coordinated it after all, answers with its delta (true).
+  bool AnswerGivenUp(NodeId from, const MessageHeader& header);
   void Fence(const FoldKey& key);
 
   CoordinatorHost* const host_;

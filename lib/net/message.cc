@@ -326,11 +326,14 @@ void Message::EncodeTo(std::string* dst) const {
       coding::PutVarint64(dst, index);
       coding::PutVarint64(dst, seq);
       break;
-    case MessageType::kHandoffDone:
     case MessageType::kHandoffDoneAck:
+      PutStatus(dst, status);
+      [[fallthrough]];
+    case MessageType::kHandoffDone:
       coding::PutVarint64(dst, epoch);
       coding::PutVarint64(dst, from_node);
       coding::PutVarint64(dst, to_node);
+      coding::PutVarint64(dst, seq);
       break;
     case MessageType::kRingEpoch:
       coding::PutVarint64(dst, epoch);
@@ -446,8 +449,10 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     case MessageType::kHandoffDone:
     case MessageType::kHandoffDoneAck: {
       uint64_t from = 0, to = 0;
-      ok = d.Varint(&m.epoch) && d.Varint(&from) && d.Varint(&to) &&
-           from <= UINT32_MAX && to <= UINT32_MAX;
+      ok = (m.header.type != MessageType::kHandoffDoneAck ||
+            d.Status(&m.status)) &&
+           d.Varint(&m.epoch) && d.Varint(&from) && d.Varint(&to) &&
+           d.Varint(&m.seq) && from <= UINT32_MAX && to <= UINT32_MAX;
       m.from_node = static_cast<NodeId>(from);
       m.to_node = static_cast<NodeId>(to);
       break;

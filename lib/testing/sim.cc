@@ -257,12 +257,21 @@ absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
       if (!group_.empty()) {
         group_.push_back(*std::max_element(group_.begin(), group_.end()) + 1);
       }
-      nodes_.back().ring = ring;
+      // A node joins as an embedder joins one: opened with the ring the
+      // cluster runs (serving lists as the others have them), then given
+      // the ring that adds it.
+      if (ring_.has_value() && ring_->epoch() < ring.epoch()) {
+        nodes_.back().ring = *ring_;
+      } else if (previous_ring_.has_value()) {
+        nodes_.back().ring = *previous_ring_;  // `ring` is on some nodes.
+      } else {
+        nodes_.back().ring = ring;
+      }
       Trace(absl::StrCat("t=", now_, " node ", id, " joins at epoch ",
                          ring.epoch()));
       absl::Status s = StartNode(id);
       if (!s.ok()) return s;
-      continue;
+      if (nodes_.back().ring->epoch() == ring.epoch()) continue;
     }
     NodeSlot* slot = SlotOf(id);
     if (slot == nullptr) {
@@ -277,7 +286,10 @@ absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
       if (!s.ok()) return s;
     }
   }
-  if (!ring_.has_value() || ring.epoch() > ring_->epoch()) ring_.emplace(ring);
+  if (!ring_.has_value() || ring.epoch() > ring_->epoch()) {
+    if (ring_.has_value()) previous_ring_ = ring_;
+    ring_.emplace(ring);
+  }
   return absl::OkStatus();
 }
 

@@ -168,8 +168,15 @@ class BIGSET_EXPORT Node {
  public:
   // REQUIRES: `store`, `transport` and `scheduler` outlive the node. `ring`
   // is the latest ring the embedder has for the node (the store remembers
-  // the latest it saw: FailedPrecondition for an older one); `id` is one of
-  // its nodes, or still serves partitions it is handing off.
+  // the latest it saw: FailedPrecondition for an older one). `id` need not
+  // be one of its nodes: a node that left may be opened to finish its
+  // hand-offs, and a new node joins by opening with the ring the cluster
+  // runs now and then installing the ring that adds it (InstallRing), so
+  // that it starts from the serving lists the others have rather than
+  // taking partitions it has no data for as served by itself. (A node that
+  // joins while an earlier change is still moving partitions routes its
+  // own requests for those by that ring's lists until it hears of their
+  // completions: join after `partitions_moving` is 0 everywhere.)
   static absl::StatusOr<std::unique_ptr<Node>> Open(NodeId id, const Ring& ring,
                                                     Store* store,
                                                     Transport* transport,
@@ -232,8 +239,9 @@ class BIGSET_EXPORT Node {
   // own transfers; completion is announced to every node. A ring installed
   // before the previous change finished continues from where the serving
   // lists are. Persisted (synced) before it returns. InvalidArgument for
-  // another ring size, FailedPrecondition unless the epoch is higher than
-  // the latest installed.
+  // another ring size or another n (replicas per partition: change n by
+  // migrating to a new keyspace), FailedPrecondition unless the epoch is
+  // higher than the latest installed.
   absl::Status InstallRing(const Ring& ring);
   // The latest ring installed.
   const Ring& ring() const;
@@ -313,6 +321,9 @@ class BIGSET_EXPORT Node {
     uint64_t handoff_keys_received = 0;
     uint64_t handoff_sets_received = 0;
     uint64_t handoff_deltas_forwarded = 0;
+    // Deltas for a partition this node handed over, passed on to its new
+    // owner for a coordinator that still had the old serving list.
+    uint64_t handoff_deltas_proxied = 0;
     uint64_t handoff_forward_overflows = 0;
     uint64_t partitions_released = 0;
     uint64_t handoff_keys_released = 0;

@@ -156,8 +156,9 @@ class BIGSET_EXPORT Simulator {
   // Installs `ring` (Node::InstallRing) on the nodes in `on`, or on every
   // node of the ring and every node running now if `on` is empty, so that
   // nodes may disagree for a while. A node of `on` that does not exist yet
-  // (the next id) is created and started with the ring; a crashed node
-  // gets the ring when it restarts. ring() becomes `ring`.
+  // (the next id) joins as Node::Open says: it is opened with the ring
+  // before `ring`, then given `ring`; a crashed node gets the ring when it
+  // restarts. ring() becomes `ring`.
   absl::Status InstallRing(const Ring& ring, std::vector<NodeId> on = {});
   // The latest ring given to node `id` (at creation or by InstallRing).
   const Ring* RingOf(NodeId id) const;
@@ -260,6 +261,8 @@ class BIGSET_EXPORT Simulator {
   std::unique_ptr<leveldb::Env> mem_env_;
   std::unique_ptr<FaultEnv> fault_env_;  // Over mem_env_ or the default.
   std::optional<Ring> ring_;
+  // The ring before ring_ (what a node joining by ring_ is opened with).
+  std::optional<Ring> previous_ring_;
   std::unique_ptr<SimTransport> transport_;
   std::vector<NodeSlot> nodes_;   // Node id i at index i - 1.
   std::vector<Scheduled> queue_;  // A binary heap (std::push_heap).
