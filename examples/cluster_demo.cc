@@ -1,7 +1,9 @@
 // bigset_demo: a simulated 5-node cluster (N=3, W=2, R=2) that loads a
 // 1,000,000-element set, streams it back, runs membership and range
 // queries, crashes a node and keeps reading and writing, then restarts it
-// and lets read repair converge it.
+// and lets read repair converge it. Then the cluster grows to 6 nodes and
+// shrinks back to 5 while a writer keeps adding (hand-off), and every
+// acknowledged element is checked.
 //
 // Usage: bigset_demo [elements]   (default 1000000)
 // The nodes' LevelDB stores live in a fresh temporary directory.
@@ -64,6 +66,97 @@ class CountingReader final : public bigset::ReadHandler {
   absl::Status status;
 };
 
+// Whether every node runs `epoch` with nothing left to move or release.
+bool Settled(bigset::Simulator& sim, uint64_t epoch) {
+  for (bigset::NodeId id = 1; id <= sim.node_count(); ++id) {
+    bigset::Node* node = sim.node(id);
+    if (node == nullptr) continue;
+    const auto s = node->stats();
+    if (s.ring_epoch != epoch || s.partitions_moving != 0 ||
+        s.handoffs_pending != 0 || s.handoffs_running != 0 ||
+        s.partitions_releasing != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Installs a ring of `nodes` on every node and keeps a writer adding
+// elements ("grow-N", N from *next) until every transfer is done, printing
+// the hand-off's progress. Returns the elements it got acknowledged.
+absl::StatusOr<std::vector<std::string>> ChangeMembership(
+    bigset::Simulator& sim, std::vector<bigset::NodeId> nodes,
+    const std::string& set, uint64_t* next) {
+  bigset::RingOptions ro;
+  ro.ring_size = sim.ring().ring_size();
+  ro.n = sim.ring().n();
+  ro.placement = sim.ring().placement();
+  ro.epoch = sim.ring().epoch() + 1;
+  absl::StatusOr<bigset::Ring> ring = bigset::Ring::Create(nodes, ro);
+  if (!ring.ok()) return ring.status();
+  if (auto s = sim.InstallRing(*ring); !s.ok()) return s;
+  std::printf("ring epoch %llu: %zu nodes; partitions moving:",
+              static_cast<unsigned long long>(ro.epoch), nodes.size());
+  for (bigset::NodeId id = 1; id <= sim.node_count(); ++id) {
+    if (sim.node(id) != nullptr) {
+      std::printf(" node %u: %llu", id,
+                  static_cast<unsigned long long>(
+                      sim.node(id)->stats().partitions_moving));
+    }
+  }
+  std::printf("\n");
+  std::vector<std::string> acked;
+  auto t = Clock::now();
+  double last_print = -1;
+  for (int round = 0; !Settled(sim, ro.epoch); ++round) {
+    // The writer: 50 adds through a rotating coordinator, then a little
+    // virtual time for the transfers.
+    std::vector<bigset::UpdateOp> ops;
+    std::vector<std::string> batch;
+    for (int i = 0; i < 50; ++i) {
+      batch.push_back("grow-" + std::to_string((*next)++));
+      ops.push_back(bigset::UpdateOp::Add(batch.back()));
+    }
+    const bigset::NodeId via = nodes[round % nodes.size()];
+    if (sim.Update(via, set, std::move(ops)).ok()) {
+      acked.insert(acked.end(), batch.begin(), batch.end());
+    }
+    // Releases (bounded delete batches on a timer) run on after the last
+    // transfer: more virtual time per round then.
+    bool moving = false;
+    for (bigset::NodeId id = 1; id <= sim.node_count(); ++id) {
+      if (sim.node(id) != nullptr) {
+        moving = moving || sim.node(id)->stats().partitions_moving != 0;
+      }
+    }
+    sim.RunFor(moving ? 20'000 : 500'000);
+    if (Seconds(t) - last_print >= 0.5 || Settled(sim, ro.epoch)) {
+      last_print = Seconds(t);
+      uint64_t done = 0, running = 0, sent = 0, received = 0, released = 0;
+      for (bigset::NodeId id = 1; id <= sim.node_count(); ++id) {
+        if (sim.node(id) == nullptr) continue;
+        const auto s = sim.node(id)->stats();
+        done += s.handoffs_done;
+        running += s.handoffs_running;
+        sent += s.handoff_keys_sent;
+        received += s.handoff_keys_received;
+        released += s.handoff_keys_released;
+      }
+      std::printf(
+          "  %5.1f s: transfers done %3llu, running %llu; keys sent %8llu, "
+          "received %8llu, released %8llu; writer acked %llu\n",
+          Seconds(t), static_cast<unsigned long long>(done),
+          static_cast<unsigned long long>(running),
+          static_cast<unsigned long long>(sent),
+          static_cast<unsigned long long>(received),
+          static_cast<unsigned long long>(released),
+          static_cast<unsigned long long>(acked.size()));
+      std::fflush(stdout);
+    }
+  }
+  return acked;
+}
+
 uint64_t LocalCount(bigset::Simulator& sim, bigset::NodeId node,
                     const std::string& set) {
   uint32_t p = sim.ring().PartitionOf(set);
@@ -84,6 +177,10 @@ int main(int argc, char** argv) {
   bigset::SimOptions options;
   options.seed = 2026;
   options.nodes = 5;
+  options.ring.epoch = 1;
+  // Rendezvous placement: a node that joins or leaves moves about 1/6 of
+  // the partitions (round robin would move most of them).
+  options.ring.placement = bigset::Placement::kRendezvous;
   options.directory = dir.string();
   options.min_latency_micros = 200;  // Virtual time: costs nothing real.
   options.max_latency_micros = 1500;
@@ -195,8 +292,38 @@ int main(int argc, char** argv) {
   const bool converged = LocalCount(sim, victim, set) == *repaired &&
                          LocalCount(sim, pl[1], set) == *repaired &&
                          LocalCount(sim, pl[2], set) == *repaired;
-  std::printf("replicas converged: %s\n", converged ? "yes" : "NO");
+  std::printf("replicas converged: %s\n\n", converged ? "yes" : "NO");
+
+  // 6. Grow to 6 nodes and shrink back to 5 while a writer keeps adding.
+  uint64_t next = 0;
+  std::vector<std::string> acked;
+  for (const auto& nodes : {std::vector<bigset::NodeId>{1, 2, 3, 4, 5, 6},
+                            std::vector<bigset::NodeId>{1, 2, 3, 4, 5}}) {
+    auto more_acked = ChangeMembership(sim, nodes, set, &next);
+    if (!more_acked.ok()) return Fail("membership change", more_acked.status());
+    acked.insert(acked.end(), more_acked->begin(), more_acked->end());
+  }
+  uint64_t present = 0;
+  for (size_t i = 0; i < acked.size(); i += 1000) {
+    std::vector<std::string> some(
+        acked.begin() + i, acked.begin() + std::min(acked.size(), i + 1000));
+    auto has = sim.ContainsAll(1, set, some);
+    if (!has.ok()) return Fail("checking the writer's elements", has.status());
+    for (const auto& e : has->elements) present += !e.dots.empty();
+  }
+  auto total = sim.Count(2, set);
+  if (!total.ok()) return Fail("count after the changes", total.status());
+  const bool kept =
+      present == acked.size() && *total == *repaired + acked.size();
+  std::printf(
+      "after 5 -> 6 -> 5 nodes: %llu of %llu acknowledged writer elements "
+      "present; count %llu (expected %llu): %s\n",
+      static_cast<unsigned long long>(present),
+      static_cast<unsigned long long>(acked.size()),
+      static_cast<unsigned long long>(*total),
+      static_cast<unsigned long long>(*repaired + acked.size()),
+      kept ? "nothing lost" : "LOST WRITES");
   created->reset();
   std::filesystem::remove_all(dir);
-  return converged && reader.ordered && reader.count == n ? 0 : 1;
+  return converged && kept && reader.ordered && reader.count == n ? 0 : 1;
 }
