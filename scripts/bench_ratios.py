@@ -6,6 +6,7 @@ Usage: bench_ratios.py bench.json   (Google Benchmark JSON output)
 With --benchmark_repetitions=K, every figure uses the median of the K runs.
 """
 import json
+import re
 import sys
 
 
@@ -14,6 +15,10 @@ def main(path):
         benchmarks = json.load(f)["benchmarks"]
     runs = {}
     for b in benchmarks:
+        # Benchmarks with a fixed iteration count carry "/iterations:N".
+        for key in ("name", "run_name"):
+            if key in b:
+                b[key] = re.sub(r"/iterations:\d+", "", b[key])
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
                 runs[b["run_name"]] = b  # Wins over single repetitions.
@@ -94,6 +99,16 @@ def main(path):
     if have("BM_HandOff/1000000", "BM_FullRead/bigset/1000000"):
         r = ips("BM_HandOff/1000000") / ips("BM_FullRead/bigset/1000000")
         row("hand-off, node to node / full read", f"{r:.3f}", ">= 0.5", r >= 0.5)
+    if have("BM_HandOffCeiling/rawleveldb/1000000", "BM_FullRead/bigset/1000000"):
+        r = ips("BM_HandOffCeiling/rawleveldb/1000000") / ips("BM_FullRead/bigset/1000000")
+        row("raw LevelDB sorted batch write (hand-off ceiling) / full read", f"{r:.3f}", "(report)", True)
+    if have("BM_HandOff/1000000", "BM_HandOffCeiling/rawleveldb/1000000"):
+        r = ips("BM_HandOff/1000000") / ips("BM_HandOffCeiling/rawleveldb/1000000")
+        row("hand-off / raw LevelDB sorted batch write", f"{r:.3f}", "(report)", True)
+    if have("BM_HandOff/1000000", "BM_HandOff/2000000"):
+        a = runs["BM_HandOff/1000000"].get("peak_rss_growth_mb", 0)
+        b = runs["BM_HandOff/2000000"].get("peak_rss_growth_mb", 0)
+        row("hand-off peak RSS growth, 1M / 2M elements (MB)", f"{a:.1f} / {b:.1f}", "(report)", True)
 
     if have("BM_CountAfterClear/1000000", "BM_Count/fresh/1000"):
         r = time("BM_CountAfterClear/1000000") / time("BM_Count/fresh/1000")
