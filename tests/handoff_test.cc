@@ -150,6 +150,10 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
     o.corrupt = 0.005;
     o.shuffle_ties = true;
     o.timer_jitter_micros = 2000;
+    // Now and then a message seconds late: old chunks, proposals and
+    // notices arrive after what replaced them.
+    o.stall = 0.01;
+    o.stall_max_micros = 3'000'000;
     // Power losses: an acknowledgement must mean "on disk" (without it a
     // power loss may take a write from W machines, by design).
     o.node.sync_writes = true;

@@ -133,6 +133,7 @@ absl::Status HandoffManager::Load(const Ring& ring) {
       store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kRingKey), &value);
   if (absl::IsNotFound(s)) {
     latest_.emplace(ring);
+    known_nodes_.insert(ring.nodes().begin(), ring.nodes().end());
     return Persist();
   }
   if (!s.ok()) return s;
@@ -150,6 +151,7 @@ absl::Status HandoffManager::Load(const Ring& ring) {
                      ": the one given and the one this store has seen"));
   }
   latest_.emplace(std::move(*stored));
+  known_nodes_.insert(latest_->nodes().begin(), latest_->nodes().end());
   s = store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kServingKey),
                   &value);
   if (s.ok()) {
@@ -326,6 +328,8 @@ absl::Status HandoffManager::InstallRing(const Ring& ring) {
   }
   const Ring previous = *latest_;
   std::map<uint32_t, std::vector<NodeId>> previous_serving = serving_;
+  known_nodes_.insert(previous.nodes().begin(), previous.nodes().end());
+  known_nodes_.insert(ring.nodes().begin(), ring.nodes().end());
   latest_.emplace(ring);
   serving_ = std::move(serving);
   absl::Status s = Persist();
@@ -349,8 +353,15 @@ void HandoffManager::Replan() {
   }
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
     // An accepted completion is finished whatever the ring says now: the
-    // receiver serves the partition already.
-    if (wanted.count(it->first) || it->second.accepted) {
+    // receiver serves the partition already. So is one proposed and not yet
+    // answered (the receiver may have accepted it), unless the receiver
+    // left the ring: cancelling it could leave the receiver serving in this
+    // node's place while this node still serves.
+    const auto& members = latest_->nodes();
+    const bool proposed =
+        it->second.proposed && std::find(members.begin(), members.end(),
+                                         it->first.second) != members.end();
+    if (wanted.count(it->first) || it->second.accepted || proposed) {
       ++it;
       continue;
     }
@@ -721,6 +732,7 @@ void HandoffManager::Announce(uint64_t epoch, uint64_t move,
   a.move = move;
   a.transfer = t;
   a.first_sent = host_->NowMicros();
+  for (NodeId n : known_nodes_) a.waiting.insert(n);
   for (NodeId n : latest_->nodes()) a.waiting.insert(n);
   for (const auto& [p, list] : serving_) {
     for (NodeId n : list) a.waiting.insert(n);
@@ -824,6 +836,18 @@ absl::Status HandoffManager::Accept(NodeId from, const Message& m,
   const PartitionTransfer t{p, from, me};
   // Numbered once: a repeated proposal (a lost answer) gets the same one.
   uint64_t& move = run->second.move;
+  if (move == 0 && Contains(ServingList(p), me) &&
+      Contains(ServingList(p), from)) {
+    // This node serves the partition already, next to the sender, in a
+    // third node's place: views that disagreed paired two senders with it.
+    // Taking this one too would leave its list naming a node that released
+    // the partition; the sender keeps serving, and sends to the node its
+    // list misses once it hears of the other completion. (With the sender
+    // not in the list this is the same transfer again, after this node
+    // restarted and forgot its answer: accepted again.)
+    return absl::AlreadyExistsError(
+        absl::StrCat("node ", me, " already serves partition ", p));
+  }
   if (move == 0) move = std::max(MoveNumber(p), m.seq) + 1;
   *number = move;
   ApplyDone(t);
@@ -874,6 +898,13 @@ void HandoffManager::HandleDoneAck(NodeId from, const Message& m) {
       out.move = m.seq;
       moved_to_[key.first] = from;
       MaybeComplete(key);
+    } else if (absl::IsAlreadyExists(m.status)) {
+      // The receiver serves the partition already (another sender's
+      // transfer): proposed again later, unless a notice changes the plan.
+      out.proposed = false;
+      out.backoff_until =
+          host_->NowMicros() + 5 * options_.handoff_retry_micros;
+      Replan();
     } else {
       // The receiver no longer has what this run sent: send it again.
       out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;

@@ -265,6 +265,9 @@ class HandoffManager {
   std::set<uint32_t> unmarked_;
   bool hosting_retry_ = false;
   std::set<uint64_t> epochs_reported_;
+  // Every node of every ring this process installed or loaded: completion
+  // notices go to nodes that left too (they may still coordinate).
+  std::set<NodeId> known_nodes_;
   bool tick_scheduled_ = false;
   bool release_tick_scheduled_ = false;
 };

@@ -1,0 +1,450 @@
+// Attacks on the membership-change protocol (lib/cluster/handoff.cc):
+// garbage and truncated hand-off messages delivered mid-transfer, messages
+// delivered seconds late (old runs, old proposals, old notices), a crash or
+// a power loss of a sender or of the receiver at each stage of a transfer,
+// and rings a node must refuse. After each run the change must complete,
+// every acknowledged write must be there, every replica of the new ring
+// must equal the model (after one R=N read), Verify must pass, and no node
+// may keep a key of a partition it does not own.
+//
+// Peers are trusted: a well-formed message is believed (the transport
+// authenticates peers; corruption is caught by the message checksum), so
+// the garbage here is corrupt, truncated or aimed at partitions and nodes
+// that do not exist.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/keys/keys.h"
+#include "bigset/testing/sim.h"
+#include "net/message.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+
+enum class Known { kAbsent, kPresent, kUnknown };
+
+struct Model {
+  std::map<std::string, std::map<std::string, Known>> sets;
+};
+
+const std::vector<std::string>& SetNames() {
+  static const std::vector<std::string> names = {"a", "b", "c", "d",
+                                                 "e", "f", "g", "h"};
+  return names;
+}
+
+Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
+  RingOptions ro;
+  ro.ring_size = 8;
+  ro.n = 2;
+  ro.epoch = epoch;
+  ro.placement = Placement::kRendezvous;
+  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
+  REQUIRE(ring.ok());
+  return *ring;
+}
+
+std::unique_ptr<Simulator> MakeSim(uint64_t seed, bool late) {
+  SimOptions o;
+  o.seed = seed;
+  o.nodes = 3;
+  o.ring.ring_size = 8;
+  o.ring.n = 2;
+  o.ring.epoch = 1;
+  o.ring.placement = Placement::kRendezvous;
+  o.node.max_chunk_elements = 3;
+  o.node.handoff_max_running = 1;
+  o.node.sync_writes = true;  // Power losses take nothing acknowledged.
+  o.min_latency_micros = 500;
+  o.max_latency_micros = 3000;
+  o.trace_capacity = 100;
+  if (late) {
+    // Messages now and then seconds late: old chunks, acknowledgements,
+    // proposals and notices arrive after what replaced them.
+    o.stall = 0.03;
+    o.stall_max_micros = 3'000'000;
+    o.duplicate = 0.05;
+    o.shuffle_ties = true;
+  }
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  return std::move(*created);
+}
+
+// A writer that keeps the model: W=1 (writes go on with a node down), an
+// element's state unknown when a write's outcome is.
+class Writer {
+ public:
+  Writer(Simulator* sim, Model* model, uint64_t seed)
+      : sim_(sim), model_(model), rng_(seed) {}
+
+  void Op() {
+    const auto& names = SetNames();
+    const std::string& set = names[Uniform(rng_, 0, names.size() - 1)];
+    const std::string element = absl::StrCat("x", Uniform(rng_, 0, 40));
+    Known& known =
+        model_->sets[set].try_emplace(element, Known::kAbsent).first->second;
+    const NodeId via = Up();
+    ClusterWriteOptions wo;
+    wo.w = 1;
+    wo.timeout_micros = 3'000'000;
+    if (Uniform(rng_, 0, 3) > 0) {
+      absl::StatusOr<Delta> d =
+          sim_->Update(via, set, {UpdateOp::Add(element)}, wo);
+      known = d.ok() ? Known::kPresent : Known::kUnknown;
+      return;
+    }
+    // The remove's context from every serving replica (R=N): it sees every
+    // acknowledged add (with a replica down it fails, and nothing is
+    // removed).
+    ClusterReadOptions ro;
+    ro.r = 2;
+    ro.read_repair = false;
+    absl::StatusOr<Membership> m = sim_->ContainsAll(via, set, {element}, ro);
+    if (!m.ok()) return;
+    if (known == Known::kPresent) CHECK(m->all_present);
+    std::vector<Dot> context;
+    for (const ElementDots& e : m->elements) {
+      context.insert(context.end(), e.dots.begin(), e.dots.end());
+    }
+    absl::StatusOr<Delta> d =
+        sim_->Update(via, set, {UpdateOp::Remove(element, context)}, wo);
+    if (!d.ok()) {
+      known = Known::kUnknown;
+    } else if (known != Known::kUnknown) {
+      known = Known::kAbsent;
+    }
+  }
+
+  NodeId Up() {
+    std::vector<NodeId> up;
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+      if (sim_->IsUp(id)) up.push_back(id);
+    }
+    REQUIRE(!up.empty());
+    return up[Uniform(rng_, 0, up.size() - 1)];
+  }
+
+ private:
+  Simulator* sim_;
+  Model* model_;
+  Rng rng_;
+};
+
+// Empty when every node runs the latest ring with nothing moving.
+std::string Unsettled(Simulator& sim) {
+  std::string out;
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    Node* node = sim.node(id);
+    if (node == nullptr) continue;
+    const Node::Stats s = node->stats();
+    if (s.ring_epoch != sim.ring().epoch() || s.partitions_moving != 0 ||
+        s.handoffs_pending != 0 || s.handoffs_running != 0 ||
+        s.partitions_releasing != 0) {
+      absl::StrAppend(&out, "node ", id, ": epoch ", s.ring_epoch, ", moving ",
+                      s.partitions_moving, ", pending ", s.handoffs_pending,
+                      ", running ", s.handoffs_running, ", releasing ",
+                      s.partitions_releasing, "\n");
+      for (uint32_t p = 0; p < sim.ring().ring_size(); ++p) {
+        if (node->ServingList(p) == sim.ring().PreferenceList(p)) continue;
+        absl::StrAppend(&out, "  p", p, " serving");
+        for (NodeId n : node->ServingList(p)) absl::StrAppend(&out, " ", n);
+        absl::StrAppend(&out, ", ring");
+        for (NodeId n : sim.ring().PreferenceList(p)) {
+          absl::StrAppend(&out, " ", n);
+        }
+        absl::StrAppend(&out, "\n");
+      }
+    }
+  }
+  return out;
+}
+
+bool Settled(Simulator& sim) { return Unsettled(sim).empty(); }
+
+void CheckValue(const std::string& set, const std::vector<ElementDots>& read,
+                const Model& model) {
+  std::map<std::string, bool> present;
+  for (const ElementDots& e : read) present[e.element] = true;
+  auto it = model.sets.find(set);
+  if (it == model.sets.end()) return;
+  for (const auto& [element, known] : it->second) {
+    CAPTURE(set, element);
+    if (known == Known::kPresent) CHECK(present.count(element) == 1);
+    if (known == Known::kAbsent) CHECK(present.count(element) == 0);
+  }
+}
+
+// Settles the change, then checks everything the header promises.
+void SettleAndCheck(Simulator& sim, const Model& model) {
+  sim.Heal();
+  sim.SetLoss(0);
+  sim.SetDuplicate(0);
+  sim.SetCorruption(0);
+  sim.SetStall(0);
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    if (!sim.IsUp(id)) REQUIRE(sim.Restart(id, /*clock_back=*/true).ok());
+  }
+  const uint64_t deadline = sim.NowMicros() + 900'000'000;
+  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
+  INFO(Unsettled(sim));
+  REQUIRE(Settled(sim));
+  const Ring& ring = sim.ring();
+  ClusterReadOptions all;
+  all.r = ring.n();
+  all.read_repair = true;
+  for (const std::string& set : SetNames()) {
+    absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
+    REQUIRE(r.ok());
+    CheckValue(set, r->elements, model);
+  }
+  sim.RunUntilIdle();
+  for (const std::string& set : SetNames()) {
+    const uint32_t p = ring.PartitionOf(set);
+    for (NodeId id : ring.PreferenceList(p)) {
+      CAPTURE(set, id);
+      Replica* replica = sim.node(id)->LocalReplica(p);
+      REQUIRE(replica != nullptr);
+      CheckValue(set, testing::ReadAll(*replica, set), model);
+    }
+  }
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    Node* node = sim.node(id);
+    REQUIRE(node != nullptr);
+    for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+      CAPTURE(id, p);
+      const auto& list = ring.PreferenceList(p);
+      CHECK(node->ServingList(p) == list);
+      if (std::find(list.begin(), list.end(), id) != list.end()) {
+        Replica* replica = node->LocalReplica(p);
+        REQUIRE(replica != nullptr);
+        absl::StatusOr<VerifyReport> v = replica->Verify();
+        REQUIRE(v.ok());
+        CHECK(v->ok());
+      } else {
+        CHECK(node->LocalReplica(p) == nullptr);
+        std::unique_ptr<Iterator> it =
+            sim.store(id)->NewIterator(ReadOptions(), KeyspaceRange(p));
+        it->SeekToFirst();
+        CHECK_FALSE(it->Valid());
+      }
+    }
+  }
+}
+
+uint64_t Sum(Simulator& sim, uint64_t Node::Stats::*field) {
+  uint64_t total = 0;
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    if (sim.node(id) != nullptr) total += sim.node(id)->stats().*field;
+  }
+  return total;
+}
+
+// The encodings of every hand-off message type, some aimed at a partition
+// or at nodes that do not exist.
+std::vector<std::string> HandoffMessages(Rng& rng) {
+  std::vector<std::string> out;
+  for (MessageType type :
+       {MessageType::kTransferChunk, MessageType::kTransferAck,
+        MessageType::kHandoffDelta, MessageType::kHandoffDeltaAck,
+        MessageType::kHandoffDone, MessageType::kHandoffDoneAck,
+        MessageType::kRingEpoch}) {
+    Message m;
+    m.header = MessageHeader{
+        type, rng(), static_cast<uint32_t>(1000 + Uniform(rng, 0, 100))};
+    m.epoch = Uniform(rng, 0, 3);
+    m.index = Uniform(rng, 0, 3);
+    m.seq = Uniform(rng, 0, 3);
+    m.from_node = static_cast<NodeId>(500 + Uniform(rng, 0, 10));
+    m.to_node = static_cast<NodeId>(600 + Uniform(rng, 0, 10));
+    if (type == MessageType::kTransferChunk) {
+      m.set = "a";
+      m.elements.push_back(ElementDots{"x1", {Dot{77, 1}}});
+      m.done = Uniform(rng, 0, 1);
+    }
+    if (type == MessageType::kHandoffDelta) {
+      m.delta.set = "a";
+      m.delta.ops.push_back(DeltaOp{"x2", {}, Dot{78, 1}});
+    }
+    out.push_back(m.Encode());
+  }
+  return out;
+}
+
+// Bytes that must be refused: a flipped byte, a truncation, or noise.
+std::string Mangle(Rng& rng, std::string bytes) {
+  switch (Uniform(rng, 0, 2)) {
+    case 0:
+      bytes[Uniform(rng, 0, bytes.size() - 1)] ^=
+          static_cast<char>(1 + Uniform(rng, 0, 254));
+      return bytes;
+    case 1:
+      bytes.resize(Uniform(rng, 0, bytes.size() - 1));
+      return bytes;
+    default: {
+      std::string noise(Uniform(rng, 0, 64), '\0');
+      for (char& c : noise) c = static_cast<char>(Uniform(rng, 0, 255));
+      return noise;
+    }
+  }
+}
+
+TEST_CASE("handoff attack: garbage and late messages during a change") {
+  uint64_t malformed = 0, stalled = 0, runs = 0;
+  for (uint64_t seed : Seeds(6)) {
+    CAPTURE(seed);
+    auto sim_owner = MakeSim(seed, /*late=*/true);
+    Simulator& sim = *sim_owner;
+    Model model;
+    Writer writer(&sim, &model, seed * 31 + 7);
+    Rng rng(seed);
+    for (int i = 0; i < 120; ++i) writer.Op();
+    // Join node 4, then (some runs) take node 2 out before it finished.
+    REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
+    const bool twice = seed % 2 == 1;
+    for (int i = 0; i < 80; ++i) {
+      writer.Op();
+      if (twice && i == 10) {
+        REQUIRE(sim.InstallRing(MakeRing({1, 3, 4}, 3)).ok());
+      }
+      // Garbage for a random node from a random node: every hand-off
+      // message type, mangled, or well formed for what does not exist.
+      for (const std::string& bytes : HandoffMessages(rng)) {
+        const NodeId to = writer.Up();
+        const NodeId from = static_cast<NodeId>(Uniform(rng, 1, 4));
+        sim.node(to)->Receive(
+            from, Uniform(rng, 0, 3) == 0 ? bytes : Mangle(rng, bytes));
+      }
+    }
+    malformed += Sum(sim, &Node::Stats::malformed_messages);
+    stalled += sim.messages_stalled();
+    SettleAndCheck(sim, model);
+    ++runs;
+  }
+  CHECK(malformed > 0);
+  CHECK(stalled > 0);
+  WARN("hand-off garbage attack: " << runs << " runs, " << malformed
+                                   << " malformed messages counted, " << stalled
+                                   << " messages delivered late");
+}
+
+// Stages of a transfer at which a node dies.
+enum class Stage { kStart, kMidSet, kSetDone, kCompleted, kReleasing };
+
+const char* Name(Stage s) {
+  switch (s) {
+    case Stage::kStart:
+      return "before the first chunk";
+    case Stage::kMidSet:
+      return "mid-set";
+    case Stage::kSetDone:
+      return "after a set's last chunk";
+    case Stage::kCompleted:
+      return "after a completion";
+    case Stage::kReleasing:
+      return "mid-release";
+  }
+  return "?";
+}
+
+TEST_CASE("handoff attack: a sender or the receiver dies at each stage") {
+  uint64_t runs = 0, kills = 0;
+  for (uint64_t seed : Seeds(2)) {
+    for (Stage stage : {Stage::kStart, Stage::kMidSet, Stage::kSetDone,
+                        Stage::kCompleted, Stage::kReleasing}) {
+      for (bool receiver : {false, true}) {
+        for (bool power : {false, true}) {
+          CAPTURE(seed, Name(stage), receiver, power);
+          auto sim_owner = MakeSim(seed, /*late=*/false);
+          Simulator& sim = *sim_owner;
+          Model model;
+          Writer writer(&sim, &model, seed * 17 + 3);
+          for (int i = 0; i < 150; ++i) writer.Op();
+          REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
+          auto reached = [&]() {
+            switch (stage) {
+              case Stage::kStart:
+                return true;
+              case Stage::kMidSet:
+                return Sum(sim, &Node::Stats::handoff_keys_received) > 0;
+              case Stage::kSetDone:
+                return Sum(sim, &Node::Stats::handoff_sets_received) > 0;
+              case Stage::kCompleted:
+                return Sum(sim, &Node::Stats::handoffs_done) > 0;
+              case Stage::kReleasing:
+                return Sum(sim, &Node::Stats::handoff_keys_released) > 0;
+            }
+            return true;
+          };
+          // Writes go on while the change runs up to the stage.
+          for (int i = 0; i < 400 && !reached(); ++i) {
+            writer.Op();
+            sim.RunFor(2'000);
+          }
+          REQUIRE(reached());
+          // The victim: node 4 (the receiver) or a node sending now (or
+          // that sent last).
+          NodeId victim = 4;
+          if (!receiver) {
+            victim = 0;
+            for (NodeId id = 1; id <= 3 && victim == 0; ++id) {
+              const Node::Stats s = sim.node(id)->stats();
+              if (s.handoffs_running > 0 || s.handoffs_done > 0 ||
+                  s.partitions_releasing > 0) {
+                victim = id;
+              }
+            }
+            if (victim == 0) victim = 1;
+          }
+          REQUIRE((power ? sim.PowerLoss(victim) : sim.Crash(victim)).ok());
+          ++kills;
+          for (int i = 0; i < 20; ++i) writer.Op();
+          REQUIRE(sim.Restart(victim, /*clock_back=*/true).ok());
+          for (int i = 0; i < 20; ++i) writer.Op();
+          SettleAndCheck(sim, model);
+          ++runs;
+        }
+      }
+    }
+  }
+  WARN("hand-off crash attack: " << runs << " runs, " << kills
+                                 << " crashes or power losses");
+}
+
+TEST_CASE("handoff attack: rings a node refuses") {
+  auto sim_owner = MakeSim(1, /*late=*/false);
+  Simulator& sim = *sim_owner;
+  Node* node = sim.node(1);
+  REQUIRE(node->InstallRing(MakeRing({1, 2, 3}, 2)).ok());
+  // Not above the latest epoch.
+  CHECK(absl::IsFailedPrecondition(node->InstallRing(MakeRing({1, 2}, 2))));
+  CHECK(absl::IsFailedPrecondition(node->InstallRing(MakeRing({1, 2}, 1))));
+  // Another ring size, another n.
+  RingOptions ro;
+  ro.ring_size = 16;
+  ro.n = 2;
+  ro.epoch = 5;
+  absl::StatusOr<Ring> bigger = Ring::Create({1, 2, 3}, ro);
+  REQUIRE(bigger.ok());
+  CHECK(absl::IsInvalidArgument(node->InstallRing(*bigger)));
+  ro.ring_size = 8;
+  ro.n = 3;
+  absl::StatusOr<Ring> more_n = Ring::Create({1, 2, 3}, ro);
+  REQUIRE(more_n.ok());
+  CHECK(absl::IsInvalidArgument(node->InstallRing(*more_n)));
+  CHECK(node->ring().epoch() == 2);
+  CHECK(node->ring().n() == 2);
+}
+
+}  // namespace
+}  // namespace bigset
