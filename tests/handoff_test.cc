@@ -25,14 +25,20 @@
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
 #include "bigset/testing/sim.h"
+#include "handoff_util.h"
 #include "test_util.h"
 
 namespace bigset {
 namespace {
 
+using testing::CheckKnown;
+using testing::Known;
 using testing::Rng;
 using testing::Seeds;
 using testing::Uniform;
+using Model = testing::KnownModel;
+using testing::Settled;
+using testing::Unsettled;
 
 // kBackAndForth: a node joins and leaves again at once, the second ring
 // installed before the first's completions are heard (the late-notice
@@ -56,14 +62,6 @@ const char* Name(Change c) {
   return "?";
 }
 
-// What the acknowledged writes say of each element: present, absent, or
-// unknown (a write that failed may or may not have been applied).
-enum class Known { kPresent, kAbsent, kUnknown };
-
-struct Model {
-  std::map<std::string, std::map<std::string, Known>> sets;
-};
-
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
   RingOptions ro;
   ro.ring_size = 16;
@@ -82,44 +80,6 @@ void DumpTrace(const Simulator& sim) {
     UNSCOPED_INFO(tail[i]);
   }
 }
-
-// Checks a read of `set` against the model.
-void CheckValue(const std::string& set, const std::vector<ElementDots>& read,
-                const Model& model) {
-  std::set<std::string> present;
-  for (const ElementDots& e : read) present.insert(e.element);
-  auto it = model.sets.find(set);
-  if (it == model.sets.end()) return;
-  for (const auto& [element, known] : it->second) {
-    CAPTURE(set, element);
-    if (known == Known::kPresent) CHECK(present.count(element) == 1);
-    if (known == Known::kAbsent) CHECK(present.count(element) == 0);
-  }
-}
-
-// Empty when every node runs the latest ring with nothing moving; else
-// what is still under way, per node.
-std::string Unsettled(Simulator& sim) {
-  std::string out;
-  for (NodeId id = 1; id <= sim.node_count(); ++id) {
-    Node* node = sim.node(id);
-    if (node == nullptr) continue;
-    const Node::Stats s = node->stats();
-    if (s.ring_epoch != sim.ring().epoch() || s.partitions_moving != 0 ||
-        s.handoffs_pending != 0 || s.handoffs_running != 0 ||
-        s.partitions_releasing != 0) {
-      out += "node " + std::to_string(id) + ": epoch " +
-             std::to_string(s.ring_epoch) + ", moving " +
-             std::to_string(s.partitions_moving) + ", pending " +
-             std::to_string(s.handoffs_pending) + ", running " +
-             std::to_string(s.handoffs_running) + ", releasing " +
-             std::to_string(s.partitions_releasing) + "\n";
-    }
-  }
-  return out;
-}
-
-bool Settled(Simulator& sim) { return Unsettled(sim).empty(); }
 
 struct Totals {
   uint64_t runs = 0, ops = 0, acked = 0, failed = 0, crashes = 0;
@@ -217,7 +177,7 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
     // A quorum read of some set, against the model, at every step.
     const std::string& check = sets[Uniform(rng, 0, sets.size() - 1)];
     absl::StatusOr<SimReadResult> r = sim.Read(random_up(), check, ro);
-    if (r.ok()) CheckValue(check, r->elements, model);
+    if (r.ok()) CheckKnown(check, r->elements, model);
   };
   // Faults mid-change: one node down at a time, restarted a few operations
   // later; now and then a partition that isolates one node.
@@ -327,7 +287,7 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
         CAPTURE(set, id);
         Replica* replica = sim.node(id)->LocalReplica(p);
         REQUIRE(replica != nullptr);
-        CheckValue(set, testing::ReadAll(*replica, set), model);
+        CheckKnown(set, testing::ReadAll(*replica, set), model);
       }
     }
   };
@@ -342,7 +302,7 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   for (const std::string& set : sets) {
     absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
     REQUIRE(r.ok());
-    CheckValue(set, r->elements, model);
+    CheckKnown(set, r->elements, model);
   }
   sim.RunUntilIdle();
   check_replicas();

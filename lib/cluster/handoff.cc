@@ -1,6 +1,7 @@
 #include "cluster/handoff.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,8 +19,8 @@ constexpr std::string_view kRingKey = "ring";
 constexpr std::string_view kServingKey = "serving";
 constexpr std::string_view kAnnounceKey = "announce";
 constexpr uint8_t kAnnounceFormatVersion = 1;
-constexpr std::string_view kNoticeEpochsKey = "notice_epochs";
-constexpr uint8_t kNoticeEpochsFormatVersion = 1;
+constexpr std::string_view kMoveNumbersKey = "move_numbers";
+constexpr uint8_t kMoveNumbersFormatVersion = 1;
 constexpr size_t kMaxPendingNotices = 1024;
 constexpr std::string_view kReleasePrefix = "release/";
 constexpr uint8_t kServingFormatVersion = 1;
@@ -49,26 +50,30 @@ std::string EncodeServing(const std::map<uint32_t, std::vector<NodeId>>& s) {
     coding::PutVarint64(&out, list.size());
     for (NodeId n : list) coding::PutVarint64(&out, n);
   }
-  coding::PutFixed32BE(&out, crc32c::Value(out));
+  crc32c::AppendChecksum(&out);
   return out;
+}
+
+// The body of a metadata record of `version` (after its version byte), or
+// nullopt if the checksum or the version is wrong.
+std::optional<coding::Reader> OpenRecord(std::string_view bytes,
+                                         uint8_t version) {
+  uint8_t found = 0;
+  if (!crc32c::StripChecksum(&bytes)) return std::nullopt;
+  coding::Reader in(bytes);
+  if (!in.GetByte(&found) || found != version) return std::nullopt;
+  return in;
 }
 
 absl::Status DecodeServing(std::string_view bytes, uint32_t ring_size,
                            std::map<uint32_t, std::vector<NodeId>>* out) {
   const absl::Status bad =
       absl::DataLossError("undecodable serving lists in the node's metadata");
-  if (bytes.size() < 5) return bad;
-  const uint32_t want =
-      coding::DecodeFixed32BE(bytes.data() + bytes.size() - 4);
-  bytes.remove_suffix(4);
-  if (crc32c::Value(bytes) != want) return bad;
-  coding::Reader in(bytes);
-  uint8_t version = 0;
+  std::optional<coding::Reader> opened =
+      OpenRecord(bytes, kServingFormatVersion);
   uint64_t count = 0;
-  if (!in.GetByte(&version) || version != kServingFormatVersion ||
-      !in.GetCount(2, &count)) {
-    return bad;
-  }
+  if (!opened.has_value() || !opened->GetCount(2, &count)) return bad;
+  coding::Reader& in = *opened;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t p = 0, k = 0;
     if (!in.GetVarint64(&p) || p >= ring_size || !in.GetCount(1, &k) ||
@@ -102,7 +107,7 @@ std::string EncodeAnnouncements(const List& list) {
     coding::PutVarint64(&out, a.waiting.size());
     for (NodeId n : a.waiting) coding::PutVarint64(&out, n);
   }
-  coding::PutFixed32BE(&out, crc32c::Value(out));
+  crc32c::AppendChecksum(&out);
   return out;
 }
 
@@ -160,10 +165,10 @@ absl::Status HandoffManager::Load(const Ring& ring) {
   } else if (!absl::IsNotFound(s)) {
     return s;
   }
-  s = store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kNoticeEpochsKey),
+  s = store_->Get(ReadOptions(), MetadataKey(kMetaKeyspace, kMoveNumbersKey),
                   &value);
   if (s.ok()) {
-    s = DecodeNoticeEpochs(value);
+    s = DecodeMoveNumbers(value);
     if (!s.ok()) return s;
   } else if (!absl::IsNotFound(s)) {
     return s;
@@ -196,18 +201,11 @@ absl::Status HandoffManager::Load(const Ring& ring) {
 absl::Status HandoffManager::DecodeAnnouncements(std::string_view bytes) {
   const absl::Status bad =
       absl::DataLossError("undecodable announcements in the node's metadata");
-  if (bytes.size() < 5) return bad;
-  const uint32_t want =
-      coding::DecodeFixed32BE(bytes.data() + bytes.size() - 4);
-  bytes.remove_suffix(4);
-  if (crc32c::Value(bytes) != want) return bad;
-  coding::Reader in(bytes);
-  uint8_t version = 0;
+  std::optional<coding::Reader> opened =
+      OpenRecord(bytes, kAnnounceFormatVersion);
   uint64_t count = 0;
-  if (!in.GetByte(&version) || version != kAnnounceFormatVersion ||
-      !in.GetCount(6, &count)) {
-    return bad;
-  }
+  if (!opened.has_value() || !opened->GetCount(6, &count)) return bad;
+  coding::Reader& in = *opened;
   for (uint64_t i = 0; i < count; ++i) {
     Announcement a;
     uint64_t p = 0, from = 0, to = 0, k = 0;
@@ -232,51 +230,44 @@ absl::Status HandoffManager::DecodeAnnouncements(std::string_view bytes) {
   return absl::OkStatus();
 }
 
-absl::Status HandoffManager::DecodeNoticeEpochs(std::string_view bytes) {
+absl::Status HandoffManager::DecodeMoveNumbers(std::string_view bytes) {
   const absl::Status bad =
-      absl::DataLossError("undecodable notice epochs in the node's metadata");
-  if (bytes.size() < 5) return bad;
-  const uint32_t want =
-      coding::DecodeFixed32BE(bytes.data() + bytes.size() - 4);
-  bytes.remove_suffix(4);
-  if (crc32c::Value(bytes) != want) return bad;
-  coding::Reader in(bytes);
-  uint8_t version = 0;
+      absl::DataLossError("undecodable move numbers in the node's metadata");
+  std::optional<coding::Reader> opened =
+      OpenRecord(bytes, kMoveNumbersFormatVersion);
   uint64_t count = 0;
-  if (!in.GetByte(&version) || version != kNoticeEpochsFormatVersion ||
-      !in.GetCount(3, &count)) {
-    return bad;
-  }
+  if (!opened.has_value() || !opened->GetCount(3, &count)) return bad;
+  coding::Reader& in = *opened;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t p = 0, n = 0, e = 0;
     if (!in.GetVarint64(&p) || p >= latest_->ring_size() ||
         !in.GetVarint64(&n) || n > UINT32_MAX || !in.GetVarint64(&e)) {
       return bad;
     }
-    notice_epochs_[static_cast<uint32_t>(p)][static_cast<NodeId>(n)] = e;
+    move_numbers_[static_cast<uint32_t>(p)][static_cast<NodeId>(n)] = e;
   }
   if (!in.empty()) return bad;
   return absl::OkStatus();
 }
 
 void HandoffManager::AddPersistedState(WriteBatch* batch) const {
-  if (notice_epochs_.empty()) {
-    batch->Delete(MetadataKey(kMetaKeyspace, kNoticeEpochsKey));
+  if (move_numbers_.empty()) {
+    batch->Delete(MetadataKey(kMetaKeyspace, kMoveNumbersKey));
   } else {
     std::string out;
-    out.push_back(static_cast<char>(kNoticeEpochsFormatVersion));
+    out.push_back(static_cast<char>(kMoveNumbersFormatVersion));
     size_t count = 0;
-    for (const auto& [p, nodes] : notice_epochs_) count += nodes.size();
+    for (const auto& [p, nodes] : move_numbers_) count += nodes.size();
     coding::PutVarint64(&out, count);
-    for (const auto& [p, nodes] : notice_epochs_) {
+    for (const auto& [p, nodes] : move_numbers_) {
       for (const auto& [n, e] : nodes) {
         coding::PutVarint64(&out, p);
         coding::PutVarint64(&out, n);
         coding::PutVarint64(&out, e);
       }
     }
-    coding::PutFixed32BE(&out, crc32c::Value(out));
-    batch->Put(MetadataKey(kMetaKeyspace, kNoticeEpochsKey), out);
+    crc32c::AppendChecksum(&out);
+    batch->Put(MetadataKey(kMetaKeyspace, kMoveNumbersKey), out);
   }
   batch->Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
   if (serving_.empty()) {
@@ -373,7 +364,7 @@ void HandoffManager::Replan() {
   }
   for (const TransferKey& key : wanted) outgoing_.try_emplace(key);
   EnsureTick();
-  Tick();
+  Progress();
 }
 
 void HandoffManager::HostingChanged() {
@@ -671,7 +662,7 @@ void HandoffManager::Complete(const TransferKey& key) {
   const auto serving = serving_;
   const size_t announced = announcements_.size();
   const uint64_t it_move = outgoing_[key].move;
-  const auto notice_epochs = notice_epochs_;
+  const auto move_numbers = move_numbers_;
   ApplyDone(t);
   NoteMove(it_move, t);
   Announce(latest_->epoch(), it_move, t);
@@ -681,7 +672,7 @@ void HandoffManager::Complete(const TransferKey& key) {
   // here paused) and the tick tries again.
   if (!Persist().ok()) {
     serving_ = serving;
-    notice_epochs_ = notice_epochs;
+    move_numbers_ = move_numbers;
     announcements_.resize(announced);
     EnsureTick();
     return;
@@ -767,38 +758,41 @@ void HandoffManager::HandleDone(NodeId from, const Message& m) {
 
 uint64_t HandoffManager::MoveNumber(uint32_t partition) const {
   uint64_t most = 0;
-  auto it = notice_epochs_.find(partition);
-  if (it == notice_epochs_.end()) return 0;
+  auto it = move_numbers_.find(partition);
+  if (it == move_numbers_.end()) return 0;
   for (const auto& [n, move] : it->second) most = std::max(most, move);
   return most;
 }
 
 void HandoffManager::NoteMove(uint64_t move, const PartitionTransfer& t) {
-  auto& seen = notice_epochs_[t.partition];
+  auto& seen = move_numbers_[t.partition];
   seen[t.from] = std::max(seen[t.from], move);
   seen[t.to] = std::max(seen[t.to], move);
 }
 
-bool HandoffManager::ApplyNotice(uint64_t epoch, const PartitionTransfer& t) {
-  auto stale = [&](uint64_t e, const PartitionTransfer& x) {
-    const auto& seen = notice_epochs_[x.partition];
-    auto from = seen.find(x.from);
-    auto to = seen.find(x.to);
-    return (from != seen.end() && from->second >= e) ||
-           (to != seen.end() && to->second >= e);
+bool HandoffManager::ApplyNotice(uint64_t move, const PartitionTransfer& t) {
+  // Not above the numbers of both its nodes: late or repeated.
+  auto stale = [&](uint64_t number, const PartitionTransfer& x) {
+    auto seen = move_numbers_.find(x.partition);
+    if (seen == move_numbers_.end()) return false;
+    for (NodeId n : {x.from, x.to}) {
+      auto it = seen->second.find(n);
+      if (it != seen->second.end() && it->second >= number) return true;
+    }
+    return false;
   };
-  auto apply = [&](uint64_t e, const PartitionTransfer& x) {
-    if (stale(e, x) || !ApplyDone(x)) return false;
-    NoteMove(e, x);
+  auto apply = [&](uint64_t number, const PartitionTransfer& x) {
+    if (stale(number, x) || !ApplyDone(x)) return false;
+    NoteMove(number, x);
     return true;
   };
-  if (stale(epoch, t)) return false;
-  if (!apply(epoch, t)) {
+  if (stale(move, t)) return false;
+  if (!apply(move, t)) {
     // Its `from` is not in the list (yet): an earlier notice may be late.
     // (A `from` in the list with `to` there too is a pairing this node's
     // view does not share: nothing to apply.)
     if (Contains(ServingList(t.partition), t.from)) return false;
-    pending_notices_.emplace_back(epoch, t);
+    pending_notices_.emplace_back(move, t);
     if (pending_notices_.size() > kMaxPendingNotices) {
       pending_notices_.erase(pending_notices_.begin());
     }
@@ -1031,23 +1025,16 @@ void HandoffManager::EnsureTick() {
   });
 }
 
-void HandoffManager::Tick() {
+void HandoffManager::Progress() {
   const uint64_t now = host_->NowMicros();
   const uint64_t retry = options_.handoff_retry_micros;
-  if (hosting_retry_) {
-    hosting_retry_ = false;
-    HostingChanged();
-  }
   size_t running = 0;
   std::vector<TransferKey> to_complete;
   for (auto& [key, out] : outgoing_) running += out.started;
   for (auto& [key, out] : outgoing_) {
     if (out.accepted) {
-      // Forwards draining, or a failed completion write: retried.
+      // Forwards drained, or a failed completion write: again.
       if (out.forwards.empty()) to_complete.push_back(key);
-      for (const auto& [id, bytes] : out.forwards) {
-        host_->Send(key.second, bytes);
-      }
       continue;
     }
     if (!out.started) {
@@ -1078,6 +1065,19 @@ void HandoffManager::Tick() {
                out.forwards.empty()) {
       Propose(key, out);  // After a refusal or a restart.
     }
+  }
+  for (const TransferKey& key : to_complete) MaybeComplete(key);
+}
+
+void HandoffManager::Tick() {
+  const uint64_t now = host_->NowMicros();
+  const uint64_t retry = options_.handoff_retry_micros;
+  if (hosting_retry_) {
+    hosting_retry_ = false;
+    HostingChanged();
+  }
+  Progress();
+  for (const auto& [key, out] : outgoing_) {
     for (const auto& [id, bytes] : out.forwards) host_->Send(key.second, bytes);
   }
   // A node that left the ring (and serves nothing) and has not answered for
@@ -1098,7 +1098,6 @@ void HandoffManager::Tick() {
     const std::string bytes = AnnouncementBytes(a);
     for (NodeId n : a.waiting) host_->Send(n, bytes);
   }
-  for (const TransferKey& key : to_complete) MaybeComplete(key);
   std::erase_if(proxied_, [&](const auto& p) {
     return now < p.second.since || now - p.second.since >= 50 * retry;
   });

@@ -176,7 +176,7 @@ class HandoffManager {
   absl::Status Persist();
   void AddPersistedState(WriteBatch* batch) const;
   absl::Status DecodeAnnouncements(std::string_view bytes);
-  absl::Status DecodeNoticeEpochs(std::string_view bytes);
+  absl::Status DecodeMoveNumbers(std::string_view bytes);
   // Applies another node's completion notice (or keeps it for later);
   // true if a serving list changed.
   bool ApplyNotice(uint64_t move, const PartitionTransfer& t);
@@ -212,6 +212,12 @@ class HandoffManager {
   void Announce(uint64_t epoch, uint64_t move, const PartitionTransfer& t);
   std::string AnnouncementBytes(const Announcement& a) const;
   void EnsureTick();
+  // Moves every transfer on that can go on now: starts runs (up to
+  // handoff_max_running), resends a chunk past its retry time, proposes,
+  // completes. Called by the timer and after every re-plan.
+  void Progress();
+  // The timer: Progress, then retransmits forwards and notices and expires
+  // what was not answered.
   void Tick();
   void EnsureReleaseTick();
   void ReleaseTick();
@@ -255,7 +261,7 @@ class HandoffManager {
   // know for the partition, so a later move involving a node always has a
   // higher number: a notice not above both its nodes' numbers is stale (a
   // late or repeated one) and ignored. Persisted.
-  std::map<uint32_t, std::map<NodeId, uint64_t>> notice_epochs_;
+  std::map<uint32_t, std::map<NodeId, uint64_t>> move_numbers_;
   // Notices not applicable yet (their `from` is not in the list: an
   // earlier notice is still on its way), retried after each applied one.
   std::vector<std::pair<uint64_t, PartitionTransfer>> pending_notices_;

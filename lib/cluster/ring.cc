@@ -175,7 +175,7 @@ std::string Ring::Encode() const {
   out.push_back(placement_ == Placement::kRoundRobin ? 0 : 1);
   coding::PutVarint64(&out, nodes_.size());
   for (NodeId node : nodes_) coding::PutVarint64(&out, node);
-  coding::PutFixed32BE(&out, crc32c::Value(out));
+  crc32c::AppendChecksum(&out);
   return out;
 }
 
@@ -185,10 +185,7 @@ absl::StatusOr<Ring> Ring::Decode(std::string_view bytes) {
         absl::StrCat("undecodable ring: ", ToAbsl(what)));
   };
   if (bytes.size() < 5) return bad("too short");
-  const uint32_t want =
-      coding::DecodeFixed32BE(bytes.data() + bytes.size() - 4);
-  bytes.remove_suffix(4);
-  if (crc32c::Value(bytes) != want) return bad("checksum mismatch");
+  if (!crc32c::StripChecksum(&bytes)) return bad("checksum mismatch");
   coding::Reader in(bytes);
   uint8_t version = 0, placement = 0;
   uint64_t epoch = 0, ring_size = 0, n = 0, count = 0;

@@ -1,0 +1,40 @@
+// Helpers shared by the membership-change tests (handoff_test,
+// handoff_attack_test): a model of what acknowledged writes say of each
+// element, and whether a simulated cluster has finished its hand-offs.
+
+#ifndef BIGSET_TESTS_HANDOFF_UTIL_H_
+#define BIGSET_TESTS_HANDOFF_UTIL_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bigset/replica/element_dots.h"
+#include "bigset/testing/sim.h"
+
+namespace bigset::testing {
+
+// What the acknowledged writes say of an element: present, absent, or
+// unknown (a write that failed may or may not have been applied).
+enum class Known { kPresent, kAbsent, kUnknown };
+
+struct KnownModel {
+  // set -> element -> what is known of it.
+  std::map<std::string, std::map<std::string, Known>> sets;
+};
+
+// Checks (Catch2 CHECKs) a read of `set` against the model: every element
+// known present is there, every element known absent is not.
+void CheckKnown(const std::string& set, const std::vector<ElementDots>& read,
+                const KnownModel& model);
+
+// Empty when every running node has the simulator's latest ring with no
+// partition moving, no transfer pending or running and no release under
+// way; otherwise, per node, what is still under way and which serving
+// lists differ from the ring.
+std::string Unsettled(Simulator& sim);
+inline bool Settled(Simulator& sim) { return Unsettled(sim).empty(); }
+
+}  // namespace bigset::testing
+
+#endif  // BIGSET_TESTS_HANDOFF_UTIL_H_
