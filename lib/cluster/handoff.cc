@@ -788,10 +788,9 @@ bool HandoffManager::ApplyNotice(uint64_t move, const PartitionTransfer& t) {
   };
   if (stale(move, t)) return false;
   if (!apply(move, t)) {
-    // Its `from` is not in the list (yet): an earlier notice may be late.
-    // (A `from` in the list with `to` there too is a pairing this node's
-    // view does not share: nothing to apply.)
-    if (Contains(ServingList(t.partition), t.from)) return false;
+    // Its `from` is not in the list yet, or its `to` is still there: an
+    // earlier notice (one moving `from` in or `to` out) may be late. Kept
+    // until it applies or turns stale (bounded).
     pending_notices_.emplace_back(move, t);
     if (pending_notices_.size() > kMaxPendingNotices) {
       pending_notices_.erase(pending_notices_.begin());
