@@ -44,6 +44,13 @@ void EncodeHeader(const std::vector<HeaderEntry>& header, std::string* dst) {
   }
 }
 
+void EncodeHeader(const std::vector<HeaderEntry>& header, uint64_t keys_digest,
+                  std::string* dst) {
+  EncodeHeader(header, dst);
+  dst->push_back(static_cast<char>(kKeysDigestTag));
+  coding::PutFixed64BE(dst, keys_digest);
+}
+
 namespace {
 
 // Bit `i` of a window's bitmap.
@@ -139,7 +146,14 @@ absl::Status Loader::AddHeader(std::string_view value) {
       return Corrupt("header actors out of order");
     }
   }
-  if (!in.empty()) return Corrupt("trailing bytes in header");
+  if (!in.empty()) {
+    uint8_t tag = 0;
+    if (!in.GetByte(&tag) || tag != kKeysDigestTag ||
+        !in.GetFixed64BE(&keys_digest_) || !in.empty()) {
+      return Corrupt("trailing bytes in header");
+    }
+    has_keys_digest_ = true;
+  }
   has_header_ = true;
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/coding.h"
+#include "core/digest.h"
 #include "core/status_macros.h"
 #include "core/string_view_compat.h"
 #include "replica/clock_cache.h"
@@ -65,7 +66,9 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
       actor_(actor),
       new_epoch_(new_epoch),
       write_options_{options.sync_writes},
-      sweeper_(std::make_unique<Sweeper>()) {
+      sweeper_(std::make_unique<Sweeper>()),
+      digest_buckets_(std::max<uint32_t>(1, options.digest_buckets)),
+      buckets_(std::make_unique<std::atomic<uint64_t>[]>(digest_buckets_)) {
   size_t per_stripe =
       std::max<size_t>(1, options.clock_cache_bytes / options.lock_stripes);
   for (int i = 0; i < options.lock_stripes; ++i) {
@@ -80,6 +83,9 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   if (store == nullptr) return absl::InvalidArgumentError("store is null");
   if (options.lock_stripes < 1) {
     return absl::InvalidArgumentError("lock_stripes must be >= 1");
+  }
+  if (options.digest_buckets < 1) {
+    return absl::InvalidArgumentError("digest_buckets must be >= 1");
   }
   // Data of the previous key format (one key per set-clock) would be
   // misread: refuse it rather than guess.
@@ -163,8 +169,10 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   WriteOptions sync;
   sync.sync = true;
   BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
-  return std::unique_ptr<Replica>(
+  std::unique_ptr<Replica> replica(
       new Replica(store, options, actor, new_epoch));
+  BIGSET_RETURN_IF_ERROR(replica->BuildDigests());
+  return replica;
 }
 
 absl::Status Replica::Close() {
@@ -214,6 +222,18 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
       store_, ReadOptions(), options_.keyspace, set, &state.clock,
       &state.stored_clock, &state.tombstone, &state.stored_tombstone, &found);
   if (!s.ok()) return SetCorruption(set, ToStd(s.message()));
+  state.clock_digest = digest::ClockDigest(state.clock);
+  if (found && !state.stored_clock.has_keys_digest) {
+    // Written before keys digests were kept: count the keys once; the next
+    // write stores the digest.
+    absl::StatusOr<uint64_t> keys = ScanKeysDigest(set);
+    if (!keys.ok()) return keys.status();
+    state.keys_digest = *keys;
+  } else {
+    state.keys_digest = state.stored_clock.keys_digest;
+  }
+  state.set_digest = digest::SetDigest(
+      set, state.keys_digest, state.clock_digest, state.tombstone.empty());
   if (!found) {
     // Never treat a missing clock as fresh when the set has keys: its
     // counters could be reused.
@@ -240,19 +260,60 @@ absl::StatusOr<SetState*> Replica::LoadState(Stripe& stripe,
   return stripe.cache->Insert(set, std::move(*state));
 }
 
-void Replica::ApplyContext(std::string_view set, std::string_view element,
-                           std::span<const Dot> context, SetState* state,
-                           WriteBatch* batch, StateChanges* changes) {
+absl::Status Replica::ApplyContext(std::string_view set,
+                                   std::string_view element,
+                                   std::span<const Dot> context,
+                                   SetState* state, WriteBatch* batch,
+                                   StateChanges* changes) {
   for (Dot dot : context) {
     if (!dot.valid()) continue;
     if (state->clock.Seen(dot)) {
-      // The key is known exactly; deleting an absent key is harmless.
-      batch->Delete(ElementKey(options_.keyspace, set, element, dot));
+      // A key under the tombstone is removed already and only the sweeper
+      // deletes it (so that the keys digest counts each delete once).
+      if (state->tombstone.Seen(dot)) continue;
+      std::string key = ElementKey(options_.keyspace, set, element, dot);
+      bool exists = false;
+      if (changes->deleted_keys.contains(key)) {
+        exists = false;
+      } else if (changes->put_keys.contains(key)) {
+        exists = true;
+      } else {
+        std::string value;
+        absl::Status s = store_->Get(ReadOptions(), key, &value);
+        if (!s.ok() && !absl::IsNotFound(s)) return s;
+        exists = s.ok();
+      }
+      if (!exists) continue;  // Removed already.
+      state->keys_digest -= digest::KeyDigest(element, dot);
+      batch->Delete(key);
+      // Always remembered: a context may name a dot twice.
+      changes->put_keys.erase(key);
+      changes->deleted_keys.insert(std::move(key));
     } else {
       // Seen from now on, so the add carrying it is never written here.
-      state->clock.AddDot(dot);
-      changes->clock.Touch(dot.actor, dot.counter);
+      AddNewDot(dot, state, changes);
     }
+  }
+  return absl::OkStatus();
+}
+
+void Replica::AddNewDot(Dot dot, SetState* state, StateChanges* changes) {
+  state->clock.AddDot(dot);
+  state->clock_digest =
+      digest::AddClockDigests(state->clock_digest, digest::DotDigest(dot));
+  changes->clock.Touch(dot.actor, dot.counter);
+}
+
+void Replica::PutNewKey(std::string_view set, std::string_view element, Dot dot,
+                        SetState* state, WriteBatch* batch,
+                        StateChanges* changes) {
+  std::string key = ElementKey(options_.keyspace, set, element, dot);
+  batch->Put(key, "");
+  state->keys_digest += digest::KeyDigest(element, dot);
+  AddNewDot(dot, state, changes);
+  if (changes->track_keys) {
+    changes->deleted_keys.erase(key);
+    changes->put_keys.insert(std::move(key));
   }
 }
 
@@ -262,6 +323,8 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
   // set-clock so that their keys are never written.
   state->tombstone.Merge(Clock::Intersection(clock, state->clock));
   state->clock.Merge(clock);
+  // As costly as the merge: linear in the runs.
+  state->clock_digest = digest::ClockDigest(state->clock);
   changes->tombstone.TouchClock(clock);
   changes->clock.TouchClock(clock);
   changes->tombstone_grew = true;
@@ -270,9 +333,10 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
 absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                              SetState* state, WriteBatch* batch,
                              const StateChanges& changes) {
-  if (!changes.clock.empty()) {
+  if (!changes.clock.empty() || !state->stored_clock.has_keys_digest ||
+      state->stored_clock.keys_digest != state->keys_digest) {
     WriteClock(options_.keyspace, set, StateKind::kClock, state->clock,
-               changes.clock, &state->stored_clock, batch);
+               changes.clock, &state->stored_clock, batch, &state->keys_digest);
   }
   if (!changes.tombstone.empty()) {
     WriteClock(options_.keyspace, set, StateKind::kTombstone, state->tombstone,
@@ -284,6 +348,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                replica_internal::EncodeSweepValue(""));
   }
   if (batch->Count() == 0) {
+    AccountDigest(set, state);
     stripe.cache->Recharge(set);
     return absl::OkStatus();
   }
@@ -299,8 +364,18 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   if (changes.tombstone_grew) {
     sweep_pending_.store(true, std::memory_order_release);
   }
+  AccountDigest(set, state);
   stripe.cache->Recharge(set);
   return absl::OkStatus();
+}
+
+void Replica::AccountDigest(std::string_view set, SetState* state) {
+  const uint64_t now = digest::SetDigest(
+      set, state->keys_digest, state->clock_digest, state->tombstone.empty());
+  if (now == state->set_digest) return;
+  buckets_[digest::BucketOf(set, digest_buckets_)].fetch_add(
+      now - state->set_digest, std::memory_order_relaxed);
+  state->set_digest = now;
 }
 
 absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(Iterator* it,
@@ -356,6 +431,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
   delta.ops.reserve(ops.size());
   WriteBatch batch;
   StateChanges changes;
+  changes.track_keys = ops.size() > 1;
   uint64_t puts = 0, deletes = 0;
   // With contexts taken from the replica, what earlier ops of this update
   // added and removed per element: the store does not show it yet.
@@ -395,7 +471,12 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
       d.context = op.context;
     }
     const size_t before = batch.Count();
-    ApplyContext(set, op.element, d.context, state, &batch, &changes);
+    if (absl::Status s =
+            ApplyContext(set, op.element, d.context, state, &batch, &changes);
+        !s.ok()) {
+      stripe.cache->Erase(set);
+      return s;
+    }
     deletes += batch.Count() - before;
     if (from_replica) {
       Pending& p = pending[op.element];
@@ -411,7 +492,14 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
         return dot.status();
       }
       batch.Put(ElementKey(options_.keyspace, set, op.element, *dot), "");
+      state->keys_digest += digest::KeyDigest(op.element, *dot);
+      state->clock_digest =
+          digest::AddClockDigests(state->clock_digest, digest::DotDigest(*dot));
       changes.clock.Touch(dot->actor, dot->counter);
+      if (changes.track_keys) {
+        changes.put_keys.insert(
+            ElementKey(options_.keyspace, set, op.element, *dot));
+      }
       ++puts;
       d.add = *dot;
       if (from_replica) pending[op.element].added.push_back(*dot);
@@ -455,17 +543,21 @@ absl::Status Replica::Apply(const Delta& delta) {
 
   WriteBatch batch;
   StateChanges changes;
+  changes.track_keys = delta.ops.size() > 1;
   uint64_t puts = 0;
   if (delta.clear.has_value() && !delta.clear->empty())
     ApplyClear(*delta.clear, state, &changes);
   for (const DeltaOp& op : delta.ops) {
     // The context part first, always, even if the add's dot was seen.
-    ApplyContext(set, op.element, op.context, state, &batch, &changes);
+    if (absl::Status s =
+            ApplyContext(set, op.element, op.context, state, &batch, &changes);
+        !s.ok()) {
+      stripe.cache->Erase(set);
+      return s;
+    }
     // Never rewrite a seen dot: its key may have been removed.
     if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
-      state->clock.AddDot(*op.add);
-      changes.clock.Touch(op.add->actor, op.add->counter);
-      batch.Put(ElementKey(options_.keyspace, set, op.element, *op.add), "");
+      PutNewKey(set, op.element, *op.add, state, &batch, &changes);
       ++puts;
     }
   }

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,12 @@ struct Replica::StateChanges {
   ClockChanges tombstone;
   // Dots were added to the tombstone: the set goes in the sweep queue.
   bool tombstone_grew = false;
+  // Element keys this change put (kept only when a later op of the same
+  // batch may delete them) and deleted: whether a key exists is the store's
+  // answer amended by the batch.
+  bool track_keys = false;
+  absl::flat_hash_set<std::string> put_keys;
+  absl::flat_hash_set<std::string> deleted_keys;
 };
 
 namespace replica_internal {

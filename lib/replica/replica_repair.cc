@@ -11,6 +11,7 @@
 #include "bigset/replica/replica.h"
 #include "core/clock_storage.h"
 #include "core/coding.h"
+#include "core/digest.h"
 #include "core/status_macros.h"
 #include "replica/replica_internal.h"
 #include "replica/stored_clock.h"
@@ -236,6 +237,7 @@ class Repairer {
         case KeyKind::kElement:
           ++element_keys_;
           elements_.AddDot(key.dot);
+          keys_digest_ += digest::KeyDigest(key.element, key.dot);
           break;
         default:
           break;
@@ -254,6 +256,7 @@ class Repairer {
     tombstone_ = StoredClockScan();
     elements_.clear();
     element_keys_ = 0;
+    keys_digest_ = 0;
     ++report_.sets;
   }
 
@@ -267,7 +270,8 @@ class Repairer {
     ClockChanges all;
     all.TouchClock(clock);
     StoredClock stored;
-    WriteClock(ks_, set_, kind, clock, all, &stored, batch);
+    WriteClock(ks_, set_, kind, clock, all, &stored, batch,
+               kind == StateKind::kClock ? &keys_digest_ : nullptr);
   }
 
   // Fixes one set's clock, tombstone and sweep state in one batch, with
@@ -324,6 +328,11 @@ class Repairer {
         clock->Merge(*tombstone);
         changed = true;
       }
+      // The keys digest (anti-entropy's) must match the keys.
+      if (!clock_.loader.has_keys_digest() ||
+          clock_.loader.keys_digest() != keys_digest_) {
+        changed = true;
+      }
       if (changed) RewriteClock(StateKind::kClock, *clock, batch);
     }
     // A tombstone needs its queue entry, and a sweep in progress a snapshot
@@ -357,6 +366,7 @@ class Repairer {
   const ReplicaOptions& options_;
   const KeysProgress& progress_;
   uint64_t scanned_ = 0;
+  uint64_t keys_digest_ = 0;  // Of the current set's element keys.
   RepairReport report_;
   std::unique_ptr<const Snapshot> snapshot_;
   ReadOptions ro_;

@@ -28,6 +28,7 @@
 #include "bigset/replica/replica.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
+#include "core/digest.h"
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
 #include "replica/replica_internal.h"
@@ -201,6 +202,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
   while (it->Valid() && read < budget) {
     WriteBatch batch;
     uint64_t in_batch = 0, deleted = 0, bytes = 0;
+    uint64_t removed_digest = 0;
     std::string last;
     while (it->Valid() && in_batch < batch_keys && read < budget) {
       if (!internal::DecodeElementKeyAfterPrefix(it->key(), prefix_len,
@@ -209,6 +211,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
       }
       if (snapshot.Seen(dot)) {
         batch.Delete(it->key());
+        removed_digest += digest::KeyDigest(element, dot);
         ++deleted;
         bytes += it->key().size();
       }
@@ -219,8 +222,22 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
     }
     BIGSET_RETURN_IF_ERROR(it->status());
     batch.Put(cursor_key, EncodeSweepValue(last));
-    BIGSET_RETURN_IF_ERROR(CheckOpen());
-    BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+    if (deleted == 0) {
+      BIGSET_RETURN_IF_ERROR(CheckOpen());
+      BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+    } else {
+      // The keys digest changes with the deletes, in the same batch. Only
+      // the sweeper deletes keys under the tombstone (writes leave them),
+      // so these keys are still there.
+      Stripe& stripe = StripeFor(set);
+      absl::MutexLock lock(&stripe.mu);
+      BIGSET_RETURN_IF_ERROR(CheckOpen());
+      absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+      if (!loaded.ok()) return loaded.status();
+      (*loaded)->keys_digest -= removed_digest;
+      BIGSET_RETURN_IF_ERROR(
+          Commit(stripe, set, *loaded, &batch, StateChanges()));
+    }
     progress->keys_read += in_batch;
     progress->keys_deleted += deleted;
     counters_.sweep_keys_read.fetch_add(in_batch, std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "bigset/replica/replica.h"
+#include "core/digest.h"
 #include "core/status_macros.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
@@ -38,9 +39,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
       // A seen dot is either stored already or removed here: never write
       // it (that would resurrect a removed element).
       if (state->clock.Seen(dot)) continue;
-      batch.Put(ElementKey(options_.keyspace, set, e.element, dot), "");
-      state->clock.AddDot(dot);
-      changes.clock.Touch(dot.actor, dot.counter);
+      PutNewKey(set, e.element, dot, state, &batch, &changes);
     }
   }
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
@@ -77,6 +76,7 @@ absl::Status Replica::FinishTransfer(std::string_view set,
   }
   if (!state->clock.Descends(sender_clock)) {
     state->clock.Merge(sender_clock);
+    state->clock_digest = digest::ClockDigest(state->clock);
     changes.clock.TouchClock(sender_clock);
   }
   return Commit(stripe, set, state, &batch, changes);

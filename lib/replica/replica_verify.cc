@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "bigset/replica/replica.h"
 #include "core/clock_storage.h"
+#include "core/digest.h"
 #include "core/status_macros.h"
 #include "replica/replica_internal.h"
 
@@ -192,6 +193,18 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
       }
     }
   };
+  // The keys digest a set-clock's header records must be the sum over the
+  // set's element keys (anti-entropy compares it).
+  uint64_t keys_sum = 0;
+  auto check_digest = [&]() {
+    finish_states();
+    if (clock->clock.has_value() && clock->loader.has_keys_digest() &&
+        clock->loader.keys_digest() != keys_sum) {
+      problem(absl::StrCat(where(),
+                           ": keys digest in the set-clock does not match "
+                           "the set's element keys"));
+    }
+  };
   ParsedKey key;
   uint64_t scanned = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -203,7 +216,8 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
     }
     if (key.kind == KeyKind::kMetadata) continue;
     if (!in_set || key.set != current_set) {
-      if (in_set) finish_states();
+      if (in_set) check_digest();
+      keys_sum = 0;
       current_set.assign(key.set);
       in_set = true;
       clock.emplace();
@@ -221,6 +235,7 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
       case KeyKind::kElement:
         finish_states();
         ++report.element_keys;
+        keys_sum += digest::KeyDigest(key.element, key.dot);
         if (!clock->clock.has_value()) {
           problem(absl::StrCat(
               where(), ": element key \"", Printable(key.element), "\" ",
@@ -238,7 +253,7 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
         break;
     }
   }
-  if (in_set) finish_states();
+  if (in_set) check_digest();
   BIGSET_RETURN_IF_ERROR(it->status());
   for (const auto& [set, c] : sweep.snapshots) {
     if (c.has_value() && !c->empty() && !swept_sets_seen.count(set)) {

@@ -21,6 +21,11 @@ class SetState {
   // rewrites only what it changed.
   StoredClock stored_clock;
   StoredClock stored_tombstone;
+  // Anti-entropy digests (lib/core/digest.h): of the element keys on disk,
+  // of `clock`, and the set digest last added to the set's bucket.
+  uint64_t keys_digest = 0;
+  uint64_t clock_digest = 0;
+  uint64_t set_digest = 0;
   // Bytes the entry is charged in the clock cache (see ClockCache).
   size_t charge = 0;
 };

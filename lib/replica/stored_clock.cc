@@ -36,14 +36,18 @@ void ClockChanges::TouchClock(const Clock& clock) {
 
 void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                 const Clock& clock, const ClockChanges& changes,
-                StoredClock* stored, WriteBatch* batch) {
+                StoredClock* stored, WriteBatch* batch,
+                const uint64_t* keys_digest) {
   using clock_storage::SegmentOf;
   std::vector<clock_storage::HeaderEntry> header =
       clock_storage::HeaderOf(clock);
   // Per actor: the counter ranges whose segments may have changed.
   absl::flat_hash_map<ActorId, IntervalSet> dirty = changes.ranges_;
   absl::flat_hash_set<ActorId> whole = changes.whole_;
-  if (header != stored->header) {
+  const bool digest_changed =
+      keys_digest != nullptr &&
+      (!stored->has_keys_digest || stored->keys_digest != *keys_digest);
+  if (header != stored->header || digest_changed) {
     // A base that moved absorbed (or gave back) the cloud counters between
     // its old and new values.
     auto moved = [&](ActorId actor) {
@@ -62,10 +66,18 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
       batch->Delete(key);
     } else {
       std::string value;
-      clock_storage::EncodeHeader(header, &value);
+      if (keys_digest != nullptr) {
+        clock_storage::EncodeHeader(header, *keys_digest, &value);
+      } else {
+        clock_storage::EncodeHeader(header, &value);
+      }
       batch->Put(key, value);
     }
     stored->header = std::move(header);
+    if (keys_digest != nullptr) {
+      stored->has_keys_digest = !stored->header.empty();
+      stored->keys_digest = *keys_digest;
+    }
   }
   // The windows to rewrite, per actor.
   auto rewrite = [&](ActorId actor, const absl::btree_set<uint64_t>& windows) {
@@ -154,6 +166,8 @@ struct ClockReader {
       return absl::OkStatus();
     }
     stored->header = loader.header();
+    stored->has_keys_digest = loader.has_keys_digest();
+    stored->keys_digest = loader.keys_digest();
     absl::StatusOr<Clock> loaded = loader.Finish();
     if (!loaded.ok()) return loaded.status();
     *clock = std::move(*loaded);

@@ -36,6 +36,10 @@ namespace bigset {
 struct StoredClock {
   std::vector<clock_storage::HeaderEntry> header;
   absl::flat_hash_map<ActorId, absl::btree_set<uint64_t>> windows;
+  // The keys digest in the header's trailer (set-clocks only): absent in a
+  // header written before digests were kept.
+  bool has_keys_digest = false;
+  uint64_t keys_digest = 0;
 
   bool empty() const { return header.empty() && windows.empty(); }
   size_t MemoryBytes() const;
@@ -57,7 +61,7 @@ class ClockChanges {
   friend void WriteClock(KeyspaceId keyspace, std::string_view set,
                          StateKind kind, const Clock& clock,
                          const ClockChanges& changes, StoredClock* stored,
-                         WriteBatch* batch);
+                         WriteBatch* batch, const uint64_t* keys_digest);
   absl::flat_hash_map<ActorId, IntervalSet> ranges_;
   absl::flat_hash_set<ActorId> whole_;
 };
@@ -65,10 +69,13 @@ class ClockChanges {
 // Appends to *batch the puts and deletes that make the stored form of
 // `clock` (of `kind`, for `set`) match it, for the parts `changes` names
 // and for every actor whose base moved; updates *stored to what the batch
-// leaves on disk. An empty clock has no keys at all.
+// leaves on disk. An empty clock has no keys at all. A set-clock passes its
+// keys digest (`keys_digest`, else null): the header is rewritten when it
+// changed too.
 void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                 const Clock& clock, const ClockChanges& changes,
-                StoredClock* stored, WriteBatch* batch);
+                StoredClock* stored, WriteBatch* batch,
+                const uint64_t* keys_digest = nullptr);
 
 // Loads the clock of `kind` of `set` with one seek and a scan of its keys.
 // *found is false (and *clock empty) if it has no header key. DataLoss for

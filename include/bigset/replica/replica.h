@@ -102,6 +102,21 @@ struct ReplicaOptions {
   // every change (Update, Apply, Clear, SweepSome, StartSweeper) fails with
   // FailedPrecondition. actor() is the stored actor id (0 if there is none).
   bool read_only = false;
+  // Buckets of the anti-entropy digest (see Replica::BucketDigests): the
+  // replica keeps 8 bytes per bucket in memory. More buckets make a
+  // comparison of replicas that differ narrow down to fewer sets. >= 1.
+  uint32_t digest_buckets = 256;
+};
+
+// What anti-entropy compares of one set (see Replica::Summarize).
+struct SetSummary {
+  std::string set;
+  // Mixes the name, keys digest, clock digest and tombstone emptiness.
+  uint64_t digest = 0;
+  // Sum of the hashes of the set's element keys on disk.
+  uint64_t keys_digest = 0;
+  bool tombstone_empty = true;
+  Clock clock;  // Only if asked for.
 };
 
 class SetState;
@@ -285,6 +300,32 @@ class BIGSET_EXPORT Replica {
   ReplicaStats stats() const;
   absl::StatusOr<SetStats> GetSetStats(std::string_view set);
 
+  // ---- Digests for anti-entropy (docs/ARCHITECTURE.md, "Anti-entropy").
+  //
+  // Every set has a digest: a hash of its name, of its element keys on disk
+  // (the *keys digest*, kept in the set-clock's header and updated in every
+  // write's batch), of its set-clock and of whether its tombstone is empty.
+  // Sets hash onto `digest_buckets` buckets; the replica keeps each
+  // bucket's sum of set digests in memory, built at Open from the sets'
+  // clocks (no element key read) and updated by every write. Replicas that
+  // hold the same sets with the same keys and clocks have equal buckets.
+  // Keys covered by a tombstone count until swept: compare sets whose
+  // tombstones are empty.
+
+  uint32_t digest_buckets() const { return digest_buckets_; }
+  // The buckets' digests now (each read atomically; a write in progress may
+  // show in some and not yet in others).
+  std::vector<uint64_t> BucketDigests() const;
+  // The digest of the whole keyspace: a hash of BucketDigests().
+  uint64_t PartitionDigest() const;
+  // The summaries of the sets of `buckets` (others are skipped), ascending
+  // by name, with their clocks if `with_clocks`. Reads every set's clock
+  // (through the clock cache), never an element key.
+  absl::StatusOr<std::vector<SetSummary>> SummarizeBuckets(
+      std::span<const uint32_t> buckets, bool with_clocks);
+  // The summary of one set, with its clock (empty for a set never written).
+  absl::StatusOr<SetSummary> Summarize(std::string_view set);
+
  private:
   // Sets hash onto stripes; every change of a set runs under its stripe's
   // lock, which also guards the stripe's shard of the clock cache.
@@ -324,6 +365,12 @@ class BIGSET_EXPORT Replica {
                             std::span<const Dot> dots) const;
 
   Stripe& StripeFor(std::string_view set);
+  // Re-accounts the set's digest in its bucket after a committed change.
+  void AccountDigest(std::string_view set, SetState* state);
+  // Sums the set digests of every set into the buckets (at Open).
+  absl::Status BuildDigests();
+  // The keys digest of `set` from a scan of its element keys.
+  absl::StatusOr<uint64_t> ScanKeysDigest(std::string_view set);
   // Returns the cached state of `set`, loading it on a miss.
   absl::StatusOr<SetState*> LoadState(Stripe& stripe, std::string_view set)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
@@ -347,9 +394,17 @@ class BIGSET_EXPORT Replica {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // Applies one op's context to the state and batch (docs/DESIGN.md: seen dots
   // delete their key, unseen dots enter the set-clock).
-  void ApplyContext(std::string_view set, std::string_view element,
-                    std::span<const Dot> context, SetState* state,
-                    WriteBatch* batch, StateChanges* changes);
+  // A dot this set-clock has not seen enters it (and its digest).
+  void AddNewDot(Dot dot, SetState* state, StateChanges* changes);
+  // Puts the element key of an unseen dot (clock, digests, batch).
+  void PutNewKey(std::string_view set, std::string_view element, Dot dot,
+                 SetState* state, WriteBatch* batch, StateChanges* changes);
+  // Applies one op's context to the state and batch (docs/DESIGN.md: seen
+  // dots delete their key, unseen dots enter the set-clock). Looks up each
+  // key it deletes, so that the keys digest counts only real deletes.
+  absl::Status ApplyContext(std::string_view set, std::string_view element,
+                            std::span<const Dot> context, SetState* state,
+                            WriteBatch* batch, StateChanges* changes);
   void ApplyClear(const Clock& clock, SetState* state, StateChanges* changes);
   // Dots of `element` present on the replica now (tombstone filtered).
   absl::StatusOr<std::vector<Dot>> CurrentDots(Iterator* it,
@@ -379,6 +434,9 @@ class BIGSET_EXPORT Replica {
   // sweep before it looks at the queue, so an entry is never missed.
   std::atomic<bool> sweep_pending_{true};
   std::vector<std::unique_ptr<Stripe>> stripes_;
+  const uint32_t digest_buckets_;
+  // Sum (mod 2^64) of the set digests of each bucket's sets.
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
   Counters counters_;
 };
 

@@ -1,0 +1,110 @@
+#include "core/digest.h"
+
+#include <cstring>
+
+namespace bigset::digest {
+namespace {
+
+constexpr uint64_t kPrime = (uint64_t{1} << 61) - 1;  // Mersenne, 2^61 - 1.
+// The evaluation point of the polynomial hash (any value in [2, p - 1];
+// fixed, so that every node computes the same digests).
+constexpr uint64_t kRoot = 0x1d6b3c5a9e27f4b1ULL % kPrime;
+
+uint64_t Mix(uint64_t x) {  // The murmur3 finaliser.
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+uint64_t MulMod(uint64_t a, uint64_t b) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  uint64_t lo = static_cast<uint64_t>(p & kPrime);
+  uint64_t hi = static_cast<uint64_t>(p >> 61);
+  uint64_t r = lo + hi;
+  return r >= kPrime ? r - kPrime : r;
+}
+
+uint64_t AddMod(uint64_t a, uint64_t b) {
+  uint64_t r = a + b;
+  return r >= kPrime ? r - kPrime : r;
+}
+
+uint64_t SubMod(uint64_t a, uint64_t b) {
+  return a >= b ? a - b : a + kPrime - b;
+}
+
+uint64_t PowMod(uint64_t base, uint64_t e) {
+  uint64_t r = 1;
+  while (e > 0) {
+    if (e & 1) r = MulMod(r, base);
+    base = MulMod(base, base);
+    e >>= 1;
+  }
+  return r;
+}
+
+// 1 / (kRoot - 1) mod p, by Fermat.
+uint64_t InverseRootMinusOne() {
+  static const uint64_t inv = PowMod(kRoot - 1, kPrime - 2);
+  return inv;
+}
+
+// The actor's coefficient: a non-zero field element.
+uint64_t ActorCoefficient(ActorId actor) {
+  return Mix(actor ^ 0x9e3779b97f4a7c15ULL) % (kPrime - 1) + 1;
+}
+
+}  // namespace
+
+uint64_t Hash64(std::string_view bytes, uint64_t seed) {
+  uint64_t h = Mix(seed ^ (bytes.size() * 0x9e3779b97f4a7c15ULL));
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + i, 8);
+    h = Mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
+  }
+  uint64_t tail = 0;
+  for (size_t k = 0; i + k < bytes.size(); ++k) {
+    tail |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i + k]))
+            << (8 * k);
+  }
+  return Mix(h ^ tail ^ 0x2545f4914f6cdd1dULL);
+}
+
+uint64_t KeyDigest(std::string_view element, Dot dot) {
+  return Mix(Hash64(element) ^ Mix(dot.actor + 0x632be59bd9b4e019ULL) ^
+             (dot.counter * 0xd6e8feb86659fd93ULL));
+}
+
+uint64_t RunDigest(ActorId actor, uint64_t lo, uint64_t hi) {
+  // sum_{c=lo}^{hi} r^c = (r^(hi+1) - r^lo) / (r - 1).
+  const uint64_t top = PowMod(kRoot, hi == UINT64_MAX ? hi : hi + 1);
+  uint64_t top_full = top;
+  if (hi == UINT64_MAX) top_full = MulMod(top, kRoot);
+  const uint64_t sum =
+      MulMod(SubMod(top_full, PowMod(kRoot, lo)), InverseRootMinusOne());
+  return MulMod(sum, ActorCoefficient(actor));
+}
+
+uint64_t ClockDigest(const Clock& clock) {
+  uint64_t d = 0;
+  clock.ForEachInterval([&](ActorId actor, uint64_t lo, uint64_t hi) {
+    d = AddMod(d, RunDigest(actor, lo, hi));
+  });
+  return d;
+}
+
+uint64_t AddClockDigests(uint64_t a, uint64_t b) { return AddMod(a, b); }
+
+uint64_t SetDigest(std::string_view set, uint64_t keys_digest,
+                   uint64_t clock_digest, bool tombstone_empty) {
+  return Mix(Hash64(set, 0x51ed270b27e1c0f3ULL) ^ Mix(keys_digest) ^
+             Mix(clock_digest + 0x3c6ef372fe94f82bULL) ^
+             (tombstone_empty ? 0 : 0xa54ff53a5f1d36f1ULL));
+}
+
+}  // namespace bigset::digest

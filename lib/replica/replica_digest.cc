@@ -1,0 +1,125 @@
+// Replica: the anti-entropy digests (replica.h, "Digests for
+// anti-entropy").
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "bigset/replica/replica.h"
+#include "core/digest.h"
+#include "core/status_macros.h"
+#include "keys/keys_internal.h"
+#include "replica/clock_cache.h"
+#include "replica/replica_internal.h"
+#include "replica/set_state.h"
+
+namespace bigset {
+
+absl::StatusOr<uint64_t> Replica::ScanKeysDigest(std::string_view set) {
+  ReadOptions ro;
+  ro.fill_cache = false;
+  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
+  const size_t prefix_len = internal::ElementKeyPrefixLength(set);
+  std::string_view element;
+  std::string scratch;
+  Dot dot;
+  uint64_t sum = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (!internal::DecodeElementKeyAfterPrefix(it->key(), prefix_len, &element,
+                                               &scratch, &dot)) {
+      return replica_internal::SetCorruption(set, "bad element key");
+    }
+    sum += digest::KeyDigest(element, dot);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  return sum;
+}
+
+absl::Status Replica::BuildDigests() {
+  std::optional<std::string> after;
+  for (;;) {
+    absl::StatusOr<std::vector<std::string>> sets = ListSets(after, 1000);
+    if (!sets.ok()) return sets.status();
+    for (const std::string& set : *sets) {
+      absl::StatusOr<SetState> state = ReadStateFromStore(set);
+      // A set whose state cannot be read counts as nothing: its reads and
+      // writes fail the same way until it is repaired.
+      if (!state.ok()) continue;
+      buckets_[digest::BucketOf(set, digest_buckets_)].fetch_add(
+          state->set_digest, std::memory_order_relaxed);
+    }
+    if (sets->size() < 1000) return absl::OkStatus();
+    after = sets->back();
+  }
+}
+
+std::vector<uint64_t> Replica::BucketDigests() const {
+  std::vector<uint64_t> out(digest_buckets_);
+  for (uint32_t i = 0; i < digest_buckets_; ++i) {
+    out[i] = buckets_[i].load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
+uint64_t Replica::PartitionDigest() const {
+  uint64_t h = digest_buckets_;
+  for (uint32_t i = 0; i < digest_buckets_; ++i) {
+    h = digest::Hash64(
+        std::string_view(reinterpret_cast<const char*>(&h), sizeof(h)),
+        buckets_[i].load(std::memory_order_relaxed));
+  }
+  return h;
+}
+
+namespace {
+
+SetSummary SummaryOf(std::string_view set, const SetState& state,
+                     bool with_clock) {
+  SetSummary s;
+  s.set.assign(set);
+  s.digest = state.set_digest;
+  s.keys_digest = state.keys_digest;
+  s.tombstone_empty = state.tombstone.empty();
+  if (with_clock) s.clock = state.clock;
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<SetSummary> Replica::Summarize(std::string_view set) {
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  return SummaryOf(set, **loaded, /*with_clock=*/true);
+}
+
+absl::StatusOr<std::vector<SetSummary>> Replica::SummarizeBuckets(
+    std::span<const uint32_t> buckets, bool with_clocks) {
+  std::vector<uint32_t> wanted(buckets.begin(), buckets.end());
+  std::sort(wanted.begin(), wanted.end());
+  std::vector<SetSummary> out;
+  if (wanted.empty()) return out;
+  std::optional<std::string> after;
+  for (;;) {
+    absl::StatusOr<std::vector<std::string>> sets = ListSets(after, 1000);
+    if (!sets.ok()) return sets.status();
+    for (const std::string& set : *sets) {
+      if (!std::binary_search(wanted.begin(), wanted.end(),
+                              digest::BucketOf(set, digest_buckets_))) {
+        continue;
+      }
+      Stripe& stripe = StripeFor(set);
+      absl::MutexLock lock(&stripe.mu);
+      absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+      if (!loaded.ok()) continue;  // Unreadable: skipped, as at Open.
+      out.push_back(SummaryOf(set, **loaded, with_clocks));
+    }
+    if (sets->size() < 1000) return out;
+    after = sets->back();
+  }
+}
+
+}  // namespace bigset
