@@ -145,6 +145,52 @@ Message RandomMessage(Rng& rng) {
         m.elements = elements();
       }
       break;
+    case MessageType::kAeDigest:
+      m.digest = rng();
+      m.index = rng();
+      break;
+    case MessageType::kAeDigestReply:
+      if (Uniform(rng, 0, 1)) m.status = err;
+      m.done = Uniform(rng, 0, 1);
+      for (int i = 0, n = Uniform(rng, 0, 5); i < n; ++i) {
+        m.numbers.push_back(rng());
+      }
+      break;
+    case MessageType::kAeSets:
+    case MessageType::kAeSetsReply: {
+      const bool clocks = m.type() == MessageType::kAeSetsReply;
+      if (clocks && Uniform(rng, 0, 1)) m.status = err;
+      if (!clocks) {
+        for (int i = 0, n = Uniform(rng, 0, 5); i < n; ++i) {
+          m.numbers.push_back(Uniform(rng, 0, ~0ull));
+        }
+      }
+      for (int i = 0, n = Uniform(rng, 0, 3); i < n; ++i) {
+        SetSummary s;
+        s.set = AdversarialBytes(rng, 6);
+        s.digest = rng();
+        s.keys_digest = rng();
+        s.tombstone_empty = Uniform(rng, 0, 1);
+        if (clocks) s.clock = c;
+        m.summaries.push_back(std::move(s));
+      }
+      break;
+    }
+    case MessageType::kAePull:
+      m.set = AdversarialBytes(rng, 6);
+      m.clock = c;
+      break;
+    case MessageType::kAePush:
+      m.set = AdversarialBytes(rng, 6);
+      m.seq = rng();
+      m.done = Uniform(rng, 0, 1);
+      if (m.done) m.clock = c;
+      m.elements = elements();
+      break;
+    case MessageType::kAePushAck:
+      if (Uniform(rng, 0, 1)) m.status = err;
+      m.seq = rng();
+      break;
   }
   return m;
 }
@@ -189,6 +235,17 @@ TEST_CASE("message: round trip, truncation and garbage") {
       CHECK(back->end == m.end);
       CHECK(back->from_node == m.from_node);
       CHECK(back->to_node == m.to_node);
+      CHECK(back->digest == m.digest);
+      CHECK(back->numbers == m.numbers);
+      REQUIRE(back->summaries.size() == m.summaries.size());
+      for (size_t k = 0; k < m.summaries.size(); ++k) {
+        CHECK(back->summaries[k].set == m.summaries[k].set);
+        CHECK(back->summaries[k].digest == m.summaries[k].digest);
+        CHECK(back->summaries[k].keys_digest == m.summaries[k].keys_digest);
+        CHECK(back->summaries[k].tombstone_empty ==
+              m.summaries[k].tombstone_empty);
+        CHECK(back->summaries[k].clock == m.summaries[k].clock);
+      }
       if (m.type() == MessageType::kRead) {
         CHECK(back->batch_size == m.batch_size);
         CHECK(back->bounds.start_inclusive == m.bounds.start_inclusive);

@@ -67,6 +67,10 @@ class CoordinatorHost {
   // `to` asked about a partition this node holds no replica of: tell it
   // this node's ring epoch (it may be behind).
   virtual void TellMoved(NodeId to, uint32_t partition) = 0;
+  // A write ended with `peer` not having acknowledged its delta message
+  // `bytes` (request id `request_id`): anti-entropy resends it (a hint).
+  virtual void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
+                       const std::string& bytes) = 0;
 
   // A coordinator is done: the host destroys (or recycles) it at once, so
   // the caller touches none of its members after the call.

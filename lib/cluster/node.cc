@@ -36,7 +36,8 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
       alive_(std::make_shared<Impl*>(this)),
       replicas_(initial_ring_.ring_size()),
       service_(this, options_),
-      handoff_(this, store, options_) {}
+      handoff_(this, store, options_),
+      anti_entropy_(this, options_) {}
 
 Node::Impl::~Impl() {
   // Coordinators and folds go first (folds hold snapshots of the replicas'
@@ -82,6 +83,7 @@ absl::Status Node::Impl::Open() {
     if (!s.ok()) return s;
   }
   handoff_.Start();
+  anti_entropy_.Start();
   // Queues left from before the restart.
   EnsureSweepTick(kAllPartitions);
   return absl::OkStatus();
@@ -95,6 +97,7 @@ absl::Status Node::Impl::OpenReplica(uint32_t p) {
   ro.lock_stripes = options_.lock_stripes;
   ro.sync_writes = options_.sync_writes;
   ro.actor_id_source = options_.actor_id_source;
+  ro.digest_buckets = options_.digest_buckets;
   const size_t mine = std::max<size_t>(1, ring().PartitionsOf(id_).size());
   ro.clock_cache_bytes =
       std::max<size_t>(4096, options_.clock_cache_bytes / mine);
@@ -175,6 +178,7 @@ uint64_t Node::Impl::NextRequestId() {
 
 Node::Stats Node::Impl::Snapshot() const {
   Node::Stats s = stats_;
+  anti_entropy_.FillStats(&s);
   s.folds_open = service_.folds_open();
   s.reply_cache_bytes = service_.reply_cache_bytes();
   handoff_.FillStats(&s);
@@ -350,6 +354,8 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       }
       if (WriteCoordinator* write = WriteFor(header.request_id)) {
         write->OnReplicateAck(header.request_id, from, status);
+      } else {
+        anti_entropy_.OnReplicateAck(header.request_id, from, status);
       }
       return;
     }
@@ -376,6 +382,16 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   }
   Message& m = *decoded;
   switch (m.type()) {
+    case MessageType::kAeDigest:
+    case MessageType::kAeDigestReply:
+    case MessageType::kAeSets:
+    case MessageType::kAeSetsReply:
+    case MessageType::kAePull:
+    case MessageType::kAePush:
+    case MessageType::kAePushAck:
+      anti_entropy_.Handle(from, m);
+      if (m.type() == MessageType::kAePush) EnsureSweepTick(m.header.partition);
+      break;
     case MessageType::kUpdate:
     case MessageType::kClear:
       service_.HandleUpdate(from, m);
@@ -604,6 +620,8 @@ Replica* Node::LocalReplica(uint32_t partition) {
 }
 
 Node::Stats Node::stats() const { return impl_->Snapshot(); }
+
+void Node::RunAntiEntropy() { impl_->RunAntiEntropy(); }
 
 absl::Status Node::InstallRing(const Ring& ring) {
   return impl_->InstallRing(ring);

@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "bigset/cluster/node.h"
+#include "cluster/anti_entropy.h"
 #include "cluster/coordinator_host.h"
 #include "cluster/handoff.h"
 #include "cluster/query_coordinator.h"
@@ -68,6 +69,11 @@ class Node::Impl final : public CoordinatorHost {
   void TellMoved(NodeId to, uint32_t partition) override {
     handoff_.TellMoved(to, partition);
   }
+  void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
+               const std::string& bytes) override {
+    anti_entropy_.AddHint(peer, partition, request_id, bytes);
+  }
+  void RunAntiEntropy() { anti_entropy_.RunRoundsNow(); }
   absl::Status InstallRing(const Ring& ring);
   uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
   uint64_t NextRequestId() override;
@@ -137,6 +143,7 @@ class Node::Impl final : public CoordinatorHost {
   std::vector<std::unique_ptr<Replica>> retired_;
   ReplicaService service_;
   HandoffManager handoff_;
+  AntiEntropy anti_entropy_;
   // Unordered for speed; a tick sorts the ids (deterministic order).
   absl::flat_hash_map<uint64_t, std::unique_ptr<WriteCoordinator>> writes_;
   std::vector<std::unique_ptr<WriteCoordinator>> spare_writes_;

@@ -274,6 +274,24 @@ void WriteCoordinator::CountUnsettled() {
   if (unsettled) ++host_->stats().failovers_unsettled;
 }
 
+void WriteCoordinator::LeaveHints() {
+  if (!coordinated_ || replicate_bytes_.empty()) return;
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (acked_[i] || static_cast<int>(i) == coordinator_) continue;
+    // A given-up candidate got the delta as kReplicateGivenUp, whose answer
+    // only this write can take: the digest rounds cover it.
+    if (asked_[i]) continue;
+    host_->AddHint(preference_[i], partition_, id_, replicate_bytes_);
+  }
+  for (const Extra& e : extras_) {
+    for (size_t i = 0; i < preference_.size() && i < e.acked.size(); ++i) {
+      if (!e.acked[i] && !asked_[i]) {
+        host_->AddHint(preference_[i], partition_, e.id, e.bytes);
+      }
+    }
+  }
+}
+
 void WriteCoordinator::End() {
   for (const Extra& e : extras_) host_->UnrouteWrite(e.id);
   extras_.clear();
@@ -310,6 +328,7 @@ void WriteCoordinator::OnTick(uint64_t now) {
                        " required replicas acknowledged before the timeout")));
     }
     CountUnsettled();
+    LeaveHints();
     End();
     return;
   }

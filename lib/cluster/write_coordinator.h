@@ -84,6 +84,9 @@ class WriteCoordinator : public Coordinator {
   // replica.
   void CountUnsettled();
   void MaybeFinish();
+  // At the deadline: the deltas of replicas that never acknowledged them
+  // go to anti-entropy as hints.
+  void LeaveHints();
   // Forgets this write (the host destroys it).
   void End();
   // Answers the client and forgets this write.

@@ -30,6 +30,18 @@ void PutStatus(std::string* dst, const absl::Status& s) {
 }
 
 // The bulk of every read: sized once, then written through a pointer.
+void PutSummaries(std::string* dst, std::span<const SetSummary> summaries,
+                  bool with_clocks) {
+  coding::PutVarint64(dst, summaries.size());
+  for (const SetSummary& s : summaries) {
+    coding::PutLengthPrefixed(dst, s.set);
+    coding::PutFixed64BE(dst, s.digest);
+    coding::PutFixed64BE(dst, s.keys_digest);
+    dst->push_back(static_cast<char>(s.tombstone_empty ? 1 : 0));
+    if (with_clocks) coding::PutLengthPrefixed(dst, s.clock.Encode());
+  }
+}
+
 void PutElements(std::string* dst, std::span<const ElementDots> elements) {
   size_t bound = coding::kMaxVarint64Bytes;
   for (const ElementDots& e : elements) {
@@ -58,6 +70,25 @@ class BodyReader {
 
   bool Byte(uint8_t* v) { return in_.GetByte(v); }
   bool Varint(uint64_t* v) { return in_.GetVarint64(v); }
+  bool Fixed64(uint64_t* v) { return in_.GetFixed64BE(v); }
+  // Set summaries: varint n, then per summary: bytes set, fixed64 digest,
+  // fixed64 keys digest, u8 flags (bit 0: tombstone empty), and with clocks
+  // bytes clock.
+  bool Summaries(std::vector<SetSummary>* out, bool with_clocks) {
+    uint64_t n = 0;
+    if (!Count(18, &n)) return false;
+    out->resize(static_cast<size_t>(n));
+    for (SetSummary& s : *out) {
+      uint8_t flags = 0;
+      if (!String(&s.set) || !Fixed64(&s.digest) || !Fixed64(&s.keys_digest) ||
+          !Byte(&flags) || flags > 1) {
+        return false;
+      }
+      s.tombstone_empty = flags == 1;
+      if (with_clocks && !Clock(&s.clock)) return false;
+    }
+    return true;
+  }
   bool Bytes(std::string_view* out) { return in_.GetLengthPrefixed(out); }
   bool String(std::string* out) {
     std::string_view v;
@@ -192,6 +223,20 @@ const char* MessageTypeName(MessageType type) {
       return "HandoffDoneAck";
     case MessageType::kRingEpoch:
       return "RingEpoch";
+    case MessageType::kAeDigest:
+      return "AeDigest";
+    case MessageType::kAeDigestReply:
+      return "AeDigestReply";
+    case MessageType::kAeSets:
+      return "AeSets";
+    case MessageType::kAeSetsReply:
+      return "AeSetsReply";
+    case MessageType::kAePull:
+      return "AePull";
+    case MessageType::kAePush:
+      return "AePush";
+    case MessageType::kAePushAck:
+      return "AePushAck";
   }
   return "Unknown";
 }
@@ -338,6 +383,40 @@ void Message::EncodeTo(std::string* dst) const {
     case MessageType::kRingEpoch:
       coding::PutVarint64(dst, epoch);
       break;
+    case MessageType::kAeDigest:
+      coding::PutFixed64BE(dst, digest);
+      coding::PutVarint64(dst, index);
+      break;
+    case MessageType::kAeDigestReply:
+      PutStatus(dst, status);
+      dst->push_back(static_cast<char>(done ? 1 : 0));
+      coding::PutVarint64(dst, numbers.size());
+      for (uint64_t v : numbers) coding::PutFixed64BE(dst, v);
+      break;
+    case MessageType::kAeSets:
+      coding::PutVarint64(dst, numbers.size());
+      for (uint64_t v : numbers) coding::PutVarint64(dst, v);
+      PutSummaries(dst, summaries, /*with_clocks=*/false);
+      break;
+    case MessageType::kAeSetsReply:
+      PutStatus(dst, status);
+      PutSummaries(dst, summaries, /*with_clocks=*/true);
+      break;
+    case MessageType::kAePull:
+      coding::PutLengthPrefixed(dst, set);
+      coding::PutLengthPrefixed(dst, clock.Encode());
+      break;
+    case MessageType::kAePush:
+      coding::PutLengthPrefixed(dst, set);
+      coding::PutVarint64(dst, seq);
+      dst->push_back(static_cast<char>(done ? 1 : 0));
+      if (done) coding::PutLengthPrefixed(dst, clock.Encode());
+      PutElements(dst, elements);
+      break;
+    case MessageType::kAePushAck:
+      PutStatus(dst, status);
+      coding::PutVarint64(dst, seq);
+      break;
     case MessageType::kReadChunk:
     case MessageType::kReplicate:
     case MessageType::kReplicateGivenUp:
@@ -459,6 +538,53 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     }
     case MessageType::kRingEpoch:
       ok = d.Varint(&m.epoch);
+      break;
+    case MessageType::kAeDigest:
+      ok = d.Fixed64(&m.digest) && d.Varint(&m.index);
+      break;
+    case MessageType::kAeDigestReply: {
+      uint8_t equal = 0;
+      uint64_t n = 0;
+      ok = d.Status(&m.status) && d.Byte(&equal) && equal <= 1 &&
+           d.Count(8, &n);
+      if (!ok) break;
+      m.done = equal == 1;
+      m.numbers.resize(static_cast<size_t>(n));
+      for (uint64_t& v : m.numbers) {
+        ok = d.Fixed64(&v);
+        if (!ok) break;
+      }
+      break;
+    }
+    case MessageType::kAeSets: {
+      uint64_t n = 0;
+      ok = d.Count(1, &n);
+      if (!ok) break;
+      m.numbers.resize(static_cast<size_t>(n));
+      for (uint64_t& v : m.numbers) {
+        ok = d.Varint(&v);
+        if (!ok) break;
+      }
+      ok = ok && d.Summaries(&m.summaries, /*with_clocks=*/false);
+      break;
+    }
+    case MessageType::kAeSetsReply:
+      ok = d.Status(&m.status) && d.Summaries(&m.summaries, true);
+      break;
+    case MessageType::kAePull:
+      ok = d.String(&m.set) && d.Clock(&m.clock);
+      break;
+    case MessageType::kAePush: {
+      uint8_t flags = 0;
+      ok = d.String(&m.set) && d.Varint(&m.seq) && d.Byte(&flags) &&
+           flags <= 1;
+      if (!ok) break;
+      m.done = flags == 1;
+      ok = (!m.done || d.Clock(&m.clock)) && d.Elements(&m.elements);
+      break;
+    }
+    case MessageType::kAePushAck:
+      ok = d.Status(&m.status) && d.Varint(&m.seq);
       break;
   }
   if (!ok) return Malformed(m.header.type, "body");

@@ -33,6 +33,17 @@
 //                                    epoch, when it asked about a partition
 //                                    the sender no longer holds)
 //
+//   anti-entropy initiator -> peer  peer -> initiator
+//   kAeDigest (digest, buckets)     kAeDigestReply (status, equal,
+//                                     bucket digests unless equal)
+//   kAeSets (bucket ids, the        kAeSetsReply (status, the peer's
+//     initiator's set summaries       summaries, with clocks, of the sets
+//     in them)                        that differ)
+//   kAePull (set, dots)             (none: the peer pushes those dots)
+//   either way:
+//   kAePush (set, seq, done, dots   kAePushAck (status, seq)
+//     on the last chunk, elements)
+//
 // Every message starts with the same header: format version, type, request
 // id (matches replies to requests) and ring partition (the replica it is
 // about), and ends with a CRC32C of everything before it, so that a message
@@ -88,8 +99,15 @@ enum class MessageType : uint8_t {
   kHandoffDone = 21,
   kHandoffDoneAck = 22,
   kRingEpoch = 23,
+  kAeDigest = 24,
+  kAeDigestReply = 25,
+  kAeSets = 26,
+  kAeSetsReply = 27,
+  kAePull = 28,
+  kAePush = 29,
+  kAePushAck = 30,
 };
-inline constexpr uint8_t kMaxMessageType = 23;
+inline constexpr uint8_t kMaxMessageType = 30;
 
 const char* MessageTypeName(MessageType type);
 
@@ -151,6 +169,13 @@ struct Message {
   // kHandoffDone(Ack): the transfer's sender and receiver.
   NodeId from_node = 0;
   NodeId to_node = 0;
+  // kAeDigest: the partition digest, and `index` its number of buckets.
+  uint64_t digest = 0;
+  // kAeDigestReply: bucket digests (`done`: the digests were equal);
+  // kAeSets: the ids of the buckets that differ.
+  std::vector<uint64_t> numbers;
+  // kAeSets (without clocks), kAeSetsReply (with clocks).
+  std::vector<SetSummary> summaries;
 
   MessageType type() const { return header.type; }
 

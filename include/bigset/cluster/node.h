@@ -94,6 +94,23 @@ struct NodeOptions {
   // acknowledges them. Past it the queue is dropped and the transfer
   // starts again from its first set (which carries those deltas).
   size_t handoff_forward_bytes = 16 << 20;
+
+  // Anti-entropy (docs/ARCHITECTURE.md, "Anti-entropy"): every interval
+  // (jittered between half and one and a half of it) the node compares each
+  // partition it holds with the other nodes serving it and repairs both
+  // sides; 0 switches the rounds off (hints are still resent). Writes that
+  // end with replicas that never acknowledged leave hints (their delta, in
+  // memory, at most anti_entropy_hint_bytes; the oldest go first), resent
+  // until acknowledged. Pushes and hints share a rate limit, in bytes per
+  // second (0: none), so that foreground requests keep their latency; a
+  // push's chunks hold at most anti_entropy_chunk_bytes. Replicas keep
+  // digest_buckets bucket digests each (8 bytes per bucket); every node of
+  // a cluster must use the same number.
+  uint64_t anti_entropy_interval_micros = 10'000'000;
+  uint64_t anti_entropy_bytes_per_second = 8 << 20;
+  size_t anti_entropy_hint_bytes = 16 << 20;
+  size_t anti_entropy_chunk_bytes = 256 << 10;
+  uint32_t digest_buckets = 256;
 };
 
 struct ClusterWriteOptions {
@@ -329,8 +346,34 @@ class BIGSET_EXPORT Node {
     uint64_t handoff_keys_released = 0;
     uint64_t handoff_bytes_released = 0;
     uint64_t stale_ring_reports = 0;
+    // Anti-entropy. Gauges: hints kept and their bytes; pushes running or
+    // queued. Since open: digest rounds started, and those that found the
+    // partitions equal; sets whose summaries were compared; sets repaired
+    // (a push or a pull started); updates sent (hints resent), element keys
+    // pushed and received; bytes of every anti-entropy message sent; sets
+    // exchanged whole (equal clocks, different keys); hints dropped for
+    // their bound; pushes given up (the next round finds the difference).
+    uint64_t ae_hints = 0;
+    uint64_t ae_hint_bytes = 0;
+    uint64_t ae_pushes_running = 0;
+    uint64_t ae_rounds = 0;
+    uint64_t ae_rounds_equal = 0;
+    uint64_t ae_sets_compared = 0;
+    uint64_t ae_sets_repaired = 0;
+    uint64_t ae_updates_sent = 0;
+    uint64_t ae_keys_pushed = 0;
+    uint64_t ae_keys_received = 0;
+    uint64_t ae_bytes_sent = 0;
+    uint64_t ae_full_exchanges = 0;
+    uint64_t ae_hints_dropped = 0;
+    uint64_t ae_pushes_abandoned = 0;
   };
   Stats stats() const;
+
+  // Starts an anti-entropy round with every other node serving each
+  // partition this node holds, now (the timer runs them by itself; this is
+  // for tools and tests).
+  void RunAntiEntropy();
 
  private:
   class Impl;

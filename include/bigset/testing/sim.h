@@ -85,7 +85,15 @@ struct SimOptions {
   // that receives one LevelDB per node.
   std::string directory;
   LevelDbStoreOptions store;
-  NodeOptions node;  // Its actor_id_source is replaced by a seeded one.
+  // Its actor_id_source is replaced by a seeded one. Anti-entropy rounds
+  // are off here by default (their timer never stops, so RunUntilIdle would
+  // never return): set node.anti_entropy_interval_micros and drive the
+  // simulator with RunFor or RunUntil.
+  NodeOptions node = [] {
+    NodeOptions o;
+    o.anti_entropy_interval_micros = 0;
+    return o;
+  }();
   // Trace lines kept (the hash covers every event).
   size_t trace_capacity = 2000;
 };

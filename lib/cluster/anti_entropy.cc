@@ -1,0 +1,659 @@
+#include "cluster/anti_entropy.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace bigset {
+
+struct AntiEntropy::Push {
+  uint64_t id = 0;
+  NodeId peer = 0;
+  uint32_t partition = 0;
+  std::string set;
+  Clock dots;
+  std::unique_ptr<SetReader> reader;
+  uint64_t seq = 0;
+  bool done = false;  // The last chunk is the one in flight.
+  std::string in_flight;  // The chunk awaiting its acknowledgement.
+  bool waiting_tokens = false;
+  uint64_t sent_at = 0;
+  int retries = 0;
+  int restarts = 0;
+};
+
+namespace {
+
+// A round not finished after this many intervals is dropped.
+constexpr uint64_t kRoundLifetimeIntervals = 2;
+// Buckets and set summaries one round looks at: bounds its messages; what
+// is left is found by the next round.
+constexpr size_t kMaxBucketsPerRound = 64;
+constexpr size_t kMaxSummaryBytes = 512 << 10;
+// Pushes running at once, and queued.
+constexpr size_t kMaxRunningPushes = 4;
+constexpr size_t kMaxQueuedPushes = 1024;
+// Receiver states kept, and how long an idle one lives.
+constexpr size_t kMaxIncoming = 64;
+constexpr size_t kMaxSuspects = 4096;
+// Retransmissions of one chunk before the push is dropped (the next round
+// finds the difference again).
+constexpr int kMaxRetries = 30;
+constexpr int kMaxRestarts = 5;
+// Sends of one hint before it is dropped.
+constexpr int kMaxHintSends = 20;
+
+uint64_t SplitMix(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+size_t ChunkBytes(const ElementDots& e) {
+  return e.element.size() + 16 * e.dots.size() + 4;
+}
+
+}  // namespace
+
+AntiEntropy::AntiEntropy(CoordinatorHost* host, const NodeOptions& options)
+    : host_(host),
+      options_(options),
+      alive_(std::make_shared<bool>(true)),
+      rng_state_(0x5eedae00ULL ^ host->node_id()) {}
+
+AntiEntropy::~AntiEntropy() = default;
+
+void AntiEntropy::Start() {
+  tokens_at_ = host_->NowMicros();
+  tokens_ = static_cast<double>(options_.anti_entropy_bytes_per_second);
+  const uint64_t interval = options_.anti_entropy_interval_micros;
+  if (interval == 0) return;
+  // The first round after a jittered interval: nodes started together do
+  // not compare in lockstep.
+  next_round_at_ =
+      host_->NowMicros() + interval / 2 + SplitMix(&rng_state_) % interval;
+  EnsureTick();
+}
+
+void AntiEntropy::EnsureTick() {
+  if (tick_scheduled_) return;
+  tick_scheduled_ = true;
+  host_->After(options_.handoff_retry_micros,
+               [token = std::weak_ptr<bool>(alive_), this] {
+                 if (token.expired()) return;
+                 tick_scheduled_ = false;
+                 Tick();
+               });
+}
+
+bool AntiEntropy::Serves(uint32_t partition, NodeId node) const {
+  const std::vector<NodeId>& list = host_->ServingList(partition);
+  return std::find(list.begin(), list.end(), node) != list.end();
+}
+
+void AntiEntropy::SendCounted(NodeId to, std::string bytes) {
+  host_->stats().ae_bytes_sent += bytes.size();
+  host_->Send(to, std::move(bytes));
+}
+
+void AntiEntropy::SendReply(NodeId to, const Message& m) {
+  SendCounted(to, m.Encode());
+}
+
+bool AntiEntropy::TakeTokens(size_t bytes) {
+  const uint64_t now = host_->NowMicros();
+  const double rate = static_cast<double>(options_.anti_entropy_bytes_per_second);
+  if (rate <= 0) return true;  // Unlimited.
+  tokens_ = std::min(rate, tokens_ + rate * static_cast<double>(now - tokens_at_) / 1e6);
+  tokens_at_ = now;
+  if (tokens_ < 0) return false;
+  tokens_ -= static_cast<double>(bytes);
+  return true;
+}
+
+uint64_t AntiEntropy::RoundLifetime() const {
+  // Rounds started by hand (interval 0) live as long as 50 retries.
+  return std::max<uint64_t>(options_.anti_entropy_interval_micros,
+                            50 * options_.handoff_retry_micros);
+}
+
+void AntiEntropy::RunRoundsNow() {
+  const Ring& ring = host_->ring();
+  for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+    if (host_->LocalReplica(p) == nullptr) continue;
+    for (NodeId peer : host_->ServingList(p)) {
+      if (peer != host_->node_id()) StartRound(p, peer);
+    }
+  }
+}
+
+void AntiEntropy::Tick() {
+  const uint64_t now = host_->NowMicros();
+  const uint64_t interval = options_.anti_entropy_interval_micros;
+  // Rounds that went silent.
+  for (auto it = rounds_.begin(); it != rounds_.end();) {
+    if (now - it->second.started > kRoundLifetimeIntervals * RoundLifetime()) {
+      it = rounds_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (interval > 0 && now >= next_round_at_) {
+    next_round_at_ = now + interval / 2 + SplitMix(&rng_state_) % interval;
+    RunRoundsNow();
+  }
+  // Hints that are due, oldest first, within the rate limit.
+  for (auto it = hints_.begin(); it != hints_.end();) {
+    Hint& h = *it;
+    if (h.next_send > now) {
+      ++it;
+      continue;
+    }
+    if (h.sends >= kMaxHintSends || !Serves(h.partition, h.peer)) {
+      // The peer stayed silent (or no longer serves the partition): the
+      // digest rounds find what it misses.
+      ++host_->stats().ae_hints_dropped;
+      hint_bytes_ -= h.bytes.size();
+      it = hints_.erase(it);
+      continue;
+    }
+    if (!TakeTokens(h.bytes.size())) break;
+    ++h.sends;
+    h.next_send = now + 5 * options_.handoff_retry_micros;
+    ++host_->stats().ae_updates_sent;
+    SendCounted(h.peer, h.bytes);
+    ++it;
+  }
+  // Pushes: retransmissions, and chunks that waited for the rate limit.
+  std::vector<uint64_t> drop;
+  for (auto& [id, push] : pushes_) {
+    if (push->waiting_tokens) {
+      if (!SendNextChunk(push.get())) drop.push_back(id);
+      continue;
+    }
+    if (now - push->sent_at < options_.handoff_retry_micros) continue;
+    if (++push->retries > kMaxRetries) {
+      ++host_->stats().ae_pushes_abandoned;
+      drop.push_back(id);
+      continue;
+    }
+    push->sent_at = now;
+    SendCounted(push->peer, push->in_flight);
+  }
+  for (uint64_t id : drop) DropPush(id);
+  StartQueuedPushes();
+  // Receiver states of pushes that went silent.
+  for (auto it = incoming_.begin(); it != incoming_.end();) {
+    if (now - it->second.last_active > kRoundLifetimeIntervals * RoundLifetime()) {
+      it = incoming_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Rounds run for ever; without them the timer runs while work is left.
+  if (interval > 0 || !hints_.empty() || !pushes_.empty() ||
+      !queued_.empty() || !rounds_.empty() || !incoming_.empty()) {
+    EnsureTick();
+  }
+}
+
+// ---- Hints.
+
+void AntiEntropy::AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
+                          const std::string& bytes) {
+  if (options_.anti_entropy_hint_bytes == 0) return;
+  Hint h;
+  h.peer = peer;
+  h.partition = partition;
+  h.request_id = request_id;
+  h.bytes = bytes;
+  h.next_send = host_->NowMicros();
+  hint_bytes_ += h.bytes.size();
+  hints_.push_back(std::move(h));
+  EnsureTick();
+  while (hint_bytes_ > options_.anti_entropy_hint_bytes && !hints_.empty()) {
+    hint_bytes_ -= hints_.front().bytes.size();
+    hints_.pop_front();
+    ++host_->stats().ae_hints_dropped;
+  }
+}
+
+bool AntiEntropy::OnReplicateAck(uint64_t request_id, NodeId from,
+                                 const absl::Status& status) {
+  for (auto it = hints_.begin(); it != hints_.end(); ++it) {
+    if (it->request_id != request_id || it->peer != from) continue;
+    // Applied, or refused for good (a delta the replica rejects, or a
+    // partition it does not hold): either way resending cannot help; the
+    // digest rounds find what is still missing.
+    if (status.ok() || !absl::IsUnavailable(status)) {
+      hint_bytes_ -= it->bytes.size();
+      hints_.erase(it);
+    }
+    return true;
+  }
+  return false;
+}
+
+// ---- Digest rounds: the initiator.
+
+void AntiEntropy::StartRound(uint32_t partition, NodeId peer) {
+  Replica* replica = host_->LocalReplica(partition);
+  if (replica == nullptr) return;
+  for (const auto& [id, r] : rounds_) {
+    if (r.partition == partition && r.peer == peer) return;  // Running.
+  }
+  const uint64_t id = host_->NextRequestId();
+  rounds_[id] = Round{partition, peer, host_->NowMicros()};
+  EnsureTick();
+  ++host_->stats().ae_rounds;
+  Message m;
+  m.header = MessageHeader{MessageType::kAeDigest, id, partition};
+  m.digest = replica->PartitionDigest();
+  m.index = replica->digest_buckets();
+  SendReply(peer, m);
+}
+
+void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
+  auto it = rounds_.find(m.header.request_id);
+  if (it == rounds_.end() || it->second.peer != from) return;
+  const Round round = it->second;
+  Replica* replica = host_->LocalReplica(round.partition);
+  if (!m.status.ok() || m.done || replica == nullptr) {
+    if (m.status.ok() && m.done) ++host_->stats().ae_rounds_equal;
+    rounds_.erase(it);
+    return;
+  }
+  const std::vector<uint64_t> ours = replica->BucketDigests();
+  if (m.numbers.size() != ours.size()) {
+    rounds_.erase(it);
+    return;
+  }
+  // Start at a rotating offset, so that a round capped at
+  // kMaxBucketsPerRound does not look at the same buckets every time.
+  std::vector<uint32_t> differ;
+  const size_t n = ours.size();
+  const size_t start = SplitMix(&rng_state_) % n;
+  for (size_t k = 0; k < n && differ.size() < kMaxBucketsPerRound; ++k) {
+    const size_t b = (start + k) % n;
+    if (ours[b] != m.numbers[b]) differ.push_back(static_cast<uint32_t>(b));
+  }
+  if (differ.empty()) {
+    rounds_.erase(it);
+    return;
+  }
+  absl::StatusOr<std::vector<SetSummary>> summaries =
+      replica->SummarizeBuckets(differ, /*with_clocks=*/false);
+  if (!summaries.ok()) {
+    rounds_.erase(it);
+    return;
+  }
+  Message out;
+  out.header = MessageHeader{MessageType::kAeSets, m.header.request_id,
+                             round.partition};
+  out.numbers.assign(differ.begin(), differ.end());
+  out.summaries = std::move(*summaries);
+  host_->stats().ae_sets_compared += out.summaries.size();
+  SendReply(from, out);
+}
+
+void AntiEntropy::OnSetsReply(NodeId from, const Message& m) {
+  auto it = rounds_.find(m.header.request_id);
+  if (it == rounds_.end() || it->second.peer != from) return;
+  const Round round = it->second;
+  rounds_.erase(it);
+  Replica* replica = host_->LocalReplica(round.partition);
+  if (!m.status.ok() || replica == nullptr) return;
+  for (const SetSummary& theirs : m.summaries) {
+    absl::StatusOr<SetSummary> ours = replica->Summarize(theirs.set);
+    if (!ours.ok()) continue;
+    if (ours->digest == theirs.digest) continue;  // Converged meanwhile.
+    Clock push = Clock::Complement(ours->clock, theirs.clock);
+    Clock pull = Clock::Complement(theirs.clock, ours->clock);
+    const auto key = std::make_tuple(from, round.partition, theirs.set);
+    bool acted = false;
+    if (push.empty() && pull.empty()) {
+      // Same events, different keys: a remove or a clear one side missed
+      // (or one in flight). Compared once both tombstones are swept.
+      if (!ours->tombstone_empty || !theirs.tombstone_empty ||
+          ours->keys_digest == theirs.keys_digest) {
+        continue;
+      }
+      const std::pair<uint64_t, uint64_t> seen{ours->keys_digest,
+                                               theirs.keys_digest};
+      auto s = suspects_.find(key);
+      if (s == suspects_.end() || s->second != seen) {
+        if (suspects_.size() >= kMaxSuspects) suspects_.clear();
+        suspects_[key] = seen;
+        continue;
+      }
+      suspects_.erase(s);
+      ++host_->stats().ae_full_exchanges;
+      push = ours->clock;
+      pull = theirs.clock;
+    }
+    if (!push.empty()) {
+      QueuePush(from, round.partition, theirs.set, std::move(push));
+      acted = true;
+    }
+    if (!pull.empty()) {
+      Message out;
+      out.header = MessageHeader{MessageType::kAePull, host_->NextRequestId(),
+                                 round.partition};
+      out.set = theirs.set;
+      out.clock = std::move(pull);
+      SendReply(from, out);
+      acted = true;
+    }
+    if (acted) ++host_->stats().ae_sets_repaired;
+  }
+  StartQueuedPushes();
+}
+
+// ---- Digest rounds: the peer.
+
+void AntiEntropy::OnDigest(NodeId from, const Message& m) {
+  Message out;
+  out.header = MessageHeader{MessageType::kAeDigestReply, m.header.request_id,
+                             m.header.partition};
+  Replica* replica = host_->LocalReplica(m.header.partition);
+  if (replica == nullptr) {
+    out.status = absl::FailedPreconditionError("partition not held here");
+  } else if (m.index != replica->digest_buckets()) {
+    out.status = absl::InvalidArgumentError(absl::StrCat(
+        "digest buckets differ: ", m.index, " vs ", replica->digest_buckets()));
+  } else if (m.digest == replica->PartitionDigest()) {
+    out.done = true;
+  } else {
+    out.numbers = replica->BucketDigests();
+  }
+  SendReply(from, out);
+}
+
+void AntiEntropy::OnSets(NodeId from, const Message& m) {
+  Message out;
+  out.header = MessageHeader{MessageType::kAeSetsReply, m.header.request_id,
+                             m.header.partition};
+  Replica* replica = host_->LocalReplica(m.header.partition);
+  if (replica == nullptr) {
+    out.status = absl::FailedPreconditionError("partition not held here");
+    SendReply(from, out);
+    return;
+  }
+  std::vector<uint32_t> buckets;
+  for (uint64_t b : m.numbers) {
+    if (b < replica->digest_buckets()) buckets.push_back(static_cast<uint32_t>(b));
+  }
+  absl::StatusOr<std::vector<SetSummary>> ours =
+      replica->SummarizeBuckets(buckets, /*with_clocks=*/true);
+  if (!ours.ok()) {
+    out.status = ours.status();
+    SendReply(from, out);
+    return;
+  }
+  absl::flat_hash_map<std::string, uint64_t> theirs;
+  for (const SetSummary& s : m.summaries) theirs[s.set] = s.digest;
+  size_t bytes = 0;
+  auto add = [&](SetSummary s) {
+    bytes += s.set.size() + 32 + s.clock.Encode().size();
+    out.summaries.push_back(std::move(s));
+  };
+  std::set<std::string> mine;
+  for (SetSummary& s : *ours) {
+    mine.insert(s.set);
+    auto t = theirs.find(s.set);
+    if (t != theirs.end() && t->second == s.digest) continue;
+    if (bytes > kMaxSummaryBytes) break;
+    add(std::move(s));
+  }
+  // Sets only the initiator has: an empty summary (it pushes them all).
+  for (const SetSummary& s : m.summaries) {
+    if (mine.contains(s.set) || bytes > kMaxSummaryBytes) continue;
+    SetSummary empty;
+    empty.set = s.set;
+    add(std::move(empty));
+  }
+  host_->stats().ae_sets_compared += ours->size();
+  SendReply(from, out);
+}
+
+void AntiEntropy::OnPull(NodeId from, const Message& m) {
+  if (host_->LocalReplica(m.header.partition) == nullptr) return;
+  if (!Serves(m.header.partition, from)) return;
+  QueuePush(from, m.header.partition, m.set, m.clock);
+  StartQueuedPushes();
+}
+
+// ---- Pushes: the sender.
+
+void AntiEntropy::QueuePush(NodeId peer, uint32_t partition,
+                            const std::string& set, Clock dots) {
+  // One push per (peer, set) at a time: the next round asks again.
+  for (const auto& [id, p] : pushes_) {
+    if (p->peer == peer && p->partition == partition && p->set == set) return;
+  }
+  for (const auto& p : queued_) {
+    if (p->peer == peer && p->partition == partition && p->set == set) return;
+  }
+  if (queued_.size() >= kMaxQueuedPushes) return;
+  auto push = std::make_unique<Push>();
+  push->peer = peer;
+  push->partition = partition;
+  push->set = set;
+  push->dots = std::move(dots);
+  queued_.push_back(std::move(push));
+  EnsureTick();
+}
+
+void AntiEntropy::StartQueuedPushes() {
+  while (pushes_.size() < kMaxRunningPushes && !queued_.empty()) {
+    std::unique_ptr<Push> push = std::move(queued_.front());
+    queued_.pop_front();
+    push->id = host_->NextRequestId();
+    Push* p = push.get();
+    pushes_[p->id] = std::move(push);
+    if (!BeginPush(p)) DropPush(p->id);
+  }
+}
+
+bool AntiEntropy::BeginPush(Push* push) {
+  Replica* replica = host_->LocalReplica(push->partition);
+  if (replica == nullptr) return false;
+  SetReadOptions ro;
+  ro.batch_size = 1000;
+  ro.max_chunk_bytes = options_.anti_entropy_chunk_bytes;
+  absl::StatusOr<std::unique_ptr<SetReader>> reader =
+      replica->Read(push->set, ro);
+  if (!reader.ok()) return false;
+  push->reader = std::move(*reader);
+  // Only dots this snapshot has seen: a replica that lost some (power
+  // loss) must not claim them, or the receiver would take them for removed.
+  push->dots = Clock::Intersection(push->dots, push->reader->clock());
+  push->seq = 0;
+  push->done = false;
+  return SendNextChunk(push);
+}
+
+bool AntiEntropy::SendNextChunk(Push* push) {
+  std::vector<ElementDots> elements;
+  size_t bytes = 0;
+  bool end = false;
+  std::vector<ElementDots> batch;
+  while (bytes < options_.anti_entropy_chunk_bytes) {
+    absl::StatusOr<bool> more = push->reader->Next(&batch);
+    if (!more.ok()) return false;
+    if (!*more) {
+      end = true;
+      break;
+    }
+    for (ElementDots& e : batch) {
+      std::erase_if(e.dots, [&](Dot d) { return !push->dots.Seen(d); });
+      if (e.dots.empty()) continue;
+      bytes += ChunkBytes(e);
+      elements.push_back(std::move(e));
+    }
+  }
+  Message m;
+  m.header = MessageHeader{MessageType::kAePush, push->id, push->partition};
+  m.set = push->set;
+  m.seq = push->seq;
+  m.done = end;
+  if (end) m.clock = push->dots;
+  m.elements = std::move(elements);
+  std::string encoded = m.Encode();
+  if (!TakeTokens(encoded.size())) {
+    // Sent by a later tick: keep what was read.
+    push->waiting_tokens = true;
+    push->in_flight = std::move(encoded);
+    push->done = end;
+    return true;
+  }
+  push->waiting_tokens = false;
+  push->done = end;
+  push->in_flight = std::move(encoded);
+  push->sent_at = host_->NowMicros();
+  push->retries = 0;
+  host_->stats().ae_keys_pushed += m.elements.size();
+  SendCounted(push->peer, push->in_flight);
+  return true;
+}
+
+void AntiEntropy::DropPush(uint64_t id) { pushes_.erase(id); }
+
+void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
+  auto it = pushes_.find(m.header.request_id);
+  if (it == pushes_.end() || it->second->peer != from) return;
+  Push* push = it->second.get();
+  if (push->waiting_tokens || m.seq != push->seq) return;  // Stale.
+  if (!m.status.ok()) {
+    if (absl::IsNotFound(m.status) && ++push->restarts <= kMaxRestarts) {
+      // The receiver lost the push's state: again from a new snapshot,
+      // under a new id (never mixing two snapshots' chunks).
+      std::unique_ptr<Push> again = std::move(it->second);
+      pushes_.erase(it);
+      again->id = host_->NextRequestId();
+      Push* p = again.get();
+      pushes_[p->id] = std::move(again);
+      if (!BeginPush(p)) DropPush(p->id);
+      return;
+    }
+    ++host_->stats().ae_pushes_abandoned;
+    pushes_.erase(it);
+    StartQueuedPushes();
+    return;
+  }
+  if (push->done) {
+    pushes_.erase(it);
+    StartQueuedPushes();
+    return;
+  }
+  ++push->seq;
+  // A chunk waiting for the rate limit is retried by the tick.
+  if (!SendNextChunk(push)) {
+    pushes_.erase(it);
+    StartQueuedPushes();
+  }
+}
+
+// ---- Pushes: the receiver.
+
+void AntiEntropy::OnPush(NodeId from, const Message& m) {
+  Message ack;
+  ack.header = MessageHeader{MessageType::kAePushAck, m.header.request_id,
+                             m.header.partition};
+  ack.seq = m.seq;
+  Replica* replica = host_->LocalReplica(m.header.partition);
+  const auto key = std::make_pair(from, m.header.request_id);
+  auto it = incoming_.find(key);
+  if (it == incoming_.end() &&
+      std::find(finished_.begin(), finished_.end(), key) != finished_.end()) {
+    SendReply(from, ack);  // Its last chunk again: applied already.
+    return;
+  }
+  if (replica == nullptr) {
+    ack.status = absl::FailedPreconditionError("partition not held here");
+  } else if (it == incoming_.end() && m.seq != 0) {
+    ack.status = absl::NotFoundError("unknown push (restart it)");
+  } else if (it != incoming_.end() && m.seq < it->second.next_seq) {
+    // A retransmission of a chunk applied already.
+  } else if (it != incoming_.end() && m.seq > it->second.next_seq) {
+    ack.status = absl::NotFoundError("push chunks out of order");
+    incoming_.erase(it);
+  } else if (it != incoming_.end() && it->second.set != m.set) {
+    ack.status = absl::NotFoundError("push names another set");
+    incoming_.erase(it);
+  } else {
+    if (it == incoming_.end()) {
+      if (incoming_.size() >= kMaxIncoming) {
+        // Drop the idlest: its sender restarts it.
+        auto idlest = incoming_.begin();
+        for (auto i = incoming_.begin(); i != incoming_.end(); ++i) {
+          if (i->second.last_active < idlest->second.last_active) idlest = i;
+        }
+        incoming_.erase(idlest);
+      }
+      Incoming in;
+      in.set = m.set;
+      in.partition = m.header.partition;
+      it = incoming_.emplace(key, std::move(in)).first;
+    }
+    Incoming& in = it->second;
+    in.last_active = host_->NowMicros();
+    absl::Status s = replica->ApplyTransferChunk(m.set, m.elements, &in.tracker);
+    if (s.ok() && m.done) s = replica->FinishTransfer(m.set, m.clock, in.tracker);
+    if (s.ok()) {
+      host_->stats().ae_keys_received += m.elements.size();
+      if (m.done) {
+        incoming_.erase(it);
+        finished_.push_back(key);
+        if (finished_.size() > 256) finished_.pop_front();
+      } else {
+        ++in.next_seq;
+      }
+    } else {
+      // Not applied: the sender retries the same chunk, or gives up.
+      ack.status = s;
+      if (s.code() == absl::StatusCode::kInvalidArgument) incoming_.erase(it);
+    }
+  }
+  SendReply(from, ack);
+}
+
+void AntiEntropy::Handle(NodeId from, Message& m) {
+  switch (m.type()) {
+    case MessageType::kAeDigest:
+      OnDigest(from, m);
+      break;
+    case MessageType::kAeDigestReply:
+      OnDigestReply(from, m);
+      break;
+    case MessageType::kAeSets:
+      OnSets(from, m);
+      break;
+    case MessageType::kAeSetsReply:
+      OnSetsReply(from, m);
+      break;
+    case MessageType::kAePull:
+      OnPull(from, m);
+      break;
+    case MessageType::kAePush:
+      OnPush(from, m);
+      break;
+    case MessageType::kAePushAck:
+      OnPushAck(from, m);
+      break;
+    default:
+      break;
+  }
+}
+
+void AntiEntropy::FillStats(Node::Stats* stats) const {
+  stats->ae_hints = hints_.size();
+  stats->ae_hint_bytes = hint_bytes_;
+  stats->ae_pushes_running = pushes_.size() + queued_.size();
+}
+
+}  // namespace bigset

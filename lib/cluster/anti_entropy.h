@@ -1,0 +1,157 @@
+// AntiEntropy: replicas of a partition that converge by themselves, at a
+// cost that follows their difference (docs/ARCHITECTURE.md, "Anti-entropy").
+// Internal header.
+//
+// Two mechanisms:
+//
+//  - Hints. A write that ends (all acknowledged, or its deadline) with
+//    replicas that never acknowledged its delta leaves the delta's message
+//    here, one hint per such replica; each timer tick resends due hints
+//    until acknowledged. So a replica that missed a few updates (lost
+//    messages, a crash, a partition) gets exactly those updates, removes
+//    and clears included. Hints live in memory within
+//    NodeOptions::anti_entropy_hint_bytes; the oldest go first.
+//
+//  - Digest rounds. Every anti_entropy_interval_micros (jittered), for each
+//    partition it hosts and each other node serving it, the node compares
+//    digests (replica.h, "Digests for anti-entropy"): the partition digest
+//    (one message each way when equal, no element key read), then bucket
+//    digests, then the set summaries of differing buckets (clocks read, no
+//    element key). For each set that differs: the dots one side has seen
+//    and the other has not are pushed (kAePush: the keys of those dots
+//    from one snapshot, then the dots, so the receiver learns which of them
+//    were removed), in both directions; a set whose clocks are equal but
+//    whose keys differ (a remove or a clear one side missed and no hint
+//    covered) is exchanged whole, both ways, once the same difference was
+//    seen in two rounds in a row (a remove still in flight is not one).
+//    Sets whose tombstones are not swept yet wait for their sweep.
+//
+// Pushes are rate limited (anti_entropy_bytes_per_second, hints included),
+// chunked, one chunk in flight, retransmitted, and restarted from a new
+// snapshot under a new id when the receiver lost their state.
+//
+// Thread-safety: runs on the node's thread.
+
+#ifndef BIGSET_LIB_CLUSTER_ANTI_ENTROPY_H_
+#define BIGSET_LIB_CLUSTER_ANTI_ENTROPY_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "bigset/cluster/node.h"
+#include "bigset/core/clock.h"
+#include "bigset/replica/set_reader.h"
+#include "cluster/coordinator_host.h"
+#include "net/message.h"
+
+namespace bigset {
+
+class AntiEntropy {
+ public:
+  AntiEntropy(CoordinatorHost* host, const NodeOptions& options);
+  ~AntiEntropy();
+  AntiEntropy(const AntiEntropy&) = delete;
+  AntiEntropy& operator=(const AntiEntropy&) = delete;
+
+  // Starts the timer (no-op if anti-entropy is off).
+  void Start();
+  // A message of kAeDigest .. kAePushAck.
+  void Handle(NodeId from, Message& m);
+  // A write ended with `peer` not having acknowledged its delta message
+  // `bytes` (kReplicate, request id `request_id`).
+  void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
+               const std::string& bytes);
+  // A kReplicateAck no write claimed: true if it answered a hint.
+  bool OnReplicateAck(uint64_t request_id, NodeId from,
+                      const absl::Status& status);
+  // Gauges into *stats.
+  void FillStats(Node::Stats* stats) const;
+  // Runs one digest round per (partition, peer) now (tests, tools).
+  void RunRoundsNow();
+
+ private:
+  struct Round {
+    uint32_t partition = 0;
+    NodeId peer = 0;
+    uint64_t started = 0;
+  };
+  struct Push;
+  struct Incoming {
+    std::string set;
+    uint32_t partition = 0;
+    Clock tracker;
+    uint64_t next_seq = 0;
+    uint64_t last_active = 0;
+  };
+  struct Hint {
+    NodeId peer = 0;
+    uint32_t partition = 0;
+    uint64_t request_id = 0;
+    std::string bytes;
+    uint64_t next_send = 0;
+    int sends = 0;
+  };
+
+  void Tick();
+  void EnsureTick();
+  uint64_t RoundLifetime() const;
+  void StartRound(uint32_t partition, NodeId peer);
+  void OnDigest(NodeId from, const Message& m);
+  void OnDigestReply(NodeId from, const Message& m);
+  void OnSets(NodeId from, const Message& m);
+  void OnSetsReply(NodeId from, const Message& m);
+  void OnPull(NodeId from, const Message& m);
+  void OnPush(NodeId from, const Message& m);
+  void OnPushAck(NodeId from, const Message& m);
+  // Queues a push of the keys of `dots` (clipped to this replica's clock).
+  void QueuePush(NodeId peer, uint32_t partition, const std::string& set,
+                 Clock dots);
+  void StartQueuedPushes();
+  // Opens the push's reader (a new snapshot) and sends its first chunk.
+  bool BeginPush(Push* push);
+  // Reads and sends the push's next chunk; false if it failed (dropped).
+  bool SendNextChunk(Push* push);
+  void DropPush(uint64_t id);
+  // Takes `bytes` from the rate limit; false if it must wait.
+  bool TakeTokens(size_t bytes);
+  void SendCounted(NodeId to, std::string bytes);
+  void SendReply(NodeId to, const Message& m);
+  bool Serves(uint32_t partition, NodeId node) const;
+
+  CoordinatorHost* const host_;
+  const NodeOptions options_;
+  std::shared_ptr<bool> alive_;
+  uint64_t rng_state_;
+  uint64_t next_round_at_ = 0;
+  bool tick_scheduled_ = false;
+
+  std::map<uint64_t, Round> rounds_;  // By request id.
+  std::map<uint64_t, std::unique_ptr<Push>> pushes_;  // Running, by id.
+  std::deque<std::unique_ptr<Push>> queued_;
+  std::map<std::pair<NodeId, uint64_t>, Incoming> incoming_;
+  // Pushes received whole lately: a retransmitted last chunk is answered
+  // again, not taken for an unknown push.
+  std::deque<std::pair<NodeId, uint64_t>> finished_;
+  // (peer, partition, set) -> (our keys digest, theirs) of the last round
+  // that found only the keys differing.
+  std::map<std::tuple<NodeId, uint32_t, std::string>,
+           std::pair<uint64_t, uint64_t>>
+      suspects_;
+  std::deque<Hint> hints_;
+  size_t hint_bytes_ = 0;
+  // The rate limit's bucket, in bytes.
+  double tokens_ = 0;
+  uint64_t tokens_at_ = 0;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_ANTI_ENTROPY_H_
