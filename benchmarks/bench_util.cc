@@ -48,12 +48,12 @@ void Check(const leveldb::Status& s) {
   }
 }
 
-std::unique_ptr<BigsetDb> OpenBigset() {
+std::unique_ptr<BigsetDb> OpenBigset(const ReplicaOptions& options) {
   auto db = std::make_unique<BigsetDb>();
   auto store = LevelDbStore::Open(db->dir.str(), LevelDbStoreOptions());
   Check(store.status());
   db->store = std::move(*store);
-  auto replica = Replica::Open(db->store.get(), ReplicaOptions());
+  auto replica = Replica::Open(db->store.get(), options);
   Check(replica.status());
   db->replica = std::move(*replica);
   return db;

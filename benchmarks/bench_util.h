@@ -56,7 +56,8 @@ struct BigsetDb {
   std::vector<std::string> elements;  // Kept only when asked for.
 };
 
-std::unique_ptr<BigsetDb> OpenBigset();
+// `options.keyspace` and the rest as given (defaults: a plain replica).
+std::unique_ptr<BigsetDb> OpenBigset(const ReplicaOptions& options = {});
 // Opens a replica and adds `n` random elements (seeded by `n`) to kSet, in
 // updates of 1,000.
 std::unique_ptr<BigsetDb> MakeBigset(uint64_t n, bool keep_elements);

@@ -489,6 +489,7 @@ bool AntiEntropy::SendNextChunk(Push* push) {
       end = true;
       break;
     }
+    host_->stats().ae_keys_read += batch.size();
     for (ElementDots& e : batch) {
       std::erase_if(e.dots, [&](Dot d) { return !push->dots.Seen(d); });
       if (e.dots.empty()) continue;

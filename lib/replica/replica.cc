@@ -171,7 +171,9 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
   std::unique_ptr<Replica> replica(
       new Replica(store, options, actor, new_epoch));
-  BIGSET_RETURN_IF_ERROR(replica->BuildDigests());
+  if (options.keep_digests) {
+    BIGSET_RETURN_IF_ERROR(replica->BuildDigests());
+  }
   return replica;
 }
 
@@ -222,6 +224,7 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
       store_, ReadOptions(), options_.keyspace, set, &state.clock,
       &state.stored_clock, &state.tombstone, &state.stored_tombstone, &found);
   if (!s.ok()) return SetCorruption(set, ToStd(s.message()));
+  if (!options_.keep_digests) return state;
   state.clock_digest = digest::ClockDigest(state.clock);
   if (found && !state.stored_clock.has_keys_digest) {
     // Written before keys digests were kept: count the keys once; the next
@@ -272,6 +275,11 @@ absl::Status Replica::ApplyContext(std::string_view set,
       // deletes it (so that the keys digest counts each delete once).
       if (state->tombstone.Seen(dot)) continue;
       std::string key = ElementKey(options_.keyspace, set, element, dot);
+      if (!options_.keep_digests) {
+        // Deleting an absent key is harmless; no digest to keep exact.
+        batch->Delete(key);
+        continue;
+      }
       bool exists = false;
       if (changes->deleted_keys.contains(key)) {
         exists = false;
@@ -299,8 +307,10 @@ absl::Status Replica::ApplyContext(std::string_view set,
 
 void Replica::AddNewDot(Dot dot, SetState* state, StateChanges* changes) {
   state->clock.AddDot(dot);
-  state->clock_digest =
-      digest::AddClockDigests(state->clock_digest, digest::DotDigest(dot));
+  if (options_.keep_digests) {
+    state->clock_digest =
+        digest::AddClockDigests(state->clock_digest, digest::DotDigest(dot));
+  }
   changes->clock.Touch(dot.actor, dot.counter);
 }
 
@@ -309,7 +319,9 @@ void Replica::PutNewKey(std::string_view set, std::string_view element, Dot dot,
                         StateChanges* changes) {
   std::string key = ElementKey(options_.keyspace, set, element, dot);
   batch->Put(key, "");
-  state->keys_digest += digest::KeyDigest(element, dot);
+  if (options_.keep_digests) {
+    state->keys_digest += digest::KeyDigest(element, dot);
+  }
   AddNewDot(dot, state, changes);
   if (changes->track_keys) {
     changes->deleted_keys.erase(key);
@@ -324,7 +336,9 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
   state->tombstone.Merge(Clock::Intersection(clock, state->clock));
   state->clock.Merge(clock);
   // As costly as the merge: linear in the runs.
-  state->clock_digest = digest::ClockDigest(state->clock);
+  if (options_.keep_digests) {
+    state->clock_digest = digest::ClockDigest(state->clock);
+  }
   changes->tombstone.TouchClock(clock);
   changes->clock.TouchClock(clock);
   changes->tombstone_grew = true;
@@ -333,8 +347,14 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
 absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                              SetState* state, WriteBatch* batch,
                              const StateChanges& changes) {
-  if (!changes.clock.empty() || !state->stored_clock.has_keys_digest ||
-      state->stored_clock.keys_digest != state->keys_digest) {
+  if (!options_.keep_digests) {
+    // A trailer left by a run that kept digests would go stale: dropped.
+    if (!changes.clock.empty() || state->stored_clock.has_keys_digest) {
+      WriteClock(options_.keyspace, set, StateKind::kClock, state->clock,
+                 changes.clock, &state->stored_clock, batch);
+    }
+  } else if (!changes.clock.empty() || !state->stored_clock.has_keys_digest ||
+             state->stored_clock.keys_digest != state->keys_digest) {
     WriteClock(options_.keyspace, set, StateKind::kClock, state->clock,
                changes.clock, &state->stored_clock, batch, &state->keys_digest);
   }
@@ -370,6 +390,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
 }
 
 void Replica::AccountDigest(std::string_view set, SetState* state) {
+  if (!options_.keep_digests) return;
   const uint64_t now = digest::SetDigest(
       set, state->keys_digest, state->clock_digest, state->tombstone.empty());
   if (now == state->set_digest) return;
@@ -492,9 +513,11 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
         return dot.status();
       }
       batch.Put(ElementKey(options_.keyspace, set, op.element, *dot), "");
-      state->keys_digest += digest::KeyDigest(op.element, *dot);
-      state->clock_digest =
-          digest::AddClockDigests(state->clock_digest, digest::DotDigest(*dot));
+      if (options_.keep_digests) {
+        state->keys_digest += digest::KeyDigest(op.element, *dot);
+        state->clock_digest = digest::AddClockDigests(state->clock_digest,
+                                                      digest::DotDigest(*dot));
+      }
       changes.clock.Touch(dot->actor, dot->counter);
       if (changes.track_keys) {
         changes.put_keys.insert(

@@ -76,7 +76,9 @@ absl::Status Replica::FinishTransfer(std::string_view set,
   }
   if (!state->clock.Descends(sender_clock)) {
     state->clock.Merge(sender_clock);
-    state->clock_digest = digest::ClockDigest(state->clock);
+    if (options_.keep_digests) {
+      state->clock_digest = digest::ClockDigest(state->clock);
+    }
     changes.clock.TouchClock(sender_clock);
   }
   return Commit(stripe, set, state, &batch, changes);

@@ -44,9 +44,12 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
   // Per actor: the counter ranges whose segments may have changed.
   absl::flat_hash_map<ActorId, IntervalSet> dirty = changes.ranges_;
   absl::flat_hash_set<ActorId> whole = changes.whole_;
+  // A header written with a keys digest and rewritten without one (digests
+  // no longer kept) loses its trailer.
   const bool digest_changed =
-      keys_digest != nullptr &&
-      (!stored->has_keys_digest || stored->keys_digest != *keys_digest);
+      keys_digest != nullptr
+          ? (!stored->has_keys_digest || stored->keys_digest != *keys_digest)
+          : (kind == StateKind::kClock && stored->has_keys_digest);
   if (header != stored->header || digest_changed) {
     // A base that moved absorbed (or gave back) the cloud counters between
     // its old and new values.
@@ -74,10 +77,8 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
       batch->Put(key, value);
     }
     stored->header = std::move(header);
-    if (keys_digest != nullptr) {
-      stored->has_keys_digest = !stored->header.empty();
-      stored->keys_digest = *keys_digest;
-    }
+    stored->has_keys_digest = keys_digest != nullptr && !stored->header.empty();
+    stored->keys_digest = keys_digest != nullptr ? *keys_digest : 0;
   }
   // The windows to rewrite, per actor.
   auto rewrite = [&](ActorId actor, const absl::btree_set<uint64_t>& windows) {

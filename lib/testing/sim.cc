@@ -425,6 +425,7 @@ bool Simulator::StepOne() {
       return true;
     }
     ++delivered_;
+    bytes_delivered_ += e->bytes.size();
     // The header (type, request id, partition), the last bytes and the
     // size identify a message well enough; hashing whole read chunks would
     // cost more than delivering them.

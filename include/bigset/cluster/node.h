@@ -350,7 +350,7 @@ class BIGSET_EXPORT Node {
     // queued. Since open: digest rounds started, and those that found the
     // partitions equal; sets whose summaries were compared; sets repaired
     // (a push or a pull started); updates sent (hints resent), element keys
-    // pushed and received; bytes of every anti-entropy message sent; sets
+    // pushed and received, and read to push; bytes of every anti-entropy message sent; sets
     // exchanged whole (equal clocks, different keys); hints dropped for
     // their bound; pushes given up (the next round finds the difference).
     uint64_t ae_hints = 0;
@@ -363,6 +363,8 @@ class BIGSET_EXPORT Node {
     uint64_t ae_updates_sent = 0;
     uint64_t ae_keys_pushed = 0;
     uint64_t ae_keys_received = 0;
+    // Element keys read by pushes (comparisons read none).
+    uint64_t ae_keys_read = 0;
     uint64_t ae_bytes_sent = 0;
     uint64_t ae_full_exchanges = 0;
     uint64_t ae_hints_dropped = 0;

@@ -106,6 +106,13 @@ struct ReplicaOptions {
   // replica keeps 8 bytes per bucket in memory. More buckets make a
   // comparison of replicas that differ narrow down to fewer sets. >= 1.
   uint32_t digest_buckets = 256;
+  // Keep the anti-entropy digests (keys digest per set, bucket digests).
+  // Off, writes skip that bookkeeping (a remove then does not look up the
+  // keys it deletes) and the digests read as if nothing were stored: for a
+  // replica no anti-entropy ever compares (e.g. a single node). A store
+  // written with it off is counted once per set (a scan of its keys) when
+  // opened with it on again.
+  bool keep_digests = true;
 };
 
 // What anti-entropy compares of one set (see Replica::Summarize).

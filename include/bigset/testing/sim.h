@@ -194,6 +194,8 @@ class BIGSET_EXPORT Simulator {
   // ---- Trace.
   uint64_t events() const { return events_; }
   uint64_t messages_delivered() const { return delivered_; }
+  // Bytes of the messages delivered (what crossed the simulated wire).
+  uint64_t bytes_delivered() const { return bytes_delivered_; }
   uint64_t messages_dropped() const { return dropped_; }
   uint64_t messages_corrupted() const { return corrupted_; }
   uint64_t messages_stalled() const { return stalled_; }
@@ -290,6 +292,7 @@ class BIGSET_EXPORT Simulator {
   std::vector<int> group_;  // By node id - 1; empty: no partition.
   uint64_t events_ = 0;
   uint64_t delivered_ = 0;
+  uint64_t bytes_delivered_ = 0;
   uint64_t dropped_ = 0;
   uint64_t corrupted_ = 0;
   uint64_t stalled_ = 0;

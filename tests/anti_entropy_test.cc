@@ -1,0 +1,428 @@
+// Anti-entropy (lib/cluster/anti_entropy.h): replicas converge with no
+// client read, under every fault of the simulator, and anti-entropy never
+// changes a set's merged value.
+//
+// No test here reads through the cluster: read repair never runs. Replica
+// contents are inspected directly (Node::LocalReplica).
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/testing/sim.h"
+#include "handoff_util.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::Known;
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+using Model = testing::KnownModel;
+
+// element -> dots: a set's value on a replica, or merged.
+using Value = std::map<std::string, std::set<Dot>>;
+
+struct ReplicaView {
+  NodeId node = 0;
+  Clock clock;
+  Value value;
+};
+
+ReplicaView View(Simulator& sim, NodeId node, const std::string& set) {
+  ReplicaView v;
+  v.node = node;
+  Replica* r = sim.node(node)->LocalReplica(sim.ring().PartitionOf(set));
+  REQUIRE(r != nullptr);
+  for (ElementDots& e : testing::ReadAll(*r, set, 1000, &v.clock)) {
+    v.value[e.element].insert(e.dots.begin(), e.dots.end());
+  }
+  return v;
+}
+
+// The ORSWOT merge of replicas: a dot survives if some replica has it and
+// every replica that has seen it still has it.
+Value Merge(const std::vector<ReplicaView>& views) {
+  Value out;
+  for (const ReplicaView& v : views) {
+    for (const auto& [element, dots] : v.value) {
+      for (Dot d : dots) {
+        bool keep = true;
+        for (const ReplicaView& w : views) {
+          auto it = w.value.find(element);
+          const bool has = it != w.value.end() && it->second.contains(d);
+          if (!has && w.clock.Seen(d)) keep = false;
+        }
+        if (keep) out[element].insert(d);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<ReplicaView> Views(Simulator& sim, const std::string& set) {
+  std::vector<ReplicaView> views;
+  for (NodeId id : sim.ring().PreferenceList(sim.ring().PartitionOf(set))) {
+    views.push_back(View(sim, id, set));
+  }
+  return views;
+}
+
+std::string Describe(const Value& v) {
+  std::string s;
+  for (const auto& [e, dots] : v) {
+    absl::StrAppend(&s, e, ":");
+    for (Dot d : dots) absl::StrAppend(&s, DotToString(d), ",");
+    absl::StrAppend(&s, " ");
+  }
+  return s;
+}
+
+struct Totals {
+  uint64_t runs = 0, ops = 0, acked = 0, crashes = 0, power_losses = 0,
+           partitions = 0, rounds = 0, repaired = 0, full = 0, hints = 0,
+           keys_pushed = 0, divergences = 0;
+};
+
+Node::Stats SumStats(Simulator& sim) {
+  Node::Stats sum;
+  for (NodeId id : sim.node_ids()) {
+    if (!sim.IsUp(id)) continue;
+    Node::Stats s = sim.node(id)->stats();
+    sum.ae_rounds += s.ae_rounds;
+    sum.ae_sets_repaired += s.ae_sets_repaired;
+    sum.ae_full_exchanges += s.ae_full_exchanges;
+    sum.ae_updates_sent += s.ae_updates_sent;
+    sum.ae_keys_pushed += s.ae_keys_pushed;
+    sum.ae_bytes_sent += s.ae_bytes_sent;
+  }
+  return sum;
+}
+
+constexpr uint64_t kSecond = 1'000'000;
+// After healing: every replica of every set must equal the merged value
+// within this much virtual time (rounds every 1 s, jittered to 0.5-1.5 s).
+constexpr uint64_t kConvergeMicros = 60 * kSecond;
+
+// A random workload with every fault, then healing; checks that every
+// replica of every set converges to the merged value the replicas had when
+// the faults ended (anti-entropy never changes it), that every
+// acknowledged add not removed since is in it, that clocks are equal and
+// have no dot cloud left, and Verify.
+void RunFaults(uint64_t seed, bool hints, Totals* totals) {
+  CAPTURE(seed);
+  Rng rng(seed);
+  SimOptions o;
+  o.seed = seed;
+  o.nodes = 5;
+  o.ring.ring_size = 16;
+  o.loss = 0.05;
+  o.duplicate = 0.03;
+  o.stall = 0.02;
+  o.corrupt = 0.01;
+  o.shuffle_ties = true;
+  o.timer_jitter_micros = 50'000;
+  o.writeback_micros = 500'000;
+  o.node.sync_writes = true;
+  o.node.anti_entropy_interval_micros = kSecond;
+  o.node.anti_entropy_hint_bytes = hints ? (1 << 20) : 0;
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  Model model;
+  const int kSets = 6;
+  std::vector<std::string> sets;
+  for (int i = 0; i < kSets; ++i) sets.push_back(absl::StrCat("s", i));
+  std::set<NodeId> down;
+  bool partitioned = false;
+  const int ops = 120;
+  for (int i = 0; i < ops; ++i) {
+    std::vector<NodeId> up;
+    for (NodeId id : sim.node_ids()) {
+      if (sim.IsUp(id)) up.push_back(id);
+    }
+    const NodeId via = up[Uniform(rng, 0, up.size() - 1)];
+    const std::string& set = sets[Uniform(rng, 0, kSets - 1)];
+    const std::string element = absl::StrCat("e", Uniform(rng, 0, 20));
+    ClusterWriteOptions w;
+    w.w = static_cast<int>(Uniform(rng, 1, 2));
+    const uint64_t roll = Uniform(rng, 0, 99);
+    ++totals->ops;
+    if (roll < 55) {
+      auto r = sim.Update(via, set, {UpdateOp::Add(element)}, w);
+      if (r.ok()) {
+        ++totals->acked;
+        if (w.w >= 2) model.sets[set][element] = Known::kPresent;
+      }
+    } else if (roll < 80) {
+      UpdateOp op = UpdateOp::Remove(element, {});
+      op.context_from_replica = true;
+      auto r = sim.Update(via, set, {op}, w);
+      if (r.ok()) ++totals->acked;
+      model.sets[set][element] = Known::kUnknown;
+    } else if (roll < 84) {
+      // Clears what one replica of the set has seen (read directly).
+      const uint32_t p = sim.ring().PartitionOf(set);
+      Clock context;
+      for (NodeId id : sim.ring().PreferenceList(p)) {
+        if (!sim.IsUp(id)) continue;
+        auto c = sim.node(id)->LocalReplica(p)->GetClock(set);
+        if (c.ok()) context = *c;
+        break;
+      }
+      auto r = sim.Clear(via, set, context, w);
+      if (r.ok()) ++totals->acked;
+      for (auto& [e, k] : model.sets[set]) k = Known::kUnknown;
+    } else if (roll < 90) {
+      // Crash or power loss of a node (at most two down).
+      if (down.size() < 2 && up.size() > 3) {
+        const NodeId victim = up[Uniform(rng, 0, up.size() - 1)];
+        if (Uniform(rng, 0, 1) == 0) {
+          REQUIRE(sim.Crash(victim).ok());
+          ++totals->crashes;
+        } else {
+          REQUIRE(sim.PowerLoss(victim).ok());
+          ++totals->power_losses;
+        }
+        down.insert(victim);
+      }
+    } else if (roll < 94) {
+      if (!down.empty()) {
+        const NodeId back = *down.begin();
+        REQUIRE(sim.Restart(back, Uniform(rng, 0, 1) == 0).ok());
+        down.erase(back);
+      }
+    } else if (roll < 97) {
+      if (!partitioned) {
+        std::vector<NodeId> a, b;
+        for (NodeId id : sim.node_ids()) {
+          (Uniform(rng, 0, 1) ? a : b).push_back(id);
+        }
+        sim.Partition({a, b});
+        partitioned = true;
+        ++totals->partitions;
+      } else {
+        sim.Heal();
+        partitioned = false;
+      }
+    } else {
+      sim.RunFor(Uniform(rng, 0, 3 * kSecond));
+    }
+  }
+  // Heal everything; wait out stalled messages and write deadlines.
+  sim.Heal();
+  sim.SetLoss(0);
+  sim.SetDuplicate(0);
+  sim.SetStall(0);
+  sim.SetCorruption(0);
+  for (NodeId id : down) REQUIRE(sim.Restart(id).ok());
+  sim.RunFor(5 * kSecond);
+  std::map<std::string, Value> merged;
+  for (const std::string& set : sets) merged[set] = Merge(Views(sim, set));
+  sim.RunFor(kConvergeMicros);
+  ++totals->runs;
+  for (const std::string& set : sets) {
+    CAPTURE(set);
+    std::vector<ReplicaView> views = Views(sim, set);
+    std::vector<ElementDots> as_read;
+    for (const auto& [e, dots] : views[0].value) {
+      as_read.push_back({e, std::vector<Dot>(dots.begin(), dots.end())});
+    }
+    testing::CheckKnown(set, as_read, model);
+    for (const ReplicaView& v : views) {
+      CAPTURE(v.node);
+      const bool same = v.value == merged[set] && v.clock == views[0].clock;
+      if (!same) ++totals->divergences;
+      CHECK(Describe(v.value) == Describe(merged[set]));
+      CHECK(v.clock.DebugString() == views[0].clock.DebugString());
+      // Every event is known to some replica (writes are synced): after
+      // anti-entropy no replica's clock has a gap.
+      CHECK(v.clock.cloud().empty());
+    }
+  }
+  for (NodeId id : sim.node_ids()) {
+    for (uint32_t p : sim.ring().PartitionsOf(id)) {
+      auto report = sim.node(id)->LocalReplica(p)->Verify();
+      REQUIRE(report.ok());
+      CHECK(report->ok());
+    }
+  }
+  Node::Stats s = SumStats(sim);
+  totals->rounds += s.ae_rounds;
+  totals->repaired += s.ae_sets_repaired;
+  totals->full += s.ae_full_exchanges;
+  totals->hints += s.ae_updates_sent;
+  totals->keys_pushed += s.ae_keys_pushed;
+}
+
+void Report(const char* name, const Totals& t) {
+  WARN(name << ": " << t.runs << " runs, " << t.ops << " ops (" << t.acked
+            << " acked), " << t.crashes << " crashes, " << t.power_losses
+            << " power losses, " << t.partitions << " partitions; "
+            << t.rounds << " rounds, " << t.repaired << " sets repaired, "
+            << t.full << " full exchanges, " << t.hints << " hints sent, "
+            << t.keys_pushed << " keys pushed; divergences: "
+            << t.divergences);
+}
+
+TEST_CASE("anti-entropy: replicas converge with no read, under every fault") {
+  Totals totals;
+  for (uint64_t seed : Seeds(8)) RunFaults(seed, /*hints=*/true, &totals);
+  CHECK(totals.rounds > 0);
+  CHECK(totals.repaired > 0);
+  CHECK(totals.divergences == 0);
+  Report("anti-entropy soak (hints on)", totals);
+}
+
+TEST_CASE("anti-entropy: digest rounds alone converge (no hints)") {
+  Totals totals;
+  for (uint64_t seed : Seeds(8)) {
+    RunFaults(seed ^ 0xa11, /*hints=*/false, &totals);
+  }
+  CHECK(totals.repaired > 0);
+  CHECK(totals.hints == 0);
+  CHECK(totals.divergences == 0);
+  Report("anti-entropy soak (hints off)", totals);
+}
+
+// One replica of a 3-node cluster misses only removes and a clear: its
+// clock equals the others', so only the keys digest shows the difference.
+void MissedRemoves(bool hints) {
+  SimOptions o;
+  o.seed = 0x5eedae01;
+  o.nodes = 3;
+  o.ring.ring_size = 4;
+  o.node.anti_entropy_interval_micros = kSecond;
+  o.node.anti_entropy_hint_bytes = hints ? (1 << 20) : 0;
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  ClusterWriteOptions all;
+  all.w = 3;
+  for (int i = 0; i < 40; ++i) {
+    REQUIRE(sim.Update(1, "s", {UpdateOp::Add(absl::StrCat("e", i))}, all)
+                .ok());
+    REQUIRE(sim.Update(1, "t", {UpdateOp::Add(absl::StrCat("e", i))}, all)
+                .ok());
+  }
+  sim.RunFor(kSecond);
+  const uint32_t ps = sim.ring().PartitionOf("s");
+  const uint32_t pt = sim.ring().PartitionOf("t");
+  const Clock before_s = View(sim, 3, "s").clock;
+  sim.Partition({{1, 2}, {3}});
+  ClusterWriteOptions two;
+  two.w = 2;
+  for (int i = 0; i < 40; i += 4) {
+    UpdateOp op = UpdateOp::Remove(absl::StrCat("e", i), {});
+    op.context_from_replica = true;
+    REQUIRE(sim.Update(1, "s", {op}, two).ok());
+  }
+  auto clock_t = sim.node(1)->LocalReplica(pt)->GetClock("t");
+  REQUIRE(clock_t.ok());
+  REQUIRE(sim.Clear(1, "t", *clock_t, two).ok());
+  sim.RunFor(3 * kSecond);  // The writes' deadlines pass: hints are left.
+  sim.Heal();
+  // The removes left node 3's clock as it was, and node 1's equal to it.
+  CHECK(View(sim, 3, "s").clock == before_s);
+  CHECK(View(sim, 1, "s").clock == before_s);
+  CHECK(View(sim, 3, "s").value.size() == 40);
+  sim.RunFor(30 * kSecond);
+  for (const std::string set : {"s", "t"}) {
+    CAPTURE(set);
+    const ReplicaView one = View(sim, 1, set);
+    const ReplicaView three = View(sim, 3, set);
+    CHECK(Describe(three.value) == Describe(one.value));
+    CHECK(three.clock == one.clock);
+  }
+  CHECK(View(sim, 3, "s").value.size() == 30);
+  CHECK(View(sim, 3, "t").value.empty());
+  Node::Stats s = SumStats(sim);
+  if (hints) {
+    CHECK(s.ae_updates_sent > 0);
+  } else {
+    CHECK(s.ae_updates_sent == 0);
+    CHECK(s.ae_full_exchanges > 0);
+  }
+  (void)ps;
+}
+
+TEST_CASE("anti-entropy: missed removes and clears repaired by hints") {
+  MissedRemoves(/*hints=*/true);
+}
+
+TEST_CASE("anti-entropy: missed removes and clears repaired by digests") {
+  MissedRemoves(/*hints=*/false);
+}
+
+// Writes with W = 1 and no hints, so that replicas lag and digest rounds
+// repair them while writes go on; after every operation the merged value of
+// the replicas must equal the model (fault-free: every write is known), and
+// at the end every replica must equal it.
+TEST_CASE("anti-entropy: never changes a set's merged value under writes") {
+  uint64_t checks = 0;
+  for (uint64_t seed : Seeds(4)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    SimOptions o;
+    o.seed = seed;
+    o.nodes = 4;
+    o.ring.ring_size = 8;
+    o.shuffle_ties = true;
+    o.node.anti_entropy_interval_micros = 200'000;
+    o.node.anti_entropy_hint_bytes = 0;
+    auto created = Simulator::Create(o);
+    REQUIRE(created.ok());
+    Simulator& sim = **created;
+    // set -> element -> present (every write succeeds and is sequential).
+    std::map<std::string, std::map<std::string, bool>> model;
+    ClusterWriteOptions one;
+    one.w = 1;
+    for (int i = 0; i < 150; ++i) {
+      const std::string set = absl::StrCat("s", Uniform(rng, 0, 2));
+      const std::string element = absl::StrCat("e", Uniform(rng, 0, 15));
+      // Always through one node, whose replica sees every write first: a
+      // remove from its replica's dots then removes every dot there is.
+      const NodeId via = sim.ring().PreferenceList(sim.ring().PartitionOf(set))[0];
+      if (Uniform(rng, 0, 2) > 0) {
+        REQUIRE(sim.Update(via, set, {UpdateOp::Add(element)}, one).ok());
+        model[set][element] = true;
+      } else {
+        UpdateOp op = UpdateOp::Remove(element, {});
+        op.context_from_replica = true;
+        REQUIRE(sim.Update(via, set, {op}, one).ok());
+        model[set][element] = false;
+      }
+      // Drop some replication, so that only anti-entropy repairs it.
+      sim.SetLoss(Uniform(rng, 0, 1) ? 0.3 : 0.0);
+      sim.RunFor(Uniform(rng, 0, 400'000));
+      for (const auto& [s, elements] : model) {
+        const Value merged = Merge(Views(sim, s));
+        for (const auto& [e, present] : elements) {
+          CAPTURE(s, e, i);
+          CHECK(merged.contains(e) == present);
+          ++checks;
+        }
+      }
+    }
+    sim.SetLoss(0);
+    sim.RunFor(20 * kSecond);
+    for (const auto& [s, elements] : model) {
+      for (const ReplicaView& v : Views(sim, s)) {
+        for (const auto& [e, present] : elements) {
+          CAPTURE(s, e, v.node);
+          CHECK(v.value.contains(e) == present);
+        }
+      }
+    }
+  }
+  CHECK(checks > 0);
+}
+
+}  // namespace
+}  // namespace bigset
