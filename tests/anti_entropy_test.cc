@@ -273,7 +273,7 @@ void Report(const char* name, const Totals& t) {
 
 TEST_CASE("anti-entropy: replicas converge with no read, under every fault") {
   Totals totals;
-  for (uint64_t seed : Seeds(8)) RunFaults(seed, /*hints=*/true, &totals);
+  for (uint64_t seed : Seeds(30)) RunFaults(seed, /*hints=*/true, &totals);
   CHECK(totals.rounds > 0);
   CHECK(totals.repaired > 0);
   CHECK(totals.divergences == 0);
@@ -282,7 +282,7 @@ TEST_CASE("anti-entropy: replicas converge with no read, under every fault") {
 
 TEST_CASE("anti-entropy: digest rounds alone converge (no hints)") {
   Totals totals;
-  for (uint64_t seed : Seeds(8)) {
+  for (uint64_t seed : Seeds(30)) {
     RunFaults(seed ^ 0xa11, /*hints=*/false, &totals);
   }
   CHECK(totals.repaired > 0);

@@ -314,26 +314,46 @@ void AntiEntropy::OnSetsReply(NodeId from, const Message& m) {
     Clock push = Clock::Complement(ours->clock, theirs.clock);
     Clock pull = Clock::Complement(theirs.clock, ours->clock);
     const auto key = std::make_tuple(from, round.partition, theirs.set);
+    // A difference acted on only when the previous round saw it too: what
+    // writes and hints in flight will bring is not pushed (a push reads
+    // the whole set to find its dots).
+    Suspect now;
+    now.push = push;
+    now.pull = pull;
+    now.ours_keys = ours->keys_digest;
+    now.theirs_keys = theirs.keys_digest;
+    auto prev = suspects_.find(key);
+    const bool seen_before = prev != suspects_.end();
     bool acted = false;
     if (push.empty() && pull.empty()) {
       // Same events, different keys: a remove or a clear one side missed
       // (or one in flight). Compared once both tombstones are swept.
       if (!ours->tombstone_empty || !theirs.tombstone_empty ||
           ours->keys_digest == theirs.keys_digest) {
+        if (seen_before) suspects_.erase(prev);
         continue;
       }
-      const std::pair<uint64_t, uint64_t> seen{ours->keys_digest,
-                                               theirs.keys_digest};
-      auto s = suspects_.find(key);
-      if (s == suspects_.end() || s->second != seen) {
+      if (!seen_before || !prev->second.push.empty() ||
+          !prev->second.pull.empty() ||
+          prev->second.ours_keys != now.ours_keys ||
+          prev->second.theirs_keys != now.theirs_keys) {
         if (suspects_.size() >= kMaxSuspects) suspects_.clear();
-        suspects_[key] = seen;
+        suspects_[key] = std::move(now);
         continue;
       }
-      suspects_.erase(s);
+      suspects_.erase(prev);
       ++host_->stats().ae_full_exchanges;
       push = ours->clock;
       pull = theirs.clock;
+    } else {
+      if (!seen_before) {
+        if (suspects_.size() >= kMaxSuspects) suspects_.clear();
+        suspects_[key] = std::move(now);
+        continue;
+      }
+      push = Clock::Intersection(push, prev->second.push);
+      pull = Clock::Intersection(pull, prev->second.pull);
+      prev->second = std::move(now);
     }
     if (!push.empty()) {
       QueuePush(from, round.partition, theirs.set, std::move(push));

@@ -140,11 +140,15 @@ class AntiEntropy {
   // Pushes received whole lately: a retransmitted last chunk is answered
   // again, not taken for an unknown push.
   std::deque<std::pair<NodeId, uint64_t>> finished_;
-  // (peer, partition, set) -> (our keys digest, theirs) of the last round
-  // that found only the keys differing.
-  std::map<std::tuple<NodeId, uint32_t, std::string>,
-           std::pair<uint64_t, uint64_t>>
-      suspects_;
+  // What the last round found different in a set, per (peer, partition,
+  // set): the dots each side lacked, and the keys digests.
+  struct Suspect {
+    Clock push;
+    Clock pull;
+    uint64_t ours_keys = 0;
+    uint64_t theirs_keys = 0;
+  };
+  std::map<std::tuple<NodeId, uint32_t, std::string>, Suspect> suspects_;
   std::deque<Hint> hints_;
   size_t hint_bytes_ = 0;
   // The rate limit's bucket, in bytes.
