@@ -129,6 +129,23 @@ def main(path):
         r = time("BM_InsertLatency/during_sweep") / time("BM_InsertLatency/no_sweep")
         row("insert latency during sweep / no sweep", f"{r:.2f}", "<= 1.5", r <= 1.5)
 
+    if have("BM_AntiEntropy/missing:10/1000000"):
+        v = runs["BM_AntiEntropy/missing:10/1000000"]["bytes"]
+        row("anti-entropy bytes, 10 missed updates of 1M", f"{v:.0f}", "<= 16384", v <= 16384)
+    if have("BM_AntiEntropy/equal/sets:10000"):
+        b = runs["BM_AntiEntropy/equal/sets:10000"]
+        row("anti-entropy bytes per round, 10,000 equal sets", f"{b['bytes']:.0f}", "<= 4096", b["bytes"] <= 4096)
+        row("  element keys read per round", f"{b['keys_read']:.0f}", "0", b["keys_read"] == 0)
+    if have("BM_AntiEntropy/full/1000000", "BM_FullRead/bigset/1000000"):
+        r = ips("BM_AntiEntropy/full/1000000") / ips("BM_FullRead/bigset/1000000")
+        row("anti-entropy full exchange / full read", f"{r:.3f}", ">= 0.4", r >= 0.4)
+    if have("BM_AntiEntropy/full/1000000", "BM_HandOffCeiling/rawleveldb/1000000"):
+        r = ips("BM_AntiEntropy/full/1000000") / ips("BM_HandOffCeiling/rawleveldb/1000000")
+        row("anti-entropy full exchange / raw LevelDB sorted batch write", f"{r:.3f}", "(report)", True)
+    if have("BM_InsertThroughput/bigset", "BM_InsertThroughput/bigset_no_digests"):
+        r = ips("BM_InsertThroughput/bigset") / ips("BM_InsertThroughput/bigset_no_digests")
+        row("insert with anti-entropy digests / without", f"{r:.3f}", ">= 0.9", r >= 0.9)
+
     width = max(len(r[0]) for r in rows) if rows else 10
     print(f"\n{'figure':<{width}}  {'value':>16}  {'target':>22}  met")
     for figure, value, target, ok in rows:

@@ -248,27 +248,47 @@ void RunFaults(uint64_t seed, bool hints, Totals* totals) {
   }
   for (NodeId id : sim.node_ids()) {
     for (uint32_t p : sim.ring().PartitionsOf(id)) {
-      auto report = sim.node(id)->LocalReplica(p)->Verify();
+      Replica* r = sim.node(id)->LocalReplica(p);
+      auto report = r->Verify();
       REQUIRE(report.ok());
       CHECK(report->ok());
+      // Converged replicas have the same digests (the rounds find them
+      // equal), and the digests kept by writes equal those rebuilt from
+      // disk at Open.
+      Replica* first =
+          sim.node(sim.ring().PreferenceList(p)[0])->LocalReplica(p);
+      CAPTURE(id, p);
+      CHECK(r->BucketDigests() == first->BucketDigests());
     }
   }
-  Node::Stats s = SumStats(sim);
+  const Node::Stats s = SumStats(sim);
   totals->rounds += s.ae_rounds;
   totals->repaired += s.ae_sets_repaired;
   totals->full += s.ae_full_exchanges;
   totals->hints += s.ae_updates_sent;
   totals->keys_pushed += s.ae_keys_pushed;
+  for (NodeId id : sim.node_ids()) {
+    std::vector<std::vector<uint64_t>> kept;
+    for (uint32_t p : sim.ring().PartitionsOf(id)) {
+      kept.push_back(sim.node(id)->LocalReplica(p)->BucketDigests());
+    }
+    REQUIRE(sim.Crash(id).ok());
+    REQUIRE(sim.Restart(id).ok());
+    size_t k = 0;
+    for (uint32_t p : sim.ring().PartitionsOf(id)) {
+      CAPTURE(id, p);
+      CHECK(sim.node(id)->LocalReplica(p)->BucketDigests() == kept[k++]);
+    }
+  }
 }
 
 void Report(const char* name, const Totals& t) {
   WARN(name << ": " << t.runs << " runs, " << t.ops << " ops (" << t.acked
             << " acked), " << t.crashes << " crashes, " << t.power_losses
-            << " power losses, " << t.partitions << " partitions; "
-            << t.rounds << " rounds, " << t.repaired << " sets repaired, "
-            << t.full << " full exchanges, " << t.hints << " hints sent, "
-            << t.keys_pushed << " keys pushed; divergences: "
-            << t.divergences);
+            << " power losses, " << t.partitions << " partitions; " << t.rounds
+            << " rounds, " << t.repaired << " sets repaired, " << t.full
+            << " full exchanges, " << t.hints << " hints sent, "
+            << t.keys_pushed << " keys pushed; divergences: " << t.divergences);
 }
 
 TEST_CASE("anti-entropy: replicas converge with no read, under every fault") {
@@ -306,10 +326,10 @@ void MissedRemoves(bool hints) {
   ClusterWriteOptions all;
   all.w = 3;
   for (int i = 0; i < 40; ++i) {
-    REQUIRE(sim.Update(1, "s", {UpdateOp::Add(absl::StrCat("e", i))}, all)
-                .ok());
-    REQUIRE(sim.Update(1, "t", {UpdateOp::Add(absl::StrCat("e", i))}, all)
-                .ok());
+    REQUIRE(
+        sim.Update(1, "s", {UpdateOp::Add(absl::StrCat("e", i))}, all).ok());
+    REQUIRE(
+        sim.Update(1, "t", {UpdateOp::Add(absl::StrCat("e", i))}, all).ok());
   }
   sim.RunFor(kSecond);
   const uint32_t ps = sim.ring().PartitionOf("s");
@@ -388,7 +408,8 @@ TEST_CASE("anti-entropy: never changes a set's merged value under writes") {
       const std::string element = absl::StrCat("e", Uniform(rng, 0, 15));
       // Always through one node, whose replica sees every write first: a
       // remove from its replica's dots then removes every dot there is.
-      const NodeId via = sim.ring().PreferenceList(sim.ring().PartitionOf(set))[0];
+      const NodeId via =
+          sim.ring().PreferenceList(sim.ring().PartitionOf(set))[0];
       if (Uniform(rng, 0, 2) > 0) {
         REQUIRE(sim.Update(via, set, {UpdateOp::Add(element)}, one).ok());
         model[set][element] = true;

@@ -17,7 +17,7 @@ struct AntiEntropy::Push {
   Clock dots;
   std::unique_ptr<SetReader> reader;
   uint64_t seq = 0;
-  bool done = false;  // The last chunk is the one in flight.
+  bool done = false;      // The last chunk is the one in flight.
   std::string in_flight;  // The chunk awaiting its acknowledgement.
   bool waiting_tokens = false;
   uint64_t sent_at = 0;
@@ -106,9 +106,11 @@ void AntiEntropy::SendReply(NodeId to, const Message& m) {
 
 bool AntiEntropy::TakeTokens(size_t bytes) {
   const uint64_t now = host_->NowMicros();
-  const double rate = static_cast<double>(options_.anti_entropy_bytes_per_second);
+  const double rate =
+      static_cast<double>(options_.anti_entropy_bytes_per_second);
   if (rate <= 0) return true;  // Unlimited.
-  tokens_ = std::min(rate, tokens_ + rate * static_cast<double>(now - tokens_at_) / 1e6);
+  tokens_ = std::min(
+      rate, tokens_ + rate * static_cast<double>(now - tokens_at_) / 1e6);
   tokens_at_ = now;
   if (tokens_ < 0) return false;
   tokens_ -= static_cast<double>(bytes);
@@ -188,15 +190,16 @@ void AntiEntropy::Tick() {
   StartQueuedPushes();
   // Receiver states of pushes that went silent.
   for (auto it = incoming_.begin(); it != incoming_.end();) {
-    if (now - it->second.last_active > kRoundLifetimeIntervals * RoundLifetime()) {
+    if (now - it->second.last_active >
+        kRoundLifetimeIntervals * RoundLifetime()) {
       it = incoming_.erase(it);
     } else {
       ++it;
     }
   }
   // Rounds run for ever; without them the timer runs while work is left.
-  if (interval > 0 || !hints_.empty() || !pushes_.empty() ||
-      !queued_.empty() || !rounds_.empty() || !incoming_.empty()) {
+  if (interval > 0 || !hints_.empty() || !pushes_.empty() || !queued_.empty() ||
+      !rounds_.empty() || !incoming_.empty()) {
     EnsureTick();
   }
 }
@@ -292,8 +295,8 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
     return;
   }
   Message out;
-  out.header = MessageHeader{MessageType::kAeSets, m.header.request_id,
-                             round.partition};
+  out.header =
+      MessageHeader{MessageType::kAeSets, m.header.request_id, round.partition};
   out.numbers.assign(differ.begin(), differ.end());
   out.summaries = std::move(*summaries);
   host_->stats().ae_sets_compared += out.summaries.size();
@@ -405,7 +408,8 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
   }
   std::vector<uint32_t> buckets;
   for (uint64_t b : m.numbers) {
-    if (b < replica->digest_buckets()) buckets.push_back(static_cast<uint32_t>(b));
+    if (b < replica->digest_buckets())
+      buckets.push_back(static_cast<uint32_t>(b));
   }
   absl::StatusOr<std::vector<SetSummary>> ours =
       replica->SummarizeBuckets(buckets, /*with_clocks=*/true);
@@ -623,8 +627,10 @@ void AntiEntropy::OnPush(NodeId from, const Message& m) {
     }
     Incoming& in = it->second;
     in.last_active = host_->NowMicros();
-    absl::Status s = replica->ApplyTransferChunk(m.set, m.elements, &in.tracker);
-    if (s.ok() && m.done) s = replica->FinishTransfer(m.set, m.clock, in.tracker);
+    absl::Status s =
+        replica->ApplyTransferChunk(m.set, m.elements, &in.tracker);
+    if (s.ok() && m.done)
+      s = replica->FinishTransfer(m.set, m.clock, in.tracker);
     if (s.ok()) {
       host_->stats().ae_keys_received += m.elements.size();
       if (m.done) {

@@ -133,7 +133,7 @@ class AntiEntropy {
   uint64_t next_round_at_ = 0;
   bool tick_scheduled_ = false;
 
-  std::map<uint64_t, Round> rounds_;  // By request id.
+  std::map<uint64_t, Round> rounds_;                  // By request id.
   std::map<uint64_t, std::unique_ptr<Push>> pushes_;  // Running, by id.
   std::deque<std::unique_ptr<Push>> queued_;
   std::map<std::pair<NodeId, uint64_t>, Incoming> incoming_;

@@ -545,8 +545,8 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     case MessageType::kAeDigestReply: {
       uint8_t equal = 0;
       uint64_t n = 0;
-      ok = d.Status(&m.status) && d.Byte(&equal) && equal <= 1 &&
-           d.Count(8, &n);
+      ok =
+          d.Status(&m.status) && d.Byte(&equal) && equal <= 1 && d.Count(8, &n);
       if (!ok) break;
       m.done = equal == 1;
       m.numbers.resize(static_cast<size_t>(n));
@@ -576,8 +576,7 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       break;
     case MessageType::kAePush: {
       uint8_t flags = 0;
-      ok = d.String(&m.set) && d.Varint(&m.seq) && d.Byte(&flags) &&
-           flags <= 1;
+      ok = d.String(&m.set) && d.Varint(&m.seq) && d.Byte(&flags) && flags <= 1;
       if (!ok) break;
       m.done = flags == 1;
       ok = (!m.done || d.Clock(&m.clock)) && d.Elements(&m.elements);

@@ -224,7 +224,8 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
       store_, ReadOptions(), options_.keyspace, set, &state.clock,
       &state.stored_clock, &state.tombstone, &state.stored_tombstone, &found);
   if (!s.ok()) return SetCorruption(set, ToStd(s.message()));
-  if (!options_.keep_digests) return state;
+  // A set with no clock is in no bucket: its digest is 0 until it exists.
+  if (!options_.keep_digests || !found) return state;
   state.clock_digest = digest::ClockDigest(state.clock);
   if (found && !state.stored_clock.has_keys_digest) {
     // Written before keys digests were kept: count the keys once; the next

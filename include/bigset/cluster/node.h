@@ -350,9 +350,10 @@ class BIGSET_EXPORT Node {
     // queued. Since open: digest rounds started, and those that found the
     // partitions equal; sets whose summaries were compared; sets repaired
     // (a push or a pull started); updates sent (hints resent), element keys
-    // pushed and received, and read to push; bytes of every anti-entropy message sent; sets
-    // exchanged whole (equal clocks, different keys); hints dropped for
-    // their bound; pushes given up (the next round finds the difference).
+    // pushed and received, and read to push; bytes of every anti-entropy
+    // message sent; sets exchanged whole (equal clocks, different keys); hints
+    // dropped for their bound; pushes given up (the next round finds the
+    // difference).
     uint64_t ae_hints = 0;
     uint64_t ae_hint_bytes = 0;
     uint64_t ae_pushes_running = 0;
