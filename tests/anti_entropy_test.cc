@@ -132,6 +132,12 @@ void RunFaults(uint64_t seed, bool hints, Totals* totals) {
   o.node.sync_writes = true;
   o.node.anti_entropy_interval_micros = kSecond;
   o.node.anti_entropy_hint_bytes = hints ? (1 << 20) : 0;
+  if (!hints && (seed & 1)) {
+    // A tight rate limit and small chunks: pushes of many chunks that wait
+    // for tokens.
+    o.node.anti_entropy_bytes_per_second = 512;
+    o.node.anti_entropy_chunk_bytes = 128;
+  }
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -445,7 +451,8 @@ TEST_CASE("anti-entropy: never changes a set's merged value under writes") {
   CHECK(checks > 0);
 }
 
-TEST_CASE("anti-entropy regression: a set's first write does not skew its bucket") {
+TEST_CASE(
+    "anti-entropy regression: a set's first write does not skew its bucket") {
   // A set not yet on disk was given the digest of an empty set, and its
   // first write subtracted that from its bucket although it had never been
   // added: buckets kept by writes differed from those rebuilt at Open, so

@@ -19,6 +19,7 @@ struct AntiEntropy::Push {
   uint64_t seq = 0;
   bool done = false;      // The last chunk is the one in flight.
   std::string in_flight;  // The chunk awaiting its acknowledgement.
+  size_t in_flight_keys = 0;
   bool waiting_tokens = false;
   uint64_t sent_at = 0;
   int retries = 0;
@@ -27,8 +28,6 @@ struct AntiEntropy::Push {
 
 namespace {
 
-// A round not finished after this many intervals is dropped.
-constexpr uint64_t kRoundLifetimeIntervals = 2;
 // Buckets and set summaries one round looks at: bounds its messages; what
 // is left is found by the next round.
 constexpr size_t kMaxBucketsPerRound = 64;
@@ -118,9 +117,10 @@ bool AntiEntropy::TakeTokens(size_t bytes) {
 }
 
 uint64_t AntiEntropy::RoundLifetime() const {
-  // Rounds started by hand (interval 0) live as long as 50 retries.
-  return std::max<uint64_t>(options_.anti_entropy_interval_micros,
-                            50 * options_.handoff_retry_micros);
+  // Two intervals (a round whose reply was lost is started again by the
+  // next one); rounds started by hand (interval 0) live ten retries.
+  return std::max<uint64_t>(2 * options_.anti_entropy_interval_micros,
+                            10 * options_.handoff_retry_micros);
 }
 
 void AntiEntropy::RunRoundsNow() {
@@ -138,7 +138,7 @@ void AntiEntropy::Tick() {
   const uint64_t interval = options_.anti_entropy_interval_micros;
   // Rounds that went silent.
   for (auto it = rounds_.begin(); it != rounds_.end();) {
-    if (now - it->second.started > kRoundLifetimeIntervals * RoundLifetime()) {
+    if (now - it->second.started > RoundLifetime()) {
       it = rounds_.erase(it);
     } else {
       ++it;
@@ -174,7 +174,7 @@ void AntiEntropy::Tick() {
   std::vector<uint64_t> drop;
   for (auto& [id, push] : pushes_) {
     if (push->waiting_tokens) {
-      if (!SendNextChunk(push.get())) drop.push_back(id);
+      SendInFlight(push.get());
       continue;
     }
     if (now - push->sent_at < options_.handoff_retry_micros) continue;
@@ -190,8 +190,7 @@ void AntiEntropy::Tick() {
   StartQueuedPushes();
   // Receiver states of pushes that went silent.
   for (auto it = incoming_.begin(); it != incoming_.end();) {
-    if (now - it->second.last_active >
-        kRoundLifetimeIntervals * RoundLifetime()) {
+    if (now - it->second.last_active > RoundLifetime()) {
       it = incoming_.erase(it);
     } else {
       ++it;
@@ -528,22 +527,24 @@ bool AntiEntropy::SendNextChunk(Push* push) {
   m.done = end;
   if (end) m.clock = push->dots;
   m.elements = std::move(elements);
-  std::string encoded = m.Encode();
-  if (!TakeTokens(encoded.size())) {
-    // Sent by a later tick: keep what was read.
-    push->waiting_tokens = true;
-    push->in_flight = std::move(encoded);
-    push->done = end;
-    return true;
-  }
-  push->waiting_tokens = false;
+  push->in_flight = m.Encode();
+  push->in_flight_keys = m.elements.size();
   push->done = end;
-  push->in_flight = std::move(encoded);
+  push->waiting_tokens = true;
+  SendInFlight(push);
+  return true;
+}
+
+void AntiEntropy::SendInFlight(Push* push) {
+  // Without tokens the chunk waits for a later tick: it was read from the
+  // snapshot already and must be the next one sent (the last chunk's clock
+  // claims every key before it was sent).
+  if (!TakeTokens(push->in_flight.size())) return;
+  push->waiting_tokens = false;
   push->sent_at = host_->NowMicros();
   push->retries = 0;
-  host_->stats().ae_keys_pushed += m.elements.size();
+  host_->stats().ae_keys_pushed += push->in_flight_keys;
   SendCounted(push->peer, push->in_flight);
-  return true;
 }
 
 void AntiEntropy::DropPush(uint64_t id) { pushes_.erase(id); }

@@ -117,8 +117,12 @@ class AntiEntropy {
   void StartQueuedPushes();
   // Opens the push's reader (a new snapshot) and sends its first chunk.
   bool BeginPush(Push* push);
-  // Reads and sends the push's next chunk; false if it failed (dropped).
+  // Reads the push's next chunk and sends it (or keeps it for the rate
+  // limit); false if reading failed (the push is dropped).
   bool SendNextChunk(Push* push);
+  // Sends the chunk read last if the rate limit allows, else leaves it
+  // waiting for a later tick.
+  void SendInFlight(Push* push);
   void DropPush(uint64_t id);
   // Takes `bytes` from the rate limit; false if it must wait.
   bool TakeTokens(size_t bytes);
