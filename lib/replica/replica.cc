@@ -224,20 +224,6 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
       store_, ReadOptions(), options_.keyspace, set, &state.clock,
       &state.stored_clock, &state.tombstone, &state.stored_tombstone, &found);
   if (!s.ok()) return SetCorruption(set, ToStd(s.message()));
-  // A set with no clock is in no bucket: its digest is 0 until it exists.
-  if (!options_.keep_digests || !found) return state;
-  state.clock_digest = digest::ClockDigest(state.clock);
-  if (found && !state.stored_clock.has_keys_digest) {
-    // Written before keys digests were kept: count the keys once; the next
-    // write stores the digest.
-    absl::StatusOr<uint64_t> keys = ScanKeysDigest(set);
-    if (!keys.ok()) return keys.status();
-    state.keys_digest = *keys;
-  } else {
-    state.keys_digest = state.stored_clock.keys_digest;
-  }
-  state.set_digest = digest::SetDigest(
-      set, state.keys_digest, state.clock_digest, state.tombstone.empty());
   if (!found) {
     // Never treat a missing clock as fresh when the set has keys: its
     // counters could be reused.
@@ -248,7 +234,22 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
     if (it->Valid()) {
       return SetCorruption(set, "has keys but no set-clock");
     }
+    // A set with no clock is in no bucket: its digest is 0 until it exists.
+    return state;
   }
+  if (!options_.keep_digests) return state;
+  state.clock_digest = digest::ClockDigest(state.clock);
+  if (!state.stored_clock.has_keys_digest) {
+    // Written before keys digests were kept: count the keys once; the next
+    // write stores the digest.
+    absl::StatusOr<uint64_t> keys = ScanKeysDigest(set);
+    if (!keys.ok()) return keys.status();
+    state.keys_digest = *keys;
+  } else {
+    state.keys_digest = state.stored_clock.keys_digest;
+  }
+  state.set_digest = digest::SetDigest(
+      set, state.keys_digest, state.clock_digest, state.tombstone.empty());
   return state;
 }
 
