@@ -159,8 +159,7 @@ void AntiEntropy::Tick() {
       // The peer stayed silent (or no longer serves the partition): the
       // digest rounds find what it misses.
       ++host_->stats().ae_hints_dropped;
-      hint_bytes_ -= h.bytes.size();
-      it = hints_.erase(it);
+      it = EraseHint(it);
       continue;
     }
     if (!TakeTokens(h.bytes.size())) break;
@@ -215,29 +214,35 @@ void AntiEntropy::AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
   h.bytes = bytes;
   h.next_send = host_->NowMicros();
   hint_bytes_ += h.bytes.size();
+  const auto key = std::make_pair(request_id, peer);
+  if (auto old = hint_index_.find(key); old != hint_index_.end()) {
+    EraseHint(old->second);  // The same delta for the same peer: replaced.
+  }
   hints_.push_back(std::move(h));
+  hint_index_[key] = std::prev(hints_.end());
   EnsureTick();
   while (hint_bytes_ > options_.anti_entropy_hint_bytes && !hints_.empty()) {
-    hint_bytes_ -= hints_.front().bytes.size();
-    hints_.pop_front();
+    EraseHint(hints_.begin());
     ++host_->stats().ae_hints_dropped;
   }
 }
 
+std::list<AntiEntropy::Hint>::iterator AntiEntropy::EraseHint(
+    std::list<Hint>::iterator it) {
+  hint_bytes_ -= it->bytes.size();
+  hint_index_.erase(std::make_pair(it->request_id, it->peer));
+  return hints_.erase(it);
+}
+
 bool AntiEntropy::OnReplicateAck(uint64_t request_id, NodeId from,
                                  const absl::Status& status) {
-  for (auto it = hints_.begin(); it != hints_.end(); ++it) {
-    if (it->request_id != request_id || it->peer != from) continue;
-    // Applied, or refused for good (a delta the replica rejects, or a
-    // partition it does not hold): either way resending cannot help; the
-    // digest rounds find what is still missing.
-    if (status.ok() || !absl::IsUnavailable(status)) {
-      hint_bytes_ -= it->bytes.size();
-      hints_.erase(it);
-    }
-    return true;
-  }
-  return false;
+  auto found = hint_index_.find(std::make_pair(request_id, from));
+  if (found == hint_index_.end()) return false;
+  // Applied, or refused for good (a delta the replica rejects, or a
+  // partition it does not hold): either way resending cannot help; the
+  // digest rounds find what is still missing.
+  if (status.ok() || !absl::IsUnavailable(status)) EraseHint(found->second);
+  return true;
 }
 
 // ---- Digest rounds: the initiator.

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -101,6 +102,8 @@ class AntiEntropy {
   };
 
   void Tick();
+  // Forgets a hint; returns the next one.
+  std::list<Hint>::iterator EraseHint(std::list<Hint>::iterator it);
   void EnsureTick();
   uint64_t RoundLifetime() const;
   void StartRound(uint32_t partition, NodeId peer);
@@ -153,7 +156,10 @@ class AntiEntropy {
     uint64_t theirs_keys = 0;
   };
   std::map<std::tuple<NodeId, uint32_t, std::string>, Suspect> suspects_;
-  std::deque<Hint> hints_;
+  // Oldest first; indexed by (request id, peer) for acknowledgements.
+  std::list<Hint> hints_;
+  absl::flat_hash_map<std::pair<uint64_t, NodeId>, std::list<Hint>::iterator>
+      hint_index_;
   size_t hint_bytes_ = 0;
   // The rate limit's bucket, in bytes.
   double tokens_ = 0;
