@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "bigset/testing/sim.h"
 #include "handoff_util.h"
+#include "replica_views.h"
 #include "test_util.h"
 
 namespace bigset {
@@ -26,53 +27,11 @@ using testing::Seeds;
 using testing::Uniform;
 using Model = testing::KnownModel;
 
-// element -> dots: a set's value on a replica, or merged.
-using Value = std::map<std::string, std::set<Dot>>;
-
-struct ReplicaView {
-  NodeId node = 0;
-  Clock clock;
-  Value value;
-};
-
-ReplicaView View(Simulator& sim, NodeId node, const std::string& set) {
-  ReplicaView v;
-  v.node = node;
-  Replica* r = sim.node(node)->LocalReplica(sim.ring().PartitionOf(set));
-  REQUIRE(r != nullptr);
-  for (ElementDots& e : testing::ReadAll(*r, set, 1000, &v.clock)) {
-    v.value[e.element].insert(e.dots.begin(), e.dots.end());
-  }
-  return v;
-}
-
-// The ORSWOT merge of replicas: a dot survives if some replica has it and
-// every replica that has seen it still has it.
-Value Merge(const std::vector<ReplicaView>& views) {
-  Value out;
-  for (const ReplicaView& v : views) {
-    for (const auto& [element, dots] : v.value) {
-      for (Dot d : dots) {
-        bool keep = true;
-        for (const ReplicaView& w : views) {
-          auto it = w.value.find(element);
-          const bool has = it != w.value.end() && it->second.contains(d);
-          if (!has && w.clock.Seen(d)) keep = false;
-        }
-        if (keep) out[element].insert(d);
-      }
-    }
-  }
-  return out;
-}
-
-std::vector<ReplicaView> Views(Simulator& sim, const std::string& set) {
-  std::vector<ReplicaView> views;
-  for (NodeId id : sim.ring().PreferenceList(sim.ring().PartitionOf(set))) {
-    views.push_back(View(sim, id, set));
-  }
-  return views;
-}
+using testing::Merge;
+using testing::ReplicaView;
+using testing::Value;
+using testing::View;
+using testing::Views;
 
 std::string Describe(const Value& v) {
   std::string s;
