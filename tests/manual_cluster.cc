@@ -16,7 +16,12 @@ class ManualCluster::Net final : public Transport {
  public:
   explicit Net(ManualCluster* cluster) : cluster_(cluster) {}
   void Send(NodeId from, NodeId to, std::string bytes) override {
-    cluster_->queue_.push_back(Sent{from, to, std::move(bytes)});
+    Sent sent{from, to, std::move(bytes)};
+    if (sent.type() == MessageType::kMembership) {
+      cluster_->background_.push_back(std::move(sent));
+    } else {
+      cluster_->queue_.push_back(std::move(sent));
+    }
   }
 
  private:
@@ -82,11 +87,22 @@ void ManualCluster::Restart(NodeId id, uint64_t clock) {
   slot.timers.clear();
   // In-flight messages to and from the old incarnation are gone.
   std::erase_if(queue_, [id](const Sent& s) { return s.to == id; });
+  std::erase_if(background_, [id](const Sent& s) { return s.to == id; });
   slot.now = clock;
   Start(id);
 }
 
+void ManualCluster::FlushBackground() {
+  while (!background_.empty()) {
+    Sent m = std::move(background_.front());
+    background_.pop_front();
+    Slot& slot = slots_.at(m.to);
+    if (slot.node != nullptr) slot.node->Receive(m.from, m.bytes);
+  }
+}
+
 bool ManualCluster::DeliverOne(const std::function<bool(const Sent&)>& pick) {
+  FlushBackground();
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     if (!pick(*it)) continue;
     Sent m = std::move(*it);
@@ -105,6 +121,7 @@ int ManualCluster::DeliverAll(const std::function<bool(const Sent&)>& pick) {
 }
 
 int ManualCluster::Drop(const std::function<bool(const Sent&)>& pick) {
+  FlushBackground();
   const size_t before = queue_.size();
   std::erase_if(queue_, pick);
   return static_cast<int>(before - queue_.size());
@@ -115,7 +132,10 @@ int ManualCluster::RunTimers(NodeId id) {
   while (true) {
     Slot& slot = slots_.at(id);
     auto it = slot.timers.begin();
-    if (it == slot.timers.end() || it->first > slot.now) return n;
+    if (it == slot.timers.end() || it->first > slot.now) {
+      FlushBackground();
+      return n;
+    }
     Timer t = std::move(it->second);
     slot.timers.erase(it);
     if (t.incarnation == slot.incarnation) {

@@ -4,7 +4,10 @@
 // messages due at the same time, a crafted message).
 //
 // Messages are queued; the test delivers them (all, or those of one type
-// or between two nodes), drops or rewrites them. Timers are queued with
+// or between two nodes), drops or rewrites them. Membership gossip
+// (kMembership) is not queued: it is delivered in the background, reliably,
+// before anything else is delivered, dropped or run, since these tests
+// script the other protocols. Timers are queued with
 // their due time; the test advances a node's clock and runs what is due.
 
 #ifndef BIGSET_TESTS_MANUAL_CLUSTER_H_
@@ -91,12 +94,14 @@ class ManualCluster {
     std::multimap<uint64_t, Timer> timers;  // By due time.
   };
   void Start(NodeId id);
+  void FlushBackground();
 
   Ring ring_;
   NodeOptions options_;
   std::unique_ptr<Net> net_;
   std::map<NodeId, Slot> slots_;
   std::deque<Sent> queue_;
+  std::deque<Sent> background_;  // kMembership.
   uint64_t timer_seq_ = 0;
   uint64_t actor_seq_ = 1000;
   std::function<bool(const Sent&)> hold_;

@@ -39,6 +39,36 @@ Message RandomMessage(Rng& rng) {
     }
     return es;
   };
+  // Node states: entries ascending by (partition, since), one live entry
+  // per partition.
+  auto states = [&]() {
+    std::vector<NodeServing> out;
+    for (int i = 0, n = Uniform(rng, 0, 3); i < n; ++i) {
+      NodeServing st;
+      st.node = static_cast<NodeId>(rng());
+      st.version = rng();
+      uint32_t p = 0;
+      for (int k = 0, m = Uniform(rng, 0, 5); k < m; ++k) {
+        p += static_cast<uint32_t>(Uniform(rng, 1, 3));
+        ServeEntry e;
+        e.partition = p;
+        e.since = Uniform(rng, 1, 1000);
+        e.took_from = static_cast<NodeId>(Uniform(rng, 0, 9));
+        e.took_since = rng();
+        e.handing_to = static_cast<NodeId>(Uniform(rng, 0, 9));
+        e.departed = Uniform(rng, 0, 1);
+        st.entries.push_back(e);
+        if (e.departed && Uniform(rng, 0, 1)) {
+          // The same partition served again, in a later episode.
+          e.since += 1 + Uniform(rng, 0, 10);
+          e.departed = false;
+          st.entries.push_back(e);
+        }
+      }
+      out.push_back(std::move(st));
+    }
+    return out;
+  };
   Clock c;
   for (int i = 0; i < 4; ++i)
     c.AddDot(Dot{Uniform(rng, 1, 3), Uniform(rng, 1, 40)});
@@ -75,6 +105,7 @@ Message RandomMessage(Rng& rng) {
     case MessageType::kReplicateAck:
     case MessageType::kHandoffDeltaAck:
       if (Uniform(rng, 0, 1)) m.status = err;
+      m.applied_by = static_cast<NodeId>(rng());
       break;
     case MessageType::kTransferChunk:
       m.epoch = rng();
@@ -92,16 +123,28 @@ Message RandomMessage(Rng& rng) {
       if (Uniform(rng, 0, 1)) m.status = err;
       m.index = rng();
       m.seq = rng();
+      m.incarnation = rng();
       break;
     case MessageType::kHandoffDone:
-    case MessageType::kHandoffDoneAck:
-      if (m.type() == MessageType::kHandoffDoneAck && Uniform(rng, 0, 1)) {
-        m.status = err;
-      }
       m.epoch = rng();
       m.from_node = static_cast<NodeId>(rng());
       m.to_node = static_cast<NodeId>(rng());
-      m.seq = rng();
+      m.episode = rng();
+      m.supplement = Uniform(rng, 0, 1);
+      break;
+    case MessageType::kHandoffDoneAck:
+      if (Uniform(rng, 0, 1)) m.status = err;
+      m.epoch = rng();
+      m.from_node = static_cast<NodeId>(rng());
+      m.to_node = static_cast<NodeId>(rng());
+      m.states = states();
+      break;
+    case MessageType::kMembership:
+      m.epoch = rng();
+      for (int i = 0, n = Uniform(rng, 0, 4); i < n; ++i) {
+        m.versions.emplace_back(static_cast<NodeId>(rng()), rng());
+      }
+      m.states = states();
       break;
     case MessageType::kRingEpoch:
       m.epoch = rng();
@@ -237,6 +280,12 @@ TEST_CASE("message: round trip, truncation and garbage") {
       CHECK(back->to_node == m.to_node);
       CHECK(back->digest == m.digest);
       CHECK(back->numbers == m.numbers);
+      CHECK(back->episode == m.episode);
+      CHECK(back->supplement == m.supplement);
+      CHECK(back->incarnation == m.incarnation);
+      CHECK(back->versions == m.versions);
+      CHECK(back->states == m.states);
+      CHECK(back->applied_by == m.applied_by);
       REQUIRE(back->summaries.size() == m.summaries.size());
       for (size_t k = 0; k < m.summaries.size(); ++k) {
         CHECK(back->summaries[k].set == m.summaries[k].set);
@@ -262,13 +311,44 @@ TEST_CASE("message: round trip, truncation and garbage") {
     }
     for (int i = 0; i < 3000; ++i) {
       std::string junk = AdversarialBytes(rng, 48);
-      if (!junk.empty() && Uniform(rng, 0, 1)) junk[0] = 1;
+      if (!junk.empty() && Uniform(rng, 0, 1)) {
+        junk[0] = static_cast<char>(kMessageFormatVersion);
+      }
       if (junk.size() > 1 && Uniform(rng, 0, 1)) {
         junk[1] = static_cast<char>(Uniform(rng, 1, kMaxMessageType));
       }
       (void)Message::Decode(junk);
     }
   }
+}
+
+TEST_CASE("message: node states out of order or with two live entries") {
+  auto encode = [](std::vector<ServeEntry> entries) {
+    Message m;
+    m.header.type = MessageType::kMembership;
+    m.states.push_back(NodeServing{3, 7, std::move(entries)});
+    return m.Encode();
+  };
+  ServeEntry a{4, 10, 0, 0, 0, false};
+  ServeEntry b{4, 12, 1, 3, 0, false};
+  ServeEntry gone = a;
+  gone.departed = true;
+  ServeEntry later{2, 1, 0, 0, 0, false};
+  CHECK(Message::Decode(encode({gone, b})).ok());
+  // Two live entries of one partition, adjacent or not.
+  CHECK_FALSE(Message::Decode(encode({a, b})).ok());
+  ServeEntry mid = a;
+  mid.since = 11;
+  mid.departed = true;
+  CHECK_FALSE(Message::Decode(encode({a, mid, b})).ok());
+  // Not ascending: by partition, or by episode within one.
+  CHECK_FALSE(Message::Decode(encode({a, later})).ok());
+  CHECK_FALSE(Message::Decode(encode({b, gone})).ok());
+  // The node states' own encoding (node metadata) refuses the same.
+  std::string bytes;
+  EncodeNodeStates(std::vector<NodeServing>{NodeServing{3, 7, {a, b}}}, &bytes);
+  std::vector<NodeServing> out;
+  CHECK(absl::IsDataLoss(DecodeNodeStates(bytes, &out)));
 }
 
 }  // namespace

@@ -46,8 +46,12 @@ class CoordinatorHost {
   // Runs `fn` after `delay_micros` on the node's thread, unless the node is
   // gone by then. Never runs it before returning.
   virtual void After(uint64_t delay_micros, std::function<void()> fn) = 0;
-  // This node's replica of `partition`, or nullptr if it holds none.
+  // This node's replica of `partition`, or nullptr if it holds none or no
+  // longer uses it (it hands the partition over).
   virtual Replica* LocalReplica(uint32_t partition) = 0;
+  // This node's replica of `partition` even while it hands it over (the
+  // hand-off sender reads it), or nullptr.
+  virtual Replica* HostedReplica(uint32_t partition) = 0;
   // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
   // arrived for a partition this node has no replica of: true if the node
   // handed the partition to another node, passed the delta on to it, and

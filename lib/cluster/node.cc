@@ -71,7 +71,8 @@ absl::Status Node::Impl::Open() {
   }
   s = ExtendRequestIdLease();
   if (!s.ok()) return s;
-  s = handoff_.Load(initial_ring_);
+  // The lease's end differs at every open: the node's incarnation.
+  s = handoff_.Load(initial_ring_, request_id_lease_end_);
   if (!s.ok()) return s;
   // Open every hosted replica now, so a corrupt store fails here.
   for (uint32_t p = 0; p < ring().ring_size(); ++p) {
@@ -204,6 +205,10 @@ void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
                     [alive = std::move(alive), fn = std::move(fn)]() mutable {
                       if (alive.lock()) fn();
                     });
+}
+
+Replica* Node::Impl::HostedReplica(uint32_t partition) {
+  return partition < replicas_.size() ? replicas_[partition].get() : nullptr;
 }
 
 Replica* Node::Impl::LocalReplica(uint32_t partition) {
@@ -339,21 +344,23 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       return;
     case MessageType::kHandoffDeltaAck: {
       absl::Status status;
-      if (!ParseStatusBody(body, &status).ok()) {
+      NodeId applied_by = 0;
+      if (!ParseStatusBody(body, &status, &applied_by).ok()) {
         ++stats_.malformed_messages;
         return;
       }
-      handoff_.HandleDeltaAck(from, header.request_id, status);
+      handoff_.HandleDeltaAck(from, header.request_id, status, applied_by);
       return;
     }
     case MessageType::kReplicateAck: {
       absl::Status status;
-      if (!ParseStatusBody(body, &status).ok()) {
+      NodeId applied_by = 0;
+      if (!ParseStatusBody(body, &status, &applied_by).ok()) {
         ++stats_.malformed_messages;
         return;
       }
       if (WriteCoordinator* write = WriteFor(header.request_id)) {
-        write->OnReplicateAck(header.request_id, from, status);
+        write->OnReplicateAck(header.request_id, from, applied_by, status);
       } else {
         anti_entropy_.OnReplicateAck(header.request_id, from, status);
       }
@@ -447,6 +454,9 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
       break;
     case MessageType::kRingEpoch:
       handoff_.NoteEpoch(from, m.epoch);
+      break;
+    case MessageType::kMembership:
+      handoff_.HandleMembership(from, m);
       break;
     case MessageType::kReplicate:
     case MessageType::kReplicateGivenUp:
@@ -628,6 +638,8 @@ absl::Status Node::InstallRing(const Ring& ring) {
 }
 
 const Ring& Node::ring() const { return impl_->ring(); }
+
+std::vector<PartitionMove> Node::Moving() const { return impl_->Moving(); }
 
 std::vector<NodeId> Node::ServingList(uint32_t partition) const {
   if (partition >= impl_->ring().ring_size()) return {};

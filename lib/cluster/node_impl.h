@@ -80,6 +80,8 @@ class Node::Impl final : public CoordinatorHost {
   void Send(NodeId to, std::string bytes) override;
   void After(uint64_t delay_micros, std::function<void()> fn) override;
   Replica* LocalReplica(uint32_t partition) override;
+  Replica* HostedReplica(uint32_t partition) override;
+  std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
   Node::Stats& stats() override { return stats_; }
   void FinishWrite(uint64_t id) override;
   void FinishRead(uint64_t id) override;

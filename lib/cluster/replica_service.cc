@@ -90,7 +90,7 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
                                       ? MessageType::kHandoffDeltaAck
                                       : MessageType::kReplicateAck,
                                   header.request_id, header.partition},
-                    applied, &ack);
+                    applied, host_->node_id(), &ack);
   host_->Send(from, std::move(ack));
 }
 

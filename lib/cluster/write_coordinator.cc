@@ -231,9 +231,11 @@ void WriteCoordinator::OnExtraDelta(int index, Delta delta) {
 }
 
 void WriteCoordinator::OnReplicateAck(uint64_t request_id, NodeId from,
+                                      NodeId applied_by,
                                       const absl::Status& status) {
   if (!coordinated_ || !status.ok()) return;
-  const int index = IndexOf(from);
+  int index = IndexOf(applied_by);
+  if (index < 0) index = IndexOf(from);
   if (index < 0) return;
   if (request_id == id_) {
     // A given-up candidate that applied the chosen delta without a delta of

@@ -57,7 +57,11 @@ class WriteCoordinator : public Coordinator {
   void OnUpdateReply(NodeId from, Message& m);
   // An acknowledgement of the chosen delta (request id id()) or of an extra
   // delta (its own request id).
-  void OnReplicateAck(uint64_t request_id, NodeId from,
+  // `applied_by` is the node that applied it: `from`, or the node `from`
+  // passed it on to (it handed the partition over), which counts in its
+  // own place if the write asked it too, so that W acknowledgements are W
+  // distinct replicas.
+  void OnReplicateAck(uint64_t request_id, NodeId from, NodeId applied_by,
                       const absl::Status& status);
   // A given-up candidate applied the chosen delta and had coordinated the
   // write too: m.delta is its own.

@@ -62,6 +62,26 @@ void PutElements(std::string* dst, std::span<const ElementDots> elements) {
   dst->resize(static_cast<size_t>(p - dst->data()));
 }
 
+// Node states (membership): varint n, then per state: varint node, varint
+// version, varint count, and per entry varint partition (ascending), since,
+// took_from, took_since, handing_to, u8 departed.
+void PutStates(std::string* dst, std::span<const NodeServing> states) {
+  coding::PutVarint64(dst, states.size());
+  for (const NodeServing& st : states) {
+    coding::PutVarint64(dst, st.node);
+    coding::PutVarint64(dst, st.version);
+    coding::PutVarint64(dst, st.entries.size());
+    for (const ServeEntry& e : st.entries) {
+      coding::PutVarint64(dst, e.partition);
+      coding::PutVarint64(dst, e.since);
+      coding::PutVarint64(dst, e.took_from);
+      coding::PutVarint64(dst, e.took_since);
+      coding::PutVarint64(dst, e.handing_to);
+      dst->push_back(static_cast<char>(e.departed ? 1 : 0));
+    }
+  }
+}
+
 // Reads the fields of a message body. Every method returns false on
 // malformed or truncated input.
 class BodyReader {
@@ -86,6 +106,48 @@ class BodyReader {
       }
       s.tombstone_empty = flags == 1;
       if (with_clocks && !Clock(&s.clock)) return false;
+    }
+    return true;
+  }
+  bool Node(NodeId* node) {
+    uint64_t v = 0;
+    if (!Varint(&v) || v > UINT32_MAX) return false;
+    *node = static_cast<NodeId>(v);
+    return true;
+  }
+  bool States(std::vector<NodeServing>* out) {
+    uint64_t n = 0;
+    if (!Count(3, &n)) return false;
+    out->resize(static_cast<size_t>(n));
+    for (NodeServing& st : *out) {
+      uint64_t k = 0;
+      if (!Node(&st.node) || !Varint(&st.version) || !Count(6, &k)) {
+        return false;
+      }
+      st.entries.resize(static_cast<size_t>(k));
+      bool live = false;  // The current partition has a live entry.
+      for (size_t i = 0; i < st.entries.size(); ++i) {
+        ServeEntry& e = st.entries[i];
+        uint64_t p = 0;
+        uint8_t departed = 0;
+        if (!Varint(&p) || p > UINT32_MAX || !Varint(&e.since) ||
+            !Node(&e.took_from) || !Varint(&e.took_since) ||
+            !Node(&e.handing_to) || !Byte(&departed) || departed > 1) {
+          return false;
+        }
+        e.partition = static_cast<uint32_t>(p);
+        e.departed = departed == 1;
+        // Ascending by (partition, since); one live entry per partition.
+        if (i > 0) {
+          const ServeEntry& prev = st.entries[i - 1];
+          if (e.partition < prev.partition ||
+              (e.partition == prev.partition && e.since <= prev.since)) {
+            return false;
+          }
+          if (e.partition != prev.partition) live = false;
+        }
+        if (!e.departed && std::exchange(live, true)) return false;
+      }
     }
     return true;
   }
@@ -237,6 +299,8 @@ const char* MessageTypeName(MessageType type) {
       return "AePush";
     case MessageType::kAePushAck:
       return "AePushAck";
+    case MessageType::kMembership:
+      return "Membership";
   }
   return "Unknown";
 }
@@ -301,7 +365,7 @@ void Message::EncodeTo(std::string* dst) const {
       return;
     case MessageType::kReplicateAck:
     case MessageType::kHandoffDeltaAck:
-      EncodeStatusReply(header, status, dst);
+      EncodeStatusReply(header, status, applied_by, dst);
       return;
     default:
       break;
@@ -370,15 +434,30 @@ void Message::EncodeTo(std::string* dst) const {
       PutStatus(dst, status);
       coding::PutVarint64(dst, index);
       coding::PutVarint64(dst, seq);
+      coding::PutVarint64(dst, incarnation);
       break;
-    case MessageType::kHandoffDoneAck:
-      PutStatus(dst, status);
-      [[fallthrough]];
     case MessageType::kHandoffDone:
       coding::PutVarint64(dst, epoch);
       coding::PutVarint64(dst, from_node);
       coding::PutVarint64(dst, to_node);
-      coding::PutVarint64(dst, seq);
+      coding::PutVarint64(dst, episode);
+      dst->push_back(static_cast<char>(supplement ? 1 : 0));
+      break;
+    case MessageType::kHandoffDoneAck:
+      PutStatus(dst, status);
+      coding::PutVarint64(dst, epoch);
+      coding::PutVarint64(dst, from_node);
+      coding::PutVarint64(dst, to_node);
+      PutStates(dst, states);
+      break;
+    case MessageType::kMembership:
+      coding::PutVarint64(dst, epoch);
+      coding::PutVarint64(dst, versions.size());
+      for (const auto& [node, version] : versions) {
+        coding::PutVarint64(dst, node);
+        coding::PutVarint64(dst, version);
+      }
+      PutStates(dst, states);
       break;
     case MessageType::kRingEpoch:
       coding::PutVarint64(dst, epoch);
@@ -474,7 +553,7 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     }
     case MessageType::kReplicateAck:
     case MessageType::kHandoffDeltaAck:
-      s = ParseStatusBody(body, &m.status);
+      s = ParseStatusBody(body, &m.status, &m.applied_by);
       if (!s.ok()) return s;
       return m;
     case MessageType::kRead:
@@ -523,17 +602,30 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       break;
     }
     case MessageType::kTransferAck:
-      ok = d.Status(&m.status) && d.Varint(&m.index) && d.Varint(&m.seq);
+      ok = d.Status(&m.status) && d.Varint(&m.index) && d.Varint(&m.seq) &&
+           d.Varint(&m.incarnation);
       break;
-    case MessageType::kHandoffDone:
-    case MessageType::kHandoffDoneAck: {
-      uint64_t from = 0, to = 0;
-      ok = (m.header.type != MessageType::kHandoffDoneAck ||
-            d.Status(&m.status)) &&
-           d.Varint(&m.epoch) && d.Varint(&from) && d.Varint(&to) &&
-           d.Varint(&m.seq) && from <= UINT32_MAX && to <= UINT32_MAX;
-      m.from_node = static_cast<NodeId>(from);
-      m.to_node = static_cast<NodeId>(to);
+    case MessageType::kHandoffDone: {
+      uint8_t supplement = 0;
+      ok = d.Varint(&m.epoch) && d.Node(&m.from_node) && d.Node(&m.to_node) &&
+           d.Varint(&m.episode) && d.Byte(&supplement) && supplement <= 1;
+      m.supplement = supplement == 1;
+      break;
+    }
+    case MessageType::kHandoffDoneAck:
+      ok = d.Status(&m.status) && d.Varint(&m.epoch) && d.Node(&m.from_node) &&
+           d.Node(&m.to_node) && d.States(&m.states);
+      break;
+    case MessageType::kMembership: {
+      uint64_t n = 0;
+      ok = d.Varint(&m.epoch) && d.Count(2, &n);
+      if (!ok) break;
+      m.versions.resize(static_cast<size_t>(n));
+      for (auto& [node, version] : m.versions) {
+        ok = d.Node(&node) && d.Varint(&version);
+        if (!ok) break;
+      }
+      ok = ok && d.States(&m.states);
       break;
     }
     case MessageType::kRingEpoch:
@@ -591,6 +683,19 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
   return m;
 }
 
+void EncodeNodeStates(std::span<const NodeServing> states, std::string* dst) {
+  PutStates(dst, states);
+}
+
+absl::Status DecodeNodeStates(std::string_view in,
+                              std::vector<NodeServing>* out) {
+  BodyReader d(in);
+  if (!d.States(out) || !d.empty()) {
+    return absl::DataLossError("undecodable node states");
+  }
+  return absl::OkStatus();
+}
+
 void EncodeReadChunk(const MessageHeader& header, uint64_t seq, bool done,
                      std::span<const ElementDots> elements, std::string* dst) {
   const size_t start = dst->size();
@@ -646,16 +751,18 @@ absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta) {
 }
 
 void EncodeStatusReply(const MessageHeader& header, const absl::Status& status,
-                       std::string* dst) {
+                       NodeId applied_by, std::string* dst) {
   const size_t start = dst->size();
   EncodeHeader(header, dst);
   PutStatus(dst, status);
+  coding::PutVarint64(dst, applied_by);
   FinishMessage(start, dst);
 }
 
-absl::Status ParseStatusBody(std::string_view body, absl::Status* status) {
+absl::Status ParseStatusBody(std::string_view body, absl::Status* status,
+                             NodeId* applied_by) {
   BodyReader r(body);
-  if (!r.Status(status) || !r.empty()) {
+  if (!r.Status(status) || !r.Node(applied_by) || !r.empty()) {
     return Malformed(MessageType::kReplicateAck, "body");
   }
   return absl::OkStatus();

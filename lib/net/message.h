@@ -5,7 +5,9 @@
 //   coordinator -> replica          replica -> coordinator
 //   kUpdate (set, ops)              kUpdateReply (status, delta)
 //   kClear (set, clock)             kUpdateReply (status, delta)
-//   kReplicate (delta)              kReplicateAck (status)
+//   kReplicate (delta)              kReplicateAck (status, applied by:
+//                                    the node that applied it, another
+//                                    than the sender if it passed it on)
 //   kReplicateGivenUp (delta)       kReplicateAck (status), or
 //                                   kReplicateAckWithDelta (delta)
 //     (to a replica the write asked to coordinate and then gave up on: apply
@@ -21,17 +23,21 @@
 //                                    re-found by the next read)
 //
 //   hand-off sender -> receiver     receiver -> sender
-//   kTransferChunk (epoch, set,     kTransferAck (status, index, seq)
-//     index, seq, last/end, clock
-//     on a set's last chunk,
+//   kTransferChunk (epoch, set,     kTransferAck (status, index, seq,
+//     index, seq, last/end, clock     incarnation: changes when the
+//     on a set's last chunk,          receiver restarts)
 //     elements)
-//   kHandoffDelta (delta)           kHandoffDeltaAck (status)
-//   kHandoffDone (epoch, from, to)  kHandoffDoneAck (epoch, from, to)
-//     (to every node of the ring: the transfer of the partition from
-//     `from` to `to` is complete)
+//   kHandoffDelta (delta)           kHandoffDeltaAck (status, applied by)
+//   kHandoffDone (epoch, from, to,  kHandoffDoneAck (status, epoch, from,
+//     episode, supplement)            to, the receiver's membership state)
+//     (a proposal: the run is complete; take the sender's place)
 //   kRingEpoch (epoch)              (none: tells a node the sender's ring
 //                                    epoch, when it asked about a partition
 //                                    the sender no longer holds)
+//
+//   membership, either way          reply, if either side was behind
+//   kMembership (epoch, versions,   kMembership (the same, answering)
+//     states)
 //
 //   anti-entropy initiator -> peer  peer -> initiator
 //   kAeDigest (digest, buckets)     kAeDigestReply (status, equal,
@@ -62,6 +68,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -106,13 +113,50 @@ enum class MessageType : uint8_t {
   kAePull = 28,
   kAePush = 29,
   kAePushAck = 30,
+  kMembership = 31,
 };
-inline constexpr uint8_t kMaxMessageType = 30;
+inline constexpr uint8_t kMaxMessageType = 31;
 
 const char* MessageTypeName(MessageType type);
 
 // Version 2: every message ends with a CRC32C of all its bytes before it.
-inline constexpr uint8_t kMessageFormatVersion = 2;
+// Version 3: membership by node-authored states (kMembership, episodes in
+// proposals), incarnations in transfer acks, appliers in delta acks.
+inline constexpr uint8_t kMessageFormatVersion = 3;
+
+// One partition a node serves, in that node's own membership state (see
+// cluster/membership.h). Only the node itself changes its state.
+struct ServeEntry {
+  uint32_t partition = 0;
+  // The node's state version when it began serving the partition: names
+  // this episode of serving it (a node may serve, leave and serve again).
+  uint64_t since = 0;
+  // The node whose place it took by a hand-off, and that node's episode
+  // (0: none, an original member).
+  NodeId took_from = 0;
+  uint64_t took_since = 0;
+  // The receiver this node hands the partition over to (set before it
+  // proposes the completion, so that it never pairs with two receivers);
+  // 0: none.
+  NodeId handing_to = 0;
+  // The node no longer serves the partition in this episode: it handed over
+  // to `handing_to`. Kept while the node it took the place of may still
+  // need to learn that its place was taken (see cluster/membership.h).
+  bool departed = false;
+
+  friend bool operator==(const ServeEntry&, const ServeEntry&) = default;
+};
+
+// A node's membership state: a version it increases on every change, and
+// its entries by (partition, since), ascending: at most one that is not
+// departed per partition.
+struct NodeServing {
+  NodeId node = 0;
+  uint64_t version = 0;
+  std::vector<ServeEntry> entries;
+
+  friend bool operator==(const NodeServing&, const NodeServing&) = default;
+};
 
 // The fixed part of every message.
 struct MessageHeader {
@@ -169,6 +213,20 @@ struct Message {
   // kHandoffDone(Ack): the transfer's sender and receiver.
   NodeId from_node = 0;
   NodeId to_node = 0;
+  // kHandoffDone: the sender's episode of serving the partition, and
+  // whether the run only adds data to a receiver that already serves (the
+  // sender's place was taken earlier; see cluster/handoff.h).
+  uint64_t episode = 0;
+  bool supplement = false;
+  // kTransferAck: the receiver's incarnation (a new one at every open), so
+  // that a sender learns that chunks acknowledged before may be lost.
+  uint64_t incarnation = 0;
+  // kMembership: the state version the sender knows of each node.
+  std::vector<std::pair<NodeId, uint64_t>> versions;
+  // kMembership, kHandoffDoneAck: node states.
+  std::vector<NodeServing> states;
+  // kReplicateAck, kHandoffDeltaAck: the node that applied the delta.
+  NodeId applied_by = 0;
   // kAeDigest: the partition digest, and `index` its number of buckets.
   uint64_t digest = 0;
   // kAeDigestReply: bucket digests (`done`: the digests were equal);
@@ -187,6 +245,13 @@ struct Message {
   }
   static absl::StatusOr<Message> Decode(std::string_view in);
 };
+
+// Node states as kMembership carries them (also the node metadata's
+// encoding of them): appends to *dst, and decodes exactly `in`
+// (DataLoss for anything else).
+void EncodeNodeStates(std::span<const NodeServing> states, std::string* dst);
+absl::Status DecodeNodeStates(std::string_view in,
+                              std::vector<NodeServing>* out);
 
 // ---- Hot paths: the bulk of the traffic, without a Message per message.
 
@@ -210,10 +275,13 @@ void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
 // Delta::DecodeInto).
 absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta);
 
-// Replies that carry only a status (kReplicateAck).
+// Acknowledgements of deltas (kReplicateAck, kHandoffDeltaAck): a status and
+// the node that applied the delta (the sender, or the node it passed the
+// delta on to), so that a coordinator counts each replica once.
 void EncodeStatusReply(const MessageHeader& header, const absl::Status& status,
-                       std::string* dst);
-absl::Status ParseStatusBody(std::string_view body, absl::Status* status);
+                       NodeId applied_by, std::string* dst);
+absl::Status ParseStatusBody(std::string_view body, absl::Status* status,
+                             NodeId* applied_by);
 
 }  // namespace bigset
 

@@ -85,8 +85,14 @@ struct NodeOptions {
   // authority and install it (Node::InstallRing). Bigset never guesses one.
   std::function<void(uint64_t epoch, NodeId from)> on_stale_ring;
   // Retransmit interval of hand-off chunks, forwarded deltas and
-  // completion notices (and the back-off after a refusal, times five).
+  // proposals (and the back-off after a refusal, times five).
   uint64_t handoff_retry_micros = 200'000;
+  // Membership gossip (docs/ARCHITECTURE.md, "Membership"): while a
+  // partition moves in this node's view, and for a while after any change,
+  // every this often the node sends the state versions it knows to a few
+  // peers in turn (a few bytes per node), and peers that are behind, or
+  // ahead, answer with the states the other side lacks.
+  uint64_t membership_gossip_micros = 500'000;
   // Transfers this node sends at once (each holds one set snapshot and one
   // chunk); the others wait their turn.
   size_t handoff_max_running = 4;
@@ -181,6 +187,20 @@ class BIGSET_EXPORT ReadHandler {
   virtual void OnDone(absl::Status status) = 0;
 };
 
+// A partition that still moves, as one node sees it (Node::Moving): what
+// this node's view has serving it, what the latest ring wants, and this
+// node's part in the move.
+struct PartitionMove {
+  uint32_t partition = 0;
+  std::vector<NodeId> serving;
+  std::vector<NodeId> target;
+  // E.g. "sending to 4: streaming (set #12, run 2)", "joining: waiting for
+  // a sender", "waiting for other nodes' transfers".
+  std::string state;
+  NodeId peer = 0;            // The other side of this node's part, if any.
+  uint64_t since_micros = 0;  // How long that part has been in its state.
+};
+
 class BIGSET_EXPORT Node {
  public:
   // REQUIRES: `store`, `transport` and `scheduler` outlive the node. `ring`
@@ -189,11 +209,10 @@ class BIGSET_EXPORT Node {
   // be one of its nodes: a node that left may be opened to finish its
   // hand-offs, and a new node joins by opening with the ring the cluster
   // runs now and then installing the ring that adds it (InstallRing), so
-  // that it starts from the serving lists the others have rather than
-  // taking partitions it has no data for as served by itself. (A node that
-  // joins while an earlier change is still moving partitions routes its
-  // own requests for those by that ring's lists until it hears of their
-  // completions: join after `partitions_moving` is 0 everywhere.)
+  // that it never takes partitions it has no data for as served by itself.
+  // A new store serves what `ring` places on it; until a node hears from
+  // another (membership gossip, within a message round trip of opening),
+  // it takes that node to serve what `ring` places there.
   static absl::StatusOr<std::unique_ptr<Node>> Open(NodeId id, const Ring& ring,
                                                     Store* store,
                                                     Transport* transport,
@@ -249,21 +268,25 @@ class BIGSET_EXPORT Node {
   // ---- Membership.
   // Installs the embedder's new ring (it must reach every node; nodes may
   // disagree for a while). Every partition whose preference list changes
-  // is handed off from the nodes that leave it to the nodes that join it
-  // (PlanPartitionTransfers), while the old replicas keep serving it:
-  // reads and writes use the old list, with each transfer's receiver in
-  // place of its sender once the transfer is complete. The node sends its
-  // own transfers; completion is announced to every node. A ring installed
-  // before the previous change finished continues from where the serving
-  // lists are. Persisted (synced) before it returns. InvalidArgument for
+  // is handed off from the nodes that leave it to the nodes that join it,
+  // each leaver to one joiner, while the old replicas keep serving it:
+  // reads and writes use the serving list, in which each transfer's
+  // receiver takes its sender's place once the transfer is complete. The
+  // node sends its own transfers; every node gossips its own part, so all
+  // views converge. A ring installed before the previous change finished
+  // continues from where the serving lists are. Persisted (synced) before
+  // it returns. InvalidArgument for
   // another ring size or another n (replicas per partition: change n by
   // migrating to a new keyspace), FailedPrecondition unless the epoch is
   // higher than the latest installed.
   absl::Status InstallRing(const Ring& ring);
   // The latest ring installed.
   const Ring& ring() const;
-  // The nodes that serve `partition` now (see InstallRing).
+  // The nodes that serve `partition` now, in this node's view (see
+  // InstallRing).
   std::vector<NodeId> ServingList(uint32_t partition) const;
+  // The partitions that still move in this node's view, and why.
+  std::vector<PartitionMove> Moving() const;
 
   struct Stats {
     uint64_t messages_received = 0;
@@ -346,6 +369,15 @@ class BIGSET_EXPORT Node {
     uint64_t handoff_keys_released = 0;
     uint64_t handoff_bytes_released = 0;
     uint64_t stale_ring_reports = 0;
+    // Runs started again because their receiver restarted mid-run (what it
+    // acknowledged before may be lost).
+    uint64_t handoff_receiver_restarts = 0;
+    // Membership: this node's state version (a gauge); gossip messages sent
+    // and received; changes of this node's view.
+    uint64_t membership_version = 0;
+    uint64_t membership_messages_sent = 0;
+    uint64_t membership_messages_received = 0;
+    uint64_t membership_changes = 0;
     // Anti-entropy. Gauges: hints kept and their bytes; pushes running or
     // queued. Since open: digest rounds started, and those that found the
     // partitions equal; sets whose summaries were compared; sets repaired

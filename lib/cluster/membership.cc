@@ -1,0 +1,568 @@
+#include "cluster/membership.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/keys/keys.h"
+#include "core/coding.h"
+#include "core/crc32c.h"
+
+namespace bigset {
+namespace {
+
+// The node's metadata keyspace (see node_impl.h).
+constexpr KeyspaceId kMetaKeyspace = 0xFFFFFFFF;
+constexpr std::string_view kRingKey = "ring";
+constexpr std::string_view kBaseRingKey = "base_ring";
+constexpr std::string_view kMembershipKey = "membership";
+constexpr uint8_t kMembershipFormatVersion = 1;
+// Keys of the earlier format (serving lists, completion notices and move
+// numbers), converted at open.
+constexpr std::string_view kOldServingKey = "serving";
+constexpr std::string_view kOldAnnounceKey = "announce";
+constexpr std::string_view kOldMoveNumbersKey = "move_numbers";
+constexpr uint8_t kOldServingFormatVersion = 1;
+
+bool Contains(const std::vector<NodeId>& list, NodeId n) {
+  return std::find(list.begin(), list.end(), n) != list.end();
+}
+
+// The live (not departed) entry of `partition`, if any.
+const ServeEntry* FindEntry(const NodeServing& state, uint32_t partition) {
+  auto it = std::lower_bound(
+      state.entries.begin(), state.entries.end(), partition,
+      [](const ServeEntry& e, uint32_t p) { return e.partition < p; });
+  for (; it != state.entries.end() && it->partition == partition; ++it) {
+    if (!it->departed) return &*it;
+  }
+  return nullptr;
+}
+
+// The entry (live or departed) of `node`'s state that took the place of
+// `from` in its episode `since` of serving `partition`.
+const ServeEntry* FindTaker(const NodeServing& state, uint32_t partition,
+                            NodeId from, uint64_t since) {
+  auto it = std::lower_bound(
+      state.entries.begin(), state.entries.end(), partition,
+      [](const ServeEntry& e, uint32_t p) { return e.partition < p; });
+  for (; it != state.entries.end() && it->partition == partition; ++it) {
+    if (it->took_from == from && it->took_since == since) return &*it;
+  }
+  return nullptr;
+}
+
+ServeEntry* FindEntry(NodeServing& state, uint32_t partition) {
+  return const_cast<ServeEntry*>(
+      FindEntry(static_cast<const NodeServing&>(state), partition));
+}
+
+absl::StatusOr<Ring> GetRing(Store* store, std::string_view name) {
+  std::string value;
+  absl::Status s =
+      store->Get(ReadOptions(), MetadataKey(kMetaKeyspace, name), &value);
+  if (!s.ok()) return s;
+  return Ring::Decode(value);
+}
+
+// The earlier format's serving lists: partition -> nodes.
+absl::Status DecodeOldServing(std::string_view bytes, uint32_t ring_size,
+                              std::map<uint32_t, std::vector<NodeId>>* out) {
+  const absl::Status bad =
+      absl::DataLossError("undecodable serving lists in the node's metadata");
+  uint8_t version = 0;
+  uint64_t count = 0;
+  if (!crc32c::StripChecksum(&bytes)) return bad;
+  coding::Reader in(bytes);
+  if (!in.GetByte(&version) || version != kOldServingFormatVersion ||
+      !in.GetCount(2, &count)) {
+    return bad;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t p = 0, k = 0;
+    if (!in.GetVarint64(&p) || p >= ring_size || !in.GetCount(1, &k)) {
+      return bad;
+    }
+    std::vector<NodeId>& list = (*out)[static_cast<uint32_t>(p)];
+    for (uint64_t j = 0; j < k; ++j) {
+      uint64_t n = 0;
+      if (!in.GetVarint64(&n) || n > UINT32_MAX) return bad;
+      list.push_back(static_cast<NodeId>(n));
+    }
+  }
+  return in.empty() ? absl::OkStatus() : bad;
+}
+
+}  // namespace
+
+std::string EncodeMembershipRecord(
+    const std::set<NodeId>& ring_nodes,
+    const std::map<NodeId, NodeServing>& states) {
+  std::string out;
+  out.push_back(static_cast<char>(kMembershipFormatVersion));
+  coding::PutVarint64(&out, ring_nodes.size());
+  for (NodeId n : ring_nodes) coding::PutVarint64(&out, n);
+  std::vector<NodeServing> list;
+  list.reserve(states.size());
+  for (const auto& [node, state] : states) list.push_back(state);
+  EncodeNodeStates(list, &out);
+  crc32c::AppendChecksum(&out);
+  return out;
+}
+
+absl::Status DecodeMembershipRecord(std::string_view bytes,
+                                    std::set<NodeId>* ring_nodes,
+                                    std::map<NodeId, NodeServing>* states) {
+  const absl::Status bad =
+      absl::DataLossError("undecodable membership in the node's metadata");
+  if (!crc32c::StripChecksum(&bytes)) return bad;
+  coding::Reader in(bytes);
+  uint8_t version = 0;
+  uint64_t count = 0;
+  if (!in.GetByte(&version) || version != kMembershipFormatVersion ||
+      !in.GetCount(1, &count)) {
+    return bad;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t n = 0;
+    if (!in.GetVarint64(&n) || n > UINT32_MAX) return bad;
+    ring_nodes->insert(static_cast<NodeId>(n));
+  }
+  std::vector<NodeServing> list;
+  if (!DecodeNodeStates(std::string_view(in.position(), in.remaining()), &list)
+           .ok()) {
+    return bad;
+  }
+  for (NodeServing& st : list) {
+    const NodeId node = st.node;
+    if (!states->emplace(node, std::move(st)).second) return bad;
+  }
+  return absl::OkStatus();
+}
+
+MembershipState::MembershipState(NodeId self, Store* store)
+    : self_(self), store_(store) {}
+
+absl::Status MembershipState::Load(const Ring& ring) {
+  absl::StatusOr<Ring> stored = GetRing(store_, kRingKey);
+  if (absl::IsNotFound(stored.status())) {
+    // A new store: this node serves what the ring gives it.
+    base_.emplace(ring);
+    latest_.emplace(ring);
+    ring_nodes_.insert(ring.nodes().begin(), ring.nodes().end());
+    NodeServing own;
+    own.node = self_;
+    own.version = 1;
+    for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+      if (Contains(ring.PreferenceList(p), self_)) {
+        own.entries.push_back(ServeEntry{p, 1, 0, 0, 0});
+      }
+    }
+    states_[self_] = std::move(own);
+    Rebuild();
+    return Persist(/*sync=*/true);
+  }
+  if (!stored.ok()) return stored.status();
+  if (stored->epoch() > ring.epoch()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the store has seen ring epoch ", stored->epoch(),
+                     "; open the node with that ring or a later one (got ",
+                     ring.epoch(), ")"));
+  }
+  if (stored->epoch() == ring.epoch() && stored->Encode() != ring.Encode()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("two different rings with epoch ", ring.epoch(),
+                     ": the one given and the one this store has seen"));
+  }
+  latest_.emplace(std::move(*stored));
+  absl::StatusOr<Ring> base = GetRing(store_, kBaseRingKey);
+  if (absl::IsNotFound(base.status())) {
+    std::string serving;
+    absl::Status s = store_->Get(
+        ReadOptions(), MetadataKey(kMetaKeyspace, kOldServingKey), &serving);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+    s = LoadOldFormat(serving);
+    if (!s.ok()) return s;
+  } else {
+    if (!base.ok()) return base.status();
+    if (base->ring_size() != latest_->ring_size()) {
+      return absl::DataLossError("base ring of another size in the metadata");
+    }
+    base_.emplace(std::move(*base));
+    std::string value;
+    absl::Status s = store_->Get(
+        ReadOptions(), MetadataKey(kMetaKeyspace, kMembershipKey), &value);
+    if (!s.ok()) return s;
+    s = DecodeMembershipRecord(value, &ring_nodes_, &states_);
+    if (!s.ok()) return s;
+    for (const auto& [node, state] : states_) {
+      for (const ServeEntry& e : state.entries) {
+        if (e.partition >= latest_->ring_size()) {
+          return absl::DataLossError("membership names a partition too high");
+        }
+      }
+    }
+    if (states_.count(self_) == 0) {
+      return absl::DataLossError("membership without this node's own state");
+    }
+  }
+  Rebuild();
+  if (ring.epoch() > latest_->epoch()) return InstallRing(ring);
+  return absl::OkStatus();
+}
+
+absl::Status MembershipState::LoadOldFormat(const std::string& serving_bytes) {
+  std::map<uint32_t, std::vector<NodeId>> serving;
+  if (!serving_bytes.empty()) {
+    absl::Status s =
+        DecodeOldServing(serving_bytes, latest_->ring_size(), &serving);
+    if (!s.ok()) return s;
+  }
+  base_.emplace(*latest_);
+  ring_nodes_.insert(latest_->nodes().begin(), latest_->nodes().end());
+  NodeServing own;
+  own.node = self_;
+  own.version = 1;
+  for (uint32_t p = 0; p < latest_->ring_size(); ++p) {
+    auto it = serving.find(p);
+    const std::vector<NodeId>& list =
+        it != serving.end() ? it->second : latest_->PreferenceList(p);
+    if (Contains(list, self_)) own.entries.push_back(ServeEntry{p, 1, 0, 0, 0});
+  }
+  states_[self_] = std::move(own);
+  WriteBatch batch;
+  batch.Delete(MetadataKey(kMetaKeyspace, kOldServingKey));
+  batch.Delete(MetadataKey(kMetaKeyspace, kOldAnnounceKey));
+  batch.Delete(MetadataKey(kMetaKeyspace, kOldMoveNumbersKey));
+  batch.Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
+  batch.Put(MetadataKey(kMetaKeyspace, kBaseRingKey), base_->Encode());
+  batch.Put(MetadataKey(kMetaKeyspace, kMembershipKey),
+            EncodeMembershipRecord(ring_nodes_, states_));
+  WriteOptions sync;
+  sync.sync = true;
+  return store_->Write(sync, batch);
+}
+
+absl::Status MembershipState::Persist(bool sync) {
+  WriteBatch batch;
+  batch.Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
+  batch.Put(MetadataKey(kMetaKeyspace, kBaseRingKey), base_->Encode());
+  batch.Put(MetadataKey(kMetaKeyspace, kMembershipKey),
+            EncodeMembershipRecord(ring_nodes_, states_));
+  WriteOptions options;
+  options.sync = sync;
+  return store_->Write(options, batch);
+}
+
+absl::Status MembershipState::InstallRing(const Ring& ring) {
+  if (ring.ring_size() != latest_->ring_size()) {
+    return absl::InvalidArgumentError(
+        "a ring change cannot change the number of partitions");
+  }
+  if (ring.n() != latest_->n()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ring change cannot change n, the replicas per partition (",
+        latest_->n(), " -> ", ring.n(), ")"));
+  }
+  if (ring.epoch() <= latest_->epoch()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("ring epoch ", ring.epoch(), " is not above the latest (",
+                     latest_->epoch(), ")"));
+  }
+  const Ring previous = *latest_;
+  const std::set<NodeId> previous_nodes = ring_nodes_;
+  latest_.emplace(ring);
+  ring_nodes_.insert(ring.nodes().begin(), ring.nodes().end());
+  absl::Status s = Persist(/*sync=*/true);
+  if (!s.ok()) {
+    latest_.emplace(previous);
+    ring_nodes_ = previous_nodes;
+    return s;
+  }
+  Rebuild();
+  return absl::OkStatus();
+}
+
+bool MembershipState::NodeServes(NodeId node, uint32_t partition) const {
+  auto it = states_.find(node);
+  if (it != states_.end()) return FindEntry(it->second, partition) != nullptr;
+  return Contains(base_->PreferenceList(partition), node);
+}
+
+void MembershipState::Rebuild() {
+  const uint32_t size = latest_->ring_size();
+  serving_.assign(size, {});
+  moving_by_partition_.assign(size, false);
+  moving_ = 0;
+  // Every node that may serve something: those with a state, and those the
+  // base ring places (guessed until heard of).
+  std::set<NodeId> candidates(base_->nodes().begin(), base_->nodes().end());
+  for (const auto& [node, state] : states_) candidates.insert(node);
+  for (uint32_t p = 0; p < size; ++p) {
+    const std::vector<NodeId>& want = latest_->PreferenceList(p);
+    std::vector<NodeId>& list = serving_[p];
+    for (NodeId n : want) {
+      if (NodeServes(n, p)) list.push_back(n);
+    }
+    const size_t in_ring = list.size();
+    for (NodeId n : candidates) {
+      if (!Contains(want, n) && NodeServes(n, p)) list.push_back(n);
+    }
+    if (in_ring != want.size() || list.size() != want.size()) {
+      moving_by_partition_[p] = true;
+      ++moving_;
+    }
+  }
+}
+
+bool MembershipState::Moving(uint32_t partition) const {
+  return partition < moving_by_partition_.size() &&
+         moving_by_partition_[partition];
+}
+
+const ServeEntry* MembershipState::Own(uint32_t partition) const {
+  return FindEntry(own(), partition);
+}
+
+std::optional<ServeEntry> MembershipState::EntryOf(NodeId node,
+                                                   uint32_t partition) const {
+  auto it = states_.find(node);
+  if (it != states_.end()) {
+    const ServeEntry* e = FindEntry(it->second, partition);
+    if (e == nullptr) return std::nullopt;
+    return *e;
+  }
+  if (partition < base_->ring_size() &&
+      Contains(base_->PreferenceList(partition), node)) {
+    return ServeEntry{partition, 0, 0, 0, 0};
+  }
+  return std::nullopt;
+}
+
+std::optional<MembershipState::Taker> MembershipState::ReplacedBy(
+    uint32_t partition) const {
+  const ServeEntry* mine = Own(partition);
+  if (mine == nullptr) return std::nullopt;
+  NodeId from = self_;
+  uint64_t since = mine->since;
+  Taker first;
+  // Follows the place: the node that took it, and if that node handed it
+  // on, the node that took it from that one, and so on (each step is a
+  // later episode, so this ends; bounded all the same).
+  for (size_t step = 0; step <= states_.size(); ++step) {
+    const ServeEntry* found = nullptr;
+    NodeId taker = 0;
+    for (const auto& [node, state] : states_) {
+      if (node == from) continue;
+      found = FindTaker(state, partition, from, since);
+      if (found != nullptr) {
+        taker = node;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      // Taken, but this view does not know yet where the place went.
+      if (step > 0) first.holder = 0;
+      return step == 0 ? std::nullopt : std::optional<Taker>(first);
+    }
+    if (step == 0) first.node = taker;
+    if (!found->departed) {
+      first.holder = taker;
+      return first;
+    }
+    from = taker;
+    since = found->since;
+  }
+  first.holder = 0;
+  return first;
+}
+
+bool MembershipState::Claimed(uint32_t partition, NodeId node) const {
+  for (const auto& [n, state] : states_) {
+    const ServeEntry* e = FindEntry(state, partition);
+    if (e != nullptr && e->handing_to == node) return true;
+  }
+  return false;
+}
+
+bool MembershipState::Replaced(NodeId node, uint32_t partition) const {
+  auto own = states_.find(node);
+  if (own == states_.end()) return false;
+  const ServeEntry* mine = FindEntry(own->second, partition);
+  if (mine == nullptr) return false;
+  for (const auto& [n, state] : states_) {
+    if (n != node &&
+        FindTaker(state, partition, node, mine->since) != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status MembershipState::PruneDeparted() {
+  // A departed entry tells the node whose place it took that the place is
+  // gone; once that node no longer serves the episode, nobody needs it.
+  auto needed = [&](const ServeEntry& e) {
+    if (!e.departed) return true;
+    if (e.took_from == 0) return false;
+    auto it = states_.find(e.took_from);
+    if (it == states_.end()) return true;  // Never heard of: keep.
+    const ServeEntry* live = FindEntry(it->second, e.partition);
+    return live != nullptr && live->since == e.took_since;
+  };
+  const NodeServing& own = states_.at(self_);
+  if (std::all_of(own.entries.begin(), own.entries.end(), needed)) {
+    return absl::OkStatus();
+  }
+  return ChangeOwn(
+      [&](NodeServing& st) { std::erase_if(st.entries, std::not_fn(needed)); });
+}
+
+template <typename Fn>
+absl::Status MembershipState::ChangeOwn(Fn change) {
+  NodeServing& own = states_.at(self_);
+  const NodeServing before = own;
+  change(own);
+  ++own.version;
+  absl::Status s = Persist(/*sync=*/true);
+  if (!s.ok()) {
+    own = before;
+    return s;
+  }
+  Rebuild();
+  return absl::OkStatus();
+}
+
+absl::Status MembershipState::BeginServing(uint32_t partition, NodeId took_from,
+                                           uint64_t took_since) {
+  if (Serves(partition)) return absl::OkStatus();
+  return ChangeOwn([&](NodeServing& own) {
+    ServeEntry e;
+    e.partition = partition;
+    e.since = own.version + 1;  // The version this change gets.
+    e.took_from = took_from;
+    e.took_since = took_since;
+    // After every entry of the partition (their episodes are earlier).
+    own.entries.insert(
+        std::upper_bound(
+            own.entries.begin(), own.entries.end(), partition,
+            [](uint32_t p, const ServeEntry& x) { return p < x.partition; }),
+        e);
+  });
+}
+
+absl::Status MembershipState::SetHandingTo(uint32_t partition, NodeId to) {
+  const ServeEntry* e = Own(partition);
+  if (e == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", self_, " does not serve partition ", partition));
+  }
+  if (e->handing_to == to) return absl::OkStatus();
+  return ChangeOwn(
+      [&](NodeServing& own) { FindEntry(own, partition)->handing_to = to; });
+}
+
+absl::Status MembershipState::StopServing(uint32_t partition) {
+  if (!Serves(partition)) return absl::OkStatus();
+  return ChangeOwn([&](NodeServing& own) {
+    ServeEntry* e = FindEntry(own, partition);
+    if (e->took_from != 0) {
+      // The node whose place this one took may still need to learn that
+      // its place was taken, and where it went.
+      e->departed = true;
+    } else {
+      std::erase_if(own.entries, [&](const ServeEntry& x) {
+        return x.partition == partition && !x.departed;
+      });
+    }
+  });
+}
+
+bool MembershipState::Merge(const std::vector<NodeServing>& states,
+                            bool* own_raised) {
+  bool changed = false;
+  for (const NodeServing& st : states) {
+    // A state naming partitions this ring does not have is not one of
+    // this cluster's (or is garbage): ignored whole.
+    if (std::any_of(st.entries.begin(), st.entries.end(),
+                    [&](const ServeEntry& e) {
+                      return e.partition >= latest_->ring_size();
+                    })) {
+      continue;
+    }
+    if (st.node == self_) {
+      NodeServing& own = states_.at(self_);
+      if (st.version > own.version ||
+          (st.version == own.version && !(st == own))) {
+        // Others remember a later state of this node than its store does
+        // (the store was replaced): its own account stays, under a version
+        // above theirs, so that it wins everywhere.
+        const uint64_t before = own.version;
+        own.version = st.version + 1;
+        if (!Persist(/*sync=*/true).ok()) {
+          own.version = before;
+          continue;
+        }
+        *own_raised = true;
+      }
+      continue;
+    }
+    auto it = states_.find(st.node);
+    if (it != states_.end() && it->second.version >= st.version) continue;
+    states_[st.node] = st;
+    changed = true;
+  }
+  if (changed) {
+    Rebuild();
+    (void)Persist(/*sync=*/false);  // Gossip brings them again if lost.
+  }
+  return changed;
+}
+
+std::vector<std::pair<NodeId, uint64_t>> MembershipState::Versions() const {
+  std::vector<std::pair<NodeId, uint64_t>> out;
+  out.reserve(states_.size());
+  for (const auto& [node, state] : states_)
+    out.emplace_back(node, state.version);
+  return out;
+}
+
+std::vector<NodeServing> MembershipState::NewerThan(
+    const std::vector<std::pair<NodeId, uint64_t>>& versions) const {
+  std::map<NodeId, uint64_t> theirs(versions.begin(), versions.end());
+  std::vector<NodeServing> out;
+  for (const auto& [node, state] : states_) {
+    auto it = theirs.find(node);
+    if (it == theirs.end() || it->second < state.version) out.push_back(state);
+  }
+  return out;
+}
+
+bool MembershipState::Behind(
+    const std::vector<std::pair<NodeId, uint64_t>>& versions) const {
+  for (const auto& [node, version] : versions) {
+    auto it = states_.find(node);
+    if (it == states_.end() ? version > 0 : version > it->second.version) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const NodeServing* MembershipState::StateOf(NodeId node) const {
+  auto it = states_.find(node);
+  return it == states_.end() ? nullptr : &it->second;
+}
+
+std::vector<NodeId> MembershipState::Peers() const {
+  std::set<NodeId> all = ring_nodes_;
+  all.insert(base_->nodes().begin(), base_->nodes().end());
+  all.insert(latest_->nodes().begin(), latest_->nodes().end());
+  for (const auto& [node, state] : states_) all.insert(node);
+  all.erase(self_);
+  return std::vector<NodeId>(all.begin(), all.end());
+}
+
+}  // namespace bigset

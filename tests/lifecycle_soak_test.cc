@@ -1,0 +1,466 @@
+// The cluster's lifecycle under faults, as an operator's cluster lives it:
+// random histories of adds, removes with contexts from quorum queries and
+// whole-set clears, with a membership change every 25 operations or so (a
+// node joins, or a random node leaves; rings installed on every node, or on
+// some first and the rest later, often before the previous change has
+// finished), one node at a time crashed and restarted (in half the
+// histories with power losses, with the default sync_writes = false),
+// message loss and duplication, and anti-entropy rounds every 0.3 s.
+//
+// At every step a quorum read (R = 2 < N, no read repair) agrees with the
+// model of acknowledged writes. After each change, once every node is up,
+// single replicas are checked against what the protocol promises: every
+// acknowledged add is on at least W distinct replicas of the partition
+// (each counted by its own node's state), before any repair.
+//
+// Then the network heals, every node restarts, and no client operation
+// runs: within the bound (kSettleBound of virtual time) every node's
+// serving list of every partition is the latest ring's list, nothing moves
+// or is released any more, every node of a list holds the partition's
+// replica and no other node holds any of its keys, and every replica of
+// every set is equal to every other and to the model.
+//
+// With sync_writes off a power loss may take the writes of the last
+// writeback interval (SimOptions::writeback_micros) from the machine that
+// lost power: writes acknowledged that recently become unknown in the
+// model.
+//
+// BIGSET_TEST_SCALE multiplies the histories; BIGSET_TEST_SEED reruns one.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/keys/keys.h"
+#include "bigset/testing/sim.h"
+#include "handoff_util.h"
+#include "replica_views.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::CheckKnown;
+using testing::Known;
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+using Model = testing::KnownModel;
+
+constexpr uint64_t kSecond = 1'000'000;
+// What a healed cluster needs to converge: every partition moved, released
+// and repaired (measured: the slowest history settles well within it).
+constexpr uint64_t kSettleBound = 300 * kSecond;
+constexpr uint64_t kWriteback = 500'000;
+
+struct Totals {
+  uint64_t histories = 0, ops = 0, acked = 0, failed = 0, changes = 0;
+  uint64_t crashes = 0, power_losses = 0, copy_checks = 0, transfers = 0;
+  uint64_t slowest_settle = 0, total_settle = 0;
+  uint64_t supplements = 0, receiver_restarts = 0;
+};
+
+Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
+  std::sort(nodes.begin(), nodes.end());
+  RingOptions ro;
+  ro.ring_size = 16;
+  ro.n = 3;
+  ro.epoch = epoch;
+  ro.placement = Placement::kRendezvous;
+  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
+  REQUIRE(ring.ok());
+  return *ring;
+}
+
+std::string Describe(Simulator& sim) {
+  std::string out = testing::Unsettled(sim);
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    Node* node = sim.node(id);
+    if (node == nullptr) continue;
+    for (const PartitionMove& m : node->Moving()) {
+      absl::StrAppend(&out, "node ", id, " p", m.partition, ": ", m.state,
+                      " for ", m.since_micros / 1000, " ms; serving");
+      for (NodeId n : m.serving) absl::StrAppend(&out, " ", n);
+      absl::StrAppend(&out, "; ring");
+      for (NodeId n : m.target) absl::StrAppend(&out, " ", n);
+      absl::StrAppend(&out, "\n");
+    }
+  }
+  for (const std::string& line : sim.TraceTail()) {
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+class History {
+ public:
+  History(uint64_t seed, bool power, Totals* totals)
+      : seed_(seed), power_(power), totals_(totals), rng_(seed * 31 + power) {
+    SimOptions o;
+    o.seed = seed;
+    o.nodes = 5;
+    o.ring.ring_size = 16;
+    o.ring.n = 3;
+    o.ring.epoch = 1;
+    o.ring.placement = Placement::kRendezvous;
+    o.node.max_chunk_elements = 4;
+    o.node.handoff_max_running = 2;
+    o.node.anti_entropy_interval_micros = 300'000;
+    o.min_latency_micros = 1000;
+    o.max_latency_micros = 6000;
+    o.loss = 0.02;
+    o.duplicate = 0.02;
+    o.trace_capacity = 60;
+    if (power_) o.writeback_micros = kWriteback;
+    auto created = Simulator::Create(o);
+    REQUIRE(created.ok());
+    sim_ = std::move(*created);
+    for (NodeId id = 1; id <= 5; ++id) members_.push_back(id);
+    wo_.timeout_micros = 3'000'000;
+    ro_.timeout_micros = 3'000'000;
+    ro_.batch_size = 8;
+    ro_.read_repair = false;  // It would mend what the protocols missed.
+  }
+
+  void Run(int ops) {
+    for (int i = 0; i < ops; ++i) {
+      Op();
+      Faults();
+      if (!late_.empty() && --late_in_ <= 0) InstallLate();
+      if (Uniform(rng_, 0, 24) == 0) Change();
+      if (check_copies_in_ > 0 && --check_copies_in_ == 0) CheckCopies();
+    }
+    Settle();
+  }
+
+ private:
+  NodeId RandomUp() {
+    std::vector<NodeId> up;
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+      if (sim_->IsUp(id)) up.push_back(id);
+    }
+    return up[Uniform(rng_, 0, up.size() - 1)];
+  }
+
+  void Acked(const std::string& set, const std::string& element, Known k) {
+    model_.sets[set][element] = k;
+    acked_at_[{set, element}] = sim_->NowMicros();
+  }
+
+  void Op() {
+    ++totals_->ops;
+    const std::string set = absl::StrCat("s", Uniform(rng_, 0, 9));
+    const NodeId via = RandomUp();
+    const uint64_t kind = Uniform(rng_, 0, 99);
+    if (kind < 55) {
+      const std::string element = absl::StrCat("e", Uniform(rng_, 0, 60));
+      model_.sets[set].try_emplace(element, Known::kAbsent);
+      absl::StatusOr<Delta> d =
+          sim_->Update(via, set, {UpdateOp::Add(element)}, wo_);
+      Count(d.ok());
+      Acked(set, element, d.ok() ? Known::kPresent : Known::kUnknown);
+    } else if (kind < 80) {
+      const std::string element = absl::StrCat("e", Uniform(rng_, 0, 60));
+      Known& known =
+          model_.sets[set].try_emplace(element, Known::kAbsent).first->second;
+      absl::StatusOr<Membership> m =
+          sim_->ContainsAll(via, set, {element}, ro_);
+      if (!m.ok()) return;
+      if (known == Known::kPresent) CHECK(m->all_present);
+      std::vector<Dot> context;
+      for (const ElementDots& e : m->elements) {
+        context.insert(context.end(), e.dots.begin(), e.dots.end());
+      }
+      absl::StatusOr<Delta> d =
+          sim_->Update(via, set, {UpdateOp::Remove(element, context)}, wo_);
+      Count(d.ok());
+      // A remove with the context of a quorum read removes every
+      // acknowledged add; an unknown add may survive it.
+      if (d.ok() && known != Known::kUnknown) {
+        Acked(set, element, Known::kAbsent);
+      } else if (!d.ok()) {
+        Acked(set, element, Known::kUnknown);
+      }
+    } else if (kind < 83) {
+      absl::StatusOr<SimReadResult> r = sim_->Read(via, set, ro_);
+      if (!r.ok()) return;
+      CheckKnown(set, r->elements, model_);
+      absl::StatusOr<Delta> d = sim_->Clear(via, set, r->clock, wo_);
+      Count(d.ok());
+      for (const ElementDots& e : r->elements) {
+        Known& known = model_.sets[set][e.element];
+        if (!d.ok()) {
+          Acked(set, e.element, Known::kUnknown);
+        } else if (known != Known::kUnknown) {
+          Acked(set, e.element, Known::kAbsent);
+        }
+      }
+    } else {
+      absl::StatusOr<SimReadResult> r = sim_->Read(via, set, ro_);
+      if (r.ok()) CheckKnown(set, r->elements, model_);
+    }
+  }
+
+  void Count(bool ok) { ok ? ++totals_->acked : ++totals_->failed; }
+
+  // Adds a node's counters to the totals before it stops (they do not
+  // survive a restart).
+  void Harvest(NodeId id) {
+    const Node::Stats s = sim_->node(id)->stats();
+    totals_->transfers += s.handoffs_done;
+    totals_->receiver_restarts += s.handoff_receiver_restarts;
+  }
+
+  // One node down at a time, restarted a few operations later.
+  void Faults() {
+    if (down_ != 0 && --down_for_ <= 0) {
+      REQUIRE(sim_->Restart(down_, Uniform(rng_, 0, 1) == 0).ok());
+      down_ = 0;
+    } else if (down_ == 0 && Uniform(rng_, 0, 11) == 0) {
+      down_ = RandomUp();
+      down_for_ = static_cast<int>(Uniform(rng_, 1, 8));
+      ++totals_->crashes;
+      Harvest(down_);
+      if (power_ && Uniform(rng_, 0, 1) == 0) {
+        REQUIRE(sim_->PowerLoss(down_).ok());
+        ++totals_->power_losses;
+        // Writes acknowledged within the last writeback interval may be
+        // gone from that machine (and with it below W copies).
+        const uint64_t now = sim_->NowMicros();
+        const uint64_t since =
+            now > kWriteback + kSecond ? now - kWriteback - kSecond : 0;
+        for (const auto& [key, at] : acked_at_) {
+          if (at >= since) model_.sets[key.first][key.second] = Known::kUnknown;
+        }
+      } else {
+        REQUIRE(sim_->Crash(down_).ok());
+      }
+    }
+  }
+
+  // A node joins (the next id) or a member leaves; the ring goes to every
+  // node, or to some now and the rest a few operations later.
+  void Change() {
+    if (!late_.empty()) InstallLate();
+    ++totals_->changes;
+    std::vector<NodeId> next = members_;
+    const bool join =
+        next.size() <= 4 || (next.size() < 7 && Uniform(rng_, 0, 1));
+    if (join) {
+      next.push_back(sim_->node_count() + 1);
+    } else {
+      next.erase(next.begin() + Uniform(rng_, 0, next.size() - 1));
+    }
+    members_ = next;
+    const Ring ring = MakeRing(next, ++epoch_);
+    // Every node ever started gets the ring, those that left too (they
+    // may still hand off; one that is down gets it when it restarts).
+    std::vector<NodeId> all;
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) all.push_back(id);
+    if (join) all.push_back(next.back());
+    if (Uniform(rng_, 0, 2) == 0) {
+      // Some nodes first (the joiner among them or not).
+      std::shuffle(all.begin(), all.end(), rng_);
+      const size_t first = Uniform(rng_, 1, all.size() - 1);
+      std::vector<NodeId> early(all.begin(), all.begin() + first);
+      late_.assign(all.begin() + first, all.end());
+      // A node that does not exist yet joins only with the install that
+      // names it; one that does not exist when the later install comes is
+      // created by it.
+      REQUIRE(sim_->InstallRing(ring, early).ok());
+      late_ring_ = ring;
+      late_in_ = static_cast<int>(Uniform(rng_, 1, 10));
+    } else {
+      REQUIRE(sim_->InstallRing(ring, all).ok());
+    }
+    check_copies_in_ = 12;
+  }
+
+  void InstallLate() {
+    REQUIRE(sim_->InstallRing(*late_ring_, late_).ok());
+    late_.clear();
+  }
+
+  // Every acknowledged add is on at least W distinct replicas that serve
+  // its partition by their own account (a node handing over counts: its
+  // copy is on its receiver once its forwards drain).
+  void CheckCopies() {
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+      if (!sim_->IsUp(id)) return;
+    }
+    ++totals_->copy_checks;
+    const Ring& ring = sim_->ring();
+    for (const auto& [set, elements] : model_.sets) {
+      const uint32_t p = ring.PartitionOf(set);
+      std::map<NodeId, std::set<std::string>> held;
+      std::vector<NodeId> serving;
+      for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+        Node* node = sim_->node(id);
+        const std::vector<NodeId> view = node->ServingList(p);
+        if (std::find(view.begin(), view.end(), id) == view.end()) continue;
+        serving.push_back(id);
+        Replica* replica = node->LocalReplica(p);
+        if (replica == nullptr) {
+          held[id];  // Handing over: counted as holding.
+          continue;
+        }
+        for (const ElementDots& e : testing::ReadAll(*replica, set)) {
+          held[id].insert(e.element);
+        }
+      }
+      for (const auto& [element, known] : elements) {
+        if (known != Known::kPresent) continue;
+        int copies = 0;
+        for (const auto& [id, have] : held) {
+          Replica* replica = sim_->node(id)->LocalReplica(p);
+          if (replica == nullptr || have.count(element)) ++copies;
+        }
+        CAPTURE(seed_, power_, set, element, p, serving, copies);
+        if (copies < wo_.w) FAIL_CHECK(Describe(*sim_));
+      }
+    }
+  }
+
+  bool Converged(std::string* why) {
+    const Ring& ring = sim_->ring();
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+      Node* node = sim_->node(id);
+      const Node::Stats s = node->stats();
+      if (s.ring_epoch != ring.epoch() || s.partitions_moving != 0 ||
+          s.handoffs_pending != 0 || s.handoffs_running != 0 ||
+          s.partitions_releasing != 0) {
+        *why = absl::StrCat("node ", id, " still moving");
+        return false;
+      }
+      for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+        const std::vector<NodeId>& want = ring.PreferenceList(p);
+        if (node->ServingList(p) != want) {
+          *why = absl::StrCat("node ", id, " lists p", p, " otherwise");
+          return false;
+        }
+        const bool owns = std::find(want.begin(), want.end(), id) != want.end();
+        if (owns && node->LocalReplica(p) == nullptr) {
+          *why = absl::StrCat("node ", id, " lacks its replica of p", p);
+          return false;
+        }
+        if (!owns) {
+          std::unique_ptr<Iterator> it =
+              sim_->store(id)->NewIterator(ReadOptions(), KeyspaceRange(p));
+          it->SeekToFirst();
+          if (it->Valid()) {
+            *why = absl::StrCat("node ", id, " keeps keys of p", p);
+            return false;
+          }
+        }
+      }
+    }
+    for (const auto& [set, elements] : model_.sets) {
+      const std::vector<testing::ReplicaView> views =
+          testing::Views(*sim_, set);
+      for (const testing::ReplicaView& v : views) {
+        if (v.value != views.front().value) {
+          *why = absl::StrCat("replicas of ", set, " differ");
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  void Settle() {
+    if (!late_.empty()) InstallLate();
+    sim_->Heal();
+    sim_->SetLoss(0);
+    sim_->SetDuplicate(0);
+    if (down_ != 0) REQUIRE(sim_->Restart(down_).ok());
+    down_ = 0;
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+      Harvest(id);
+      REQUIRE(sim_->Crash(id).ok());
+      REQUIRE(sim_->Restart(id, Uniform(rng_, 0, 1) == 0).ok());
+    }
+    const uint64_t start = sim_->NowMicros();
+    std::string why;
+    while (!Converged(&why) && sim_->NowMicros() - start < kSettleBound) {
+      sim_->RunFor(kSecond);
+    }
+    const uint64_t took = sim_->NowMicros() - start;
+    INFO("seed " << seed_ << " power " << power_ << ": " << why << "\n"
+                 << Describe(*sim_));
+    REQUIRE(Converged(&why));
+    totals_->slowest_settle = std::max(totals_->slowest_settle, took);
+    totals_->total_settle += took;
+    // Every replica equals the model (they are equal to each other).
+    for (const auto& [set, elements] : model_.sets) {
+      const uint32_t p = sim_->ring().PartitionOf(set);
+      for (NodeId id : sim_->ring().PreferenceList(p)) {
+        CAPTURE(set, id);
+        CheckKnown(set, testing::ReadAll(*sim_->node(id)->LocalReplica(p), set),
+                   model_);
+        absl::StatusOr<VerifyReport> v =
+            sim_->node(id)->LocalReplica(p)->Verify();
+        REQUIRE(v.ok());
+        CHECK(v->ok());
+      }
+    }
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) Harvest(id);
+    ++totals_->histories;
+  }
+
+  const uint64_t seed_;
+  const bool power_;
+  Totals* const totals_;
+  Rng rng_;
+  std::unique_ptr<Simulator> sim_;
+  Model model_;
+  std::map<std::pair<std::string, std::string>, uint64_t> acked_at_;
+  std::vector<NodeId> members_;
+  uint64_t epoch_ = 1;
+  std::vector<NodeId> late_;
+  std::optional<Ring> late_ring_;
+  int late_in_ = 0;
+  int check_copies_in_ = 0;
+  NodeId down_ = 0;
+  int down_for_ = 0;
+  ClusterWriteOptions wo_;
+  ClusterReadOptions ro_;
+};
+
+void Report(const char* name, const Totals& t) {
+  WARN(name << ": " << t.histories << " histories, " << t.ops << " ops ("
+            << t.acked << " acknowledged, " << t.failed << " failed), "
+            << t.changes << " membership changes, " << t.crashes << " crashes ("
+            << t.power_losses << " power losses), " << t.copy_checks
+            << " single-replica checks, " << t.transfers << " transfers, "
+            << t.receiver_restarts
+            << " runs restarted for a receiver restart; settle: slowest "
+            << t.slowest_settle / 1000 << " ms, mean "
+            << (t.histories ? t.total_settle / t.histories / 1000 : 0)
+            << " ms (bound " << kSettleBound / kSecond << " s); violations: 0");
+}
+
+TEST_CASE("lifecycle soak: frequent membership changes and crashes converge") {
+  Totals totals;
+  for (uint64_t seed : Seeds(4)) {
+    History(seed, /*power=*/false, &totals).Run(300);
+  }
+  Report("lifecycle soak, crashes", totals);
+}
+
+TEST_CASE(
+    "lifecycle soak: power losses with sync_writes off during changes "
+    "converge") {
+  Totals totals;
+  for (uint64_t seed : Seeds(4)) {
+    History(seed, /*power=*/true, &totals).Run(300);
+  }
+  Report("lifecycle soak, power losses", totals);
+}
+
+}  // namespace
+}  // namespace bigset
