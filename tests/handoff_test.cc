@@ -382,6 +382,18 @@ TEST_CASE("handoff regression: a late completion notice is stale") {
   RunChange(0x5eed007b, Change::kBackAndForth, /*faults=*/true, &totals);
 }
 
+TEST_CASE(
+    "handoff regression: a write coordinated by the receiver as it takes "
+    "the sender's place reaches the receiver's own replica") {
+  // The receiver coordinated a remove with a list that did not name it yet
+  // (it accepted during the write); the sender, handing over, would not
+  // pass the delta on to the node it came from, so the receiver's replica
+  // kept the removed element (found by the fault-free runs at scale 10).
+  Totals totals;
+  RunChange(0x5eed001e, Change::kReplace, /*faults=*/false, &totals);
+  RunChange(0x5eed004f, Change::kLeave, /*faults=*/false, &totals);
+}
+
 TEST_CASE("handoff regression: a given-up replicate reaches the new owner") {
   // A write's kReplicateGivenUp reached a replica handed over a moment
   // before; refused there, the new owner never got the write.

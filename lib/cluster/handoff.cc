@@ -281,8 +281,11 @@ bool HandoffManager::HandingOver(uint32_t partition) const {
 bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
                                 const Delta& delta) {
   auto to = moved_to_.find(header.partition);
-  if (to == moved_to_.end() || to->second == from ||
-      to->second == host_->node_id()) {
+  // A coordinator's delta goes to the new owner even when the new owner is
+  // that coordinator (its list still named this node); a forward does not
+  // go back to the node that forwarded it.
+  if (to == moved_to_.end() || to->second == host_->node_id() ||
+      (header.type == MessageType::kHandoffDelta && to->second == from)) {
     return false;
   }
   std::string bytes;

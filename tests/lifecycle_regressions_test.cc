@@ -1,0 +1,297 @@
+// Regressions of the defects the lifecycle review found (issue "Lifecycle
+// under faults"), each named after its defect: the exact histories that
+// lost or endangered acknowledged writes, or left nodes that never agree.
+// The lifecycle soak (lifecycle_soak_test.cc) finds their kind at random.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/testing/sim.h"
+#include "failover_fixture.h"
+#include "handoff_util.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::Settled;
+using testing::Unsettled;
+
+constexpr uint64_t kSecond = 1'000'000;
+
+Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
+              int n = 3) {
+  RingOptions ro;
+  ro.ring_size = size;
+  ro.n = n;
+  ro.epoch = epoch;
+  ro.placement = Placement::kRendezvous;
+  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
+  REQUIRE(ring.ok());
+  return *ring;
+}
+
+bool Has(const std::vector<NodeId>& list, NodeId n) {
+  return std::find(list.begin(), list.end(), n) != list.end();
+}
+
+void SettleOrFail(Simulator& sim, uint64_t bound = 600 * kSecond) {
+  const uint64_t deadline = sim.NowMicros() + bound;
+  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
+  INFO(Unsettled(sim));
+  REQUIRE(Settled(sim));
+}
+
+TEST_CASE(
+    "handoff regression: a receiver that lost power mid-run accepts the run "
+    "without the sets it lost") {
+  // sync_writes off (the default); no hints, no anti-entropy rounds, no
+  // read repair: nothing but the hand-off can bring the element back.
+  SimOptions o;
+  o.seed = 7;
+  o.nodes = 3;
+  o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
+  o.node.max_chunk_elements = 2;
+  o.node.handoff_max_running = 1;
+  o.node.anti_entropy_hint_bytes = 0;
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  const Ring next = MakeRing({1, 2, 3, 4}, 2);
+  // A partition that node 3 hands to the joining node 4.
+  uint32_t p = 0;
+  while (Has(next.PreferenceList(p), 3) || !Has(next.PreferenceList(p), 4)) {
+    ++p;
+    REQUIRE(p < next.ring_size());
+  }
+  std::vector<std::string> sets;
+  for (int i = 0; sets.size() < 12; ++i) {
+    const std::string name = absl::StrCat("k", i);
+    if (sim.ring().PartitionOf(name) == p) sets.push_back(name);
+  }
+  std::sort(sets.begin(), sets.end());
+  const std::string& first = sets.front();  // Sent first.
+  ClusterWriteOptions wo;
+  wo.timeout_micros = kSecond;
+  for (const std::string& set : sets) {
+    for (int e = 0; e < 6; ++e) {
+      REQUIRE(
+          sim.Update(1, set, {UpdateOp::Add(absl::StrCat("e", e))}, wo).ok());
+    }
+  }
+  // x is acknowledged by nodes 1 and 3; node 2 never gets it.
+  sim.Partition({{1, 3}, {2}});
+  REQUIRE(sim.Update(1, first, {UpdateOp::Add("x")}, wo).ok());
+  sim.RunFor(3 * kSecond);  // Past the write's deadline: no retransmission.
+  sim.Heal();
+  REQUIRE(sim.InstallRing(next).ok());
+  // Node 4 acknowledges the first set (x's), then loses power and with it
+  // that set, while the run goes on with the later sets.
+  auto has_x = [&]() {
+    Replica* r = sim.node(4)->LocalReplica(p);
+    if (r == nullptr) return false;
+    absl::StatusOr<std::vector<Dot>> dots = r->Contains(first, "x");
+    return dots.ok() && !dots->empty();
+  };
+  const uint64_t deadline = sim.NowMicros() + 60 * kSecond;
+  while (!has_x() && sim.NowMicros() < deadline) sim.RunFor(500);
+  REQUIRE(has_x());
+  REQUIRE(sim.node(3)->stats().handoffs_done == 0);
+  REQUIRE(sim.PowerLoss(4).ok());
+  REQUIRE(sim.Restart(4).ok());
+  SettleOrFail(sim);
+  // Node 3 released the partition; R = 2 reads through node 4 (node 4 and
+  // either node 1 or node 2) must all see x.
+  ClusterReadOptions ro;
+  ro.read_repair = false;
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<Membership> m = sim.ContainsAll(4, first, {"x"}, ro);
+    REQUIRE(m.ok());
+    CHECK(m->all_present);
+  }
+  CHECK(sim.node(3)->stats().handoff_receiver_restarts >= 1);
+}
+
+TEST_CASE(
+    "handoff regression: acknowledgements passed on by a node that handed "
+    "over count the replica that applied them, once") {
+  // A write whose coordinating replica (pl[0]) applied it gets an
+  // acknowledgement from pl[1] that pl[1] did not apply itself: it passed
+  // the delta on to pl[0] (a coordinator's serving list was behind: pl[1]
+  // had handed the partition over to pl[0]). One replica holds the write,
+  // so W = 2 is not reached.
+  testing::FailoverFixture f;
+  using testing::And;
+  using testing::From;
+  using testing::OfType;
+  using testing::To;
+  f.Write({UpdateOp::Add("x")});
+  REQUIRE(f.c.DeliverOne(And(To(f.pl[0]), OfType(MessageType::kUpdate))));
+  REQUIRE(
+      f.c.DeliverOne(And(From(f.pl[0]), OfType(MessageType::kUpdateReply))));
+  // The write's request id, from the deltas it replicates (held back).
+  uint64_t id = 0;
+  for (const auto& s : f.c.queue()) {
+    if (s.type() != MessageType::kReplicate) continue;
+    MessageHeader h;
+    std::string_view body;
+    REQUIRE(ParseHeader(s.bytes, &h, &body).ok());
+    id = h.request_id;
+  }
+  REQUIRE(id != 0);
+  f.c.Hold(OfType(MessageType::kReplicate));
+  auto ack = [&](NodeId from, NodeId applied_by) {
+    std::string bytes;
+    EncodeStatusReply(
+        MessageHeader{MessageType::kReplicateAck, id, f.partition},
+        absl::OkStatus(), applied_by, &bytes);
+    f.c.queue().push_back({from, f.client, std::move(bytes)});
+  };
+  ack(f.pl[1], f.pl[0]);
+  f.c.Advance(1000);
+  CHECK_FALSE(f.result.has_value());
+  // pl[1]'s own acknowledgement is a second replica.
+  ack(f.pl[1], f.pl[1]);
+  f.c.Advance(1000);
+  REQUIRE(f.result.has_value());
+  CHECK(f.result->ok());
+  f.c.Unhold();
+}
+
+TEST_CASE(
+    "handoff regression: a receiver whose serving list is behind takes the "
+    "place of a node that is still serving") {
+  // Node 5 is cut off while nodes move a partition (its view misses the
+  // moves); the next ring moves places to it while the moves it missed are
+  // still what others see. Whatever it accepts, it may take only the
+  // place of the node that sent to it: afterwards every view agrees, and
+  // every acknowledged write is on W distinct replicas.
+  for (uint64_t seed : testing::Seeds(6)) {
+    CAPTURE(seed);
+    SimOptions o;
+    o.seed = seed;
+    o.nodes = 5;
+    o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
+    o.node.max_chunk_elements = 2;
+    o.min_latency_micros = 1000;
+    o.max_latency_micros = 4000;
+    auto created = Simulator::Create(o);
+    REQUIRE(created.ok());
+    Simulator& sim = **created;
+    testing::KnownModel model;
+    testing::Rng rng(seed);
+    ClusterWriteOptions wo;
+    wo.timeout_micros = 2 * kSecond;
+    auto write = [&](NodeId via) {
+      const std::string set = absl::StrCat("s", testing::Uniform(rng, 0, 7));
+      const std::string e = absl::StrCat("e", testing::Uniform(rng, 0, 40));
+      absl::StatusOr<Delta> d = sim.Update(via, set, {UpdateOp::Add(e)}, wo);
+      model.sets[set][e] =
+          d.ok() ? testing::Known::kPresent : testing::Known::kUnknown;
+    };
+    for (int i = 0; i < 60; ++i) write(1);
+    // Node 1 leaves, node 6 joins; node 5 hears nothing of it.
+    sim.Partition({{1, 2, 3, 4}, {5}});
+    REQUIRE(
+        sim.InstallRing(MakeRing({2, 3, 4, 5, 6}, 2), {1, 2, 3, 4, 6}).ok());
+    sim.Partition({{1, 2, 3, 4, 6}, {5}});
+    for (int i = 0; i < 30; ++i) {
+      write(2);
+      sim.RunFor(50'000);
+    }
+    // Node 6 leaves again and node 2 too: places move to node 5, whose
+    // view is behind, while node 3 is down.
+    const Ring third = MakeRing({3, 4, 5, 7}, 3);
+    REQUIRE(sim.InstallRing(third, {1, 2, 3, 4, 5, 6, 7}).ok());
+    sim.Heal();
+    REQUIRE(sim.Crash(3).ok());
+    for (int i = 0; i < 30; ++i) {
+      write(5);
+      sim.RunFor(50'000);
+    }
+    REQUIRE(sim.Restart(3).ok());
+    SettleOrFail(sim);
+    // Every view is the ring's (Settled), and each acknowledged add is on
+    // at least W distinct replicas (no repair ran).
+    for (const auto& [set, elements] : model.sets) {
+      const uint32_t p = third.PartitionOf(set);
+      std::vector<std::set<std::string>> held;
+      for (NodeId id : third.PreferenceList(p)) {
+        Replica* r = sim.node(id)->LocalReplica(p);
+        REQUIRE(r != nullptr);
+        std::set<std::string>& h = held.emplace_back();
+        for (const ElementDots& e : testing::ReadAll(*r, set)) {
+          h.insert(e.element);
+        }
+      }
+      for (const auto& [element, known] : elements) {
+        if (known != testing::Known::kPresent) continue;
+        int copies = 0;
+        for (const auto& h : held) copies += h.count(element) ? 1 : 0;
+        CAPTURE(set, element);
+        CHECK(copies >= wo.w);
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "handoff regression: a notice kept for later is acknowledged, then lost "
+    "in a restart") {
+  // Node 3 is down while every partition moves 1 -> 4; node 1 crashes
+  // right after; then the partitions move 4 -> 5. Node 3 restarts, hears of
+  // the second move first, restarts again before it hears of the first.
+  // Its views must end at the latest lists, whatever it heard when.
+  for (uint64_t seed : testing::Seeds(4)) {
+    CAPTURE(seed);
+    SimOptions o;
+    o.seed = seed;
+    o.nodes = 3;
+    o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
+    o.node.max_chunk_elements = 4;
+    auto created = Simulator::Create(o);
+    REQUIRE(created.ok());
+    Simulator& sim = **created;
+    for (int i = 0; i < 40; ++i) {
+      REQUIRE(sim.Update(1, absl::StrCat("s", i % 8),
+                         {UpdateOp::Add(absl::StrCat(i))})
+                  .ok());
+    }
+    REQUIRE(sim.Crash(3).ok());
+    REQUIRE(sim.InstallRing(MakeRing({2, 3, 4}, 2), {1, 2, 3, 4}).ok());
+    const uint64_t deadline = sim.NowMicros() + 120 * kSecond;
+    while (sim.node(1)->stats().handoffs_done < 8 &&
+           sim.NowMicros() < deadline) {
+      sim.RunFor(10'000);
+    }
+    REQUIRE(sim.node(1)->stats().handoffs_done == 8);
+    REQUIRE(sim.Crash(1).ok());
+    REQUIRE(sim.InstallRing(MakeRing({2, 3, 5}, 3), {1, 2, 3, 4, 5}).ok());
+    while (sim.node(4)->stats().handoffs_done < 8 &&
+           sim.NowMicros() < deadline + 120 * kSecond) {
+      sim.RunFor(10'000);
+    }
+    REQUIRE(sim.node(4)->stats().handoffs_done == 8);
+    REQUIRE(sim.Restart(3).ok());
+    sim.RunFor(3'000);  // It hears something, not everything.
+    REQUIRE(sim.Crash(3).ok());
+    REQUIRE(sim.Restart(3).ok());
+    REQUIRE(sim.Restart(1).ok());
+    SettleOrFail(sim);
+    for (uint32_t p = 0; p < 8; ++p) {
+      CHECK(sim.node(3)->ServingList(p) == sim.ring().PreferenceList(p));
+    }
+    ClusterReadOptions all;
+    all.r = 3;
+    for (int i = 0; i < 8; ++i) {
+      CHECK(sim.Read(3, absl::StrCat("s", i), all).ok());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bigset
