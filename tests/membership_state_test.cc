@@ -1,0 +1,295 @@
+// MembershipState (lib/cluster/membership.h): node-authored states merged
+// by version, serving lists derived from them, places taken and handed on,
+// persistence across reopen, the earlier format's conversion, and random
+// merges in random orders converging to the same view.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bigset/keys/keys.h"
+#include "cluster/membership.h"
+#include "core/coding.h"
+#include "core/crc32c.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::MemStore;
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+
+constexpr KeyspaceId kMeta = 0xFFFFFFFF;
+
+Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 16) {
+  RingOptions ro;
+  ro.ring_size = size;
+  ro.n = 3;
+  ro.epoch = epoch;
+  ro.placement = Placement::kRendezvous;
+  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
+  REQUIRE(ring.ok());
+  return *ring;
+}
+
+bool Has(const std::vector<NodeId>& list, NodeId n) {
+  return std::find(list.begin(), list.end(), n) != list.end();
+}
+
+// A partition whose list in `ring` holds `in` and not `out`.
+uint32_t PartitionWith(const Ring& ring, NodeId in, NodeId out) {
+  for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+    if (Has(ring.PreferenceList(p), in) && !Has(ring.PreferenceList(p), out)) {
+      return p;
+    }
+  }
+  FAIL("no such partition");
+  return 0;
+}
+
+TEST_CASE("membership: a new store serves what the ring gives it") {
+  MemStore m;
+  const Ring ring = MakeRing({1, 2, 3, 4, 5}, 1);
+  MembershipState state(2, m.store.get());
+  REQUIRE(state.Load(ring).ok());
+  CHECK(state.own().version == 1);
+  CHECK(state.PartitionsMoving() == 0);
+  for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+    CHECK(state.ServingList(p) == ring.PreferenceList(p));
+    CHECK(state.Serves(p) == Has(ring.PreferenceList(p), 2));
+  }
+  // A joiner opened with a ring it is not in serves nothing.
+  MemStore m5;
+  MembershipState joiner(6, m5.store.get());
+  REQUIRE(joiner.Load(ring).ok());
+  CHECK(joiner.own().entries.empty());
+  CHECK(joiner.PartitionsMoving() == 0);
+}
+
+TEST_CASE(
+    "membership: higher versions win; a node stays the authority on "
+    "itself") {
+  MemStore m;
+  const Ring ring = MakeRing({1, 2, 3, 4, 5}, 1);
+  MembershipState state(1, m.store.get());
+  REQUIRE(state.Load(ring).ok());
+  const uint32_t p = PartitionWith(ring, 2, 1);
+  // Node 2 says it serves nothing any more (version 3), then an older
+  // state arrives late: ignored.
+  bool raised = false;
+  CHECK(state.Merge({NodeServing{2, 3, {}}}, &raised));
+  CHECK_FALSE(Has(state.ServingList(p), 2));
+  CHECK(state.Moving(p));
+  NodeServing old{2, 2, {ServeEntry{p, 1, 0, 0, 0, false}}};
+  CHECK_FALSE(state.Merge({old}, &raised));
+  CHECK_FALSE(Has(state.ServingList(p), 2));
+  // States naming partitions the ring does not have are ignored whole.
+  NodeServing bad{3, 9, {ServeEntry{ring.ring_size(), 1, 0, 0, 0, false}}};
+  CHECK_FALSE(state.Merge({bad}, &raised));
+  CHECK(state.StateOf(3) == nullptr);
+  // Others remember a later state of node 1 than it has (its store was
+  // replaced): node 1 keeps its own content under a higher version.
+  const NodeServing mine = state.own();
+  NodeServing forged{1, 50, {}};
+  CHECK_FALSE(state.Merge({forged}, &raised));
+  CHECK(raised);
+  CHECK(state.own().version == 51);
+  CHECK(state.own().entries == mine.entries);
+  // The same version with other content raises it too; an echo does not.
+  raised = false;
+  NodeServing echo = state.own();
+  state.Merge({echo}, &raised);
+  CHECK_FALSE(raised);
+  echo.entries.clear();
+  state.Merge({echo}, &raised);
+  CHECK(raised);
+  CHECK(state.own().version == 52);
+}
+
+TEST_CASE("membership: places taken, handed on, and pruned") {
+  MemStore m;
+  const Ring ring = MakeRing({1, 2, 3, 4, 5}, 1);
+  MembershipState a(1, m.store.get());
+  REQUIRE(a.Load(ring).ok());
+  const uint32_t p = PartitionWith(ring, 1, 4);
+  const uint64_t since = a.Own(p)->since;
+  CHECK_FALSE(a.ReplacedBy(p).has_value());
+  // Node 4 took node 1's place, then handed it on to node 5.
+  bool raised = false;
+  NodeServing four{4, 7, {ServeEntry{p, 7, 1, since, 0, false}}};
+  a.Merge({four}, &raised);
+  REQUIRE(a.ReplacedBy(p).has_value());
+  CHECK(a.ReplacedBy(p)->node == 4);
+  CHECK(a.ReplacedBy(p)->holder == 4);
+  CHECK(a.Replaced(1, p));
+  four = NodeServing{4, 9, {ServeEntry{p, 7, 1, since, 5, true}}};
+  a.Merge({four}, &raised);
+  CHECK(a.ReplacedBy(p)->node == 4);
+  CHECK(a.ReplacedBy(p)->holder == 0);  // Where it went is not known yet.
+  a.Merge({NodeServing{5, 4, {ServeEntry{p, 4, 4, 7, 0, false}}}}, &raised);
+  CHECK(a.ReplacedBy(p)->holder == 5);
+  // Node 1 commits, then stops serving: an original member leaves no
+  // departed entry.
+  REQUIRE(a.SetHandingTo(p, 4).ok());
+  CHECK(a.Own(p)->handing_to == 4);
+  CHECK(a.Claimed(p, 4));
+  REQUIRE(a.StopServing(p).ok());
+  CHECK_FALSE(a.Serves(p));
+  CHECK(std::none_of(a.own().entries.begin(), a.own().entries.end(),
+                     [&](const ServeEntry& e) { return e.partition == p; }));
+  // Node 1 takes node 3's place somewhere: when it leaves again, a departed
+  // entry stays until node 3 no longer serves that episode.
+  const uint32_t q = PartitionWith(ring, 3, 1);
+  a.Merge({NodeServing{3, 2, {ServeEntry{q, 2, 0, 0, 0, false}}}}, &raised);
+  REQUIRE(a.BeginServing(q, 3, 2).ok());
+  REQUIRE(a.StopServing(q).ok());
+  auto departed = [&]() {
+    return std::count_if(
+        a.own().entries.begin(), a.own().entries.end(),
+        [&](const ServeEntry& e) { return e.partition == q && e.departed; });
+  };
+  REQUIRE(a.PruneDeparted().ok());
+  CHECK(departed() == 1);
+  a.Merge({NodeServing{3, 5, {}}}, &raised);  // Node 3 left q.
+  REQUIRE(a.PruneDeparted().ok());
+  CHECK(departed() == 0);
+}
+
+TEST_CASE("membership: persisted, reopened, and refusing older rings") {
+  MemStore m;
+  const Ring ring = MakeRing({1, 2, 3}, 1);
+  const Ring next = MakeRing({1, 2, 3, 4}, 2);
+  NodeServing own;
+  {
+    MembershipState state(1, m.store.get());
+    REQUIRE(state.Load(ring).ok());
+    REQUIRE(state.InstallRing(next).ok());
+    bool raised = false;
+    state.Merge({NodeServing{4, 3, {ServeEntry{0, 3, 2, 1, 0, false}}}},
+                &raised);
+    REQUIRE(state.SetHandingTo(state.own().entries.front().partition, 4).ok());
+    own = state.own();
+    CHECK(absl::IsFailedPrecondition(state.InstallRing(ring)));
+    CHECK(
+        absl::IsInvalidArgument(state.InstallRing(MakeRing({1, 2, 3}, 9, 32))));
+  }
+  MembershipState again(1, m.store.get());
+  REQUIRE(again.Load(next).ok());
+  CHECK(again.own() == own);
+  CHECK(again.ring().epoch() == 2);
+  CHECK(again.base_ring().epoch() == 1);
+  REQUIRE(again.StateOf(4) != nullptr);
+  CHECK(again.StateOf(4)->version == 3);
+  MembershipState older(1, m.store.get());
+  CHECK(absl::IsFailedPrecondition(older.Load(ring)));
+  // Corrupt metadata is an error, not a guess.
+  WriteBatch batch;
+  batch.Put(MetadataKey(kMeta, "membership"), "garbage");
+  REQUIRE(m.store->Write(WriteOptions(), batch).ok());
+  MembershipState broken(1, m.store.get());
+  CHECK(absl::IsDataLoss(broken.Load(next)));
+}
+
+TEST_CASE("membership: a store of the earlier format is converted") {
+  MemStore m;
+  const Ring ring = MakeRing({1, 2, 3, 4, 5}, 3);
+  // The earlier format: the ring and the serving lists that differ from it
+  // (here: node 1 still serves partition p, which the ring gives node 4).
+  const uint32_t p = PartitionWith(ring, 4, 1);
+  std::vector<NodeId> list = ring.PreferenceList(p);
+  *std::find(list.begin(), list.end(), 4) = 1;
+  std::string serving;
+  serving.push_back(1);
+  coding::PutVarint64(&serving, 1);
+  coding::PutVarint64(&serving, p);
+  coding::PutVarint64(&serving, list.size());
+  for (NodeId n : list) coding::PutVarint64(&serving, n);
+  crc32c::AppendChecksum(&serving);
+  WriteBatch batch;
+  batch.Put(MetadataKey(kMeta, "ring"), ring.Encode());
+  batch.Put(MetadataKey(kMeta, "serving"), serving);
+  batch.Put(MetadataKey(kMeta, "move_numbers"), "x");
+  REQUIRE(m.store->Write(WriteOptions(), batch).ok());
+  MembershipState state(1, m.store.get());
+  REQUIRE(state.Load(ring).ok());
+  CHECK(state.Serves(p));
+  for (uint32_t q = 0; q < ring.ring_size(); ++q) {
+    if (q != p) CHECK(state.Serves(q) == Has(ring.PreferenceList(q), 1));
+  }
+  std::string value;
+  CHECK(absl::IsNotFound(
+      m.store->Get(ReadOptions(), MetadataKey(kMeta, "serving"), &value)));
+  CHECK(absl::IsNotFound(
+      m.store->Get(ReadOptions(), MetadataKey(kMeta, "move_numbers"), &value)));
+  MembershipState again(1, m.store.get());
+  REQUIRE(again.Load(ring).ok());
+  CHECK(again.own() == state.own());
+}
+
+TEST_CASE("membership: views converge whatever the order of states") {
+  const Ring ring = MakeRing({1, 2, 3, 4, 5}, 1, 16);
+  for (uint64_t seed : Seeds(20)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    // Random histories of states for nodes 2..6, every version of each.
+    std::vector<NodeServing> all;
+    std::map<NodeId, NodeServing> latest;
+    for (NodeId n = 2; n <= 6; ++n) {
+      uint64_t version = Uniform(rng, 1, 3);
+      for (int k = 0, versions = Uniform(rng, 1, 5); k < versions; ++k) {
+        NodeServing st{n, version, {}};
+        for (uint32_t p = 0; p < 16; ++p) {
+          if (Uniform(rng, 0, 2) == 0) {
+            st.entries.push_back(
+                ServeEntry{p, Uniform(rng, 1, version), 0, 0, 0, false});
+          }
+        }
+        all.push_back(st);
+        latest[n] = st;
+        version += Uniform(rng, 1, 4);
+      }
+    }
+    std::vector<std::vector<NodeId>> first;
+    for (int order = 0; order < 4; ++order) {
+      MemStore m;
+      MembershipState state(1, m.store.get());
+      REQUIRE(state.Load(ring).ok());
+      std::shuffle(all.begin(), all.end(), rng);
+      // Delivered one by one and in random batches, some twice.
+      bool raised = false;
+      for (size_t i = 0; i < all.size();) {
+        const size_t k = Uniform(rng, 1, 4);
+        std::vector<NodeServing> batch(
+            all.begin() + i, all.begin() + std::min(all.size(), i + k));
+        if (Uniform(rng, 0, 3) == 0) batch.push_back(all[i]);
+        state.Merge(batch, &raised);
+        i += k;
+      }
+      CHECK_FALSE(raised);
+      std::vector<std::vector<NodeId>> lists;
+      for (uint32_t p = 0; p < 16; ++p) {
+        lists.push_back(state.ServingList(p));
+        // The view is the latest states': node 1's own, and the others'.
+        for (NodeId n = 2; n <= 6; ++n) {
+          const auto& e = latest[n].entries;
+          const bool serves = std::any_of(
+              e.begin(), e.end(),
+              [&](const ServeEntry& x) { return x.partition == p; });
+          CHECK(Has(state.ServingList(p), n) == serves);
+        }
+      }
+      if (order == 0) {
+        first = lists;
+      } else {
+        CHECK(lists == first);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bigset
