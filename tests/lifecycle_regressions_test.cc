@@ -293,5 +293,64 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "handoff regression: a node id reused with a fresh store restarts request "
+    "ids at 1") {
+  // The client node's writes are coordinated by pl[0], which caches its
+  // replies by (client, request id). With the client's store replaced, its
+  // new requests must not be taken for old ones (answered from the cache,
+  // never applied).
+  testing::FailoverFixture f;
+  f.Write({UpdateOp::Add("x")});
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  f.c.Settle();
+  f.c.RestartWiped(f.client, f.c.Now(f.client));
+  f.c.Settle();
+  f.Write({UpdateOp::Add("y")});
+  f.AdvanceUntilAnswered();
+  REQUIRE(f.result->ok());
+  f.c.Advance(100'000, 5);
+  CHECK(f.DotsOn(f.pl[0], "y").size() == 1);
+  CHECK(f.QuorumDots(f.pl[0], "y", 3).size() == 1);
+}
+
+TEST_CASE("handoff regression: retired replicas are never freed") {
+  // A node that hands partitions off and gets them back again must not
+  // keep a replica object per hand-off until it closes.
+  SimOptions o;
+  o.seed = 11;
+  o.nodes = 4;
+  o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  for (int i = 0; i < 40; ++i) {
+    REQUIRE(sim.Update(1, absl::StrCat("s", i % 8),
+                       {UpdateOp::Add(absl::StrCat(i))})
+                .ok());
+  }
+  auto hosted = [&](NodeId id) {
+    uint64_t n = 0;
+    for (uint32_t p = 0; p < 8; ++p) {
+      n += sim.node(id)->LocalReplica(p) != nullptr;
+    }
+    return n;
+  };
+  uint64_t epoch = 1;
+  for (int round = 0; round < 4; ++round) {
+    const std::vector<NodeId> nodes = round % 2 == 0
+                                          ? std::vector<NodeId>{1, 2, 3}
+                                          : std::vector<NodeId>{1, 2, 3, 4};
+    REQUIRE(sim.InstallRing(MakeRing(nodes, ++epoch), {1, 2, 3, 4}).ok());
+    SettleOrFail(sim);
+    sim.RunFor(kSecond);
+    for (NodeId id = 1; id <= 4; ++id) {
+      CAPTURE(round, id);
+      CHECK(sim.node(id)->stats().replicas_open == hosted(id));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bigset

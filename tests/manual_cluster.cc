@@ -101,6 +101,13 @@ void ManualCluster::FlushBackground() {
   }
 }
 
+void ManualCluster::RestartWiped(NodeId id, uint64_t clock) {
+  Slot& slot = slots_.at(id);
+  slot.node.reset();
+  slot.store = std::make_unique<MemStore>();
+  Restart(id, clock);
+}
+
 bool ManualCluster::DeliverOne(const std::function<bool(const Sent&)>& pick) {
   FlushBackground();
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {

@@ -75,6 +75,9 @@ class ManualCluster {
   // Destroys node `id` (a crash: no Close) and starts it again over the
   // same store with its clock at `clock` (a reboot may reset it).
   void Restart(NodeId id, uint64_t clock);
+  // Like Restart, on a new empty store (a replaced disk under the same
+  // node id).
+  void RestartWiped(NodeId id, uint64_t clock);
 
  private:
   class Net;

@@ -58,6 +58,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -271,7 +272,8 @@ class HandoffManager {
   // The latest run (request id) each sender proposed for each partition:
   // an older proposal arriving late is refused, so that once a sender's
   // probe was answered "not taken", no earlier proposal takes its place.
-  std::map<std::pair<NodeId, uint32_t>, uint64_t> latest_proposal_;
+  // Keyed by (sender, partition, the sender's episode).
+  std::map<std::tuple<NodeId, uint32_t, uint64_t>, uint64_t> latest_proposal_;
   // Forward request id -> its transfer.
   std::map<uint64_t, TransferKey> forward_routes_;
   // Partitions this node handed over, until it hosts them again: where

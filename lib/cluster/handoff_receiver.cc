@@ -104,7 +104,7 @@ void HandoffManager::HandleDone(NodeId from, const Message& m) {
 absl::Status HandoffManager::Accept(NodeId from, const Message& m) {
   const uint32_t p = m.header.partition;
   const NodeId me = host_->node_id();
-  uint64_t& latest = latest_proposal_[{from, p}];
+  uint64_t& latest = latest_proposal_[{from, p, m.episode}];
   if (m.header.request_id < latest) {
     return absl::FailedPreconditionError(
         absl::StrCat("a later proposal of node ", from, " for partition ", p,

@@ -1,6 +1,7 @@
 #include "bigset/cluster/node.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -66,7 +67,26 @@ absl::Status Node::Impl::Open() {
           absl::StrCat("node ", id_, ": undecodable request id lease"));
     }
     next_request_id_ = request_id_lease_end_ = end;
-  } else if (!absl::IsNotFound(s)) {
+  } else if (absl::IsNotFound(s)) {
+    // A new store. Its node id may have served before on a store now gone:
+    // peers may still remember that store's request ids (reply caches,
+    // fences, runs), so ids start at a random lease, not at 1.
+    uint64_t r = 0;
+    if (options_.actor_id_source) {
+      r = options_.actor_id_source();  // Seeded in the simulator.
+    } else {
+      std::random_device rd;
+      r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    }
+    // Mixed (splitmix64's finaliser), so that nearby sources give far
+    // apart leases; below 2^62, leaving 2^30 leases of room.
+    r = (r ^ (r >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    r = (r ^ (r >> 27)) * 0x94d049bb133111ebULL;
+    r ^= r >> 31;
+    const uint64_t base = (r >> 2) & ~(kRequestIdLeaseSize - 1);
+    next_request_id_ = request_id_lease_end_ =
+        std::max(base, kRequestIdLeaseSize);
+  } else {
     return s;
   }
   s = ExtendRequestIdLease();
@@ -119,6 +139,11 @@ bool Node::Impl::HostingChanged() {
     if (replicas_[p] != nullptr && !want) {
       retired_.push_back(std::move(replicas_[p]));
       handoff_.StartRelease(p);
+      // Freed from the scheduler, not here: a caller up the stack may still
+      // hold the replica (reads hold only store snapshots, not replicas).
+      if (retired_.size() == 1) {
+        After(0, [this]() { retired_.clear(); });
+      }
     } else if (replicas_[p] == nullptr && want) {
       // A failure leaves the partition without a replica here until the
       // hand-off timer calls again; requests for it are refused meanwhile
@@ -181,6 +206,8 @@ Node::Stats Node::Impl::Snapshot() const {
   Node::Stats s = stats_;
   anti_entropy_.FillStats(&s);
   s.folds_open = service_.folds_open();
+  s.replicas_open = retired_.size();
+  for (const auto& r : replicas_) s.replicas_open += r != nullptr;
   s.reply_cache_bytes = service_.reply_cache_bytes();
   handoff_.FillStats(&s);
   for (const auto& r : replicas_) {

@@ -327,6 +327,9 @@ class BIGSET_EXPORT Node {
     // serve, and the bytes of cached update replies.
     uint64_t folds_open = 0;
     uint64_t reply_cache_bytes = 0;
+    // Replica objects the node holds: those it hosts, and those it retired
+    // (handed over) and frees at its next turn.
+    uint64_t replicas_open = 0;
     // The sweepers of the node's replicas, summed (see ReplicaStats): sets
     // queued now, and since open entries done, keys deleted, bytes of
     // deleted keys and time spent.
