@@ -322,6 +322,35 @@ TEST_CASE("message: round trip, truncation and garbage") {
   }
 }
 
+TEST_CASE("message: DescribeMessage names what membership messages move") {
+  Message m;
+  m.header = MessageHeader{MessageType::kHandoffDone, 42, 3};
+  m.from_node = 5;
+  m.to_node = 6;
+  m.episode = 12;
+  m.supplement = true;
+  const std::string done = DescribeMessage(m.Encode());
+  CHECK(done.find("HandoffDone #42 p3") == 0);
+  CHECK(done.find("5->6 episode 12 supplement") != std::string::npos);
+  Message g;
+  g.header = MessageHeader{MessageType::kMembership, 0, 0};
+  g.epoch = 7;
+  g.versions = {{1, 3}, {2, 9}};
+  g.states = {NodeServing{2, 9, {}}};
+  const std::string gossip = DescribeMessage(g.Encode());
+  CHECK(gossip.find("epoch 7 versions 2, states 2@9") != std::string::npos);
+  Message a;
+  a.header = MessageHeader{MessageType::kHandoffDoneAck, 42, 3};
+  a.from_node = 5;
+  a.to_node = 6;
+  a.status = absl::AlreadyExistsError("x");
+  CHECK(DescribeMessage(a.Encode()).find("5->6 ALREADY_EXISTS") !=
+        std::string::npos);
+  std::string bytes = m.Encode();
+  bytes[bytes.size() / 2] ^= 1;
+  CHECK(DescribeMessage(bytes).find("undecodable") == 0);
+}
+
 TEST_CASE("message: node states out of order or with two live entries") {
   auto encode = [](std::vector<ServeEntry> entries) {
     Message m;

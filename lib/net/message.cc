@@ -774,8 +774,43 @@ std::string DescribeMessage(std::string_view bytes) {
   if (!ParseHeader(bytes, &header, &body).ok()) {
     return absl::StrCat("undecodable ", bytes.size(), "B");
   }
-  return absl::StrCat(MessageTypeName(header.type), " #", header.request_id,
-                      " p", header.partition, " ", bytes.size(), "B");
+  std::string out =
+      absl::StrCat(MessageTypeName(header.type), " #", header.request_id, " p",
+                   header.partition, " ", bytes.size(), "B");
+  // The membership messages say what they are about: an operator reading
+  // a log sees which transfer and which states moved.
+  switch (header.type) {
+    case MessageType::kHandoffDone:
+    case MessageType::kHandoffDoneAck:
+    case MessageType::kTransferAck:
+    case MessageType::kMembership: {
+      absl::StatusOr<Message> m = Message::Decode(bytes);
+      if (!m.ok()) break;
+      if (header.type == MessageType::kTransferAck) {
+        absl::StrAppend(&out, " set#", m->index, " seq ", m->seq, " inc ",
+                        m->incarnation);
+      } else if (header.type == MessageType::kMembership) {
+        absl::StrAppend(&out, " epoch ", m->epoch, " versions ",
+                        m->versions.size(), ", states");
+        for (const NodeServing& st : m->states) {
+          absl::StrAppend(&out, " ", st.node, "@", st.version);
+        }
+      } else {
+        absl::StrAppend(&out, " ", m->from_node, "->", m->to_node);
+        if (header.type == MessageType::kHandoffDone) {
+          absl::StrAppend(&out, " episode ", m->episode,
+                          m->supplement ? " supplement" : "");
+        }
+      }
+      if (header.type != MessageType::kMembership && !m->status.ok()) {
+        absl::StrAppend(&out, " ", absl::StatusCodeToString(m->status.code()));
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return out;
 }
 
 }  // namespace bigset
