@@ -15,7 +15,8 @@ import os
 import re
 import sys
 
-LAYERS = ["core", "keys", "store", "replica", "net", "cluster", "testing"]
+LAYERS = ["core", "keys", "store", "replica", "net", "cluster", "testing",
+          "network"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # Files that adapt bigset to LevelDB (or test on it) may include LevelDB.
 LEVELDB_ALLOWED = re.compile(

@@ -1,0 +1,339 @@
+#include "bigset/network/node_runner.h"
+
+#include <asio.hpp>
+#include <atomic>
+#include <future>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/network/asio_scheduler.h"
+
+namespace bigset {
+namespace {
+
+absl::Status Closed() {
+  return absl::FailedPreconditionError("the node runner is closed");
+}
+
+// Forwards a read to the client's handler, with a `next` that may be called
+// from any thread (it posts to the runner's thread). Deletes itself when
+// the read is done.
+class PostingHandler final : public ReadHandler {
+ public:
+  PostingHandler(asio::io_context* io, ReadHandler* client)
+      : io_(io), client_(client) {}
+  void OnClock(const Clock& clock) override { client_->OnClock(clock); }
+  void OnChunk(std::vector<ElementDots>* elements,
+               std::function<void()> next) override {
+    client_->OnChunk(elements, [io = io_, next = std::move(next)]() mutable {
+      asio::post(*io, std::move(next));
+    });
+  }
+  void OnDone(absl::Status status) override {
+    client_->OnDone(std::move(status));
+    delete this;
+  }
+
+ private:
+  asio::io_context* const io_;
+  ReadHandler* const client_;
+};
+
+// Collects a whole read (ReadAndWait).
+class CollectingHandler final : public ReadHandler {
+ public:
+  void OnClock(const Clock& clock) override { result_.clock = clock; }
+  void OnChunk(std::vector<ElementDots>* elements,
+               std::function<void()> next) override {
+    for (ElementDots& e : *elements) result_.elements.push_back(std::move(e));
+    next();
+  }
+  void OnDone(absl::Status status) override {
+    if (status.ok()) {
+      done_.set_value(std::move(result_));
+    } else {
+      done_.set_value(std::move(status));
+    }
+  }
+  std::future<absl::StatusOr<NodeRunner::ReadResult>> future() {
+    return done_.get_future();
+  }
+
+ private:
+  NodeRunner::ReadResult result_;
+  std::promise<absl::StatusOr<NodeRunner::ReadResult>> done_;
+};
+
+}  // namespace
+
+class NodeRunner::Impl {
+ public:
+  explicit Impl(NodeRunnerOptions options)
+      : options_(std::move(options)), work_(asio::make_work_guard(io_)) {}
+  ~Impl() { (void)Close(); }
+
+  absl::Status Start();
+  absl::Status Close();
+
+  // Runs fn(node) on the runner's thread; `closed` instead if the runner is
+  // closed (on the caller's thread).
+  void Post(std::function<void(Node&)> fn, std::function<void()> closed) {
+    if (closed_.load()) {
+      closed();
+      return;
+    }
+    asio::post(io_, [this, fn = std::move(fn), closed = std::move(closed)]() {
+      if (node_ == nullptr) {
+        closed();
+      } else {
+        fn(*node_);
+      }
+    });
+  }
+  // Runs fn(node) on the runner's thread and waits for its result.
+  template <typename T>
+  absl::StatusOr<T> Call(std::function<absl::StatusOr<T>(Node&)> fn) {
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      return absl::FailedPreconditionError(
+          "a blocking call from the runner's own thread would never end");
+    }
+    auto promise = std::make_shared<std::promise<absl::StatusOr<T>>>();
+    std::future<absl::StatusOr<T>> future = promise->get_future();
+    Post([promise,
+          fn = std::move(fn)](Node& node) { promise->set_value(fn(node)); },
+         [promise]() { promise->set_value(Closed()); });
+    return future.get();
+  }
+
+  asio::io_context& io() { return io_; }
+  TcpTransport& transport() { return *transport_; }
+  const NodeRunnerOptions& options() const { return options_; }
+
+ private:
+  NodeRunnerOptions options_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::unique_ptr<LevelDbStore> store_;
+  std::unique_ptr<AsioScheduler> scheduler_;
+  std::unique_ptr<TcpTransport> transport_;
+  std::unique_ptr<Node> node_;  // Touched on the runner's thread only.
+  std::thread thread_;
+  std::atomic<bool> closed_{false};
+  absl::Mutex close_mu_;
+};
+
+absl::Status NodeRunner::Impl::Start() {
+  if (options_.id == 0 || options_.data_dir.empty() ||
+      !options_.ring.has_value() || options_.addresses == nullptr) {
+    return absl::InvalidArgumentError(
+        "a node runner needs an id, a data directory, a ring and an address "
+        "book");
+  }
+  absl::StatusOr<std::unique_ptr<LevelDbStore>> store =
+      LevelDbStore::Open(options_.data_dir, options_.store);
+  if (!store.ok()) return store.status();
+  store_ = std::move(*store);
+  scheduler_ = std::make_unique<AsioScheduler>(&io_);
+  transport_ = std::make_unique<TcpTransport>(
+      &io_, options_.id, options_.addresses, options_.transport);
+  thread_ = std::thread([this]() { io_.run(); });
+  std::promise<absl::Status> opened;
+  asio::post(io_, [this, &opened]() {
+    absl::Status s = transport_->Start([this](NodeId from, std::string_view b) {
+      if (node_ != nullptr) node_->Receive(from, b);
+    });
+    if (s.ok()) {
+      absl::StatusOr<std::unique_ptr<Node>> node =
+          Node::Open(options_.id, *options_.ring, store_.get(),
+                     transport_.get(), scheduler_.get(), options_.node);
+      if (node.ok()) {
+        node_ = std::move(*node);
+        transport_->SetRingEpoch(node_->ring().epoch());
+      } else {
+        s = node.status();
+      }
+    }
+    opened.set_value(s);
+  });
+  absl::Status s = opened.get_future().get();
+  if (!s.ok()) (void)Close();
+  return s;
+}
+
+absl::Status NodeRunner::Impl::Close() {
+  absl::MutexLock lock(&close_mu_);
+  if (closed_.exchange(true)) return absl::OkStatus();
+  absl::Status result = absl::OkStatus();
+  if (thread_.joinable()) {
+    std::promise<absl::Status> done;
+    asio::post(io_, [this, &done]() {
+      absl::Status s = absl::OkStatus();
+      if (node_ != nullptr) {
+        s = node_->Close();
+        node_.reset();
+      }
+      if (transport_ != nullptr) transport_->Stop();
+      if (scheduler_ != nullptr) scheduler_->CancelAll();
+      done.set_value(s);
+    });
+    result = done.get_future().get();
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  // The store's lock goes with it (another process may open it now); the
+  // transport stays, stopped, for its statistics.
+  store_.reset();
+  return result;
+}
+
+absl::StatusOr<std::unique_ptr<NodeRunner>> NodeRunner::Start(
+    NodeRunnerOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  absl::Status s = impl->Start();
+  if (!s.ok()) return s;
+  return std::unique_ptr<NodeRunner>(new NodeRunner(std::move(impl)));
+}
+
+NodeRunner::NodeRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+NodeRunner::~NodeRunner() = default;
+
+NodeId NodeRunner::id() const { return impl_->options().id; }
+
+uint16_t NodeRunner::port() const { return impl_->transport().port(); }
+
+absl::Status NodeRunner::Close() { return impl_->Close(); }
+
+void NodeRunner::Update(std::string set, std::vector<UpdateOp> ops,
+                        const ClusterWriteOptions& options,
+                        std::function<void(absl::StatusOr<Delta>)> done) {
+  auto shared = std::make_shared<decltype(done)>(std::move(done));
+  impl_->Post(
+      [set = std::move(set), ops = std::move(ops), options,
+       shared](Node& node) mutable {
+        node.Update(set, std::move(ops), options, std::move(*shared));
+      },
+      [shared]() { (*shared)(Closed()); });
+}
+
+void NodeRunner::Clear(std::string set, Clock context,
+                       const ClusterWriteOptions& options,
+                       std::function<void(absl::StatusOr<Delta>)> done) {
+  auto shared = std::make_shared<decltype(done)>(std::move(done));
+  impl_->Post(
+      [set = std::move(set), context = std::move(context), options,
+       shared](Node& node) { node.Clear(set, context, options, *shared); },
+      [shared]() { (*shared)(Closed()); });
+}
+
+void NodeRunner::Read(std::string set, const ClusterReadOptions& options,
+                      ReadHandler* handler) {
+  asio::io_context* io = &impl_->io();
+  impl_->Post(
+      [set = std::move(set), options, handler, io](Node& node) {
+        node.Read(set, options, new PostingHandler(io, handler));
+      },
+      [handler]() { handler->OnDone(Closed()); });
+}
+
+void NodeRunner::ContainsAll(
+    std::string set, std::vector<std::string> elements,
+    const ClusterReadOptions& options,
+    std::function<void(absl::StatusOr<Membership>)> done) {
+  auto shared = std::make_shared<decltype(done)>(std::move(done));
+  impl_->Post(
+      [set = std::move(set), elements = std::move(elements), options,
+       shared](Node& node) mutable {
+        node.ContainsAll(set, std::move(elements), options, *shared);
+      },
+      [shared]() { (*shared)(Closed()); });
+}
+
+void NodeRunner::Range(std::string set, RangeQuery query,
+                       const ClusterReadOptions& options,
+                       std::function<void(absl::StatusOr<RangeResult>)> done) {
+  auto shared = std::make_shared<decltype(done)>(std::move(done));
+  impl_->Post([set = std::move(set), query = std::move(query), options, shared](
+                  Node& node) { node.Range(set, query, options, *shared); },
+              [shared]() { (*shared)(Closed()); });
+}
+
+void NodeRunner::Count(std::string set, const ClusterReadOptions& options,
+                       std::function<void(absl::StatusOr<uint64_t>)> done) {
+  auto shared = std::make_shared<decltype(done)>(std::move(done));
+  impl_->Post([set = std::move(set), options,
+               shared](Node& node) { node.Count(set, options, *shared); },
+              [shared]() { (*shared)(Closed()); });
+}
+
+absl::StatusOr<Delta> NodeRunner::UpdateAndWait(
+    std::string set, std::vector<UpdateOp> ops,
+    const ClusterWriteOptions& options) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<Delta>>>();
+  std::future<absl::StatusOr<Delta>> future = promise->get_future();
+  Update(
+      std::move(set), std::move(ops), options,
+      [promise](absl::StatusOr<Delta> d) { promise->set_value(std::move(d)); });
+  return future.get();
+}
+
+absl::StatusOr<Membership> NodeRunner::ContainsAllAndWait(
+    std::string set, std::vector<std::string> elements,
+    const ClusterReadOptions& options) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<Membership>>>();
+  std::future<absl::StatusOr<Membership>> future = promise->get_future();
+  ContainsAll(std::move(set), std::move(elements), options,
+              [promise](absl::StatusOr<Membership> m) {
+                promise->set_value(std::move(m));
+              });
+  return future.get();
+}
+
+absl::StatusOr<NodeRunner::ReadResult> NodeRunner::ReadAndWait(
+    std::string set, const ClusterReadOptions& options) {
+  auto handler = std::make_shared<CollectingHandler>();
+  std::future<absl::StatusOr<ReadResult>> future = handler->future();
+  // The handler lives until its OnDone, which the future waits for.
+  Read(std::move(set), options, handler.get());
+  return future.get();
+}
+
+absl::Status NodeRunner::InstallRing(const Ring& ring) {
+  absl::StatusOr<bool> done =
+      impl_->Call<bool>([this, &ring](Node& node) -> absl::StatusOr<bool> {
+        absl::Status s = node.InstallRing(ring);
+        if (!s.ok()) return s;
+        impl_->transport().SetRingEpoch(ring.epoch());
+        return true;
+      });
+  return done.status();
+}
+
+absl::StatusOr<Node::Stats> NodeRunner::Stats() {
+  return impl_->Call<Node::Stats>(
+      [](Node& node) -> absl::StatusOr<Node::Stats> { return node.stats(); });
+}
+
+absl::StatusOr<std::vector<PartitionMove>> NodeRunner::Moving() {
+  return impl_->Call<std::vector<PartitionMove>>(
+      [](Node& node) -> absl::StatusOr<std::vector<PartitionMove>> {
+        return node.Moving();
+      });
+}
+
+TransportStats NodeRunner::TransportStatistics() const {
+  return impl_->transport().Stats();
+}
+
+absl::Status NodeRunner::RunOnNode(const std::function<void(Node&)>& fn) {
+  return impl_
+      ->Call<bool>([&fn](Node& node) -> absl::StatusOr<bool> {
+        fn(node);
+        return true;
+      })
+      .status();
+}
+
+}  // namespace bigset

@@ -1,0 +1,868 @@
+#include "bigset/network/tcp_transport.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <random>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/string_view_compat.h"
+#include "network/framing.h"
+
+namespace bigset {
+namespace {
+
+using asio::ip::tcp;
+using ErrorHandler = std::function<void(const asio::error_code&)>;
+using IoHandler = std::function<void(const asio::error_code&, size_t)>;
+
+// A write gathers at most this many queued frames (and about this many
+// bytes): many small messages cross in one system call.
+constexpr size_t kMaxFramesPerWrite = 256;
+constexpr size_t kMaxBytesPerWrite = 1 << 20;
+constexpr size_t kReadChunk = 64 << 10;
+
+uint64_t NowMicros() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// The node id a certificate's common name ("node-<id>") names, or 0.
+NodeId CertNode(X509* cert) {
+  if (cert == nullptr) return 0;
+  char cn[256] = {0};
+  const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
+                                          NID_commonName, cn, sizeof(cn));
+  if (n <= 0) return 0;
+  std::string_view name(cn, static_cast<size_t>(n));
+  constexpr std::string_view kPrefix = "node-";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return 0;
+  uint32_t id = 0;
+  if (!absl::SimpleAtoi(ToAbsl(name.substr(kPrefix.size())), &id)) return 0;
+  return id;
+}
+
+// A byte stream over TCP, plain or TLS, so that connections have one code
+// path for both.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual tcp::socket& socket() = 0;
+  // TLS handshake (client or server side); plain streams complete at once.
+  virtual void Handshake(bool client, ErrorHandler done) = 0;
+  virtual void ReadSome(asio::mutable_buffer buffer, IoHandler done) = 0;
+  virtual void Write(std::vector<asio::const_buffer> buffers,
+                     IoHandler done) = 0;
+  // The node id the peer's certificate names (TLS), 0 if none; plain
+  // streams: 0.
+  virtual NodeId PeerCertNode() = 0;
+  void Close() {
+    asio::error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
+  }
+};
+
+class PlainStream final : public Stream {
+ public:
+  explicit PlainStream(asio::io_context& io) : socket_(io) {}
+  tcp::socket& socket() override { return socket_; }
+  void Handshake(bool, ErrorHandler done) override {
+    asio::post(socket_.get_executor(),
+               [done = std::move(done)]() { done(asio::error_code()); });
+  }
+  void ReadSome(asio::mutable_buffer buffer, IoHandler done) override {
+    socket_.async_read_some(buffer, std::move(done));
+  }
+  void Write(std::vector<asio::const_buffer> buffers, IoHandler done) override {
+    asio::async_write(socket_, buffers, std::move(done));
+  }
+  NodeId PeerCertNode() override { return 0; }
+
+ private:
+  tcp::socket socket_;
+};
+
+class TlsStream final : public Stream {
+ public:
+  TlsStream(asio::io_context& io, asio::ssl::context& ctx) : stream_(io, ctx) {}
+  tcp::socket& socket() override { return stream_.next_layer(); }
+  void Handshake(bool client, ErrorHandler done) override {
+    stream_.async_handshake(client ? asio::ssl::stream_base::client
+                                   : asio::ssl::stream_base::server,
+                            std::move(done));
+  }
+  void ReadSome(asio::mutable_buffer buffer, IoHandler done) override {
+    stream_.async_read_some(buffer, std::move(done));
+  }
+  void Write(std::vector<asio::const_buffer> buffers, IoHandler done) override {
+    asio::async_write(stream_, buffers, std::move(done));
+  }
+  NodeId PeerCertNode() override {
+    X509* cert = SSL_get1_peer_certificate(stream_.native_handle());
+    const NodeId node = CertNode(cert);
+    X509_free(cert);
+    return node;
+  }
+
+ private:
+  asio::ssl::stream<tcp::socket> stream_;
+};
+
+}  // namespace
+
+class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(asio::io_context* io, NodeId self,
+       std::shared_ptr<const AddressBook> addresses,
+       TcpTransportOptions options)
+      : io_(*io),
+        self_(self),
+        addresses_(std::move(addresses)),
+        options_(std::move(options)),
+        acceptor_(io_),
+        rng_(std::random_device()()) {}
+
+  absl::Status Start(Receiver receiver);
+  void Stop();
+  uint16_t port() const { return port_; }
+  void SetRingEpoch(uint64_t epoch) { epoch_ = epoch; }
+  void Send(NodeId to, std::string bytes);
+  TransportStats Stats() const;
+
+ private:
+  // One peer's outbound connection and send queue.
+  struct Outbound {
+    explicit Outbound(asio::io_context& io) : timer(io), watchdog(io) {}
+    enum class State {
+      kIdle,
+      kConnecting,
+      kReady,
+      kBackoff
+    } state = State::kIdle;
+    NodeId peer = 0;
+    std::unique_ptr<Stream> stream;
+    // Incremented at every reset: handlers of an older connection stop.
+    uint64_t generation = 0;
+    std::deque<std::string> queue;  // Whole frames.
+    size_t queued_bytes = 0;
+    size_t writing = 0;  // Frames of the queue's front being written.
+    uint64_t write_started = 0;
+    uint64_t last_sent = 0;
+    uint64_t backoff = 0;
+    std::string handshake_in;  // The peer's answer, as it arrives.
+    std::vector<char> read_buffer;
+    asio::steady_timer timer;     // Back-off, handshake deadline.
+    asio::steady_timer watchdog;  // Keep-alives and hung writes.
+  };
+  // One inbound connection from a peer.
+  struct Inbound {
+    explicit Inbound(asio::io_context& io) : timer(io) {}
+    std::unique_ptr<Stream> stream;
+    bool closed = false;
+    bool handshake_done = false;
+    NodeId peer = 0;
+    std::string buffer;  // Bytes read, not yet parsed.
+    std::vector<char> read_buffer;
+    uint64_t last_activity = 0;
+    std::string reply;  // Our handshake frame, while it is written.
+    asio::steady_timer timer;
+  };
+
+  std::unique_ptr<Stream> NewStream();
+  void Log(std::string_view line) {
+    if (options_.log) options_.log(line);
+  }
+  PeerStats& StatsOf(NodeId peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(stats_mu_) {
+    PeerStats& s = peers_[peer];
+    s.node = peer;
+    return s;
+  }
+
+  // Outbound.
+  void Connect(const std::shared_ptr<Outbound>& out);
+  void OnConnected(const std::shared_ptr<Outbound>& out);
+  void ReadHandshakeReply(const std::shared_ptr<Outbound>& out,
+                          uint64_t generation);
+  void WatchOutbound(const std::shared_ptr<Outbound>& out, uint64_t generation);
+  void WriteSome(const std::shared_ptr<Outbound>& out);
+  void Reset(const std::shared_ptr<Outbound>& out, std::string_view why);
+
+  // Inbound.
+  void Accept();
+  void ReadInbound(const std::shared_ptr<Inbound>& in);
+  // Parses the frames in in->buffer; false if the connection was closed.
+  bool ParseInbound(const std::shared_ptr<Inbound>& in);
+  void CloseInbound(const std::shared_ptr<Inbound>& in, std::string_view why);
+  void WatchInbound(const std::shared_ptr<Inbound>& in);
+
+  asio::io_context& io_;
+  const NodeId self_;
+  const std::shared_ptr<const AddressBook> addresses_;
+  const TcpTransportOptions options_;
+  std::unique_ptr<asio::ssl::context> tls_;
+  tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  Receiver receiver_;
+  bool stopped_ = true;
+  std::atomic<uint64_t> epoch_{0};
+  std::mt19937_64 rng_;
+  std::map<NodeId, std::shared_ptr<Outbound>> outbound_;
+  std::vector<std::weak_ptr<Inbound>> inbound_;
+
+  mutable absl::Mutex stats_mu_;
+  std::map<NodeId, PeerStats> peers_ ABSL_GUARDED_BY(stats_mu_);
+  TransportStats totals_ ABSL_GUARDED_BY(stats_mu_);
+};
+
+absl::Status TcpTransport::Impl::Start(Receiver receiver) {
+  if (!options_.plaintext) {
+    if (options_.tls_ca_file.empty() || options_.tls_cert_file.empty() ||
+        options_.tls_key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "TLS needs a CA file, a certificate and a key (or plaintext)");
+    }
+    tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls);
+    tls_->set_options(
+        asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+        asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+        asio::ssl::context::no_tlsv1_1);
+    asio::error_code ec;
+    tls_->load_verify_file(options_.tls_ca_file, ec);
+    if (!ec) tls_->use_certificate_chain_file(options_.tls_cert_file, ec);
+    if (!ec) {
+      tls_->use_private_key_file(options_.tls_key_file, asio::ssl::context::pem,
+                                 ec);
+    }
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TLS files: ", ec.message()));
+    }
+    if (SSL_CTX_check_private_key(tls_->native_handle()) != 1) {
+      return absl::InvalidArgumentError(
+          "the TLS key does not match the certificate");
+    }
+    const NodeId named =
+        CertNode(SSL_CTX_get0_certificate(tls_->native_handle()));
+    if (named != self_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "this node's certificate names node ", named, ", not node-", self_,
+          " (its subject common name must be \"node-", self_, "\")"));
+    }
+    tls_->set_verify_mode(asio::ssl::verify_peer |
+                          asio::ssl::verify_fail_if_no_peer_cert);
+  } else {
+    Log(absl::StrCat("WARNING node ", self_,
+                     ": plaintext transport, peers are not authenticated"));
+  }
+  asio::error_code ec;
+  const asio::ip::address host =
+      asio::ip::make_address(options_.listen_host, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen host '", options_.listen_host,
+                     "' is not an IP address: ", ec.message()));
+  }
+  const tcp::endpoint endpoint(host, options_.listen_port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options_.listen_host, ":",
+                     options_.listen_port, ": ", ec.message()));
+  }
+  port_ = acceptor_.local_endpoint().port();
+  receiver_ = std::move(receiver);
+  stopped_ = false;
+  Accept();
+  Log(absl::StrCat("node ", self_, " listens on ", options_.listen_host, ":",
+                   port_, options_.plaintext ? " (plaintext)" : " (TLS)"));
+  return absl::OkStatus();
+}
+
+void TcpTransport::Impl::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  asio::error_code ignored;
+  acceptor_.close(ignored);
+  for (auto& [peer, out] : outbound_) {
+    ++out->generation;
+    out->timer.cancel();
+    out->watchdog.cancel();
+    if (out->stream) out->stream->Close();
+  }
+  outbound_.clear();
+  for (auto& weak : inbound_) {
+    if (auto in = weak.lock()) {
+      in->closed = true;
+      in->timer.cancel();
+      in->stream->Close();
+    }
+  }
+  inbound_.clear();
+  receiver_ = nullptr;
+}
+
+std::unique_ptr<Stream> TcpTransport::Impl::NewStream() {
+  if (tls_ != nullptr) return std::make_unique<TlsStream>(io_, *tls_);
+  return std::make_unique<PlainStream>(io_);
+}
+
+TransportStats TcpTransport::Impl::Stats() const {
+  absl::MutexLock lock(&stats_mu_);
+  TransportStats out = totals_;
+  out.peers.clear();
+  for (const auto& [peer, s] : peers_) out.peers.push_back(s);
+  return out;
+}
+
+// ---- Outbound.
+
+void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
+  if (stopped_) return;
+  if (to == self_) {
+    // Never into the node before Send returns.
+    asio::post(io_, [self = shared_from_this(), bytes = std::move(bytes)]() {
+      if (!self->stopped_ && self->receiver_) {
+        self->receiver_(self->self_, bytes);
+      }
+    });
+    return;
+  }
+  std::shared_ptr<Outbound>& slot = outbound_[to];
+  if (slot == nullptr) {
+    slot = std::make_shared<Outbound>(io_);
+    slot->peer = to;
+  }
+  const std::shared_ptr<Outbound> out = slot;
+  const size_t frame = bytes.size() + framing::kHeaderBytes;
+  if (out->state == Outbound::State::kIdle && !addresses_->Lookup(to)) {
+    absl::MutexLock lock(&stats_mu_);
+    ++StatsOf(to).dropped_no_address;
+    return;
+  }
+  if (out->queued_bytes + frame > options_.peer_queue_bytes) {
+    absl::MutexLock lock(&stats_mu_);
+    ++StatsOf(to).dropped_queue_full;
+    return;
+  }
+  std::string f;
+  f.reserve(frame);
+  framing::AppendFrame(framing::Kind::kMessage, bytes, &f);
+  out->queued_bytes += f.size();
+  out->queue.push_back(std::move(f));
+  {
+    absl::MutexLock lock(&stats_mu_);
+    StatsOf(to).queued_bytes = out->queued_bytes;
+  }
+  if (out->state == Outbound::State::kIdle) {
+    Connect(out);
+  } else if (out->state == Outbound::State::kReady && out->writing == 0) {
+    WriteSome(out);
+  }
+}
+
+void TcpTransport::Impl::Connect(const std::shared_ptr<Outbound>& out) {
+  if (stopped_) return;
+  const std::optional<PeerAddress> address = addresses_->Lookup(out->peer);
+  out->state = Outbound::State::kConnecting;
+  const uint64_t generation = ++out->generation;
+  if (!address.has_value()) {
+    Reset(out, "no address");
+    return;
+  }
+  out->stream = NewStream();
+  out->handshake_in.clear();
+  auto resolver = std::make_shared<tcp::resolver>(io_);
+  resolver->async_resolve(
+      address->host, std::to_string(address->port),
+      [self = shared_from_this(), out, generation, resolver](
+          const asio::error_code& ec, tcp::resolver::results_type results) {
+        if (self->stopped_ || out->generation != generation) return;
+        if (ec) {
+          self->Reset(out, absl::StrCat("resolve: ", ec.message()));
+          return;
+        }
+        asio::async_connect(
+            out->stream->socket(), results,
+            [self, out, generation](const asio::error_code& ec,
+                                    const tcp::endpoint&) {
+              if (self->stopped_ || out->generation != generation) return;
+              if (ec) {
+                self->Reset(out, absl::StrCat("connect: ", ec.message()));
+                return;
+              }
+              asio::error_code ignored;
+              out->stream->socket().set_option(tcp::no_delay(true), ignored);
+              out->stream->socket().set_option(
+                  asio::socket_base::keep_alive(true), ignored);
+              self->OnConnected(out);
+            });
+      });
+  // The whole connection, handshakes included, within the deadline.
+  out->timer.expires_after(
+      std::chrono::microseconds(options_.handshake_timeout_micros));
+  out->timer.async_wait(
+      [self = shared_from_this(), out, generation](const asio::error_code& ec) {
+        if (ec || self->stopped_ || out->generation != generation) return;
+        if (out->state == Outbound::State::kConnecting) {
+          self->Reset(out, "handshake timed out");
+        }
+      });
+}
+
+void TcpTransport::Impl::OnConnected(const std::shared_ptr<Outbound>& out) {
+  const uint64_t generation = out->generation;
+  out->stream->Handshake(
+      /*client=*/true,
+      [self = shared_from_this(), out, generation](const asio::error_code& ec) {
+        if (self->stopped_ || out->generation != generation) return;
+        if (ec) {
+          {
+            absl::MutexLock lock(&self->stats_mu_);
+            ++self->totals_.tls_failures;
+          }
+          self->Reset(out, absl::StrCat("TLS: ", ec.message()));
+          return;
+        }
+        if (self->tls_ != nullptr && out->stream->PeerCertNode() != out->peer) {
+          // The address book sent us to another node than we meant.
+          {
+            absl::MutexLock lock(&self->stats_mu_);
+            ++self->totals_.handshakes_refused;
+          }
+          self->Reset(out, "the peer's certificate names another node");
+          return;
+        }
+        framing::Handshake h;
+        h.cluster = self->options_.cluster_name;
+        h.node = self->self_;
+        h.epoch = self->epoch_.load();
+        // Our handshake goes first, ahead of every queued message.
+        std::string frame;
+        framing::AppendFrame(framing::Kind::kHandshake,
+                             framing::EncodeHandshake(h), &frame);
+        auto bytes = std::make_shared<std::string>(std::move(frame));
+        out->stream->Write(
+            {asio::buffer(*bytes)},
+            [self, out, generation, bytes](const asio::error_code& ec, size_t) {
+              if (self->stopped_ || out->generation != generation) return;
+              if (ec) {
+                self->Reset(out, absl::StrCat("handshake: ", ec.message()));
+                return;
+              }
+              self->ReadHandshakeReply(out, generation);
+            });
+      });
+}
+
+void TcpTransport::Impl::ReadHandshakeReply(
+    const std::shared_ptr<Outbound>& out, uint64_t generation) {
+  out->read_buffer.resize(4096);
+  out->stream->ReadSome(
+      asio::buffer(out->read_buffer),
+      [self = shared_from_this(), out, generation](const asio::error_code& ec,
+                                                   size_t n) {
+        if (self->stopped_ || out->generation != generation) return;
+        if (ec) {
+          self->Reset(out, out->state == Outbound::State::kReady
+                               ? absl::StrCat("closed: ", ec.message())
+                               : absl::StrCat("handshake: ", ec.message()));
+          return;
+        }
+        if (out->state == Outbound::State::kReady) {
+          // Nothing follows the answer on this connection: a read that
+          // completes is the peer closing it, or garbage.
+          self->Reset(out, "unexpected bytes from the peer");
+          return;
+        }
+        out->handshake_in.append(out->read_buffer.data(), n);
+        if (out->handshake_in.size() < framing::kHeaderBytes) {
+          self->ReadHandshakeReply(out, generation);
+          return;
+        }
+        const framing::Header header = framing::ParseHeader(out->handshake_in);
+        if (header.kind != static_cast<uint8_t>(framing::Kind::kHandshake) ||
+            header.length > 1024) {
+          self->Reset(out, "bad handshake answer");
+          return;
+        }
+        if (out->handshake_in.size() < framing::kHeaderBytes + header.length) {
+          self->ReadHandshakeReply(out, generation);
+          return;
+        }
+        absl::StatusOr<framing::Handshake> h = framing::DecodeHandshake(
+            std::string_view(out->handshake_in)
+                .substr(framing::kHeaderBytes, header.length));
+        if (!h.ok() || h->version != framing::kVersion ||
+            h->cluster != self->options_.cluster_name || h->node != out->peer) {
+          {
+            absl::MutexLock lock(&self->stats_mu_);
+            ++self->totals_.handshakes_refused;
+          }
+          self->Reset(out, "the peer's handshake does not match");
+          return;
+        }
+        out->timer.cancel();
+        out->state = Outbound::State::kReady;
+        out->backoff = 0;
+        out->last_sent = NowMicros();
+        {
+          absl::MutexLock lock(&self->stats_mu_);
+          PeerStats& s = self->StatsOf(out->peer);
+          s.connected = true;
+          ++s.connects;
+        }
+        self->Log(absl::StrCat("node ", self->self_, " connected to node ",
+                               out->peer));
+        self->WatchOutbound(out, generation);
+        // Keep reading: the peer closing the connection shows up there.
+        self->ReadHandshakeReply(out, generation);
+        self->WriteSome(out);
+      });
+}
+
+void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
+  if (out->queue.empty() || out->writing > 0) return;
+  std::vector<asio::const_buffer> buffers;
+  size_t bytes = 0;
+  for (const std::string& f : out->queue) {
+    if (buffers.size() == kMaxFramesPerWrite ||
+        (bytes > 0 && bytes + f.size() > kMaxBytesPerWrite)) {
+      break;
+    }
+    buffers.push_back(asio::buffer(f));
+    bytes += f.size();
+  }
+  out->writing = buffers.size();
+  out->write_started = NowMicros();
+  const uint64_t generation = out->generation;
+  out->stream->Write(
+      std::move(buffers), [self = shared_from_this(), out, generation](
+                              const asio::error_code& ec, size_t written) {
+        if (self->stopped_ || out->generation != generation) return;
+        const size_t frames = out->writing;
+        out->writing = 0;
+        if (ec) {
+          self->Reset(out, absl::StrCat("write: ", ec.message()));
+          return;
+        }
+        size_t messages = 0;
+        for (size_t i = 0; i < frames; ++i) {
+          const std::string& f = out->queue.front();
+          messages += f[4] == static_cast<char>(framing::Kind::kMessage);
+          out->queued_bytes -= f.size();
+          out->queue.pop_front();
+        }
+        out->last_sent = NowMicros();
+        {
+          absl::MutexLock lock(&self->stats_mu_);
+          PeerStats& s = self->StatsOf(out->peer);
+          s.frames_out += messages;
+          s.bytes_out += written;
+          s.queued_bytes = out->queued_bytes;
+        }
+        self->WriteSome(out);
+      });
+}
+
+void TcpTransport::Impl::WatchOutbound(const std::shared_ptr<Outbound>& out,
+                                       uint64_t generation) {
+  out->watchdog.expires_after(
+      std::chrono::microseconds(options_.keepalive_micros));
+  out->watchdog.async_wait(
+      [self = shared_from_this(), out, generation](const asio::error_code& ec) {
+        if (ec || self->stopped_ || out->generation != generation) return;
+        const uint64_t now = NowMicros();
+        if (out->writing > 0 &&
+            now - out->write_started >= self->options_.idle_timeout_micros) {
+          // A hung peer: its socket is open and takes nothing.
+          self->Reset(out, "write stalled");
+          return;
+        }
+        if (out->writing == 0 && out->queue.empty() &&
+            now - out->last_sent >= self->options_.keepalive_micros) {
+          std::string f;
+          framing::AppendFrame(framing::Kind::kKeepAlive, {}, &f);
+          out->queued_bytes += f.size();
+          out->queue.push_back(std::move(f));
+          self->WriteSome(out);
+        }
+        self->WatchOutbound(out, generation);
+      });
+}
+
+void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
+                               std::string_view why) {
+  const bool was_ready = out->state == Outbound::State::kReady;
+  ++out->generation;
+  out->timer.cancel();
+  out->watchdog.cancel();
+  if (out->stream != nullptr) out->stream->Close();
+  out->writing = 0;  // Frames half-written are sent again (duplicates are
+                     // tolerated by the protocols).
+  // Keep-alives are not worth a reconnect.
+  std::erase_if(out->queue, [&](const std::string& f) {
+    if (f[4] != static_cast<char>(framing::Kind::kKeepAlive)) return false;
+    out->queued_bytes -= f.size();
+    return true;
+  });
+  {
+    absl::MutexLock lock(&stats_mu_);
+    PeerStats& s = StatsOf(out->peer);
+    if (was_ready) ++s.disconnects;
+    s.connected = false;
+    s.queued_bytes = out->queued_bytes;
+  }
+  if (was_ready || out->backoff == 0) {
+    Log(absl::StrCat("node ", self_, " lost node ", out->peer, ": ",
+                     ToAbsl(why)));
+  }
+  if (stopped_) return;
+  out->backoff = out->backoff == 0 ? options_.reconnect_min_micros
+                                   : std::min(2 * out->backoff,
+                                              options_.reconnect_max_micros);
+  const uint64_t wait = std::uniform_int_distribution<uint64_t>(
+      out->backoff / 2, out->backoff)(rng_);
+  out->state = Outbound::State::kBackoff;
+  const uint64_t generation = out->generation;
+  out->timer.expires_after(std::chrono::microseconds(wait));
+  out->timer.async_wait(
+      [self = shared_from_this(), out, generation](const asio::error_code& ec) {
+        if (ec || self->stopped_ || out->generation != generation) return;
+        if (out->queue.empty()) {
+          out->state = Outbound::State::kIdle;  // Connect on the next send.
+        } else {
+          self->Connect(out);
+        }
+      });
+}
+
+// ---- Inbound.
+
+void TcpTransport::Impl::Accept() {
+  auto in = std::make_shared<Inbound>(io_);
+  in->stream = NewStream();
+  acceptor_.async_accept(in->stream->socket(), [self = shared_from_this(), in](
+                                                   const asio::error_code& ec) {
+    if (self->stopped_) return;
+    if (!ec) {
+      {
+        absl::MutexLock lock(&self->stats_mu_);
+        ++self->totals_.connections_accepted;
+      }
+      asio::error_code ignored;
+      in->stream->socket().set_option(tcp::no_delay(true), ignored);
+      std::erase_if(self->inbound_, [](const std::weak_ptr<Inbound>& w) {
+        return w.expired();
+      });
+      self->inbound_.push_back(in);
+      in->last_activity = NowMicros();
+      // Everything up to our answer within the handshake deadline.
+      in->timer.expires_after(
+          std::chrono::microseconds(self->options_.handshake_timeout_micros));
+      in->timer.async_wait([self, in](const asio::error_code& ec) {
+        if (ec || in->closed || in->handshake_done) return;
+        {
+          absl::MutexLock lock(&self->stats_mu_);
+          ++self->totals_.handshake_timeouts;
+        }
+        self->CloseInbound(in, "no handshake in time");
+      });
+      in->stream->Handshake(
+          /*client=*/false, [self, in](const asio::error_code& ec) {
+            if (in->closed || self->stopped_) return;
+            if (ec) {
+              {
+                absl::MutexLock lock(&self->stats_mu_);
+                ++self->totals_.tls_failures;
+              }
+              self->CloseInbound(in, absl::StrCat("TLS: ", ec.message()));
+              return;
+            }
+            self->ReadInbound(in);
+          });
+    }
+    self->Accept();
+  });
+}
+
+void TcpTransport::Impl::ReadInbound(const std::shared_ptr<Inbound>& in) {
+  in->read_buffer.resize(kReadChunk);
+  in->stream->ReadSome(
+      asio::buffer(in->read_buffer),
+      [self = shared_from_this(), in](const asio::error_code& ec, size_t n) {
+        if (in->closed || self->stopped_) return;
+        if (ec) {
+          self->CloseInbound(in, ec == asio::error::eof
+                                     ? std::string("closed by the peer")
+                                     : ec.message());
+          return;
+        }
+        in->last_activity = NowMicros();
+        in->buffer.append(in->read_buffer.data(), n);
+        if (self->ParseInbound(in)) self->ReadInbound(in);
+      });
+}
+
+bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
+  size_t pos = 0;
+  std::string_view data = in->buffer;
+  while (data.size() - pos >= framing::kHeaderBytes) {
+    const framing::Header header = framing::ParseHeader(data.substr(pos));
+    if (header.length > options_.max_frame_bytes) {
+      {
+        absl::MutexLock lock(&stats_mu_);
+        ++totals_.frames_too_large;
+      }
+      CloseInbound(in, absl::StrCat("frame of ", header.length,
+                                    " bytes over the bound"));
+      return false;
+    }
+    if (!framing::KnownKind(header.kind) ||
+        (!in->handshake_done &&
+         header.kind != static_cast<uint8_t>(framing::Kind::kHandshake)) ||
+        (in->handshake_done &&
+         header.kind == static_cast<uint8_t>(framing::Kind::kHandshake))) {
+      {
+        absl::MutexLock lock(&stats_mu_);
+        ++(in->handshake_done ? totals_.bad_frames
+                              : totals_.handshakes_refused);
+      }
+      CloseInbound(in, "unexpected frame");
+      return false;
+    }
+    if (data.size() - pos - framing::kHeaderBytes < header.length) break;
+    const std::string_view payload =
+        data.substr(pos + framing::kHeaderBytes, header.length);
+    pos += framing::kHeaderBytes + header.length;
+    switch (static_cast<framing::Kind>(header.kind)) {
+      case framing::Kind::kHandshake: {
+        absl::StatusOr<framing::Handshake> h =
+            framing::DecodeHandshake(payload);
+        std::string why;
+        if (!h.ok()) {
+          why = "malformed handshake";
+        } else if (h->version != framing::kVersion) {
+          why = absl::StrCat("framing version ", h->version);
+        } else if (h->cluster != options_.cluster_name) {
+          why = absl::StrCat("cluster '", h->cluster, "'");
+        } else if (tls_ != nullptr && in->stream->PeerCertNode() != h->node) {
+          why = absl::StrCat("node ", h->node,
+                             " whose certificate names another node");
+        } else if (h->node == self_) {
+          why = "this node's own id";
+        }
+        if (!why.empty()) {
+          {
+            absl::MutexLock lock(&stats_mu_);
+            ++totals_.handshakes_refused;
+          }
+          CloseInbound(in, absl::StrCat("refused: ", why));
+          return false;
+        }
+        in->handshake_done = true;
+        in->peer = h->node;
+        in->timer.cancel();
+        Log(absl::StrCat("node ", self_, " accepted node ", in->peer,
+                         " (ring epoch ", h->epoch, ")"));
+        framing::Handshake mine;
+        mine.cluster = options_.cluster_name;
+        mine.node = self_;
+        mine.epoch = epoch_.load();
+        in->reply.clear();
+        framing::AppendFrame(framing::Kind::kHandshake,
+                             framing::EncodeHandshake(mine), &in->reply);
+        in->stream->Write({asio::buffer(in->reply)},
+                          [self = shared_from_this(), in](
+                              const asio::error_code& ec, size_t) {
+                            if (ec && !in->closed) {
+                              self->CloseInbound(in, "handshake answer");
+                            }
+                          });
+        WatchInbound(in);
+        break;
+      }
+      case framing::Kind::kKeepAlive:
+        break;
+      case framing::Kind::kMessage: {
+        {
+          absl::MutexLock lock(&stats_mu_);
+          PeerStats& s = StatsOf(in->peer);
+          ++s.frames_in;
+          s.bytes_in += payload.size() + framing::kHeaderBytes;
+        }
+        if (receiver_) receiver_(in->peer, payload);
+        if (in->closed || stopped_) return false;
+        break;
+      }
+    }
+  }
+  in->buffer.erase(0, pos);
+  return true;
+}
+
+void TcpTransport::Impl::WatchInbound(const std::shared_ptr<Inbound>& in) {
+  in->timer.expires_after(
+      std::chrono::microseconds(options_.idle_timeout_micros));
+  in->timer.async_wait([self = shared_from_this(),
+                        in](const asio::error_code& ec) {
+    if (ec || in->closed || self->stopped_) return;
+    if (NowMicros() - in->last_activity >= self->options_.idle_timeout_micros) {
+      self->CloseInbound(in, "idle");
+      return;
+    }
+    self->WatchInbound(in);
+  });
+}
+
+void TcpTransport::Impl::CloseInbound(const std::shared_ptr<Inbound>& in,
+                                      std::string_view why) {
+  if (in->closed) return;
+  in->closed = true;
+  in->timer.cancel();
+  in->stream->Close();
+  Log(absl::StrCat("node ", self_, " closed a connection",
+                   in->peer != 0 ? absl::StrCat(" from node ", in->peer) : "",
+                   ": ", ToAbsl(why)));
+}
+
+TcpTransport::TcpTransport(asio::io_context* io, NodeId self,
+                           std::shared_ptr<const AddressBook> addresses,
+                           TcpTransportOptions options)
+    : impl_(std::make_shared<Impl>(io, self, std::move(addresses),
+                                   std::move(options))) {}
+
+TcpTransport::~TcpTransport() { impl_->Stop(); }
+
+absl::Status TcpTransport::Start(Receiver receiver) {
+  return impl_->Start(std::move(receiver));
+}
+
+void TcpTransport::Stop() { impl_->Stop(); }
+
+uint16_t TcpTransport::port() const { return impl_->port(); }
+
+void TcpTransport::SetRingEpoch(uint64_t epoch) { impl_->SetRingEpoch(epoch); }
+
+void TcpTransport::Send(NodeId from, NodeId to, std::string bytes) {
+  (void)from;
+  impl_->Send(to, std::move(bytes));
+}
+
+TransportStats TcpTransport::Stats() const { return impl_->Stats(); }
+
+}  // namespace bigset

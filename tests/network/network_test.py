@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""Clusters of real processes on 127.0.0.1: every node is a node_process
+(one bigset node over TcpTransport, mutual TLS unless a test says
+otherwise), driven on its standard input. The tests kill -9, SIGSTOP and
+restart nodes, change membership across processes, and send garbage to the
+peer port, and check the writes they acknowledged against a model.
+
+Usage: network_test.py NODE_PROCESS MAKE_CERTS TEST_NAME   (or "all")
+
+Every process a test starts is stopped by pid when the test ends, also when
+it fails; every wait is bounded. Randomized steps use a fixed seed, printed
+on failure.
+"""
+
+import os
+import random
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+NODE = None
+MAKE_CERTS = None
+SEED = 20261124
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Node:
+    def __init__(self, cluster, node_id, port, extra):
+        self.cluster = cluster
+        self.id = node_id
+        self.port = port
+        self.extra = extra
+        self.proc = None
+        self.data = os.path.join(cluster.dir, "node-%d" % node_id)
+        self.log = os.path.join(cluster.dir, "node-%d.log" % node_id)
+
+    def start(self, ring, epoch=1):
+        peers = []
+        for other in self.cluster.nodes.values():
+            if other.id != self.id:
+                peers += ["--peer", "%d=127.0.0.1:%d" % (other.id, other.port)]
+        cmd = [NODE, "--id", str(self.id), "--data", self.data,
+               "--listen", "127.0.0.1:%d" % self.port,
+               "--ring", ",".join(map(str, ring)), "--epoch", str(epoch),
+               "--ae-interval-ms", "500"] + peers + self.extra
+        if self.cluster.tls and "--tls-dir" not in self.extra:
+            cmd += ["--tls-dir", self.cluster.certs]
+        elif not self.cluster.tls:
+            cmd += ["--plaintext"]
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=open(self.log, "ab"), bufsize=0)
+        line = self.read_line(30)
+        check(line.startswith("ready"), "node %d did not start: %r\n%s" %
+              (self.id, line, self.tail_log()))
+
+    def read_line(self, timeout):
+        deadline = time.time() + timeout
+        buf = b""
+        while not buf.endswith(b"\n"):
+            left = deadline - time.time()
+            if left <= 0:
+                raise Failure("node %d: no answer in %ds (got %r)\n%s" %
+                              (self.id, timeout, buf, self.tail_log()))
+            r, _, _ = select.select([self.proc.stdout], [], [], left)
+            if r:
+                c = self.proc.stdout.read(1)
+                if not c:
+                    raise Failure("node %d exited\n%s" %
+                                  (self.id, self.tail_log()))
+                buf += c
+        return buf.decode().rstrip("\n")
+
+    def cmd(self, line, timeout=30):
+        self.proc.stdin.write((line + "\n").encode())
+        self.proc.stdin.flush()
+        return self.read_line(timeout)
+
+    def ok(self, line, timeout=30):
+        out = self.cmd(line, timeout)
+        check(out.startswith("ok"), "node %d: %s -> %s" % (self.id, line, out))
+        return out[2:].strip()
+
+    def stats(self):
+        return dict(kv.split("=") for kv in self.ok("stats").split())
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.alive():
+            os.kill(self.proc.pid, sig)
+            if sig in (signal.SIGKILL, signal.SIGTERM):
+                self.proc.wait(timeout=30)
+
+    def quit(self):
+        if self.alive():
+            try:
+                self.proc.stdin.write(b"quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+            except Exception:
+                self.kill()
+
+    def rss_kb(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def tail_log(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read()[-3000:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+class Cluster:
+    def __init__(self, count, tls=True):
+        self.dir = tempfile.mkdtemp(prefix="bigset-net-")
+        self.tls = tls
+        self.certs = os.path.join(self.dir, "certs")
+        self.nodes = {}
+        for i in range(1, count + 1):
+            self.add(i)
+        if tls:
+            self.make_certs(self.certs, list(self.nodes))
+
+    def make_certs(self, where, ids, env=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        subprocess.run(["bash", MAKE_CERTS, where] + [str(i) for i in ids],
+                       check=True, env=e, timeout=120)
+
+    def add(self, node_id, extra=()):
+        node = Node(self, node_id, free_port(), list(extra))
+        self.nodes[node_id] = node
+        return node
+
+    def start(self, ring=None):
+        ring = ring or sorted(self.nodes)
+        for node in self.nodes.values():
+            node.start(ring)
+
+    def stop(self):
+        for node in self.nodes.values():
+            if node.alive():
+                # A stopped process takes no signal but SIGKILL.
+                os.kill(node.proc.pid, signal.SIGCONT)
+                node.quit()
+        for node in self.nodes.values():
+            node.kill()
+
+    def wait(self, pred, timeout, what):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if pred():
+                return
+            time.sleep(0.2)
+        raise Failure("not within %ds: %s" % (timeout, what))
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Model:
+    """What the acknowledged writes say: set -> element -> present?"""
+
+    def __init__(self):
+        self.sets = {}
+
+    def add(self, node, s, e):
+        out = node.cmd("add %s %s" % (s, e))
+        if out == "ok":
+            self.sets.setdefault(s, {})[e] = True
+        else:
+            self.sets.setdefault(s, {})[e] = None  # Unknown.
+        return out == "ok"
+
+    def remove(self, node, s, e):
+        out = node.cmd("remove %s %s" % (s, e))
+        known = self.sets.setdefault(s, {}).get(e)
+        if out == "ok" and known is not None:
+            self.sets[s][e] = False
+        elif out != "ok":
+            self.sets[s][e] = None
+        return out == "ok"
+
+    def check(self, s, elements, what):
+        have = set(elements)
+        for e, known in self.sets.get(s, {}).items():
+            if known is True:
+                check(e in have, "%s: %s missing from %s" % (what, e, s))
+            if known is False:
+                check(e not in have, "%s: removed %s back in %s" % (what, e, s))
+
+
+def read(node, s, r=2):
+    return node.ok("read %s %d" % (s, r)).split()
+
+
+def converged_locally(cluster, model, ids):
+    for s in model.sets:
+        for i in ids:
+            try:
+                model.check(s, cluster.nodes[i].ok("local " + s).split(), "")
+            except Failure:
+                return False
+    return True
+
+
+# ---- Tests.
+
+def test_basic(tls=True):
+    c = Cluster(3, tls=tls)
+    try:
+        c.start()
+        model = Model()
+        rng = random.Random(SEED)
+        for i in range(300):
+            node = c.nodes[rng.randint(1, 3)]
+            s = "s%d" % rng.randint(0, 9)
+            e = "e%d" % rng.randint(0, 50)
+            if rng.random() < 0.8:
+                check(model.add(node, s, e), "add failed")
+            else:
+                check(model.remove(node, s, e), "remove failed")
+        for s in model.sets:
+            for i in (1, 2, 3):
+                model.check(s, read(c.nodes[i], s), "read via %d" % i)
+        for i in (1, 2, 3):
+            st = c.nodes[i].stats()
+            check(int(st["frames_in"]) > 0, "node %d received nothing" % i)
+            check(int(st["bad_frames"]) == 0, "bad frames on node %d" % i)
+            # Plain TCP is logged as a warning at start.
+            check(("WARNING" in c.nodes[i].tail_log()) == (not tls),
+                  "the plaintext warning on node %d" % i)
+    finally:
+        c.cleanup()
+
+
+def test_plaintext():
+    test_basic(tls=False)
+
+
+def tls_client(port, certs, name):
+    """A TLS connection to a node as the holder of certs/name.{pem,key}."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_verify_locations(os.path.join(certs, "ca.pem"))
+    ctx.load_cert_chain(os.path.join(certs, name + ".pem"),
+                        os.path.join(certs, name + ".key"))
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return ctx.wrap_socket(raw)
+
+
+def drain(s):
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except (OSError, ValueError):
+        pass
+    return got
+
+
+def test_tls_refusals():
+    c = Cluster(3)
+    try:
+        # Node 4 runs with a certificate from another CA.
+        other = os.path.join(c.dir, "other")
+        c.make_certs(other, [4])
+        # An intruder's certificate from the cluster's CA, naming node 1.
+        intruder = os.path.join(c.dir, "intruder")
+        c.make_certs(intruder, [5], env={"CN_OF_5": "node-1",
+                                         "CA_DIR": c.certs})
+        c.start()
+        model = Model()
+        for i in range(20):
+            check(model.add(c.nodes[1], "t", "e%d" % i), "add")
+        # Not in the ring, node 4 sends the ring's nodes its membership.
+        outsider = c.add(4, ["--tls-dir", other])
+        outsider.start([1, 2, 3])
+        time.sleep(3)
+        st = [c.nodes[i].stats() for i in (1, 2, 3)]
+        check(sum(int(s["tls_failures"]) for s in st) > 0,
+              "a certificate of another CA was not refused")
+        check(int(outsider.stats()["frames_in"]) == 0,
+              "node 4, refused, still got frames")
+        check(outsider.ok("local t") == "", "refused node 4 has data")
+        # A valid certificate that names node 1, claiming to be node 5.
+        before = int(c.nodes[2].stats()["handshakes_refused"])
+        s = tls_client(c.nodes[2].port, intruder, "node-5")
+        s.sendall(frame(1, handshake(5)))
+        got = drain(s)
+        s.close()
+        check(b"BSHK" not in got, "an impostor got a handshake answer")
+        check(int(c.nodes[2].stats()["handshakes_refused"]) > before,
+              "a certificate naming another node was not refused")
+        # The same certificate, claiming node 1 (what it names): accepted,
+        # and answered, but never sent any data (connections carry frames
+        # one way).
+        s = tls_client(c.nodes[2].port, intruder, "node-5")
+        s.sendall(frame(1, handshake(1)))
+        s.settimeout(2)
+        got = drain(s)
+        s.close()
+        check(got.count(b"BSHK") == 1 and len(got) < 64,
+              "a peer got more than a handshake answer: %r" % got[:80])
+        # Plain TCP to a TLS port: a plaintext handshake frame.
+        before = int(c.nodes[2].stats()["tls_failures"])
+        s = socket.create_connection(("127.0.0.1", c.nodes[2].port), timeout=5)
+        s.sendall(frame(1, handshake(2)))
+        got = drain(s)
+        s.close()
+        check(b"BSHK" not in got, "a plaintext peer got a handshake answer")
+        check(int(c.nodes[2].stats()["tls_failures"]) > before,
+              "plain TCP to a TLS port was not refused")
+        # The cluster goes on.
+        check(model.add(c.nodes[2], "t", "after"), "add after the attacks")
+        model.check("t", read(c.nodes[3], "t"), "read after the attacks")
+    finally:
+        c.cleanup()
+
+
+def frame(kind, payload):
+    return struct.pack(">IB", len(payload), kind) + payload
+
+
+def handshake(node_id, cluster=b"bigset"):
+    return b"BSHK" + bytes([1, len(cluster)]) + cluster + bytes([node_id, 1])
+
+
+def test_garbage_frames():
+    c = Cluster(3, tls=False)
+    try:
+        c.start()
+        model = Model()
+        check(model.add(c.nodes[1], "g", "before"), "add")
+        port = c.nodes[1].port
+        rng = random.Random(SEED)
+
+        def send(data, wait_close=True):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(data)
+            if wait_close:
+                try:
+                    while s.recv(4096):
+                        pass
+                except (socket.timeout, ConnectionResetError):
+                    pass
+            s.close()
+
+        send(struct.pack(">IB", 0xFFFFFFF0, 1))  # Oversized length.
+        send(frame(1, handshake(2)) + struct.pack(">IB", 0x7FFFFFFF, 0))
+        for _ in range(20):
+            send(bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 300))))
+        send(frame(1, handshake(2, b"another")))  # Another cluster.
+        send(frame(0, b"message before the handshake"))
+        # A peer that says it is node 2 and sends garbage messages, some
+        # truncated: the node counts them as malformed.
+        junk = b"".join(frame(0, bytes(rng.getrandbits(8)
+                                       for _ in range(rng.randint(0, 64))))
+                        for _ in range(30))
+        send(frame(1, handshake(2)) + junk + frame(0, b"xyz")[:6],
+             wait_close=False)
+        # Silence: closed after the handshake deadline (5 s).
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        time.sleep(6)
+        s.close()
+        time.sleep(0.5)
+        st = c.nodes[1].stats()
+        check(int(st["frames_too_large"]) >= 2, "oversized frames: %s" % st)
+        check(int(st["handshakes_refused"]) >= 2, "bad handshakes: %s" % st)
+        # Random garbage is refused as oversized, of an unknown kind or as a
+        # bad handshake (unless it closes before a whole header).
+        refused = (int(st["frames_too_large"]) + int(st["bad_frames"]) +
+                   int(st["handshakes_refused"]))
+        check(refused >= 4 + 10, "random garbage: %s" % st)
+        check(int(st["handshake_timeouts"]) >= 1, "silent peer: %s" % st)
+        check(int(st["malformed_messages"]) >= 25, "garbage messages: %s" % st)
+        check(model.add(c.nodes[1], "g", "after"), "add after garbage")
+        for i in (1, 2, 3):
+            model.check("g", read(c.nodes[i], "g"), "read via %d" % i)
+    finally:
+        c.cleanup()
+
+
+def writer(cluster, model, via, count, rng, sets=8):
+    acked = 0
+    for _ in range(count):
+        s = "w%d" % rng.randint(0, sets - 1)
+        e = "e%d" % rng.randint(0, 100000)
+        acked += model.add(cluster.nodes[via], s, e)
+    return acked
+
+
+def test_kill9():
+    c = Cluster(3)
+    try:
+        c.start()
+        model = Model()
+        rng = random.Random(SEED)
+        check(writer(c, model, 1, 200, rng) == 200, "writes before the kill")
+        c.nodes[3].kill(signal.SIGKILL)
+        # W = 2 of N = 3 keeps acknowledging, through node 2, for longer
+        # than a write retransmits: what node 3 misses becomes node 2's
+        # hints.
+        start = time.time()
+        acked = 0
+        while time.time() - start < 3:
+            acked += writer(c, model, 2, 20, rng)
+        check(acked > 100, "writes during the kill: %d" % acked)
+        # Node 2 dies too (its hints with it) and comes back; then node 3.
+        c.nodes[2].kill(signal.SIGKILL)
+        c.nodes[2].start(sorted(c.nodes))
+        c.nodes[3].start(sorted(c.nodes))
+        check(writer(c, model, 1, 100, rng) >= 95, "writes after the restarts")
+        # Anti-entropy brings node 3 up to date with no client read.
+        c.wait(lambda: converged_locally(c, model, [1, 2, 3]), 120,
+               "every replica equal to the model")
+        check(int(c.nodes[3].stats()["ae_sets_repaired"]) +
+              int(c.nodes[1].stats()["ae_sets_repaired"]) +
+              int(c.nodes[2].stats()["ae_sets_repaired"]) > 0,
+              "anti-entropy repaired nothing")
+        for s in model.sets:
+            model.check(s, read(c.nodes[3], s), "R=2 read via 3")
+    finally:
+        c.cleanup()
+
+
+def test_sigstop():
+    c = Cluster(3)
+    try:
+        c.start()
+        model = Model()
+        rng = random.Random(SEED + 1)
+        writer(c, model, 1, 100, rng)
+        rss_before = c.nodes[1].rss_kb()
+        os.kill(c.nodes[3].proc.pid, signal.SIGSTOP)
+        try:
+            start = time.time()
+            acked = 0
+            while time.time() - start < 6:
+                acked += writer(c, model, 1, 20, rng)
+            check(acked > 50, "writes stalled with node 3 stopped: %d" % acked)
+            grew = c.nodes[1].rss_kb() - rss_before
+            check(grew < 200 * 1024, "node 1 grew by %d KiB" % grew)
+        finally:
+            os.kill(c.nodes[3].proc.pid, signal.SIGCONT)
+        writer(c, model, 2, 50, rng)
+        c.wait(lambda: converged_locally(c, model, [1, 2, 3]), 120,
+               "node 3 caught up")
+    finally:
+        c.cleanup()
+
+
+def settled(cluster, ids, epoch):
+    for i in ids:
+        st = cluster.nodes[i].stats()
+        if (int(st["ring_epoch"]) != epoch or int(st["partitions_moving"])
+                or int(st["handoffs_running"]) or int(st["handoffs_pending"])
+                or int(st["partitions_releasing"])):
+            return False
+    return True
+
+
+def test_membership_change():
+    c = Cluster(3)
+    try:
+        c.make_certs(c.certs, [4])
+        c.start()
+        model = Model()
+        rng = random.Random(SEED + 2)
+        writer(c, model, 1, 200, rng)
+        joiner = c.add(4)
+        for i in (1, 2, 3):
+            c.nodes[i].ok("peer 4 127.0.0.1:%d" % joiner.port)
+        joiner.start([1, 2, 3])  # Opens with the ring the cluster runs.
+        for i in (1, 2, 3, 4):
+            c.nodes[i].ok("install 2 1 2 3 4")
+        deadline = time.time() + 120
+        while not settled(c, [1, 2, 3, 4], 2):
+            check(time.time() < deadline, "the join did not settle")
+            writer(c, model, 2, 10, rng)
+        for i in (1, 2, 3, 4):
+            c.nodes[i].ok("install 3 2 3 4")
+        deadline = time.time() + 120
+        while not settled(c, [1, 2, 3, 4], 3):
+            check(time.time() < deadline, "the leave did not settle")
+            writer(c, model, 3, 10, rng)
+        for s in model.sets:
+            model.check(s, read(c.nodes[2], s), "R=2 read after the changes")
+            check(c.nodes[1].ok("local " + s) == "", "node 1 kept " + s)
+        st = c.nodes[4].stats()
+        check(int(st["frames_in"]) > 0, "the joiner received nothing")
+    finally:
+        c.cleanup()
+
+
+TESTS = {
+    "basic": test_basic,
+    "plaintext": test_plaintext,
+    "tls_refusals": test_tls_refusals,
+    "garbage_frames": test_garbage_frames,
+    "kill9": test_kill9,
+    "sigstop": test_sigstop,
+    "membership_change": test_membership_change,
+}
+
+
+def main():
+    global NODE, MAKE_CERTS
+    NODE, MAKE_CERTS, name = sys.argv[1], sys.argv[2], sys.argv[3]
+    names = list(TESTS) if name == "all" else [name]
+    failed = 0
+    for n in names:
+        start = time.time()
+        try:
+            TESTS[n]()
+            print("PASS %s (%.1fs)" % (n, time.time() - start))
+        except Exception as e:  # noqa: BLE001 (report and go on)
+            failed += 1
+            print("FAIL %s (seed %d): %s" % (n, SEED, e))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
