@@ -162,6 +162,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
     uint64_t last_sent = 0;
     uint64_t backoff = 0;
     std::string handshake_in;  // The peer's answer, as it arrives.
+    std::string write_buffer;  // The frames being written, gathered.
     std::vector<char> read_buffer;
     asio::steady_timer timer;     // Back-off, handshake deadline.
     asio::steady_timer watchdog;  // Keep-alives and hung writes.
@@ -537,22 +538,27 @@ void TcpTransport::Impl::ReadHandshakeReply(
 
 void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
   if (out->queue.empty() || out->writing > 0) return;
-  std::vector<asio::const_buffer> buffers;
-  size_t bytes = 0;
+  // Gathered into one buffer: a TLS stream writes one record per buffer it
+  // is given, so many small frames in one buffer are one record and one
+  // system call, not one each.
+  out->write_buffer.clear();
+  size_t frames = 0;
   for (const std::string& f : out->queue) {
-    if (buffers.size() == kMaxFramesPerWrite ||
-        (bytes > 0 && bytes + f.size() > kMaxBytesPerWrite)) {
+    if (frames == kMaxFramesPerWrite ||
+        (frames > 0 &&
+         out->write_buffer.size() + f.size() > kMaxBytesPerWrite)) {
       break;
     }
-    buffers.push_back(asio::buffer(f));
-    bytes += f.size();
+    out->write_buffer.append(f);
+    ++frames;
   }
-  out->writing = buffers.size();
+  out->writing = frames;
   out->write_started = NowMicros();
   const uint64_t generation = out->generation;
   out->stream->Write(
-      std::move(buffers), [self = shared_from_this(), out, generation](
-                              const asio::error_code& ec, size_t written) {
+      {asio::buffer(out->write_buffer)},
+      [self = shared_from_this(), out, generation](const asio::error_code& ec,
+                                                   size_t written) {
         if (self->stopped_ || out->generation != generation) return;
         const size_t frames = out->writing;
         out->writing = 0;
