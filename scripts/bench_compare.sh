@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Compares two revisions side by side in one run: builds each (release) in
+# a temporary worktree, then runs the same benchmarks alternately, A then B,
+# five repetitions each, and prints per benchmark the medians of A and B and
+# their ratio (B over A: above 1 is faster for throughputs, slower for
+# times). Alternating keeps a noisy machine's drift out of the ratio.
+#
+# Usage: bash scripts/bench_compare.sh REV_A REV_B [FILTER] [ROUNDS]
+#   FILTER  a --benchmark_filter regex (default: the hot paths issue
+#           "Fast paths" names)
+#   ROUNDS  alternations (default 5: five repetitions of each)
+# Example: bash scripts/bench_compare.sh HEAD~3 HEAD 'BM_InsertThroughput'
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rev_a="$1"
+rev_b="$2"
+filter="${3:-BM_InsertThroughput/(bigset|rawleveldb)$|BM_FullRead/(bigset|rawleveldb)/1000000|BM_Contains/bigset/1000000|BM_Get/rawleveldb/1000000|BM_ClusterInsert}"
+rounds="${4:-5}"
+
+bash scripts/install-deps.sh
+work=$(mktemp -d /tmp/bigset-compare.XXXXXX)
+cleanup() {
+  git worktree remove --force "$work/a" >/dev/null 2>&1 || true
+  git worktree remove --force "$work/b" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for side in a b; do
+  rev="$rev_a"
+  [[ "$side" == b ]] && rev="$rev_b"
+  git worktree add --detach "$work/$side" "$rev" >/dev/null
+  (cd "$work/$side" &&
+   meson setup build --buildtype=release >/dev/null &&
+   ninja -C build benchmarks/bigset_bench >/dev/null)
+  echo "built $side = $(git rev-parse --short "$rev")" >&2
+done
+
+for ((i = 1; i <= rounds; i++)); do
+  for side in a b; do
+    echo "round $i/$rounds: $side" >&2
+    "$work/$side/build/benchmarks/bigset_bench" \
+      --benchmark_filter="$filter" \
+      --benchmark_out="$work/$side-$i.json" --benchmark_out_format=json \
+      >/dev/null
+  done
+done
+
+python3 - "$work" "$rounds" "$rev_a" "$rev_b" <<'EOF'
+import json, re, statistics, sys
+work, rounds, rev_a, rev_b = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+
+def load(side):
+    runs = {}
+    for i in range(1, rounds + 1):
+        with open(f"{work}/{side}-{i}.json") as f:
+            for b in json.load(f)["benchmarks"]:
+                name = re.sub(r"/iterations:\d+", "", b["name"])
+                if "items_per_second" in b:
+                    value, unit = b["items_per_second"], "items/s"
+                else:
+                    value, unit = b["real_time"], b["time_unit"]
+                runs.setdefault(name, (unit, []))[1].append(value)
+    return {n: (u, statistics.median(v)) for n, (u, v) in runs.items()}
+
+a, b = load("a"), load("b")
+print(f"medians of {rounds}, A = {rev_a}, B = {rev_b}")
+print(f"{'benchmark':<52} {'A':>14} {'B':>14} {'B/A':>7}")
+for name in sorted(set(a) & set(b)):
+    unit, va = a[name]
+    _, vb = b[name]
+    print(f"{name:<52} {va:>14.4g} {vb:>14.4g} {vb / va:>7.3f}  {unit}")
+EOF
