@@ -42,7 +42,7 @@ for ((i = 1; i <= rounds; i++)); do
     "$work/$side/build/benchmarks/bigset_bench" \
       --benchmark_filter="$filter" \
       --benchmark_out="$work/$side-$i.json" --benchmark_out_format=json \
-      >/dev/null
+      >/dev/null 2>&1
   done
 done
 
