@@ -46,6 +46,30 @@ uint64_t PowMod(uint64_t base, uint64_t e) {
   return r;
 }
 
+// kRoot^e with a table of kRoot^(b * 256^k), k < 8, b < 256 (16 KiB):
+// at most eight multiplications, where square-and-multiply takes up to 128
+// (a dot's digest is on every insert's path).
+uint64_t PowRoot(uint64_t e) {
+  struct Table {
+    uint64_t t[8][256];
+  };
+  static const Table* const table = [] {
+    auto* tb = new Table;
+    uint64_t base = kRoot;  // kRoot^(256^k).
+    for (int k = 0; k < 8; ++k) {
+      tb->t[k][0] = 1;
+      for (int b = 1; b < 256; ++b) tb->t[k][b] = MulMod(tb->t[k][b - 1], base);
+      base = MulMod(tb->t[k][255], base);
+    }
+    return tb;
+  }();
+  uint64_t r = 1;
+  for (int k = 0; e != 0; ++k, e >>= 8) {
+    if ((e & 0xFF) != 0) r = MulMod(r, table->t[k][e & 0xFF]);
+  }
+  return r;
+}
+
 // 1 / (kRoot - 1) mod p, by Fermat.
 uint64_t InverseRootMinusOne() {
   static const uint64_t inv = PowMod(kRoot - 1, kPrime - 2);
@@ -82,12 +106,17 @@ uint64_t KeyDigest(std::string_view element, Dot dot) {
 
 uint64_t RunDigest(ActorId actor, uint64_t lo, uint64_t hi) {
   // sum_{c=lo}^{hi} r^c = (r^(hi+1) - r^lo) / (r - 1).
-  const uint64_t top = PowMod(kRoot, hi == UINT64_MAX ? hi : hi + 1);
+  const uint64_t top = PowRoot(hi == UINT64_MAX ? hi : hi + 1);
   uint64_t top_full = top;
   if (hi == UINT64_MAX) top_full = MulMod(top, kRoot);
   const uint64_t sum =
-      MulMod(SubMod(top_full, PowMod(kRoot, lo)), InverseRootMinusOne());
+      MulMod(SubMod(top_full, PowRoot(lo)), InverseRootMinusOne());
   return MulMod(sum, ActorCoefficient(actor));
+}
+
+uint64_t DotDigest(Dot dot) {
+  // The run [c, c]: kRoot^c, times the actor's coefficient.
+  return MulMod(PowRoot(dot.counter), ActorCoefficient(dot.actor));
 }
 
 uint64_t ClockDigest(const Clock& clock) {

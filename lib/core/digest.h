@@ -37,9 +37,8 @@ uint64_t KeyDigest(std::string_view element, Dot dot);
 
 // The digest of the dots (actor, lo..hi), lo <= hi, a value in [0, 2^61-1).
 uint64_t RunDigest(ActorId actor, uint64_t lo, uint64_t hi);
-inline uint64_t DotDigest(Dot dot) {
-  return RunDigest(dot.actor, dot.counter, dot.counter);
-}
+// RunDigest(dot.actor, dot.counter, dot.counter), computed directly.
+uint64_t DotDigest(Dot dot);
 // Sum of RunDigest over the runs of `clock`, mod 2^61 - 1.
 uint64_t ClockDigest(const Clock& clock);
 // (a + b) mod 2^61 - 1, for a, b below it.

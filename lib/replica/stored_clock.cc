@@ -31,6 +31,7 @@ size_t StoredClock::MemoryBytes() const {
 }
 
 void ClockChanges::TouchClock(const Clock& clock) {
+  Spill();
   for (ActorId actor : clock.Actors()) whole_.insert(actor);
 }
 
@@ -41,29 +42,13 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
   using clock_storage::SegmentOf;
   std::vector<clock_storage::HeaderEntry> header =
       clock_storage::HeaderOf(clock);
-  // Per actor: the counter ranges whose segments may have changed.
-  absl::flat_hash_map<ActorId, IntervalSet> dirty = changes.ranges_;
-  absl::flat_hash_set<ActorId> whole = changes.whole_;
   // A header written with a keys digest and rewritten without one (digests
   // no longer kept) loses its trailer.
   const bool digest_changed =
       keys_digest != nullptr
           ? (!stored->has_keys_digest || stored->keys_digest != *keys_digest)
           : (kind == StateKind::kClock && stored->has_keys_digest);
-  if (header != stored->header || digest_changed) {
-    // A base that moved absorbed (or gave back) the cloud counters between
-    // its old and new values.
-    auto moved = [&](ActorId actor) {
-      const uint64_t before = BaseIn(stored->header, actor);
-      const uint64_t after = BaseIn(header, actor);
-      if (before == after) return;
-      const uint64_t lo = std::min(before, after);
-      const uint64_t hi = std::max(before, after);
-      dirty[actor].InsertRange(lo == kMax ? kMax : lo + 1,
-                               hi == kMax ? kMax : hi + 1);
-    };
-    for (const auto& e : stored->header) moved(e.actor);
-    for (const auto& e : header) moved(e.actor);
+  auto put_header = [&]() {
     std::string key = SetStateKey(keyspace, set, kind);
     if (header.empty()) {
       batch->Delete(key);
@@ -79,6 +64,37 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
     stored->header = std::move(header);
     stored->has_keys_digest = keys_digest != nullptr && !stored->header.empty();
     stored->keys_digest = keys_digest != nullptr ? *keys_digest : 0;
+  };
+  if (changes.has_single_ &&
+      clock.cloud().Find(changes.single_.actor) == nullptr &&
+      !stored->windows.contains(changes.single_.actor)) {
+    // One actor's counters, and no cloud of it in memory or on disk: its
+    // base moved (or a counter joined it), and no segment can have changed.
+    if (header != stored->header || digest_changed) put_header();
+    return;
+  }
+  // Per actor: the counter ranges whose segments may have changed.
+  absl::flat_hash_map<ActorId, IntervalSet> dirty = changes.ranges_;
+  if (changes.has_single_) {
+    dirty[changes.single_.actor].InsertRange(changes.single_.lo,
+                                             changes.single_.hi);
+  }
+  absl::flat_hash_set<ActorId> whole = changes.whole_;
+  if (header != stored->header || digest_changed) {
+    // A base that moved absorbed (or gave back) the cloud counters between
+    // its old and new values.
+    auto moved = [&](ActorId actor) {
+      const uint64_t before = BaseIn(stored->header, actor);
+      const uint64_t after = BaseIn(header, actor);
+      if (before == after) return;
+      const uint64_t lo = std::min(before, after);
+      const uint64_t hi = std::max(before, after);
+      dirty[actor].InsertRange(lo == kMax ? kMax : lo + 1,
+                               hi == kMax ? kMax : hi + 1);
+    };
+    for (const auto& e : stored->header) moved(e.actor);
+    for (const auto& e : header) moved(e.actor);
+    put_header();
   }
   // The windows to rewrite, per actor.
   auto rewrite = [&](ActorId actor, const absl::btree_set<uint64_t>& windows) {

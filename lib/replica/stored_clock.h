@@ -50,18 +50,52 @@ struct StoredClock {
 class ClockChanges {
  public:
   void Touch(ActorId actor, uint64_t counter) {
+    // The common change, one actor's consecutive counters (an insert's new
+    // dot), is kept without a map: WriteClock then often rewrites the
+    // header alone.
+    if (ranges_.empty() && whole_.empty()) {
+      if (!has_single_) {
+        has_single_ = true;
+        single_ = {actor, counter, counter};
+        return;
+      }
+      if (single_.actor == actor && single_.hi != UINT64_MAX &&
+          counter == single_.hi + 1) {
+        ++single_.hi;
+        return;
+      }
+    }
+    Spill();
     ranges_[actor].Insert(counter);
   }
-  void TouchActor(ActorId actor) { whole_.insert(actor); }
+  void TouchActor(ActorId actor) {
+    Spill();
+    whole_.insert(actor);
+  }
   // Every actor of `clock` (after merging or subtracting it).
   void TouchClock(const Clock& clock);
-  bool empty() const { return ranges_.empty() && whole_.empty(); }
+  bool empty() const {
+    return !has_single_ && ranges_.empty() && whole_.empty();
+  }
 
  private:
+  struct Run {
+    ActorId actor = 0;
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+  };
+  void Spill() {
+    if (!has_single_) return;
+    has_single_ = false;
+    ranges_[single_.actor].InsertRange(single_.lo, single_.hi);
+  }
+
   friend void WriteClock(KeyspaceId keyspace, std::string_view set,
                          StateKind kind, const Clock& clock,
                          const ClockChanges& changes, StoredClock* stored,
                          WriteBatch* batch, const uint64_t* keys_digest);
+  bool has_single_ = false;
+  Run single_;  // While has_single_, the only change.
   absl::flat_hash_map<ActorId, IntervalSet> ranges_;
   absl::flat_hash_set<ActorId> whole_;
 };
