@@ -231,9 +231,9 @@ size_t SetCount(Replica* r) {
 // rounds run, and some of node 1's sets take adds and removes with W = 1
 // through either node, 1% of messages lost. While they go on, every set
 // must reach node 2 and every missed remove must be repaired (at most
-// 120 s of rounds). Then the writes stop and both replicas must hold every
-// set alike: the written ones equal to the merge of the replicas when the
-// last write returned, a sample of the others equal set by set, all
+// 4 s of rounds per 1,000 sets). Then the writes stop and both replicas must
+// hold every set alike: the written ones equal to the merge of the replicas
+// when the last write returned, a sample of the others equal set by set, all
 // partition digests equal, Verify clean.
 void ScaleRun(uint64_t seed, int count, ScaleTotals* totals) {
   CAPTURE(seed, count);
@@ -291,7 +291,9 @@ void ScaleRun(uint64_t seed, int count, ScaleTotals* totals) {
   sim.SetLoss(0.01);
   bool done = false;
   uint64_t took = 0;
-  for (int i = 0; sim.NowMicros() - start < 120 * kSecond; ++i) {
+  // 4 s of rounds per 1,000 sets: 120 s for the default 30,000.
+  const uint64_t limit = 4 * kSecond * static_cast<uint64_t>(count) / 1000;
+  for (int i = 0; sim.NowMicros() - start < limit; ++i) {
     // Every 40 ms: the next shared set (each every 0.2 s); every fifth
     // time, a W = 1 write to one of node 1's sets too.
     (void)sim.Update(1 + i % 2, shared[i % shared.size()],
