@@ -43,6 +43,7 @@ class ManualCluster {
   ~ManualCluster();
 
   Node& node(NodeId id) { return *slots_.at(id).node; }
+  LevelDbStore& store(NodeId id) { return *slots_.at(id).store->store; }
   const Ring& ring() const { return ring_; }
   std::deque<Sent>& queue() { return queue_; }
 

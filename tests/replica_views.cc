@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "test_util.h"
 
 namespace bigset::testing {
@@ -42,6 +43,33 @@ Value Merge(const std::vector<ReplicaView>& views) {
     }
   }
   return out;
+}
+
+std::vector<std::string> SetsOnlyOn(Simulator& sim, NodeId holder, uint32_t p,
+                                    const std::string& prefix, int n,
+                                    const std::string& suffix) {
+  std::vector<std::string> names;
+  Replica* r = sim.node(holder)->LocalReplica(p);
+  REQUIRE(r != nullptr);
+  for (int i = 0; names.size() < static_cast<size_t>(n); ++i) {
+    std::string set = absl::StrCat(prefix, i, suffix);
+    if (sim.ring().PartitionOf(set) != p) continue;
+    UpdateOp op = UpdateOp::Add("e");
+    REQUIRE(r->Update(set, std::span(&op, 1)).ok());
+    names.push_back(std::move(set));
+  }
+  return names;
+}
+
+size_t SameAs(Simulator& sim, NodeId node, NodeId reference,
+              const std::vector<std::string>& sets) {
+  size_t same = 0;
+  for (const std::string& set : sets) {
+    const ReplicaView a = View(sim, node, set);
+    const ReplicaView b = View(sim, reference, set);
+    if (a.value == b.value && a.clock == b.clock) ++same;
+  }
+  return same;
 }
 
 }  // namespace bigset::testing

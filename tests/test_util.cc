@@ -13,15 +13,19 @@ std::vector<uint64_t> Seeds(int base_count) {
   if (const char* one = std::getenv("BIGSET_TEST_SEED")) {
     return {std::strtoull(one, nullptr, 10)};
   }
-  int scale = 1;
-  if (const char* s = std::getenv("BIGSET_TEST_SCALE")) {
-    scale = std::max(1, std::atoi(s));
-  }
+  const int scale = TestScale();
   std::vector<uint64_t> seeds;
   for (int i = 0; i < base_count * scale; ++i) {
     seeds.push_back(0x5eed0000u + static_cast<uint64_t>(i));
   }
   return seeds;
+}
+
+int TestScale() {
+  if (const char* s = std::getenv("BIGSET_TEST_SCALE")) {
+    return std::max(1, std::atoi(s));
+  }
+  return 1;
 }
 
 uint64_t Uniform(Rng& rng, uint64_t lo, uint64_t hi) {

@@ -28,6 +28,9 @@ namespace bigset::testing {
 // The seeds a randomized test should run: `base_count` seeds scaled by
 // BIGSET_TEST_SCALE, or the single seed BIGSET_TEST_SEED.
 std::vector<uint64_t> Seeds(int base_count);
+// BIGSET_TEST_SCALE (at least 1; 1 when unset), for tests that scale their
+// size rather than their seeds.
+int TestScale();
 
 using Rng = std::mt19937_64;
 

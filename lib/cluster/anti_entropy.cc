@@ -1,11 +1,13 @@
 #include "cluster/anti_entropy.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/digest.h"
 
 namespace bigset {
 
@@ -28,16 +30,22 @@ struct AntiEntropy::Push {
 
 namespace {
 
-// Buckets and set summaries one round looks at: bounds its messages; what
-// is left is found by the next round.
+// Buckets and set summaries one round looks at: bounds its messages and
+// the memory that builds them; what is left is found by later rounds. At
+// most kMaxRevisitBuckets of a round's buckets are revisited ones, so that
+// the others keep being looked at too.
 constexpr size_t kMaxBucketsPerRound = 64;
+constexpr size_t kMaxRevisitBuckets = 48;
 constexpr size_t kMaxSummaryBytes = 512 << 10;
 // Pushes running at once, and queued.
 constexpr size_t kMaxRunningPushes = 4;
 constexpr size_t kMaxQueuedPushes = 1024;
 // Receiver states kept, and how long an idle one lives.
 constexpr size_t kMaxIncoming = 64;
+// Differences awaiting their second sighting, and how many waves of rounds
+// one lives unseen.
 constexpr size_t kMaxSuspects = 4096;
+constexpr uint64_t kSuspectWaves = 8;
 // Retransmissions of one chunk before the push is dropped (the next round
 // finds the difference again).
 constexpr int kMaxRetries = 30;
@@ -54,6 +62,11 @@ uint64_t SplitMix(uint64_t* state) {
 
 size_t ChunkBytes(const ElementDots& e) {
   return e.element.size() + 16 * e.dots.size() + 4;
+}
+
+// About the bytes of a summary in a message.
+size_t SummaryBytes(const SetSummary& s) {
+  return s.set.size() + 32 + (s.clock.empty() ? 0 : s.clock.Encode().size());
 }
 
 }  // namespace
@@ -124,6 +137,8 @@ uint64_t AntiEntropy::RoundLifetime() const {
 }
 
 void AntiEntropy::RunRoundsNow() {
+  ++wave_;
+  ExpireSuspects();
   const Ring& ring = host_->ring();
   for (uint32_t p = 0; p < ring.ring_size(); ++p) {
     if (host_->LocalReplica(p) == nullptr) continue;
@@ -254,7 +269,7 @@ void AntiEntropy::StartRound(uint32_t partition, NodeId peer) {
     if (r.partition == partition && r.peer == peer) return;  // Running.
   }
   const uint64_t id = host_->NextRequestId();
-  rounds_[id] = Round{partition, peer, host_->NowMicros()};
+  rounds_[id] = Round{partition, peer, host_->NowMicros(), {}};
   EnsureTick();
   ++host_->stats().ae_rounds;
   Message m;
@@ -279,30 +294,77 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
     rounds_.erase(it);
     return;
   }
-  // Start at a rotating offset, so that a round capped at
+  // Buckets the last round asked to revisit first (their sets' second
+  // sightings), then from a rotating offset, so that a round capped at
   // kMaxBucketsPerRound does not look at the same buckets every time.
-  std::vector<uint32_t> differ;
   const size_t n = ours.size();
+  std::vector<uint32_t> differ;
+  std::vector<bool> taken(n, false);
+  if (auto again = revisit_.find({from, round.partition});
+      again != revisit_.end()) {
+    for (uint32_t b : again->second) {
+      if (differ.size() >= kMaxRevisitBuckets) break;
+      if (b < n && !taken[b] && ours[b] != m.numbers[b]) {
+        taken[b] = true;
+        differ.push_back(b);
+      }
+    }
+  }
   const size_t start = SplitMix(&rng_state_) % n;
   for (size_t k = 0; k < n && differ.size() < kMaxBucketsPerRound; ++k) {
     const size_t b = (start + k) % n;
-    if (ours[b] != m.numbers[b]) differ.push_back(static_cast<uint32_t>(b));
+    if (!taken[b] && ours[b] != m.numbers[b]) {
+      taken[b] = true;
+      differ.push_back(static_cast<uint32_t>(b));
+    }
   }
   if (differ.empty()) {
     rounds_.erase(it);
     return;
   }
-  absl::StatusOr<std::vector<SetSummary>> summaries =
-      replica->SummarizeBuckets(differ, /*with_clocks=*/false);
-  if (!summaries.ok()) {
+  // Our sets of those buckets, within kMaxSummaryBytes: when they do not
+  // fit, the buckets last in `differ` are left to later rounds, whole (the
+  // peer answers for every set of the buckets it is sent); the first one
+  // is always kept. Memory stays within the bound plus one bucket.
+  std::vector<int> rank(n, -1);
+  for (size_t r = 0; r < differ.size(); ++r) {
+    rank[differ[r]] = static_cast<int>(r);
+  }
+  std::vector<std::vector<SetSummary>> per(differ.size());
+  std::vector<size_t> bytes(differ.size(), 0);
+  size_t kept = differ.size();
+  size_t total = 0;
+  absl::Status listed =
+      replica->ForEachSetSummary(differ, [&](SetSummary& summary) {
+        const size_t r = static_cast<size_t>(
+            rank[digest::BucketOf(summary.set, static_cast<uint32_t>(n))]);
+        if (r >= kept) return true;
+        const size_t b = SummaryBytes(summary);
+        per[r].push_back(std::move(summary));
+        bytes[r] += b;
+        total += b;
+        while (total > kMaxSummaryBytes && kept > 1) {
+          --kept;
+          total -= bytes[kept];
+          per[kept] = std::vector<SetSummary>();
+        }
+        return true;
+      });
+  if (!listed.ok()) {
     rounds_.erase(it);
     return;
   }
+  differ.resize(kept);
+  it->second.buckets = differ;
   Message out;
   out.header =
       MessageHeader{MessageType::kAeSets, m.header.request_id, round.partition};
   out.numbers.assign(differ.begin(), differ.end());
-  out.summaries = std::move(*summaries);
+  for (size_t r = 0; r < kept; ++r) {
+    for (SetSummary& summary : per[r]) {
+      out.summaries.push_back(std::move(summary));
+    }
+  }
   host_->stats().ae_sets_compared += out.summaries.size();
   SendReply(from, out);
 }
@@ -310,74 +372,191 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
 void AntiEntropy::OnSetsReply(NodeId from, const Message& m) {
   auto it = rounds_.find(m.header.request_id);
   if (it == rounds_.end() || it->second.peer != from) return;
-  const Round round = it->second;
+  const Round round = std::move(it->second);
   rounds_.erase(it);
   Replica* replica = host_->LocalReplica(round.partition);
   if (!m.status.ok() || replica == nullptr) return;
+  // The peer's summaries in the order of the round's buckets (revisited
+  // ones first): when the suspects have room for only some sightings, they
+  // go to the buckets the next round looks at first. Sets of other buckets
+  // were not asked about.
+  const uint32_t n = replica->digest_buckets();
+  std::vector<int> rank(n, -1);
+  for (size_t r = 0; r < round.buckets.size(); ++r) {
+    if (round.buckets[r] < n) rank[round.buckets[r]] = static_cast<int>(r);
+  }
+  std::vector<std::pair<int, const SetSummary*>> order;
   for (const SetSummary& theirs : m.summaries) {
+    const uint32_t bucket = digest::BucketOf(theirs.set, n);
+    if (rank[bucket] >= 0) order.emplace_back(rank[bucket], &theirs);
+  }
+  std::stable_sort(
+      order.begin(), order.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Buckets the next round revisits: where a first sighting was noted, or a
+  // confirmed difference could not be acted on yet (queues full).
+  std::set<uint32_t> again;
+  // Pulls sent by this reply: the peer queues at most kMaxQueuedPushes.
+  size_t pulls = 0;
+  for (const auto& [r, theirs_ptr] : order) {
+    const SetSummary& theirs = *theirs_ptr;
+    const uint32_t bucket = round.buckets[r];
+    const SuspectKey key = std::make_tuple(from, round.partition, theirs.set);
     absl::StatusOr<SetSummary> ours = replica->Summarize(theirs.set);
     if (!ours.ok()) continue;
-    if (ours->digest == theirs.digest) continue;  // Converged meanwhile.
+    if (ours->digest == theirs.digest) {  // Converged meanwhile.
+      EraseSuspect(key);
+      continue;
+    }
     Clock push = Clock::Complement(ours->clock, theirs.clock);
     Clock pull = Clock::Complement(theirs.clock, ours->clock);
-    const auto key = std::make_tuple(from, round.partition, theirs.set);
-    // A difference acted on only when the previous round saw it too: what
-    // writes and hints in flight will bring is not pushed (a push reads
-    // the whole set to find its dots).
-    Suspect now;
-    now.push = push;
-    now.pull = pull;
-    now.ours_keys = ours->keys_digest;
-    now.theirs_keys = theirs.keys_digest;
-    auto prev = suspects_.find(key);
-    const bool seen_before = prev != suspects_.end();
-    bool acted = false;
+    Suspect* suspect = SightSuspect(key);
+    if (suspect == nullptr) continue;  // No room: a later round notes it.
+    SetActed(suspect, false);
+    // A difference is acted on only when an earlier sighting saw it too:
+    // what writes and hints in flight will bring is not pushed (a push
+    // reads the whole set to find its dots).
+    bool full = false;
     if (push.empty() && pull.empty()) {
+      suspect->dots = false;
+      suspect->push = Clock();
+      suspect->pull = Clock();
+      // Same events, different tombstone emptiness only: a sweep pending
+      // on one side, which changes nothing of the set's value.
+      if (ours->keys_digest == theirs.keys_digest) {
+        EraseSuspect(key);
+        continue;
+      }
       // Same events, different keys: a remove or a clear one side missed
-      // (or one in flight). Compared once both tombstones are swept.
-      if (!ours->tombstone_empty || !theirs.tombstone_empty ||
-          ours->keys_digest == theirs.keys_digest) {
-        if (seen_before) suspects_.erase(prev);
+      // (or one in flight, or keys a pending sweep has not deleted yet).
+      const uint64_t diff = ours->keys_digest - theirs.keys_digest;
+      if (!suspect->keys || suspect->keys_diff != diff) {
+        suspect->keys = true;
+        suspect->keys_diff = diff;
+        suspect->exchanged = false;
+        again.insert(bucket);
         continue;
       }
-      if (!seen_before || !prev->second.push.empty() ||
-          !prev->second.pull.empty() ||
-          prev->second.ours_keys != now.ours_keys ||
-          prev->second.theirs_keys != now.theirs_keys) {
-        if (suspects_.size() >= kMaxSuspects) suspects_.clear();
-        suspects_[key] = std::move(now);
-        continue;
+      if (!ours->tombstone_empty || !theirs.tombstone_empty) {
+        // The keys under a tombstone count until swept, so the difference
+        // may be those: one exchange per difference, not one per round,
+        // while a sweep is pending (a set cleared often may never show
+        // both tombstones empty).
+        if (suspect->exchanged) {
+          SetActed(suspect, true);
+          continue;
+        }
+        suspect->exchanged = true;
+      } else {
+        suspect->keys = false;  // Another needs two more sightings.
       }
-      suspects_.erase(prev);
-      ++host_->stats().ae_full_exchanges;
+      full = true;
       push = ours->clock;
       pull = theirs.clock;
     } else {
-      if (!seen_before) {
-        if (suspects_.size() >= kMaxSuspects) suspects_.clear();
-        suspects_[key] = std::move(now);
+      const bool first = !suspect->dots;
+      Clock seen_push = std::move(suspect->push);
+      Clock seen_pull = std::move(suspect->pull);
+      suspect->dots = true;
+      suspect->push = push;
+      suspect->pull = pull;
+      if (first) {
+        again.insert(bucket);
         continue;
       }
-      push = Clock::Intersection(push, prev->second.push);
-      pull = Clock::Intersection(pull, prev->second.pull);
-      prev->second = std::move(now);
+      push = Clock::Intersection(push, seen_push);
+      pull = Clock::Intersection(pull, seen_pull);
     }
+    bool acted = false;
+    bool deferred = false;
     if (!push.empty()) {
-      QueuePush(from, round.partition, theirs.set, std::move(push));
-      acted = true;
+      if (QueuePush(from, round.partition, theirs.set, std::move(push))) {
+        acted = true;
+      } else {
+        deferred = true;
+      }
     }
     if (!pull.empty()) {
-      Message out;
-      out.header = MessageHeader{MessageType::kAePull, host_->NextRequestId(),
-                                 round.partition};
-      out.set = theirs.set;
-      out.clock = std::move(pull);
-      SendReply(from, out);
-      acted = true;
+      if (pulls < kMaxQueuedPushes) {
+        ++pulls;
+        Message out;
+        out.header = MessageHeader{MessageType::kAePull, host_->NextRequestId(),
+                                   round.partition};
+        out.set = theirs.set;
+        out.clock = std::move(pull);
+        SendReply(from, out);
+        acted = true;
+      } else {
+        deferred = true;
+      }
     }
+    if (deferred) {
+      // Acted on at the next sighting, which the next round brings.
+      again.insert(bucket);
+      if (full) {
+        suspect->keys = true;
+        suspect->exchanged = false;
+      }
+    }
+    SetActed(suspect, acted && !deferred);
+    if (full && acted) ++host_->stats().ae_full_exchanges;
     if (acted) ++host_->stats().ae_sets_repaired;
   }
+  std::vector<uint32_t>& revisit = revisit_[{from, round.partition}];
+  revisit.clear();
+  // In the round's order: the first ones are revisited if not all fit.
+  for (uint32_t b : round.buckets) {
+    if (again.contains(b)) revisit.push_back(b);
+  }
   StartQueuedPushes();
+}
+
+AntiEntropy::Suspect* AntiEntropy::SightSuspect(const SuspectKey& key) {
+  auto it = suspects_.find(key);
+  if (it != suspects_.end()) {
+    std::list<SuspectKey>& list = it->second.acted ? acted_ : waiting_;
+    list.splice(list.end(), list, it->second.lru);
+    it->second.wave = wave_;
+    return &it->second;
+  }
+  ExpireSuspects();
+  if (suspects_.size() >= kMaxSuspects) {
+    // A suspect acted on has served its purpose; if its repair fails, a
+    // later round notes the set again.
+    if (acted_.empty()) return nullptr;
+    suspects_.erase(acted_.front());
+    acted_.pop_front();
+  }
+  Suspect& suspect = suspects_[key];
+  suspect.wave = wave_;
+  suspect.lru = waiting_.insert(waiting_.end(), key);
+  return &suspect;
+}
+
+void AntiEntropy::SetActed(Suspect* suspect, bool acted) {
+  if (suspect->acted == acted) return;
+  std::list<SuspectKey>& from = suspect->acted ? acted_ : waiting_;
+  std::list<SuspectKey>& to = acted ? acted_ : waiting_;
+  to.splice(to.end(), from, suspect->lru);
+  suspect->acted = acted;
+}
+
+void AntiEntropy::EraseSuspect(const SuspectKey& key) {
+  auto it = suspects_.find(key);
+  if (it == suspects_.end()) return;
+  (it->second.acted ? acted_ : waiting_).erase(it->second.lru);
+  suspects_.erase(it);
+}
+
+void AntiEntropy::ExpireSuspects() {
+  for (std::list<SuspectKey>* list : {&waiting_, &acted_}) {
+    while (!list->empty()) {
+      auto it = suspects_.find(list->front());
+      if (it->second.wave + kSuspectWaves > wave_) break;
+      suspects_.erase(it);
+      list->pop_front();
+    }
+  }
 }
 
 // ---- Digest rounds: the peer.
@@ -410,41 +589,70 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
     SendReply(from, out);
     return;
   }
+  if (m.numbers.size() > kMaxBucketsPerRound) {
+    // A round asks about at most that many: the work of an answer follows
+    // the difference, never the partition.
+    out.status = absl::InvalidArgumentError(
+        absl::StrCat("too many buckets: ", m.numbers.size()));
+    SendReply(from, out);
+    return;
+  }
   std::vector<uint32_t> buckets;
   for (uint64_t b : m.numbers) {
     if (b < replica->digest_buckets())
       buckets.push_back(static_cast<uint32_t>(b));
   }
-  absl::StatusOr<std::vector<SetSummary>> ours =
-      replica->SummarizeBuckets(buckets, /*with_clocks=*/true);
-  if (!ours.ok()) {
-    out.status = ours.status();
+  // The initiator's digests, and whether we hold the set.
+  struct Theirs {
+    uint64_t digest = 0;
+    bool ours = false;
+  };
+  absl::flat_hash_map<std::string, Theirs> theirs;
+  for (const SetSummary& s : m.summaries) theirs[s.set].digest = s.digest;
+  size_t bytes = 0;
+  auto add = [&](SetSummary s) {
+    bytes += SummaryBytes(s);
+    out.summaries.push_back(std::move(s));
+  };
+  // Our sets of those buckets, one summary at a time; the clock is read
+  // only for those that differ, and the answer stops at kMaxSummaryBytes.
+  // `cut`: the first of our sets not looked at (its name and those after
+  // it are not known to be missing here).
+  std::optional<std::string> cut;
+  size_t compared = 0;
+  absl::Status listed = replica->ForEachSetSummary(buckets, [&](SetSummary& s) {
+    ++compared;
+    auto t = theirs.find(s.set);
+    if (t != theirs.end()) {
+      t->second.ours = true;
+      if (t->second.digest == s.digest) return true;
+    }
+    if (bytes > kMaxSummaryBytes) {
+      cut = s.set;
+      return false;
+    }
+    absl::StatusOr<SetSummary> full = replica->Summarize(s.set);
+    if (full.ok()) add(*std::move(full));
+    return true;
+  });
+  if (!listed.ok()) {
+    out.status = listed;
+    out.summaries.clear();
     SendReply(from, out);
     return;
   }
-  absl::flat_hash_map<std::string, uint64_t> theirs;
-  for (const SetSummary& s : m.summaries) theirs[s.set] = s.digest;
-  size_t bytes = 0;
-  auto add = [&](SetSummary s) {
-    bytes += s.set.size() + 32 + s.clock.Encode().size();
-    out.summaries.push_back(std::move(s));
-  };
-  std::set<std::string> mine;
-  for (SetSummary& s : *ours) {
-    mine.insert(s.set);
-    auto t = theirs.find(s.set);
-    if (t != theirs.end() && t->second == s.digest) continue;
-    if (bytes > kMaxSummaryBytes) break;
-    add(std::move(s));
-  }
   // Sets only the initiator has: an empty summary (it pushes them all).
   for (const SetSummary& s : m.summaries) {
-    if (mine.contains(s.set) || bytes > kMaxSummaryBytes) continue;
+    if (bytes > kMaxSummaryBytes) break;
+    if (cut.has_value() && s.set >= *cut) continue;
+    Theirs& t = theirs[s.set];
+    if (t.ours) continue;
+    t.ours = true;  // Once, if the initiator named it twice.
     SetSummary empty;
     empty.set = s.set;
     add(std::move(empty));
   }
-  host_->stats().ae_sets_compared += ours->size();
+  host_->stats().ae_sets_compared += compared;
   SendReply(from, out);
 }
 
@@ -457,16 +665,20 @@ void AntiEntropy::OnPull(NodeId from, const Message& m) {
 
 // ---- Pushes: the sender.
 
-void AntiEntropy::QueuePush(NodeId peer, uint32_t partition,
+bool AntiEntropy::QueuePush(NodeId peer, uint32_t partition,
                             const std::string& set, Clock dots) {
   // One push per (peer, set) at a time: the next round asks again.
   for (const auto& [id, p] : pushes_) {
-    if (p->peer == peer && p->partition == partition && p->set == set) return;
+    if (p->peer == peer && p->partition == partition && p->set == set) {
+      return true;
+    }
   }
   for (const auto& p : queued_) {
-    if (p->peer == peer && p->partition == partition && p->set == set) return;
+    if (p->peer == peer && p->partition == partition && p->set == set) {
+      return true;
+    }
   }
-  if (queued_.size() >= kMaxQueuedPushes) return;
+  if (queued_.size() >= kMaxQueuedPushes) return false;
   auto push = std::make_unique<Push>();
   push->peer = peer;
   push->partition = partition;
@@ -474,6 +686,7 @@ void AntiEntropy::QueuePush(NodeId peer, uint32_t partition,
   push->dots = std::move(dots);
   queued_.push_back(std::move(push));
   EnsureTick();
+  return true;
 }
 
 void AntiEntropy::StartQueuedPushes() {

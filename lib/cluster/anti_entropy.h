@@ -17,14 +17,19 @@
 //    digests (replica.h, "Digests for anti-entropy"): the partition digest
 //    (one message each way when equal, no element key read), then bucket
 //    digests, then the set summaries of differing buckets (clocks read, no
-//    element key). For each set that differs: the dots one side has seen
-//    and the other has not are pushed (kAePush: the keys of those dots
-//    from one snapshot, then the dots, so the receiver learns which of them
-//    were removed), in both directions; a set whose clocks are equal but
-//    whose keys differ (a remove or a clear one side missed and no hint
-//    covered) is exchanged whole, both ways, once the same difference was
-//    seen in two rounds in a row (a remove still in flight is not one).
-//    Sets whose tombstones are not swept yet wait for their sweep.
+//    element key; both messages bounded in bytes, whatever the partition
+//    holds). For each set that differs: the dots one side has seen and the
+//    other has not are pushed (kAePush: the keys of those dots from one
+//    snapshot, then the dots, so the receiver learns which of them were
+//    removed), in both directions; a set whose clocks are equal but whose
+//    keys differ (a remove or a clear one side missed and no hint covered)
+//    is exchanged whole, both ways. Either is done only once a second
+//    sighting confirms the difference (a write still in flight is not
+//    one): the same dots missing, or the same difference of keys digests
+//    (ours minus theirs, which writes both replicas applied leave as it
+//    is). Sightings are bounded (kMaxSuspects); a round looks first at the
+//    buckets where the last one noted sightings, so that a difference of
+//    any size is repaired, a bounded part per round.
 //
 // Pushes are rate limited (anti_entropy_bytes_per_second, hints included),
 // chunked, one chunk in flight, retransmitted, and restarted from a new
@@ -40,6 +45,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -83,6 +89,28 @@ class AntiEntropy {
     uint32_t partition = 0;
     NodeId peer = 0;
     uint64_t started = 0;
+    // The buckets the round compares set by set, those to revisit first.
+    std::vector<uint32_t> buckets;
+  };
+  using SuspectKey = std::tuple<NodeId, uint32_t, std::string>;
+  // What rounds found different in a set, per (peer, partition, set). A
+  // difference is acted on when a second sighting confirms it.
+  struct Suspect {
+    // The last sighting with clocks that differ: the dots each side lacked.
+    bool dots = false;
+    Clock push;
+    Clock pull;
+    // The last sighting with equal clocks and keys that differ: our keys
+    // digest minus theirs (mod 2^64), which adds and removes both replicas
+    // applied leave as it is.
+    bool keys = false;
+    uint64_t keys_diff = 0;
+    // A full exchange for keys_diff ran while a tombstone was not empty.
+    bool exchanged = false;
+    uint64_t wave = 0;  // Of the last sighting.
+    // Acted on at its last sighting: its place may go to a new sighting.
+    bool acted = false;
+    std::list<SuspectKey>::iterator lru;  // In waiting_ or acted_.
   };
   struct Push;
   struct Incoming {
@@ -114,8 +142,19 @@ class AntiEntropy {
   void OnPull(NodeId from, const Message& m);
   void OnPush(NodeId from, const Message& m);
   void OnPushAck(NodeId from, const Message& m);
-  // Queues a push of the keys of `dots` (clipped to this replica's clock).
-  void QueuePush(NodeId peer, uint32_t partition, const std::string& set,
+  // The suspect of `key`, marked seen now, or a new one if there is room
+  // (made by evicting one acted on if need be); null if the map is full of
+  // suspects awaiting their second sighting.
+  Suspect* SightSuspect(const SuspectKey& key);
+  // Records whether the sighting just made acted on the suspect.
+  void SetActed(Suspect* suspect, bool acted);
+  void EraseSuspect(const SuspectKey& key);
+  // Forgets suspects not seen for kSuspectWaves waves of rounds.
+  void ExpireSuspects();
+  // Queues a push of the keys of `dots` (clipped to this replica's clock);
+  // false if the queue is full (a push of the set already queued or
+  // running counts as queued).
+  bool QueuePush(NodeId peer, uint32_t partition, const std::string& set,
                  Clock dots);
   void StartQueuedPushes();
   // Opens the push's reader (a new snapshot) and sends its first chunk.
@@ -147,15 +186,18 @@ class AntiEntropy {
   // Pushes received whole lately: a retransmitted last chunk is answered
   // again, not taken for an unknown push.
   std::deque<std::pair<NodeId, uint64_t>> finished_;
-  // What the last round found different in a set, per (peer, partition,
-  // set): the dots each side lacked, and the keys digests.
-  struct Suspect {
-    Clock push;
-    Clock pull;
-    uint64_t ours_keys = 0;
-    uint64_t theirs_keys = 0;
-  };
-  std::map<std::tuple<NodeId, uint32_t, std::string>, Suspect> suspects_;
+  // At most kMaxSuspects. When full, a new sighting takes the place of one
+  // acted on already, else waits for a later round (never a wholesale
+  // clear, which would forget every first sighting before its second).
+  absl::flat_hash_map<SuspectKey, Suspect> suspects_;
+  // Least recently seen first: awaiting a second sighting, and acted on.
+  std::list<SuspectKey> waiting_;
+  std::list<SuspectKey> acted_;
+  uint64_t wave_ = 0;  // RunRoundsNow calls.
+  // Per (peer, partition): the buckets where the last round noted first
+  // sightings or had to leave a confirmed difference for later; the next
+  // round looks at them first, so that their second sighting comes.
+  std::map<std::pair<NodeId, uint32_t>, std::vector<uint32_t>> revisit_;
   // Oldest first; indexed by (request id, peer) for acknowledgements.
   std::list<Hint> hints_;
   absl::flat_hash_map<std::pair<uint64_t, NodeId>, std::list<Hint>::iterator>

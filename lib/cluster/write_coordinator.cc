@@ -285,11 +285,13 @@ void WriteCoordinator::LeaveHints() {
     if (asked_[i]) continue;
     host_->AddHint(preference_[i], partition_, id_, replicate_bytes_);
   }
+  // An extra delta goes to every replica but its own as a plain
+  // kReplicate under its own id (the chosen coordinator and other given-up
+  // candidates included), so each that never acknowledged it gets a hint.
   for (const Extra& e : extras_) {
     for (size_t i = 0; i < preference_.size() && i < e.acked.size(); ++i) {
-      if (!e.acked[i] && !asked_[i]) {
+      if (!e.acked[i])
         host_->AddHint(preference_[i], partition_, e.id, e.bytes);
-      }
     }
   }
 }

@@ -2,6 +2,7 @@
 // anti-entropy").
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,12 +97,12 @@ absl::StatusOr<SetSummary> Replica::Summarize(std::string_view set) {
   return SummaryOf(set, **loaded, /*with_clock=*/true);
 }
 
-absl::StatusOr<std::vector<SetSummary>> Replica::SummarizeBuckets(
-    std::span<const uint32_t> buckets, bool with_clocks) {
+absl::Status Replica::ForEachSetSummary(
+    std::span<const uint32_t> buckets,
+    const std::function<bool(SetSummary&)>& fn) {
   std::vector<uint32_t> wanted(buckets.begin(), buckets.end());
   std::sort(wanted.begin(), wanted.end());
-  std::vector<SetSummary> out;
-  if (wanted.empty()) return out;
+  if (wanted.empty()) return absl::OkStatus();
   std::optional<std::string> after;
   for (;;) {
     absl::StatusOr<std::vector<std::string>> sets = ListSets(after, 1000);
@@ -111,13 +112,17 @@ absl::StatusOr<std::vector<SetSummary>> Replica::SummarizeBuckets(
                               digest::BucketOf(set, digest_buckets_))) {
         continue;
       }
-      Stripe& stripe = StripeFor(set);
-      absl::MutexLock lock(&stripe.mu);
-      absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-      if (!loaded.ok()) continue;  // Unreadable: skipped, as at Open.
-      out.push_back(SummaryOf(set, **loaded, with_clocks));
+      SetSummary summary;
+      {
+        Stripe& stripe = StripeFor(set);
+        absl::MutexLock lock(&stripe.mu);
+        absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+        if (!loaded.ok()) continue;  // Unreadable: skipped, as at Open.
+        summary = SummaryOf(set, **loaded, /*with_clock=*/false);
+      }
+      if (!fn(summary)) return absl::OkStatus();
     }
-    if (sets->size() < 1000) return out;
+    if (sets->size() < 1000) return absl::OkStatus();
     after = sets->back();
   }
 }

@@ -162,6 +162,55 @@ def test_bulk_load(tmp):
     print("bulk load: %d elements in %.1f s" % (n, secs))
 
 
+def test_bulk_add_into_large_set(tmp):
+    """Adds into a set much larger than the input (each line seeks its
+    element's dots) and an input large enough against the set to read it
+    into the filter midway (the set takes about 2.4 MB on disk: the read
+    comes after about 2,400 lines): either way every add replaces the
+    element's dots (one key per element) and the output is the same."""
+    db = os.path.join(tmp, "db")
+    n = 200000
+    data = b"".join(b"e%07d\n" % i for i in range(n))
+    out, _ = run("--create", "add", "big", "-", stdin=data, db=db)
+    check(lines(out) == ["added %d elements to big" % n], out)
+    run("compact", db=db)  # The set's size is then known to the store.
+
+    def verify(expected):
+        out, _ = run("count", "big", db=db)
+        check(lines(out) == [str(expected)], out)
+        out, _ = run("--json", "verify", db=db)
+        report = json.loads(out)
+        check(report["ok"] and report["element_keys"] == expected, report)
+
+    # A small input: half present, half new, one line twice.
+    small = [b"e%07d" % (i * 397) for i in range(500)]
+    small += [b"n%04d" % i for i in range(500)]
+    random.Random(7).shuffle(small)
+    small.append(small[0])
+    out, _ = run("add", "big", "-", stdin=b"\n".join(small) + b"\n", db=db)
+    check(lines(out) == ["added %d elements to big" % len(small)], out)
+    verify(n + 500)
+    out, _ = run("--json", "members", "big", "--dots", db=db)
+    rows = {json.loads(l)["element"]: json.loads(l)["dots"] for l in lines(out)}
+    check(all(len(rows[e.decode()]) == 1 for e in small), "an element kept "
+          "two dots")
+    # A large input in small batches: 10,000 present, 10,000 new.
+    large = [b"e%07d" % (i * 19) for i in range(10000)]
+    large += [b"m%05d" % i for i in range(10000)]
+    random.Random(8).shuffle(large)
+    out, _ = run("add", "big", "-", "--batch", "100",
+                 stdin=b"\n".join(large) + b"\n", db=db)
+    check(lines(out) == ["added %d elements to big" % len(large)], out)
+    verify(n + 500 + 10000)
+    # And as a load from a file, with JSON output.
+    path = os.path.join(tmp, "more.txt")
+    with open(path, "wb") as f:
+        f.write(b"".join(b"e%07d\n" % i for i in range(1000)) + b"z\n")
+    out, _ = run("--json", "load", "big", path, db=db)
+    check(json.loads(out) == {"added": 1001, "elements": 1001}, out)
+    verify(n + 500 + 10000 + 1)
+
+
 def test_json(tmp):
     db = os.path.join(tmp, "db")
     run("--create", "add", "s", "a", "b\"quote", "c\\back", "d\ttab",

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bulk_add.h"
 #include "commands.h"
-#include "element_filter.h"
 #include "progress.h"
 
 namespace bigset::tool {
@@ -25,29 +25,19 @@ struct UpdateArgs {
 };
 
 // Adds or removes `elements` (already parsed) in one update; counts into
-// *changed the elements a remove found present (every add counts).
-//
-// An add reads the element's current dots (a store seek) to replace them,
-// unless `filter` says the element certainly has none: the filter holds
-// every element the set had when the load started and every element added
-// since, and the tool has the store to itself (LevelDB's lock), so nothing
-// else adds to the set meanwhile.
+// *changed the elements a remove found present (every add counts). Like
+// LocalSets: an add replaces the element's dots (one key per element), a
+// remove removes what the replica holds.
 absl::Status ApplyBatch(Replica& replica, const std::string& set,
                         UpdateOp::Kind kind, std::vector<std::string>& elements,
-                        ElementFilter* filter, uint64_t* changed) {
+                        uint64_t* changed) {
   std::vector<UpdateOp> ops;
   ops.reserve(elements.size());
   for (std::string& e : elements) {
     UpdateOp op;
     op.kind = kind;
     op.element = std::move(e);
-    // Like LocalSets: an add replaces the element's dots (one key per
-    // element), a remove removes what the replica holds.
     op.context_from_replica = true;
-    if (filter != nullptr && kind == UpdateOp::Kind::kAdd) {
-      op.context_from_replica = filter->MayContain(op.element);
-      filter->Insert(op.element);
-    }
     ops.push_back(std::move(op));
   }
   absl::StatusOr<Delta> delta = replica.Update(set, ops);
@@ -59,27 +49,25 @@ absl::Status ApplyBatch(Replica& replica, const std::string& set,
 }
 
 // Reads elements one per line from `in` and applies them in batches.
-absl::Status ApplyLines(Context& ctx, Replica& replica, const std::string& set,
+absl::Status ApplyLines(Context& ctx, OpenStore& open, const std::string& set,
                         UpdateOp::Kind kind, std::FILE* in, size_t batch,
                         uint64_t* total, uint64_t* changed) {
   const BytesFormat b = ctx.bytes();
-  // A bulk add first notes the set's elements in a filter (a streaming
-  // read, much cheaper than a seek per input line).
-  std::unique_ptr<ElementFilter> filter;
+  // Adds go through BulkAdd, which reads the set into a filter only once
+  // the input is large against the set (estimated without reading it).
+  std::unique_ptr<BulkAdd> adds;
+  std::unique_ptr<Progress> scan;
   if (kind == UpdateOp::Kind::kAdd) {
-    filter = std::make_unique<ElementFilter>();
-    absl::StatusOr<std::unique_ptr<SetReader>> reader = replica.Read(set);
-    if (!reader.ok()) return reader.status();
-    Progress scan(ctx.progress(), "elements read");
-    std::vector<ElementDots> chunk;
-    bool more = true;
-    while (more) {
-      absl::StatusOr<bool> next = (*reader)->Next(&chunk);
-      if (!next.ok()) return next.status();
-      more = *next;
-      for (const ElementDots& e : chunk) filter->Insert(e.element);
-      scan.Add(chunk.size());
-    }
+    TOOL_ASSIGN_OR_RETURN(
+        uint64_t set_bytes,
+        open.store->ApproximateSize(ElementsRange(ctx.keyspace, set)));
+    adds = std::make_unique<BulkAdd>(
+        *open.replica, set, set_bytes, [&ctx, &scan](uint64_t n) {
+          if (scan == nullptr) {
+            scan = std::make_unique<Progress>(ctx.progress(), "elements read");
+          }
+          scan->Add(n);
+        });
   }
   Progress progress(ctx.progress(), "elements");
   return ForEachLineBatch(
@@ -96,7 +84,12 @@ absl::Status ApplyLines(Context& ctx, Replica& replica, const std::string& set,
         }
         *total += lines.size();
         progress.Add(lines.size());
-        return ApplyBatch(replica, set, kind, lines, filter.get(), changed);
+        if (adds != nullptr) {
+          absl::Status s = adds->Add(lines, changed);
+          if (scan != nullptr) scan->Finish();  // The read is over.
+          return s;
+        }
+        return ApplyBatch(*open.replica, set, kind, lines, changed);
       });
 }
 
@@ -143,11 +136,10 @@ absl::StatusOr<int> RunUpdate(Context& ctx, const UpdateArgs& args,
           elements.begin() + static_cast<ptrdiff_t>(i),
           elements.begin() + static_cast<ptrdiff_t>(
                                  std::min(elements.size(), i + args.batch)));
-      s = ApplyBatch(*open->replica, set, kind, part, nullptr, &changed);
+      s = ApplyBatch(*open->replica, set, kind, part, &changed);
     }
   } else {
-    s = ApplyLines(ctx, *open->replica, set, kind, in, args.batch, &total,
-                   &changed);
+    s = ApplyLines(ctx, *open, set, kind, in, args.batch, &total, &changed);
     if (in != stdin) std::fclose(in);
   }
   // Close cleanly even after an error: what was applied stays applied.

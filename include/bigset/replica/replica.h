@@ -325,11 +325,14 @@ class BIGSET_EXPORT Replica {
   std::vector<uint64_t> BucketDigests() const;
   // The digest of the whole keyspace: a hash of BucketDigests().
   uint64_t PartitionDigest() const;
-  // The summaries of the sets of `buckets` (others are skipped), ascending
-  // by name, with their clocks if `with_clocks`. Reads every set's clock
-  // (through the clock cache), never an element key.
-  absl::StatusOr<std::vector<SetSummary>> SummarizeBuckets(
-      std::span<const uint32_t> buckets, bool with_clocks);
+  // Calls `fn` with the summary (without its clock) of each set of
+  // `buckets` (others are skipped), ascending by name, until `fn` returns
+  // false. Lists every set of the keyspace and reads the clocks of those in
+  // `buckets` (through the clock cache), never an element key; holds one
+  // summary at a time, so memory does not grow with the sets. `fn` runs
+  // with no lock held (it may call Summarize).
+  absl::Status ForEachSetSummary(std::span<const uint32_t> buckets,
+                                 const std::function<bool(SetSummary&)>& fn);
   // The summary of one set, with its clock (empty for a set never written).
   absl::StatusOr<SetSummary> Summarize(std::string_view set);
 
