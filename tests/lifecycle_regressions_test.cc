@@ -294,6 +294,72 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "handoff regression: a receiver answers reads and acknowledges writes of "
+    "a partition it does not serve yet") {
+  // A coordinator whose list named a receiver (a node that joined a moment
+  // ago takes nodes it has not heard of to serve what its first ring gives
+  // them) read an empty set from it, and would have counted its
+  // acknowledgement of a write: a replica that holds no place.
+  testing::ManualCluster c(3, 2);
+  RingOptions ro;
+  ro.ring_size = 4;
+  ro.n = 2;
+  ro.epoch = 2;
+  ro.placement = Placement::kRendezvous;
+  absl::StatusOr<Ring> next = Ring::Create({1, 2, 3}, ro);
+  REQUIRE(next.ok());
+  // A partition the new ring gives node 3, which does not serve it now.
+  uint32_t p = 0;
+  while (Has(c.ring().PreferenceList(p), 3) ||
+         !Has(next->PreferenceList(p), 3)) {
+    ++p;
+    REQUIRE(p < 4);
+  }
+  std::string set;
+  for (int i = 0; set.empty(); ++i) {
+    if (c.ring().PartitionOf(absl::StrCat("s", i)) == p) {
+      set = absl::StrCat("s", i);
+    }
+  }
+  REQUIRE(c.node(3).InstallRing(*next).ok());
+  REQUIRE(c.node(3).LocalReplica(p) != nullptr);  // A receiver.
+  c.queue().clear();  // No transfer runs: node 3 stays a receiver.
+  Message m;
+  m.header = MessageHeader{MessageType::kReplicate, 77, p};
+  m.delta.set = set;
+  m.delta.ops.push_back(DeltaOp{"ghost", {}, Dot{4242, 1}});
+  c.queue().push_back({1, 3, m.Encode()});
+  Message read;
+  read.header = MessageHeader{MessageType::kRead, 78, p};
+  read.set = set;
+  c.queue().push_back({1, 3, read.Encode()});
+  Message query;
+  query.header = MessageHeader{MessageType::kQuery, 79, p};
+  query.set = set;
+  query.query = {"ghost"};
+  c.queue().push_back({1, 3, query.Encode()});
+  REQUIRE(c.DeliverAll(testing::To(3)) == 3);
+  int answers = 0;
+  for (const auto& s : c.queue()) {
+    if (s.to != 1 || s.from != 3) continue;
+    absl::StatusOr<Message> reply = Message::Decode(s.bytes);
+    REQUIRE(reply.ok());
+    if (reply->type() == MessageType::kReplicateAck ||
+        reply->type() == MessageType::kReadClock ||
+        reply->type() == MessageType::kQueryReply) {
+      CAPTURE(MessageTypeName(reply->type()));
+      CHECK(absl::IsUnavailable(reply->status));
+      ++answers;
+    }
+  }
+  CHECK(answers == 3);
+  absl::StatusOr<std::vector<Dot>> ghost =
+      c.node(3).LocalReplica(p)->Contains(set, "ghost");
+  REQUIRE(ghost.ok());
+  CHECK(ghost->empty());
+}
+
+TEST_CASE(
     "handoff regression: a node id reused with a fresh store restarts request "
     "ids at 1") {
   // The client node's writes are coordinated by pl[0], which caches its

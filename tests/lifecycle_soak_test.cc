@@ -154,6 +154,7 @@ class History {
   }
 
   void Op() {
+    CAPTURE(seed_, power_);
     ++totals_->ops;
     const std::string set = absl::StrCat("s", Uniform(rng_, 0, 9));
     const NodeId via = RandomUp();

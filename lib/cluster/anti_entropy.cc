@@ -141,7 +141,7 @@ void AntiEntropy::RunRoundsNow() {
   ExpireSuspects();
   const Ring& ring = host_->ring();
   for (uint32_t p = 0; p < ring.ring_size(); ++p) {
-    if (host_->LocalReplica(p) == nullptr) continue;
+    if (host_->ServingReplica(p) == nullptr) continue;
     for (NodeId peer : host_->ServingList(p)) {
       if (peer != host_->node_id()) StartRound(p, peer);
     }
@@ -263,7 +263,7 @@ bool AntiEntropy::OnReplicateAck(uint64_t request_id, NodeId from,
 // ---- Digest rounds: the initiator.
 
 void AntiEntropy::StartRound(uint32_t partition, NodeId peer) {
-  Replica* replica = host_->LocalReplica(partition);
+  Replica* replica = host_->ServingReplica(partition);
   if (replica == nullptr) return;
   for (const auto& [id, r] : rounds_) {
     if (r.partition == partition && r.peer == peer) return;  // Running.
@@ -283,7 +283,7 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
   auto it = rounds_.find(m.header.request_id);
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = it->second;
-  Replica* replica = host_->LocalReplica(round.partition);
+  Replica* replica = host_->ServingReplica(round.partition);
   if (!m.status.ok() || m.done || replica == nullptr) {
     if (m.status.ok() && m.done) ++host_->stats().ae_rounds_equal;
     rounds_.erase(it);
@@ -374,7 +374,7 @@ void AntiEntropy::OnSetsReply(NodeId from, const Message& m) {
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = std::move(it->second);
   rounds_.erase(it);
-  Replica* replica = host_->LocalReplica(round.partition);
+  Replica* replica = host_->ServingReplica(round.partition);
   if (!m.status.ok() || replica == nullptr) return;
   // The peer's summaries in the order of the round's buckets (revisited
   // ones first): when the suspects have room for only some sightings, they
@@ -565,7 +565,7 @@ void AntiEntropy::OnDigest(NodeId from, const Message& m) {
   Message out;
   out.header = MessageHeader{MessageType::kAeDigestReply, m.header.request_id,
                              m.header.partition};
-  Replica* replica = host_->LocalReplica(m.header.partition);
+  Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     out.status = absl::FailedPreconditionError("partition not held here");
   } else if (m.index != replica->digest_buckets()) {
@@ -583,7 +583,7 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
   Message out;
   out.header = MessageHeader{MessageType::kAeSetsReply, m.header.request_id,
                              m.header.partition};
-  Replica* replica = host_->LocalReplica(m.header.partition);
+  Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     out.status = absl::FailedPreconditionError("partition not held here");
     SendReply(from, out);
@@ -657,7 +657,7 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
 }
 
 void AntiEntropy::OnPull(NodeId from, const Message& m) {
-  if (host_->LocalReplica(m.header.partition) == nullptr) return;
+  if (host_->ServingReplica(m.header.partition) == nullptr) return;
   if (!Serves(m.header.partition, from)) return;
   QueuePush(from, m.header.partition, m.set, m.clock);
   StartQueuedPushes();
@@ -701,7 +701,7 @@ void AntiEntropy::StartQueuedPushes() {
 }
 
 bool AntiEntropy::BeginPush(Push* push) {
-  Replica* replica = host_->LocalReplica(push->partition);
+  Replica* replica = host_->ServingReplica(push->partition);
   if (replica == nullptr) return false;
   SetReadOptions ro;
   ro.batch_size = 1000;
@@ -809,7 +809,7 @@ void AntiEntropy::OnPush(NodeId from, const Message& m) {
   ack.header = MessageHeader{MessageType::kAePushAck, m.header.request_id,
                              m.header.partition};
   ack.seq = m.seq;
-  Replica* replica = host_->LocalReplica(m.header.partition);
+  Replica* replica = host_->ServingReplica(m.header.partition);
   const auto key = std::make_pair(from, m.header.request_id);
   auto it = incoming_.find(key);
   if (it == incoming_.end() &&

@@ -52,6 +52,12 @@ class CoordinatorHost {
   // This node's replica of `partition` even while it hands it over (the
   // hand-off sender reads it), or nullptr.
   virtual Replica* HostedReplica(uint32_t partition) = 0;
+  // LocalReplica, only if this node serves `partition` by its own account:
+  // what clients' requests, replicated deltas and anti-entropy use. A
+  // receiver's replica (a partition on its way here) answers none of them:
+  // a coordinator whose list names it is behind, and an answer or an
+  // acknowledgement from it would count a replica that holds no place.
+  virtual Replica* ServingReplica(uint32_t partition) = 0;
   // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
   // arrived for a partition this node has no replica of: true if the node
   // handed the partition to another node, passed the delta on to it, and

@@ -52,6 +52,7 @@
 #define BIGSET_LIB_CLUSTER_HANDOFF_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -147,6 +148,11 @@ class HandoffManager {
 
  private:
   using TransferKey = std::pair<uint32_t, NodeId>;  // (partition, to)
+  struct InFlightChunk {
+    uint64_t seq = 0;
+    bool last = false;  // The set's last chunk (carries its clock).
+    std::string bytes;
+  };
   enum class Phase {
     kWaiting,    // Its turn has not come (handoff_max_running).
     kStreaming,  // Sending sets, one chunk in flight.
@@ -176,9 +182,12 @@ class HandoffManager {
     bool have_set = false;  // `set` names a set of this run ("" is a name).
     std::string set;
     std::unique_ptr<SetReader> reader;
-    uint64_t seq = 0;
-    std::string inflight;        // The chunk or proposal sent and not answered.
-    bool inflight_last = false;  // The chunk is its set's last.
+    uint64_t seq = 0;  // The next chunk's sequence number in the set.
+    // The set's chunks sent and not yet acknowledged, in order.
+    std::deque<InFlightChunk> window;
+    // The end chunk, proposal or confirmation sent and not answered.
+    std::string inflight;
+    bool inflight_last = false;
     uint64_t last_send = 0;
     uint64_t backoff_until = 0;
     uint64_t phase_since = 0;  // When the phase began (for Moving()).

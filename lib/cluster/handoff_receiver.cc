@@ -54,11 +54,15 @@ void HandoffManager::HandleChunk(NodeId from, Message& m) {
     fresh.set = m.set;
     it = incoming_.insert_or_assign(key, std::move(fresh)).first;
   }
-  if (it == incoming_.end() || m.index > it->second.index ||
-      (m.index == it->second.index && m.seq > it->second.next_seq)) {
+  if (it == incoming_.end() || m.index > it->second.index) {
     // This node lost the set's state (a restart, or it expired).
     SendAck(from, m,
             absl::FailedPreconditionError("transfer state lost; restart"));
+    return;
+  }
+  if (m.index == it->second.index && m.seq > it->second.next_seq) {
+    // Past a gap (a chunk before it lost or late: the sender keeps several
+    // in flight): ignored, the sender sends it again after the gap.
     return;
   }
   Incoming& in = it->second;

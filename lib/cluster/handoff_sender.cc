@@ -38,6 +38,7 @@ void HandoffManager::StartRun(const TransferKey& key, Outgoing& out) {
   out.set.clear();
   out.reader.reset();
   out.inflight.clear();
+  out.window.clear();
   out.backoff_until = 0;
   out.seq = 0;
   // Deltas forwarded before this run are in the snapshots it sends; the
@@ -92,45 +93,61 @@ void HandoffManager::OpenSet(const TransferKey& key, Outgoing& out) {
   }
   out.reader = std::move(*reader);
   out.seq = 0;
+  out.window.clear();
   SendNextChunk(key, out);
 }
 
 void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
-  absl::StatusOr<bool> more = out.reader->Next(&out.buffer);
-  if (!more.ok()) {
-    // The set restarts later, under a new index, from a new snapshot.
-    out.reader.reset();
-    out.inflight.clear();
-    ++out.index;
-    out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
-    return;
+  // Up to handoff_window chunks of the set in flight: the receiver applies
+  // one while the next ones travel and the sender reads more.
+  while (out.reader != nullptr &&
+         out.window.size() < std::max<size_t>(1, options_.handoff_window)) {
+    absl::StatusOr<bool> more = out.reader->Next(&out.buffer);
+    if (!more.ok()) {
+      // The set restarts later, under a new index, from a new snapshot.
+      out.reader.reset();
+      out.window.clear();
+      ++out.index;
+      out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+      return;
+    }
+    const bool last = !*more || out.reader->AtEnd();
+    Message m;
+    m.header = MessageHeader{MessageType::kTransferChunk, out.run, key.first};
+    m.epoch = ring().epoch();
+    m.set = out.set;
+    m.index = out.index;
+    m.seq = out.seq++;
+    m.done = last;
+    if (last) m.clock = out.reader->clock();
+    m.elements = std::move(out.buffer);
+    InFlightChunk& chunk = out.window.emplace_back();
+    chunk.seq = m.seq;
+    chunk.last = last;
+    chunk.bytes = m.Encode();
+    out.buffer = std::move(m.elements);
+    out.last_send = host_->NowMicros();
+    Node::Stats& stats = host_->stats();
+    stats.handoff_keys_sent += out.buffer.size();
+    stats.handoff_bytes_sent += chunk.bytes.size();
+    if (last) out.reader.reset();
+    host_->Send(key.second, chunk.bytes);
   }
-  const bool last = !*more || out.reader->AtEnd();
-  Message m;
-  m.header = MessageHeader{MessageType::kTransferChunk, out.run, key.first};
-  m.epoch = ring().epoch();
-  m.set = out.set;
-  m.index = out.index;
-  m.seq = out.seq;
-  m.done = last;
-  if (last) m.clock = out.reader->clock();
-  m.elements = std::move(out.buffer);
-  out.inflight = m.Encode();
-  out.buffer = std::move(m.elements);
-  out.inflight_last = last;
-  out.last_send = host_->NowMicros();
-  Node::Stats& stats = host_->stats();
-  stats.handoff_keys_sent += out.buffer.size();
-  stats.handoff_bytes_sent += out.inflight.size();
-  if (last) out.reader.reset();
-  host_->Send(key.second, out.inflight);
 }
 
 void HandoffManager::Resend(const TransferKey& key, Outgoing& out) {
   out.last_send = host_->NowMicros();
   ++out.silent;
   ++host_->stats().retransmits;
-  host_->Send(key.second, out.inflight);
+  if (!out.inflight.empty()) {
+    host_->Send(key.second, out.inflight);
+    return;
+  }
+  // Go-back-N: the receiver applies chunks in order and ignores those past
+  // a gap, so every unacknowledged chunk goes again.
+  for (const InFlightChunk& chunk : out.window) {
+    host_->Send(key.second, chunk.bytes);
+  }
 }
 
 void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
@@ -138,9 +155,16 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
   Outgoing& out = it->second;
-  if ((out.phase != Phase::kStreaming && out.phase != Phase::kEnding) ||
-      out.run != m.header.request_id || out.inflight.empty() ||
-      m.index != out.index || m.seq != out.seq) {
+  if (out.phase == Phase::kEnding) {
+    if (out.run != m.header.request_id || out.inflight.empty() ||
+        m.index != out.index || m.seq != 0) {
+      return;  // Stale or duplicate.
+    }
+  } else if (out.phase != Phase::kStreaming || out.run != m.header.request_id ||
+             m.index != out.index ||
+             std::none_of(
+                 out.window.begin(), out.window.end(),
+                 [&](const InFlightChunk& c) { return c.seq == m.seq; })) {
     return;  // Stale or duplicate.
   }
   out.silent = 0;
@@ -156,16 +180,23 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
   }
   const uint64_t now = host_->NowMicros();
   if (m.status.ok()) {
-    out.inflight.clear();
     out.backoff_until = 0;
     if (out.phase == Phase::kEnding) {
+      out.inflight.clear();
       SetPhase(out, Phase::kSetsDone);
       MaybeComplete(key);
-    } else if (out.inflight_last) {
+      return;
+    }
+    // The receiver applies in order: this chunk and every one before it.
+    bool set_done = false;
+    while (!out.window.empty() && out.window.front().seq <= m.seq) {
+      set_done |= out.window.front().last;
+      out.window.pop_front();
+    }
+    if (set_done) {
       ++out.index;
       NextSet(key, out);
     } else {
-      ++out.seq;
       SendNextChunk(key, out);
     }
     return;
@@ -175,6 +206,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
     // set again, from a new snapshot, under a new index.
     ++host_->stats().handoff_restarts;
     out.inflight.clear();
+    out.window.clear();
     out.reader.reset();
     ++out.index;
     OpenSet(key, out);
@@ -464,7 +496,7 @@ void HandoffManager::Progress() {
       case Phase::kStreaming:
       case Phase::kEnding:
         if (waiting) break;
-        if (!out.inflight.empty()) {
+        if (!out.inflight.empty() || !out.window.empty()) {
           if (due) Resend(key, out);
         } else if (out.reader != nullptr) {
           SendNextChunk(key, out);

@@ -81,6 +81,9 @@ class Node::Impl final : public CoordinatorHost {
   void After(uint64_t delay_micros, std::function<void()> fn) override;
   Replica* LocalReplica(uint32_t partition) override;
   Replica* HostedReplica(uint32_t partition) override;
+  Replica* ServingReplica(uint32_t partition) override {
+    return handoff_.Serves(partition) ? LocalReplica(partition) : nullptr;
+  }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
   Node::Stats& stats() override { return stats_; }
   void FinishWrite(uint64_t id) override;

@@ -53,7 +53,11 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     ++host_->stats().malformed_messages;
     return;
   }
-  Replica* replica = host_->LocalReplica(header.partition);
+  // A forward of a hand-off reaches the receiver's replica before it
+  // serves the partition; everything else needs a replica that serves it.
+  Replica* replica = header.type == MessageType::kHandoffDelta
+                         ? host_->LocalReplica(header.partition)
+                         : host_->ServingReplica(header.partition);
   if (replica == nullptr) {
     // Handed over: the delta goes on to the partition's new owner. A
     // given-up request this node did coordinate is answered from its cache
@@ -135,7 +139,7 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
     Reply(from, reply);
     return;
   }
-  Replica* replica = host_->LocalReplica(m.header.partition);
+  Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
     host_->TellMoved(from, m.header.partition);
@@ -188,7 +192,7 @@ void ReplicaService::Fence(const FoldKey& key) {
 
 void ReplicaService::HandleQuery(NodeId from, Message& m) {
   Message reply = ReplyTo(m, MessageType::kQueryReply);
-  Replica* replica = host_->LocalReplica(m.header.partition);
+  Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
     host_->TellMoved(from, m.header.partition);
@@ -216,7 +220,7 @@ void ReplicaService::HandleRead(NodeId from, Message& m) {
     return;
   }
   Message clock = ReplyTo(m, MessageType::kReadClock);
-  Replica* replica = host_->LocalReplica(m.header.partition);
+  Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     clock.status = NotAReplica(host_->node_id(), m.header.partition);
     host_->TellMoved(from, m.header.partition);

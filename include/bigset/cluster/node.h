@@ -93,9 +93,12 @@ struct NodeOptions {
   // peers in turn (a few bytes per node), and peers that are behind, or
   // ahead, answer with the states the other side lacks.
   uint64_t membership_gossip_micros = 500'000;
-  // Transfers this node sends at once (each holds one set snapshot and one
-  // chunk); the others wait their turn.
+  // Transfers this node sends at once (each holds one set snapshot and up
+  // to handoff_window chunks); the others wait their turn.
   size_t handoff_max_running = 4;
+  // Chunks of a set a transfer keeps in flight (at least 1): the receiver
+  // applies one while the next travel, so sender and receiver work at once.
+  size_t handoff_window = 4;
   // Bytes of forwarded deltas a transfer keeps until its receiver
   // acknowledges them. Past it the queue is dropped and the transfer
   // starts again from its first set (which carries those deltas).
