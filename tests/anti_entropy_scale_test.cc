@@ -73,6 +73,40 @@ void* operator new(size_t n, std::align_val_t a) {
 void* operator new[](size_t n, std::align_val_t a) {
   return AllocateAligned(n, a);
 }
+// The nothrow forms too (std::stable_sort's buffer): under AddressSanitizer
+// they are not routed through the forms above.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return Allocate(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, const std::nothrow_t& t) noexcept {
+  return operator new(n, t);
+}
+void* operator new(size_t n, std::align_val_t a,
+                   const std::nothrow_t&) noexcept {
+  try {
+    return AllocateAligned(n, a);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, std::align_val_t a,
+                     const std::nothrow_t& t) noexcept {
+  return operator new(n, a, t);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { Release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { Release(p); }
+void operator delete(void* p, std::align_val_t,
+                     const std::nothrow_t&) noexcept {
+  Release(p);
+}
+void operator delete[](void* p, std::align_val_t,
+                       const std::nothrow_t&) noexcept {
+  Release(p);
+}
 void operator delete(void* p) noexcept { Release(p); }
 void operator delete[](void* p) noexcept { Release(p); }
 void operator delete(void* p, size_t) noexcept { Release(p); }

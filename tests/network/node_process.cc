@@ -6,6 +6,7 @@
 //   node_process --id 1 --data DIR --listen 127.0.0.1:0
 //                --peer 2=127.0.0.1:7002 ... --ring 1,2,3 [--epoch 1]
 //                [--ring-size 16] [--n 3] (--tls-dir DIR | --plaintext)
+//                [--peer-queue-kib K]
 //
 // At start it prints "ready <port>". Commands (elements and set names are
 // words without spaces):
@@ -43,6 +44,20 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
+// Whether AddressSanitizer is in: its quarantine and shadow memory make a
+// process's resident size say little about what the node holds.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 absl::StatusOr<Ring> MakeRing(const std::vector<NodeId>& nodes, uint64_t epoch,
                               uint32_t size, int n) {
   RingOptions ro;
@@ -64,7 +79,7 @@ int Main(int argc, char** argv) {
   uint32_t id = 0;
   std::string data, listen = "127.0.0.1:0", tls_dir, ring_text;
   std::vector<std::string> peers;
-  uint64_t epoch = 1, ae_ms = 1000, gossip_ms = 500;
+  uint64_t epoch = 1, ae_ms = 1000, gossip_ms = 500, queue_kib = 0;
   uint32_t ring_size = 16;
   int n = 3;
   bool plaintext = false, sync = false;
@@ -80,6 +95,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--plaintext", plaintext);
   app.add_flag("--sync-writes", sync);
   app.add_option("--ae-interval-ms", ae_ms);
+  app.add_option("--peer-queue-kib", queue_kib,
+                 "each peer's send queue bound (default: the transport's)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -122,6 +139,7 @@ int Main(int argc, char** argv) {
   o.transport.listen_host = self->host;
   o.transport.listen_port = self->port;
   o.transport.plaintext = plaintext;
+  if (queue_kib != 0) o.transport.peer_queue_bytes = queue_kib << 10;
   if (!tls_dir.empty()) {
     o.transport.tls_ca_file = tls_dir + "/ca.pem";
     o.transport.tls_cert_file = absl::StrCat(tls_dir, "/node-", id, ".pem");
@@ -247,14 +265,17 @@ int Main(int argc, char** argv) {
                            " tls_failures=", t.tls_failures,
                            " handshake_timeouts=", t.handshake_timeouts,
                            " connections_accepted=", t.connections_accepted);
-        uint64_t in = 0, out_frames = 0, dropped = 0;
+        uint64_t in = 0, out_frames = 0, dropped = 0, queued = 0;
         for (const PeerStats& p : t.peers) {
           in += p.frames_in;
           out_frames += p.frames_out;
           dropped += p.dropped_queue_full;
+          queued = std::max(queued, p.queued_bytes);
         }
         absl::StrAppend(&out, " frames_in=", in, " frames_out=", out_frames,
-                        " dropped_queue_full=", dropped);
+                        " dropped_queue_full=", dropped,
+                        " max_queued_bytes=", queued,
+                        " sanitized=", kSanitized ? 1 : 0);
       }
     } else {
       out = "err unknown command";
