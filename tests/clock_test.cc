@@ -631,6 +631,29 @@ TEST_CASE("Clock AddDot and Seen match the model", "[clock]") {
   }
 }
 
+TEST_CASE("Clock AddDots into a clock with dots matches AddDot one by one",
+          "[clock]") {
+  for (uint64_t seed : Seeds(60)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const std::vector<ActorId> pool = ActorPool(rng);
+    const DotSet held = RandomDots(rng, pool);
+    Clock bulk = FromDots(rng, held);
+    Clock single = bulk;
+    // A batch that overlaps what is held, repeats dots, and includes 0.
+    std::vector<Dot> batch;
+    for (const Dot& d : Mutate(rng, held, pool)) batch.push_back(d);
+    const size_t n = batch.size();
+    for (size_t i = 0; i < n; i += 5) batch.push_back(batch[i]);
+    batch.push_back(Dot{pool[0], 0});
+    std::shuffle(batch.begin(), batch.end(), rng);
+    bulk.AddDots(batch);
+    for (const Dot& d : batch) single.AddDot(d);
+    REQUIRE(bulk.IsNormalized());
+    REQUIRE(bulk == single);
+  }
+}
+
 TEST_CASE("Clock Merge is a join", "[clock]") {
   for (uint64_t seed : Seeds(60)) {
     CAPTURE(seed);

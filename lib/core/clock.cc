@@ -182,7 +182,31 @@ void Clock::AddDot(Dot dot) {
 }
 
 void Clock::AddDots(std::span<const Dot> dots) {
-  for (const Dot& d : dots) AddDot(d);
+  // A few: one at a time. Many (a transfer's chunk): sorted, and each
+  // actor's counters unioned in as one set, built a window at a time;
+  // scattered counters one at a time would cost a btree update and a
+  // density check each.
+  if (dots.size() < 64) {
+    for (const Dot& d : dots) AddDot(d);
+    return;
+  }
+  std::vector<Dot> sorted(dots.begin(), dots.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<uint64_t> counters;
+  for (size_t i = 0; i < sorted.size();) {
+    const ActorId actor = sorted[i].actor;
+    counters.clear();
+    for (; i < sorted.size() && sorted[i].actor == actor; ++i) {
+      if (sorted[i].counter != 0) counters.push_back(sorted[i].counter);
+    }
+    if (counters.empty()) continue;
+    IntervalSet& cloud = cloud_.Mutable(actor);
+    cloud.Union(IntervalSet::FromSorted(counters));
+    Normalize(actor, &cloud);
+  }
+  // Clouds the new counters made contiguous with their base are empty now.
+  std::erase_if(cloud_.entries_,
+                [](const DotCloud::Entry& e) { return e.counters.empty(); });
 }
 
 void Clock::Merge(const Clock& other) {

@@ -268,6 +268,24 @@ void IntervalSet::InsertRange(uint64_t lo, uint64_t hi) {
   }
 }
 
+IntervalSet IntervalSet::FromSorted(std::span<const uint64_t> values) {
+  IntervalSet out;
+  std::string bits;
+  size_t i = 0;
+  while (i < values.size()) {
+    const uint64_t w = WindowOf(values[i]);
+    bits.assign(kWindow / 8, '\0');
+    uint64_t nbits = 0;
+    for (; i < values.size() && WindowOf(values[i]) == w; ++i) {
+      const uint64_t off = values[i] - w;
+      bits[off / 8] = static_cast<char>(bits[off / 8] | (1 << (off % 8)));
+      nbits = off + 1;
+    }
+    out.InsertBits(w, bits, nbits);
+  }
+  return out;
+}
+
 void IntervalSet::InsertBits(uint64_t start, std::string_view bits,
                              uint64_t nbits) {
   nbits = std::min<uint64_t>(nbits, uint64_t{bits.size()} * 8);

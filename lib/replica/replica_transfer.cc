@@ -1,6 +1,8 @@
 // The receiving side of a set transfer (hand-off): ApplyTransferChunk and
 // FinishTransfer (docs/DESIGN.md, "Membership changes and hand-off").
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -30,18 +32,42 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
       }
     }
   }
+  // A chunk's keys are new here as a rule: their dots enter the clock, its
+  // digest and the stored-clock changes in bulk (sorted, per actor, a window
+  // at a time), not one btree update each.
   WriteBatch batch;
   StateChanges changes;
   std::vector<Dot> sent;
+  std::vector<Dot> fresh;
+  uint64_t dots_digest = 0;
   for (const ElementDots& e : chunk) {
     for (Dot dot : e.dots) {
       sent.push_back(dot);
       // A seen dot is either stored already or removed here: never write
       // it (that would resurrect a removed element).
       if (state->clock.Seen(dot)) continue;
-      PutNewKey(set, e.element, dot, state, &batch, &changes);
+      fresh.push_back(dot);
+      std::string key = ElementKey(options_.keyspace, set, e.element, dot);
+      batch.Put(key, "");
+      if (options_.keep_digests) {
+        state->keys_digest += digest::KeyDigest(e.element, dot);
+        dots_digest =
+            digest::AddClockDigests(dots_digest, digest::DotDigest(dot));
+      }
+      if (changes.track_keys) changes.put_keys.insert(std::move(key));
     }
   }
+  std::sort(fresh.begin(), fresh.end());
+  if (std::adjacent_find(fresh.begin(), fresh.end()) != fresh.end()) {
+    return absl::InvalidArgumentError(
+        "a transfer chunk holds one dot under two elements");
+  }
+  state->clock.AddDots(fresh);
+  if (options_.keep_digests) {
+    state->clock_digest =
+        digest::AddClockDigests(state->clock_digest, dots_digest);
+  }
+  changes.clock.TouchSorted(fresh);
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
   counters_.keys_written.fetch_add(batch.Count(), std::memory_order_relaxed);
   tracker->AddDots(sent);

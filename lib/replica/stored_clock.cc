@@ -35,6 +35,20 @@ void ClockChanges::TouchClock(const Clock& clock) {
   for (ActorId actor : clock.Actors()) whole_.insert(actor);
 }
 
+void ClockChanges::TouchSorted(std::span<const Dot> dots) {
+  if (dots.empty()) return;
+  Spill();
+  std::vector<uint64_t> counters;
+  for (size_t i = 0; i < dots.size();) {
+    const ActorId actor = dots[i].actor;
+    counters.clear();
+    for (; i < dots.size() && dots[i].actor == actor; ++i) {
+      counters.push_back(dots[i].counter);
+    }
+    ranges_[actor].Union(IntervalSet::FromSorted(counters));
+  }
+}
+
 void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                 const Clock& clock, const ClockChanges& changes,
                 StoredClock* stored, WriteBatch* batch,

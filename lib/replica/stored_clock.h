@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -68,6 +69,8 @@ class ClockChanges {
     Spill();
     ranges_[actor].Insert(counter);
   }
+  // Every dot of `dots`. REQUIRES: sorted ascending.
+  void TouchSorted(std::span<const Dot> dots);
   void TouchActor(ActorId actor) {
     Spill();
     whole_.insert(actor);

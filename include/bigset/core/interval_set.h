@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -106,6 +107,10 @@ class BIGSET_EXPORT IntervalSet {
   };
 
   IntervalSet() = default;
+  // The set of `values`, ascending (repeats allowed), built a window at a
+  // time: many scattered values cost a bitmap each window, not an insert
+  // each.
+  static IntervalSet FromSorted(std::span<const uint64_t> values);
   // The set [lo, hi]. REQUIRES: lo <= hi.
   static IntervalSet Range(uint64_t lo, uint64_t hi) {
     IntervalSet s;
