@@ -190,8 +190,13 @@ void Clock::AddDots(std::span<const Dot> dots) {
     for (const Dot& d : dots) AddDot(d);
     return;
   }
-  std::vector<Dot> sorted(dots.begin(), dots.end());
-  std::sort(sorted.begin(), sorted.end());
+  std::vector<Dot> copy;
+  std::span<const Dot> sorted = dots;
+  if (!std::is_sorted(dots.begin(), dots.end())) {
+    copy.assign(dots.begin(), dots.end());
+    std::sort(copy.begin(), copy.end());
+    sorted = copy;
+  }
   std::vector<uint64_t> counters;
   for (size_t i = 0; i < sorted.size();) {
     const ActorId actor = sorted[i].actor;

@@ -107,6 +107,13 @@ class NodeRunner::Impl {
     return future.get();
   }
 
+  absl::Status CompactPartition(uint32_t partition) {
+    // Under the close lock: Close frees the store.
+    absl::MutexLock lock(&close_mu_);
+    if (closed_.load()) return Closed();
+    return store_->CompactRange(KeyspaceRange(partition));
+  }
+
   asio::io_context& io() { return io_; }
   TcpTransport& transport() { return *transport_; }
   const NodeRunnerOptions& options() const { return options_; }
@@ -325,6 +332,10 @@ absl::StatusOr<std::vector<PartitionMove>> NodeRunner::Moving() {
 
 TransportStats NodeRunner::TransportStatistics() const {
   return impl_->transport().Stats();
+}
+
+absl::Status NodeRunner::CompactPartition(uint32_t partition) {
+  return impl_->CompactPartition(partition);
 }
 
 absl::Status NodeRunner::RunOnNode(const std::function<void(Node&)>& fn) {

@@ -37,24 +37,28 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   // at a time), not one btree update each.
   WriteBatch batch;
   StateChanges changes;
-  std::vector<Dot> sent;
   std::vector<Dot> fresh;
+  std::vector<Dot> seen;  // Sent and seen here already: rare.
   uint64_t dots_digest = 0;
+  std::string key;  // Reused: one allocation per chunk, not per key.
   for (const ElementDots& e : chunk) {
     for (Dot dot : e.dots) {
-      sent.push_back(dot);
       // A seen dot is either stored already or removed here: never write
       // it (that would resurrect a removed element).
-      if (state->clock.Seen(dot)) continue;
+      if (state->clock.Seen(dot)) {
+        seen.push_back(dot);
+        continue;
+      }
       fresh.push_back(dot);
-      std::string key = ElementKey(options_.keyspace, set, e.element, dot);
+      key.clear();
+      AppendElementKey(&key, options_.keyspace, set, e.element, dot);
       batch.Put(key, "");
       if (options_.keep_digests) {
         state->keys_digest += digest::KeyDigest(e.element, dot);
         dots_digest =
             digest::AddClockDigests(dots_digest, digest::DotDigest(dot));
       }
-      if (changes.track_keys) changes.put_keys.insert(std::move(key));
+      if (changes.track_keys) changes.put_keys.insert(key);
     }
   }
   std::sort(fresh.begin(), fresh.end());
@@ -70,7 +74,8 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   changes.clock.TouchSorted(fresh);
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
   counters_.keys_written.fetch_add(batch.Count(), std::memory_order_relaxed);
-  tracker->AddDots(sent);
+  tracker->AddDots(fresh);
+  tracker->AddDots(seen);
   return absl::OkStatus();
 }
 

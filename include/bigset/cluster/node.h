@@ -63,8 +63,11 @@ struct NodeOptions {
   uint64_t fold_idle_timeout_micros = 30'000'000;
   // Upper bound on a read chunk a replica sends, whatever batch size the
   // coordinator asks for: in elements, and in bytes (element bytes plus 16
-  // per dot; a chunk holds at least one element).
-  uint32_t max_chunk_elements = 10'000;
+  // per dot; a chunk holds at least one element). Bulk streams (hand-off,
+  // full exchanges) pay a fixed cost per chunk (the receiver rewrites the
+  // stored clock's windows the chunk reached): the byte bound is usually
+  // the one that binds.
+  uint32_t max_chunk_elements = 40'000;
   size_t max_chunk_bytes = 1 << 20;
   // Bytes of recent update replies kept, so that a retransmitted update is
   // answered again instead of applied twice. Oldest replies go first.

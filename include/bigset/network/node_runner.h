@@ -108,6 +108,10 @@ class BIGSET_EXPORT NodeRunner {
   absl::StatusOr<Node::Stats> Stats();
   absl::StatusOr<std::vector<PartitionMove>> Moving();
   TransportStats TransportStatistics() const;
+  // Compacts the store's keys of `partition` (after a bulk load, say), on
+  // the caller's thread: the node keeps serving meanwhile, and Close waits
+  // for it. FailedPrecondition once closed.
+  absl::Status CompactPartition(uint32_t partition);
   // Runs `fn` with the node on the runner's thread and waits for it.
   absl::Status RunOnNode(const std::function<void(Node&)>& fn);
 
