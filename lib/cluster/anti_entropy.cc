@@ -704,7 +704,7 @@ bool AntiEntropy::BeginPush(Push* push) {
   Replica* replica = host_->ServingReplica(push->partition);
   if (replica == nullptr) return false;
   SetReadOptions ro;
-  ro.batch_size = 1000;
+  ro.batch_size = options_.max_chunk_elements;
   ro.max_chunk_bytes = options_.anti_entropy_chunk_bytes;
   absl::StatusOr<std::unique_ptr<SetReader>> reader =
       replica->Read(push->set, ro);

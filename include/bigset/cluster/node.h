@@ -121,7 +121,7 @@ struct NodeOptions {
   uint64_t anti_entropy_interval_micros = 10'000'000;
   uint64_t anti_entropy_bytes_per_second = 8 << 20;
   size_t anti_entropy_hint_bytes = 16 << 20;
-  size_t anti_entropy_chunk_bytes = 256 << 10;
+  size_t anti_entropy_chunk_bytes = 1 << 20;
   uint32_t digest_buckets = 256;
 };
 
