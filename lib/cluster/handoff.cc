@@ -56,7 +56,10 @@ bool HandoffManager::Hosts(uint32_t partition) const {
 
 absl::Status HandoffManager::Load(const Ring& ring, uint64_t incarnation) {
   incarnation_ = incarnation;
-  absl::Status s = membership_.Load(ring);
+  // A new store's first membership version: its first incarnation, which
+  // no earlier store of this node id had (random, see Node::Impl::Open), so
+  // that its episodes never match those of a store it replaced.
+  absl::Status s = membership_.Load(ring, incarnation);
   if (!s.ok()) return s;
   return LoadReleaseMarkers();
 }

@@ -46,11 +46,13 @@ class MembershipState {
   MembershipState(NodeId self, Store* store);
 
   // Loads the persisted state. A new store starts with `ring` as its base
-  // and latest ring, and this node serving what `ring` gives it. A store
+  // and latest ring, and this node serving what `ring` gives it, under
+  // version (and episode) `first_version`: a number no earlier store of
+  // this node id used (see HandoffManager::Load). A store
   // that has seen a later ring than `ring`: FailedPrecondition; the same
   // epoch with another ring: InvalidArgument. A store written by an earlier
   // format (serving lists instead of states) is converted.
-  absl::Status Load(const Ring& ring);
+  absl::Status Load(const Ring& ring, uint64_t first_version = 1);
 
   NodeId self() const { return self_; }
   const Ring& ring() const { return *latest_; }
