@@ -109,8 +109,10 @@ void HandoffManager::PushOwnState(NodeId also) {
 void HandoffManager::HandleMembership(NodeId from, const Message& m) {
   NoteEpoch(from, m.epoch);
   bool own_raised = false;
-  const bool changed = membership_.Merge(m.states, &own_raised);
+  size_t refused = 0;
+  const bool changed = membership_.Merge(m.states, &own_raised, &refused);
   ++host_->stats().membership_messages_received;
+  if (refused > 0) ++host_->stats().malformed_messages;
   std::vector<NodeServing> newer = membership_.NewerThan(m.versions);
   if (!newer.empty() || membership_.Behind(m.versions)) {
     SendMembership(from, std::move(newer));

@@ -491,7 +491,7 @@ absl::Status MembershipState::StopServing(uint32_t partition) {
 }
 
 bool MembershipState::Merge(const std::vector<NodeServing>& states,
-                            bool* own_raised) {
+                            bool* own_raised, size_t* refused) {
   bool changed = false;
   for (const NodeServing& st : states) {
     // A state naming partitions this ring does not have is not one of
@@ -500,6 +500,14 @@ bool MembershipState::Merge(const std::vector<NodeServing>& states,
                     [&](const ServeEntry& e) {
                       return e.partition >= latest_->ring_size();
                     })) {
+      if (refused != nullptr) ++*refused;
+      continue;
+    }
+    if (st.node == self_ && st.version > kMaxOwnVersion) {
+      // No store of this node came near that version: garbage. Raising
+      // above it would wrap the version around (to 0: every later change
+      // of this node ignored everywhere) or leave no room for changes.
+      if (refused != nullptr) ++*refused;
       continue;
     }
     if (st.node == self_) {

@@ -111,8 +111,17 @@ class MembershipState {
   // States of this node itself with a version at or above its own (its
   // store was replaced and others remember more) raise its version above
   // theirs (*own_raised), keeping its content: a node is the authority on
-  // itself. Persisted (without sync) when something changed.
-  bool Merge(const std::vector<NodeServing>& states, bool* own_raised);
+  // itself. Persisted (without sync) when something changed. States that
+  // cannot be this cluster's (a partition past the ring; this node's own
+  // above kMaxOwnVersion) are ignored and counted in *refused.
+  bool Merge(const std::vector<NodeServing>& states, bool* own_raised,
+             size_t* refused = nullptr);
+
+  // The highest version of this node's own state that it outranks by
+  // raising its own: above it, a raise would leave no room for its later
+  // changes (and past 2^64 it would wrap to a version everyone ignores).
+  // No node makes 2^32 changes, let alone 2^64 - 2^32.
+  static constexpr uint64_t kMaxOwnVersion = UINT64_MAX - (uint64_t{1} << 32);
 
   // (node, version) of every state known, this node's included.
   std::vector<std::pair<NodeId, uint64_t>> Versions() const;
