@@ -79,6 +79,10 @@ class ManualCluster {
   // Runs node `id`'s timers due at its current time (and those they set
   // that are due too), in due order.
   int RunTimers(NodeId id);
+  // Advances every node's clock by `micros`; runs and delivers nothing.
+  void Tick(uint64_t micros) {
+    for (auto& [id, slot] : slots_) slot.now += micros;
+  }
   // Advances every node's clock by `micros`, then runs their due timers and
   // delivers every message, until quiet; repeats `rounds` times.
   void Advance(uint64_t micros, int rounds = 1);

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -672,6 +673,210 @@ TEST_CASE(
     }
     CHECK(ManualSees(c, cb.x, set, want, 2).size() == want.size());
   }
+}
+
+// ---- 2. Reordering and replay.
+
+// A manual cluster whose messages (gossip included) are delivered in a
+// random order, some dropped, some twice, and old gossip replayed.
+class Chaos {
+ public:
+  Chaos(ManualCluster* c, uint64_t seed) : c_(c), rng_(seed) {}
+
+  // One step: clocks advance by `micros`, timers run, then every queued
+  // message is delivered in a random order, dropped, duplicated or left
+  // for later.
+  void Step(uint64_t micros) {
+    c_->Tick(micros);
+    for (NodeId id = 1; id <= 5; ++id) c_->RunTimers(id);
+    std::deque<ManualCluster::Sent>& q = c_->queue();
+    const size_t n = q.size();
+    for (size_t i = 0; i < n && !q.empty(); ++i) {
+      const size_t at = Uniform(rng_, 0, q.size() - 1);
+      std::swap(q[0], q[at]);
+      const bool gossip = q[0].type() == MessageType::kMembership;
+      if (gossip) archive_.push_back(q[0]);
+      const uint64_t roll = Uniform(rng_, 0, 99);
+      if (roll < (gossip ? 15u : 2u)) {
+        q.pop_front();  // Lost.
+        continue;
+      }
+      if (roll < (gossip ? 30u : 5u)) continue;           // Late: a later step.
+      if (roll < (gossip ? 40u : 7u)) q.push_back(q[0]);  // Twice.
+      c_->DeliverOne([](const ManualCluster::Sent&) { return true; });
+    }
+    // Old gossip again: to its receiver or another node, now or much later
+    // (after ring changes and restarts of its sender).
+    if (!archive_.empty() && Uniform(rng_, 0, 3) == 0) {
+      for (int k = 0; k < 3; ++k) {
+        ManualCluster::Sent old =
+            archive_[Uniform(rng_, 0, archive_.size() - 1)];
+        if (Uniform(rng_, 0, 1) == 0) {
+          old.to = static_cast<NodeId>(Uniform(rng_, 1, 5));
+        }
+        if (old.to == old.from) continue;
+        ++replayed_;
+        c_->node(old.to).Receive(old.from, old.bytes);
+      }
+    }
+    if (archive_.size() > 4000) {
+      archive_.erase(archive_.begin(), archive_.begin() + 1000);
+    }
+  }
+
+  // Gossip node `from` sent before now, replayed to every node.
+  void ReplayFrom(NodeId from) {
+    for (const ManualCluster::Sent& s : archive_) {
+      if (s.from != from) continue;
+      for (NodeId to = 1; to <= 5; ++to) {
+        if (to == from && Uniform(rng_, 0, 1) == 0) continue;
+        ++replayed_;
+        c_->node(to).Receive(from, s.bytes);
+      }
+    }
+  }
+
+  uint64_t replayed() const { return replayed_; }
+
+ private:
+  ManualCluster* c_;
+  Rng rng_;
+  std::vector<ManualCluster::Sent> archive_;
+  uint64_t replayed_ = 0;
+};
+
+TEST_CASE(
+    "membership attack: gossip reordered, lost, duplicated and replayed "
+    "across ring changes, restarts and wiped restarts") {
+  const std::vector<std::vector<NodeId>> thirds = {
+      {1, 3, 4, 5}, {2, 3, 4, 5}, {1, 2, 4, 5}, {1, 4, 5}, {3, 4, 5}};
+  uint64_t runs = 0, replayed = 0, wipes = 0, restarts = 0, acks = 0;
+  for (uint64_t seed : Seeds(4)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const Ring r1 = MakeRing({1, 2, 3}, 1);
+    const Ring r2 = MakeRing({1, 2, 3, 4}, 2);
+    const Ring r3 = MakeRing(thirds[seed % thirds.size()], 3);
+    CAPTURE(r3.nodes());
+    NodeOptions options;
+    options.max_chunk_elements = 3;
+    options.handoff_max_running = 1;
+    ManualCluster c(5, r1, options);
+    c.QueueMembership(true);
+    Chaos chaos(&c, seed * 13 + 5);
+    // set -> element -> acknowledged (W = 2).
+    std::map<std::string, std::set<std::string>> acked;
+    // Writes not answered yet -> their coordinator (a crash takes its
+    // writes' answers with it).
+    std::map<int, NodeId> pending;
+    auto write = [&](int i) {
+      const std::string set = SetNames()[Uniform(rng, 0, 7)];
+      const std::string e = absl::StrCat("e", i);
+      const NodeId via = static_cast<NodeId>(Uniform(rng, 1, 5));
+      ClusterWriteOptions wo;
+      wo.w = 2;
+      pending[i] = via;
+      c.node(via).Update(
+          set, {UpdateOp::Add(e)}, wo,
+          [&acked, &pending, set, e, i](absl::StatusOr<Delta> d) {
+            pending.erase(i);
+            if (d.ok()) acked[set].insert(e);
+          });
+    };
+    auto crashed = [&](NodeId id) {
+      std::erase_if(pending, [id](const auto& w) { return w.second == id; });
+    };
+    const int second_at = static_cast<int>(Uniform(rng, 40, 160));
+    bool wiped = false;
+    // Phase 1: two ring changes, the second before the first finished,
+    // crashes; phase 2 (even seeds), once ring 3 settled: a node's disk is
+    // replaced, and the gossip of its earlier life comes back.
+    for (int step = 0; step < 400; ++step) {
+      if (step % 2 == 0) write(step);
+      if (step == 20) {
+        // Ring 2 reaches nodes one at a time.
+        for (NodeId id : {2, 4, 1, 3, 5}) {
+          REQUIRE(c.node(id).InstallRing(r2).ok());
+          chaos.Step(5'000);
+        }
+        c.SetOpenRing(r2);
+      }
+      if (step == second_at) {
+        // Ring 3 before ring 2's moves finished.
+        for (NodeId id = 1; id <= 5; ++id) {
+          REQUIRE(c.node(id).InstallRing(r3).ok());
+        }
+        c.SetOpenRing(r3);
+      }
+      if (step > 25 && Uniform(rng, 0, 40) == 0) {
+        // A crash and restart (the in-memory store loses nothing), then
+        // the gossip it sent before.
+        const NodeId id = static_cast<NodeId>(Uniform(rng, 1, 5));
+        c.Restart(id, c.Now(id));
+        crashed(id);
+        ++restarts;
+        chaos.ReplayFrom(id);
+      }
+      if (step == 300) {
+        SettleManual(c, 5, r3);
+        if (seed % 2 == 0) {
+          // A replaced disk: the node restarts empty with the ring the
+          // cluster runs.
+          const NodeId id = r3.nodes()[Uniform(rng, 0, r3.nodes().size() - 1)];
+          c.RestartWiped(id, c.Now(id));
+          crashed(id);
+          chaos.ReplayFrom(id);
+          wiped = true;
+          ++wipes;
+        }
+      }
+      chaos.Step(Uniform(rng, 1'000, 60'000));
+    }
+    replayed += chaos.replayed();
+    for (const auto& [set, elements] : acked) acks += elements.size();
+    // Healed: every message delivered in order from now on.
+    for (NodeId id = 1; id <= 5; ++id) {
+      if (c.node(id).ring().epoch() < 3) {
+        REQUIRE(c.node(id).InstallRing(r3).ok());
+      }
+    }
+    SettleManual(c, 5, r3);
+    c.Advance(100'000, 30);  // Writes still open finish.
+    CHECK(pending.empty());
+    SettleManual(c, 5, r3);
+    for (const auto& [set, elements] : acked) {
+      const uint32_t p = r3.PartitionOf(set);
+      const std::vector<std::string> want(elements.begin(), elements.end());
+      if (!wiped) {
+        // On W = N = 2 distinct replicas, before any read repairs them.
+        for (NodeId id : r3.PreferenceList(p)) {
+          Replica* replica = c.node(id).LocalReplica(p);
+          REQUIRE(replica != nullptr);
+          std::set<std::string> held;
+          for (const ElementDots& e : testing::ReadAll(*replica, set)) {
+            held.insert(e.element);
+          }
+          for (const std::string& e : want) {
+            CAPTURE(set, e, id);
+            CHECK(held.count(e) == 1);
+          }
+        }
+      }
+      const std::set<std::string> seen =
+          ManualSees(c, r3.nodes().front(), set, want, 2);
+      for (const std::string& e : want) {
+        CAPTURE(set, e);
+        CHECK(seen.count(e) == 1);
+      }
+    }
+    ++runs;
+  }
+  CHECK(replayed > 0);
+  CHECK(acks > 0);
+  WARN("gossip chaos: " << runs << " runs, " << acks << " writes acknowledged, "
+                        << replayed << " old gossip messages replayed, "
+                        << restarts << " restarts, " << wipes
+                        << " wiped restarts");
 }
 
 }  // namespace
