@@ -17,7 +17,8 @@ class ManualCluster::Net final : public Transport {
   explicit Net(ManualCluster* cluster) : cluster_(cluster) {}
   void Send(NodeId from, NodeId to, std::string bytes) override {
     Sent sent{from, to, std::move(bytes)};
-    if (sent.type() == MessageType::kMembership) {
+    if (sent.type() == MessageType::kMembership &&
+        !cluster_->queue_membership_) {
       cluster_->background_.push_back(std::move(sent));
     } else {
       cluster_->queue_.push_back(std::move(sent));
@@ -62,6 +63,17 @@ ManualCluster::ManualCluster(int nodes, int n, uint32_t ring_size,
     Slot& slot = slots_[id];
     slot.store = std::make_unique<MemStore>();
     Start(id);
+  }
+}
+
+ManualCluster::ManualCluster(int nodes, const Ring& ring, NodeOptions options)
+    : ring_(ring),
+      options_(std::move(options)),
+      net_(std::make_unique<Net>(this)) {
+  for (int i = 1; i <= nodes; ++i) {
+    Slot& slot = slots_[static_cast<NodeId>(i)];
+    slot.store = std::make_unique<MemStore>();
+    Start(static_cast<NodeId>(i));
   }
 }
 
@@ -123,7 +135,11 @@ bool ManualCluster::DeliverOne(const std::function<bool(const Sent&)>& pick) {
 
 int ManualCluster::DeliverAll(const std::function<bool(const Sent&)>& pick) {
   int n = 0;
-  while (DeliverOne(pick)) ++n;
+  while (DeliverOne(pick)) {
+    // Messages that cause messages for ever, with no time passing, are a
+    // livelock: no protocol may retry without waiting.
+    if (++n > 50'000) FAIL("50,000 messages delivered in one instant");
+  }
   return n;
 }
 
@@ -153,10 +169,13 @@ int ManualCluster::RunTimers(NodeId id) {
 }
 
 void ManualCluster::Settle() {
+  int64_t total = 0;
   while (true) {
     int moved = hold_ ? DeliverAll(Not(hold_)) : DeliverAll();
     for (auto& [id, slot] : slots_) moved += RunTimers(id);
     if (moved == 0) return;
+    total += moved;
+    if (total > 50'000) FAIL("50,000 messages and timers in one instant");
   }
 }
 

@@ -7,8 +7,10 @@
 // or between two nodes), drops or rewrites them. Membership gossip
 // (kMembership) is not queued: it is delivered in the background, reliably,
 // before anything else is delivered, dropped or run, since these tests
-// script the other protocols. Timers are queued with
-// their due time; the test advances a node's clock and runs what is due.
+// script the other protocols; QueueMembership(true) queues it like the
+// rest (for tests that reorder, drop, replay or corrupt gossip). Timers are
+// queued with their due time; the test advances a node's clock and runs
+// what is due.
 
 #ifndef BIGSET_TESTS_MANUAL_CLUSTER_H_
 #define BIGSET_TESTS_MANUAL_CLUSTER_H_
@@ -40,11 +42,21 @@ class ManualCluster {
   // `nodes` nodes with ids 1..nodes, ring of `ring_size` partitions, N = n.
   ManualCluster(int nodes, int n, uint32_t ring_size = 4,
                 NodeOptions options = {});
+  // `nodes` nodes with ids 1..nodes, all opened with `ring` (nodes it does
+  // not name serve nothing: they join by a later ring).
+  ManualCluster(int nodes, const Ring& ring, NodeOptions options = {});
   ~ManualCluster();
 
   Node& node(NodeId id) { return *slots_.at(id).node; }
   LevelDbStore& store(NodeId id) { return *slots_.at(id).store->store; }
+  // The ring nodes are opened with (at restarts too).
   const Ring& ring() const { return ring_; }
+  // Nodes (re)started from now on open with `ring` (the ring the cluster
+  // runs, as an embedder restarting a node would give it).
+  void SetOpenRing(const Ring& ring) { ring_ = ring; }
+  // Whether kMembership is queued (true) or delivered in the background
+  // (false, the default). Gossip already in the background stays there.
+  void QueueMembership(bool on) { queue_membership_ = on; }
   std::deque<Sent>& queue() { return queue_; }
 
   // Delivers the first queued message for which `pick` is true; false if
@@ -67,6 +79,10 @@ class ManualCluster {
   // Runs node `id`'s timers due at its current time (and those they set
   // that are due too), in due order.
   int RunTimers(NodeId id);
+  // Advances every node's clock by `micros`; runs and delivers nothing.
+  void Tick(uint64_t micros) {
+    for (auto& [id, slot] : slots_) slot.now += micros;
+  }
   // Advances every node's clock by `micros`, then runs their due timers and
   // delivers every message, until quiet; repeats `rounds` times.
   void Advance(uint64_t micros, int rounds = 1);
@@ -109,6 +125,7 @@ class ManualCluster {
   uint64_t timer_seq_ = 0;
   uint64_t actor_seq_ = 1000;
   std::function<bool(const Sent&)> hold_;
+  bool queue_membership_ = false;
 };
 
 // Predicates for DeliverOne / DeliverAll / Drop.

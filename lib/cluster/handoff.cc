@@ -56,7 +56,10 @@ bool HandoffManager::Hosts(uint32_t partition) const {
 
 absl::Status HandoffManager::Load(const Ring& ring, uint64_t incarnation) {
   incarnation_ = incarnation;
-  absl::Status s = membership_.Load(ring);
+  // A new store's first membership version: its first incarnation, which
+  // no earlier store of this node id had (random, see Node::Impl::Open), so
+  // that its episodes never match those of a store it replaced.
+  absl::Status s = membership_.Load(ring, incarnation);
   if (!s.ok()) return s;
   return LoadReleaseMarkers();
 }
@@ -106,8 +109,10 @@ void HandoffManager::PushOwnState(NodeId also) {
 void HandoffManager::HandleMembership(NodeId from, const Message& m) {
   NoteEpoch(from, m.epoch);
   bool own_raised = false;
-  const bool changed = membership_.Merge(m.states, &own_raised);
+  size_t refused = 0;
+  const bool changed = membership_.Merge(m.states, &own_raised, &refused);
   ++host_->stats().membership_messages_received;
+  if (refused > 0) ++host_->stats().malformed_messages;
   std::vector<NodeServing> newer = membership_.NewerThan(m.versions);
   if (!newer.empty() || membership_.Behind(m.versions)) {
     SendMembership(from, std::move(newer));

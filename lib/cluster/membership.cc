@@ -145,19 +145,29 @@ absl::Status DecodeMembershipRecord(std::string_view bytes,
 MembershipState::MembershipState(NodeId self, Store* store)
     : self_(self), store_(store) {}
 
-absl::Status MembershipState::Load(const Ring& ring) {
+absl::Status MembershipState::Load(const Ring& ring, uint64_t first_version) {
   absl::StatusOr<Ring> stored = GetRing(store_, kRingKey);
   if (absl::IsNotFound(stored.status())) {
-    // A new store: this node serves what the ring gives it.
+    // A new store: this node serves what the ring gives it. Its node id may
+    // have served before on a store now gone, and other nodes' states may
+    // still name that store's episodes (a place it handed over is "took
+    // from this node, episode e" for as long as the taker serves it). Were
+    // the new store's episodes numbered from 1 again, an entry of the new
+    // store would be taken for the old one's: the node would hand its new,
+    // empty place to the taker of an old one and stop serving a partition
+    // its ring gives it, and proposals of its new episodes would meet
+    // refusals meant for the old ones. So the first version (and episode)
+    // is one no earlier store used (`first_version`: random per store).
+    first_version = std::max<uint64_t>(first_version, 1);
     base_.emplace(ring);
     latest_.emplace(ring);
     ring_nodes_.insert(ring.nodes().begin(), ring.nodes().end());
     NodeServing own;
     own.node = self_;
-    own.version = 1;
+    own.version = first_version;
     for (uint32_t p = 0; p < ring.ring_size(); ++p) {
       if (Contains(ring.PreferenceList(p), self_)) {
-        own.entries.push_back(ServeEntry{p, 1, 0, 0, 0});
+        own.entries.push_back(ServeEntry{p, first_version, 0, 0, 0});
       }
     }
     states_[self_] = std::move(own);
@@ -481,7 +491,7 @@ absl::Status MembershipState::StopServing(uint32_t partition) {
 }
 
 bool MembershipState::Merge(const std::vector<NodeServing>& states,
-                            bool* own_raised) {
+                            bool* own_raised, size_t* refused) {
   bool changed = false;
   for (const NodeServing& st : states) {
     // A state naming partitions this ring does not have is not one of
@@ -490,6 +500,14 @@ bool MembershipState::Merge(const std::vector<NodeServing>& states,
                     [&](const ServeEntry& e) {
                       return e.partition >= latest_->ring_size();
                     })) {
+      if (refused != nullptr) ++*refused;
+      continue;
+    }
+    if (st.node == self_ && st.version > kMaxOwnVersion) {
+      // No store of this node came near that version: garbage. Raising
+      // above it would wrap the version around (to 0: every later change
+      // of this node ignored everywhere) or leave no room for changes.
+      if (refused != nullptr) ++*refused;
       continue;
     }
     if (st.node == self_) {

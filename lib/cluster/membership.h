@@ -46,11 +46,13 @@ class MembershipState {
   MembershipState(NodeId self, Store* store);
 
   // Loads the persisted state. A new store starts with `ring` as its base
-  // and latest ring, and this node serving what `ring` gives it. A store
+  // and latest ring, and this node serving what `ring` gives it, under
+  // version (and episode) `first_version`: a number no earlier store of
+  // this node id used (see HandoffManager::Load). A store
   // that has seen a later ring than `ring`: FailedPrecondition; the same
   // epoch with another ring: InvalidArgument. A store written by an earlier
   // format (serving lists instead of states) is converted.
-  absl::Status Load(const Ring& ring);
+  absl::Status Load(const Ring& ring, uint64_t first_version = 1);
 
   NodeId self() const { return self_; }
   const Ring& ring() const { return *latest_; }
@@ -109,8 +111,17 @@ class MembershipState {
   // States of this node itself with a version at or above its own (its
   // store was replaced and others remember more) raise its version above
   // theirs (*own_raised), keeping its content: a node is the authority on
-  // itself. Persisted (without sync) when something changed.
-  bool Merge(const std::vector<NodeServing>& states, bool* own_raised);
+  // itself. Persisted (without sync) when something changed. States that
+  // cannot be this cluster's (a partition past the ring; this node's own
+  // above kMaxOwnVersion) are ignored and counted in *refused.
+  bool Merge(const std::vector<NodeServing>& states, bool* own_raised,
+             size_t* refused = nullptr);
+
+  // The highest version of this node's own state that it outranks by
+  // raising its own: above it, a raise would leave no room for its later
+  // changes (and past 2^64 it would wrap to a version everyone ignores).
+  // No node makes 2^32 changes, let alone 2^64 - 2^32.
+  static constexpr uint64_t kMaxOwnVersion = UINT64_MAX - (uint64_t{1} << 32);
 
   // (node, version) of every state known, this node's included.
   std::vector<std::pair<NodeId, uint64_t>> Versions() const;
