@@ -32,7 +32,11 @@ for side in a b; do
   git worktree add --detach "$work/$side" "$rev" >/dev/null
   (cd "$work/$side" &&
    meson setup build --buildtype=release >/dev/null &&
-   ninja -C build benchmarks/bigset_bench >/dev/null)
+   ninja -C build benchmarks/bigset_bench >/dev/null &&
+   # The network benchmarks run nodes as node_process processes.
+   if ninja -C build -t targets all | grep -q '^tests/network/node_process:'; then
+     ninja -C build tests/network/node_process >/dev/null
+   fi)
   echo "built $side = $(git rev-parse --short "$rev")" >&2
 done
 
