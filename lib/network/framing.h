@@ -23,6 +23,9 @@ namespace bigset::framing {
 
 inline constexpr uint8_t kVersion = 1;
 inline constexpr size_t kHeaderBytes = 5;
+// The longest handshake payload (magic, version, a cluster name of at most
+// 256 bytes, two varints) is under this.
+inline constexpr size_t kMaxHandshakeBytes = 1024;
 
 enum class Kind : uint8_t { kMessage = 0, kHandshake = 1, kKeepAlive = 2 };
 

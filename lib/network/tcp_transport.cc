@@ -30,6 +30,7 @@ using IoHandler = std::function<void(const asio::error_code&, size_t)>;
 constexpr size_t kMaxFramesPerWrite = 256;
 constexpr size_t kMaxBytesPerWrite = 1 << 20;
 constexpr size_t kReadChunk = 64 << 10;
+constexpr size_t kMaxHandshakeBytes = framing::kMaxHandshakeBytes;
 
 uint64_t NowMicros() {
   return static_cast<uint64_t>(
@@ -497,7 +498,7 @@ void TcpTransport::Impl::ReadHandshakeReply(
         }
         const framing::Header header = framing::ParseHeader(out->handshake_in);
         if (header.kind != static_cast<uint8_t>(framing::Kind::kHandshake) ||
-            header.length > 1024) {
+            header.length > kMaxHandshakeBytes) {
           self->Reset(out, "bad handshake answer");
           return;
         }
@@ -666,15 +667,30 @@ void TcpTransport::Impl::Accept() {
                                                    const asio::error_code& ec) {
     if (self->stopped_) return;
     if (!ec) {
+      std::erase_if(self->inbound_, [](const std::weak_ptr<Inbound>& w) {
+        return w.expired();
+      });
+      size_t pending = 0;
+      for (const std::weak_ptr<Inbound>& w : self->inbound_) {
+        std::shared_ptr<Inbound> other = w.lock();
+        pending += other != nullptr && !other->closed && !other->handshake_done;
+      }
+      if (pending >= self->options_.max_pending_handshakes) {
+        {
+          absl::MutexLock lock(&self->stats_mu_);
+          ++self->totals_.connections_refused;
+        }
+        asio::error_code ignored;
+        in->stream->socket().close(ignored);
+        self->Accept();
+        return;
+      }
       {
         absl::MutexLock lock(&self->stats_mu_);
         ++self->totals_.connections_accepted;
       }
       asio::error_code ignored;
       in->stream->socket().set_option(tcp::no_delay(true), ignored);
-      std::erase_if(self->inbound_, [](const std::weak_ptr<Inbound>& w) {
-        return w.expired();
-      });
       self->inbound_.push_back(in);
       in->last_activity = NowMicros();
       // Everything up to our answer within the handshake deadline.
@@ -729,6 +745,17 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
   std::string_view data = in->buffer;
   while (data.size() - pos >= framing::kHeaderBytes) {
     const framing::Header header = framing::ParseHeader(data.substr(pos));
+    // Before a peer has identified itself, only a handshake, which is
+    // small: a long frame from an unknown peer would hold its bytes.
+    if (!in->handshake_done && header.length > kMaxHandshakeBytes) {
+      {
+        absl::MutexLock lock(&stats_mu_);
+        ++totals_.frames_too_large;
+      }
+      CloseInbound(in, absl::StrCat("a first frame of ", header.length,
+                                    " bytes: not a handshake"));
+      return false;
+    }
     if (header.length > options_.max_frame_bytes) {
       {
         absl::MutexLock lock(&stats_mu_);

@@ -194,8 +194,8 @@ class Model:
     def __init__(self):
         self.sets = {}
 
-    def add(self, node, s, e):
-        out = node.cmd("add %s %s" % (s, e))
+    def add(self, node, s, e, w=None):
+        out = node.cmd("add %s %s%s" % (s, e, "" if w is None else " %d" % w))
         if out == "ok":
             self.sets.setdefault(s, {})[e] = True
         else:
@@ -381,6 +381,11 @@ def test_garbage_frames():
             s.close()
 
         send(struct.pack(">IB", 0xFFFFFFF0, 1))  # Oversized length.
+        # A first frame longer than any handshake is refused on its header,
+        # not held while its bytes trickle in.
+        start = time.time()
+        send(struct.pack(">IB", 2000, 1) + b"BSHK")
+        check(time.time() - start < 3, "a long first frame was held open")
         send(frame(1, handshake(2)) + struct.pack(">IB", 0x7FFFFFFF, 0))
         for _ in range(20):
             send(bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 300))))
@@ -399,7 +404,7 @@ def test_garbage_frames():
         s.close()
         time.sleep(0.5)
         st = c.nodes[1].stats()
-        check(int(st["frames_too_large"]) >= 2, "oversized frames: %s" % st)
+        check(int(st["frames_too_large"]) >= 3, "oversized frames: %s" % st)
         check(int(st["handshakes_refused"]) >= 2, "bad handshakes: %s" % st)
         # Random garbage is refused as oversized, of an unknown kind or as a
         # bad handshake (unless it closes before a whole header).
@@ -412,6 +417,56 @@ def test_garbage_frames():
         for i in (1, 2, 3):
             model.check("g", read(c.nodes[i], "g"), "read via %d" % i)
     finally:
+        c.cleanup()
+
+
+def test_handshake_flood():
+    # Connections that never identify themselves (no TLS handshake, or a
+    # partial one) hold at most max_pending_handshakes slots; the rest are
+    # closed at once. Identified peers keep working throughout.
+    c = Cluster(3)
+    pending = 8
+    c.nodes[2].extra += ["--max-pending-handshakes", str(pending)]
+    socks = []
+    try:
+        c.start()
+        model = Model()
+        rng = random.Random(SEED + 3)
+        for i in range(20):
+            check(model.add(c.nodes[1], "f", "before%d" % i, w=3), "add W=3")
+        port = c.nodes[2].port
+        for i in range(40):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            if i % 2 == 0:
+                s.sendall(b"\x16\x03")  # The start of a TLS record, no more.
+            socks.append(s)
+        time.sleep(1)
+        st = c.nodes[2].stats()
+        refused = int(st["connections_refused"])
+        check(refused >= 40 - pending, "flood: %s" % st)
+        # The cluster goes on through node 2's existing connections.
+        for i in range(20):
+            check(model.add(c.nodes[1], "f", "during%d" % i, w=3),
+                  "add W=3 during the flood")
+        # The pending ones time out (5 s) and free their slots.
+        time.sleep(6)
+        st = c.nodes[2].stats()
+        check(int(st["handshake_timeouts"]) >= pending,
+              "pending handshakes not timed out: %s" % st)
+        for s in socks:
+            s.close()
+        socks = []
+        # A node restarted now reconnects: the slots are free again.
+        c.nodes[3].kill()
+        c.nodes[3].start(sorted(c.nodes))
+        writer(c, model, 1, 20, rng)
+        c.wait(lambda: converged_locally(c, model, [1, 2, 3]), 120,
+               "converged after the flood")
+        print("handshake flood: %d connections refused, %s pending timed out"
+              % (refused, st["handshake_timeouts"]))
+    finally:
+        for s in socks:
+            s.close()
         c.cleanup()
 
 
@@ -552,6 +607,7 @@ TESTS = {
     "kill9": test_kill9,
     "sigstop": test_sigstop,
     "membership_change": test_membership_change,
+    "handshake_flood": test_handshake_flood,
 }
 
 

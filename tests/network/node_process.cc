@@ -6,7 +6,7 @@
 //   node_process --id 1 --data DIR --listen 127.0.0.1:0
 //                --peer 2=127.0.0.1:7002 ... --ring 1,2,3 [--epoch 1]
 //                [--ring-size 16] [--n 3] (--tls-dir DIR | --plaintext)
-//                [--peer-queue-kib K]
+//                [--peer-queue-kib K] [--max-pending-handshakes N]
 //
 // At start it prints "ready <port>". Commands (elements and set names are
 // words without spaces):
@@ -80,6 +80,7 @@ int Main(int argc, char** argv) {
   std::string data, listen = "127.0.0.1:0", tls_dir, ring_text;
   std::vector<std::string> peers;
   uint64_t epoch = 1, ae_ms = 1000, gossip_ms = 500, queue_kib = 0;
+  size_t max_pending = 0;
   uint32_t ring_size = 16;
   int n = 3;
   bool plaintext = false, sync = false;
@@ -95,6 +96,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--plaintext", plaintext);
   app.add_flag("--sync-writes", sync);
   app.add_option("--ae-interval-ms", ae_ms);
+  app.add_option("--max-pending-handshakes", max_pending,
+                 "inbound connections in their handshakes at once");
   app.add_option("--peer-queue-kib", queue_kib,
                  "each peer's send queue bound (default: the transport's)");
   try {
@@ -140,6 +143,7 @@ int Main(int argc, char** argv) {
   o.transport.listen_port = self->port;
   o.transport.plaintext = plaintext;
   if (queue_kib != 0) o.transport.peer_queue_bytes = queue_kib << 10;
+  if (max_pending != 0) o.transport.max_pending_handshakes = max_pending;
   if (!tls_dir.empty()) {
     o.transport.tls_ca_file = tls_dir + "/ca.pem";
     o.transport.tls_cert_file = absl::StrCat(tls_dir, "/node-", id, ".pem");
@@ -264,7 +268,8 @@ int Main(int argc, char** argv) {
                            " handshakes_refused=", t.handshakes_refused,
                            " tls_failures=", t.tls_failures,
                            " handshake_timeouts=", t.handshake_timeouts,
-                           " connections_accepted=", t.connections_accepted);
+                           " connections_accepted=", t.connections_accepted,
+                           " connections_refused=", t.connections_refused);
         uint64_t in = 0, out_frames = 0, dropped = 0, queued = 0;
         for (const PeerStats& p : t.peers) {
           in += p.frames_in;

@@ -72,6 +72,11 @@ struct TcpTransportOptions {
   bool plaintext = false;
   size_t max_frame_bytes = 64 << 20;
   uint64_t handshake_timeout_micros = 5'000'000;
+  // Inbound connections still in their handshakes (TLS or ours) at once:
+  // past it a new connection is closed at once and counted, so a flood of
+  // connections that never identify themselves costs bounded memory.
+  // Connections of identified peers do not count.
+  size_t max_pending_handshakes = 64;
   size_t peer_queue_bytes = 64 << 20;
   // A connection idle this long sends a keep-alive frame.
   uint64_t keepalive_micros = 2'000'000;
@@ -115,6 +120,8 @@ struct TransportStats {
   uint64_t tls_failures = 0;
   uint64_t handshake_timeouts = 0;
   uint64_t connections_accepted = 0;
+  // Closed at once: max_pending_handshakes were pending.
+  uint64_t connections_refused = 0;
 };
 
 class BIGSET_EXPORT TcpTransport final : public Transport {
