@@ -599,6 +599,68 @@ def test_membership_change():
         c.cleanup()
 
 
+def test_handoff_faults():
+    # Processes killed (-9) and stopped in the middle of hand-offs, while a
+    # writer keeps adding: the changes still settle, and every acknowledged
+    # write is in R=3 reads afterwards.
+    c = Cluster(3)
+    try:
+        c.make_certs(c.certs, [4])
+        c.start()
+        model = Model()
+        rng = random.Random(SEED + 4)
+        t0 = time.time()
+        writer(c, model, 1, 3000, rng, sets=4)
+        print("handoff_faults: loaded in %.1fs" % (time.time() - t0))
+        joiner = c.add(4)
+        for i in (1, 2, 3):
+            c.nodes[i].ok("peer 4 127.0.0.1:%d" % joiner.port)
+        joiner.start([1, 2, 3])
+        for i in (1, 2, 3, 4):
+            c.nodes[i].ok("install 2 1 2 3 4")
+        # The receiver dies while partitions stream to it.
+        time.sleep(rng.uniform(0.02, 0.2))
+        joiner.kill()
+        writer(c, model, 2, 50, rng, sets=4)
+        joiner.start([1, 2, 3, 4], epoch=2)
+        deadline = time.time() + 120
+        while not settled(c, [1, 2, 3, 4], 2):
+            check(time.time() < deadline, "the join did not settle")
+            writer(c, model, 2, 10, rng, sets=4)
+        print("handoff_faults: join settled at %.1fs" % (time.time() - t0))
+        # Node 1 leaves; it dies while it hands off, and node 3 hangs.
+        for i in (1, 2, 3, 4):
+            c.nodes[i].ok("install 3 2 3 4")
+        time.sleep(rng.uniform(0.02, 0.2))
+        c.nodes[1].kill()
+        os.kill(c.nodes[3].proc.pid, signal.SIGSTOP)
+        try:
+            # Writes to partitions node 1 still serves wait for their
+            # deadline (two of their three replicas are down): a few.
+            writer(c, model, 2, 5, rng, sets=4)
+            time.sleep(1)
+        finally:
+            os.kill(c.nodes[3].proc.pid, signal.SIGCONT)
+        c.nodes[1].start([2, 3, 4], epoch=3)
+        deadline = time.time() + 120
+        last = time.time()
+        while not settled(c, [1, 2, 3, 4], 3):
+            if time.time() - last > 10:
+                last = time.time()
+                for i in (1, 2, 3, 4):
+                    print("node %d moving: %s" % (i, c.nodes[i].ok("moving")))
+            check(time.time() < deadline, "the leave did not settle")
+            writer(c, model, 4, 10, rng, sets=4)
+        print("handoff_faults: leave settled at %.1fs" % (time.time() - t0))
+        for s in model.sets:
+            model.check(s, read(c.nodes[2], s, 3), "R=3 read after the faults")
+            check(c.nodes[1].ok("local " + s) == "", "node 1 kept " + s)
+        c.wait(lambda: converged_locally(c, model, [2, 3, 4]), 120,
+               "replicas converged after the faults")
+    finally:
+        c.cleanup()
+
+
 TESTS = {
     "basic": test_basic,
     "plaintext": test_plaintext,
@@ -608,6 +670,7 @@ TESTS = {
     "sigstop": test_sigstop,
     "membership_change": test_membership_change,
     "handshake_flood": test_handshake_flood,
+    "handoff_faults": test_handoff_faults,
 }
 
 

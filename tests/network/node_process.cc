@@ -18,6 +18,7 @@
 //   install EPOCH NODE...        (a new ring of those nodes)
 //   peer NODE HOST:PORT          (address book)
 //   stats                        -> ok name=value ...
+//   moving                       -> ok [partition: why it still moves]...
 //   quit                         (closes the node cleanly, exits 0)
 // SIGTERM and SIGINT close the node cleanly too.
 
@@ -248,6 +249,19 @@ int Main(int argc, char** argv) {
       absl::StatusOr<PeerAddress> a = ParsePeerAddress(w[2]);
       if (a.ok()) book->Set(static_cast<NodeId>(num(1, 0)), *a);
       out = a.ok() ? "ok" : Err(a.status());
+    } else if (cmd == "moving") {
+      absl::StatusOr<std::vector<PartitionMove>> moving = runner.Moving();
+      if (!moving.ok()) {
+        out = Err(moving.status());
+      } else {
+        out = "ok";
+        for (const PartitionMove& m : *moving) {
+          absl::StrAppend(&out, " [p", m.partition, " serving ",
+                          absl::StrJoin(m.serving, ","), " target ",
+                          absl::StrJoin(m.target, ","), ": ", m.state, " peer ",
+                          m.peer, " for ", m.since_micros / 1000, " ms]");
+        }
+      }
     } else if (cmd == "stats") {
       absl::StatusOr<Node::Stats> s = runner.Stats();
       const TransportStats t = runner.TransportStatistics();
