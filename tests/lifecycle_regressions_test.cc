@@ -25,19 +25,10 @@ constexpr uint64_t kSecond = 1'000'000;
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
               int n = 3) {
-  RingOptions ro;
-  ro.ring_size = size;
-  ro.n = n;
-  ro.epoch = epoch;
-  ro.placement = Placement::kRendezvous;
-  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
-  REQUIRE(ring.ok());
-  return *ring;
+  return testing::RendezvousRing(std::move(nodes), epoch, size, n);
 }
 
-bool Has(const std::vector<NodeId>& list, NodeId n) {
-  return std::find(list.begin(), list.end(), n) != list.end();
-}
+using testing::Has;
 
 void SettleOrFail(Simulator& sim, uint64_t bound = 600 * kSecond) {
   const uint64_t deadline = sim.NowMicros() + bound;

@@ -26,19 +26,10 @@ using testing::Uniform;
 constexpr KeyspaceId kMeta = 0xFFFFFFFF;
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 16) {
-  RingOptions ro;
-  ro.ring_size = size;
-  ro.n = 3;
-  ro.epoch = epoch;
-  ro.placement = Placement::kRendezvous;
-  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
-  REQUIRE(ring.ok());
-  return *ring;
+  return testing::RendezvousRing(std::move(nodes), epoch, size, 3);
 }
 
-bool Has(const std::vector<NodeId>& list, NodeId n) {
-  return std::find(list.begin(), list.end(), n) != list.end();
-}
+using testing::Has;
 
 // A partition whose list in `ring` holds `in` and not `out`.
 uint32_t PartitionWith(const Ring& ring, NodeId in, NodeId out) {

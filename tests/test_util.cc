@@ -89,4 +89,20 @@ std::vector<ElementDots> ReadAll(Replica& replica, std::string_view set,
   return all;
 }
 
+Ring RendezvousRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size,
+                    int n) {
+  RingOptions ro;
+  ro.ring_size = size;
+  ro.n = n;
+  ro.epoch = epoch;
+  ro.placement = Placement::kRendezvous;
+  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
+  REQUIRE(ring.ok());
+  return *ring;
+}
+
+bool Has(const std::vector<NodeId>& list, NodeId node) {
+  return std::find(list.begin(), list.end(), node) != list.end();
+}
+
 }  // namespace bigset::testing

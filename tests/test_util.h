@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bigset/cluster/ring.h"
 #include "bigset/replica/element_dots.h"
 #include "bigset/replica/replica.h"
 #include "bigset/store/leveldb_store.h"
@@ -56,6 +57,12 @@ struct MemStore {
 std::vector<ElementDots> ReadAll(Replica& replica, std::string_view set,
                                  size_t batch_size = 1000,
                                  Clock* clock = nullptr);
+
+// A ring of `nodes` with rendezvous placement (REQUIREs that it is valid).
+Ring RendezvousRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size,
+                    int n);
+// Whether `list` (a serving or preference list) holds `node`.
+bool Has(const std::vector<NodeId>& list, NodeId node);
 
 }  // namespace bigset::testing
 
