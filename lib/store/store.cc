@@ -12,13 +12,9 @@ WriteBatch::Handler::~Handler() = default;
 namespace {
 constexpr char kTagDelete = 0;
 constexpr char kTagPut = 1;
-// A batch's first operation makes room for a typical insert (an element
-// key and a clock header): one allocation, not one per doubling.
-constexpr size_t kInitialBatchBytes = 256;
 }  // namespace
 
 void WriteBatch::Put(std::string_view key, std::string_view value) {
-  if (rep_.empty()) rep_.reserve(kInitialBatchBytes);
   rep_.push_back(kTagPut);
   coding::PutLengthPrefixed(&rep_, key);
   coding::PutLengthPrefixed(&rep_, value);
@@ -26,7 +22,6 @@ void WriteBatch::Put(std::string_view key, std::string_view value) {
 }
 
 void WriteBatch::Delete(std::string_view key) {
-  if (rep_.empty()) rep_.reserve(kInitialBatchBytes);
   rep_.push_back(kTagDelete);
   coding::PutLengthPrefixed(&rep_, key);
   ++count_;
