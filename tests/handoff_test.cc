@@ -304,7 +304,7 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
         CAPTURE(set, id);
         Replica* replica = sim.node(id)->LocalReplica(p);
         REQUIRE(replica != nullptr);
-        CheckKnown(set, testing::ReadAll(*replica, set), model);
+        CheckKnown(set, testing::ReadAllCounted(*replica, set), model);
       }
     }
   };

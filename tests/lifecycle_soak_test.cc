@@ -311,7 +311,7 @@ class History {
           held[id];  // Handing over: counted as holding.
           continue;
         }
-        for (const ElementDots& e : testing::ReadAll(*replica, set)) {
+        for (const ElementDots& e : testing::ReadAllCounted(*replica, set)) {
           held[id].insert(e.element);
         }
       }
@@ -402,8 +402,9 @@ class History {
       const uint32_t p = sim_->ring().PartitionOf(set);
       for (NodeId id : sim_->ring().PreferenceList(p)) {
         CAPTURE(set, id);
-        CheckKnown(set, testing::ReadAll(*sim_->node(id)->LocalReplica(p), set),
-                   model_);
+        CheckKnown(
+            set, testing::ReadAllCounted(*sim_->node(id)->LocalReplica(p), set),
+            model_);
         absl::StatusOr<VerifyReport> v =
             sim_->node(id)->LocalReplica(p)->Verify();
         REQUIRE(v.ok());

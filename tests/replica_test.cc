@@ -717,8 +717,9 @@ TEST_CASE("replica: Verify finds unseen dots and undecodable values") {
   REQUIRE(mem.store->Write(WriteOptions(), b).ok());
   auto report = r->Verify();
   REQUIRE(report.ok());
-  // Unseen dot (and the keys digest it breaks), bad clock, t's element.
-  CHECK(report->problem_count == 4);
+  // Unseen dot (and the keys digest and count it breaks), bad clock, t's
+  // element.
+  CHECK(report->problem_count == 5);
   // Verify changed nothing.
   std::string v;
   REQUIRE(mem.store->Get(ReadOptions(), SetClockKey(1, "t"), &v).ok());

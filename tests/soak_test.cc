@@ -454,7 +454,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     for (NodeId n : sim.ring().PreferenceList(p)) {
       Replica* r = sim.node(n)->LocalReplica(p);
       REQUIRE(r != nullptr);
-      ModelValue v = ToModel(testing::ReadAll(*r, set));
+      ModelValue v = ToModel(testing::ReadAllCounted(*r, set));
       if (!first) first = v;
       INFO("set " << set << " node " << n);
       REQUIRE(v == *first);

@@ -105,4 +105,14 @@ bool Has(const std::vector<NodeId>& list, NodeId node) {
   return std::find(list.begin(), list.end(), node) != list.end();
 }
 
+std::vector<ElementDots> ReadAllCounted(Replica& replica,
+                                        std::string_view set) {
+  std::vector<ElementDots> elements = ReadAll(replica, set);
+  absl::StatusOr<uint64_t> count = replica.Count(set);
+  REQUIRE(count.ok());
+  INFO("set " << set << ": count " << *count << ", read " << elements.size());
+  REQUIRE(*count == elements.size());
+  return elements;
+}
+
 }  // namespace bigset::testing

@@ -58,6 +58,11 @@ std::vector<ElementDots> ReadAll(Replica& replica, std::string_view set,
                                  size_t batch_size = 1000,
                                  Clock* clock = nullptr);
 
+// ReadAll, and REQUIREs that the replica's Count agrees with the read
+// (counts are kept by every write path: docs/DESIGN.md, "Counts"). Only for
+// a set no other thread writes meanwhile.
+std::vector<ElementDots> ReadAllCounted(Replica& replica, std::string_view set);
+
 // A ring of `nodes` with rendezvous placement (REQUIREs that it is valid).
 Ring RendezvousRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size,
                     int n);

@@ -44,11 +44,17 @@ void EncodeHeader(const std::vector<HeaderEntry>& header, std::string* dst) {
   }
 }
 
-void EncodeHeader(const std::vector<HeaderEntry>& header, uint64_t keys_digest,
-                  std::string* dst) {
+void EncodeHeader(const std::vector<HeaderEntry>& header,
+                  const HeaderTrailer& trailer, std::string* dst) {
   EncodeHeader(header, dst);
-  dst->push_back(static_cast<char>(kKeysDigestTag));
-  coding::PutFixed64BE(dst, keys_digest);
+  if (trailer.keys_digest.has_value()) {
+    dst->push_back(static_cast<char>(kKeysDigestTag));
+    coding::PutFixed64BE(dst, *trailer.keys_digest);
+  }
+  if (trailer.count.has_value()) {
+    dst->push_back(static_cast<char>(kCountTag));
+    coding::PutVarint64(dst, *trailer.count);
+  }
 }
 
 namespace {
@@ -146,13 +152,21 @@ absl::Status Loader::AddHeader(std::string_view value) {
       return Corrupt("header actors out of order");
     }
   }
-  if (!in.empty()) {
+  uint8_t last_tag = 0;
+  while (!in.empty()) {
     uint8_t tag = 0;
-    if (!in.GetByte(&tag) || tag != kKeysDigestTag ||
-        !in.GetFixed64BE(&keys_digest_) || !in.empty()) {
+    if (!in.GetByte(&tag) || tag <= last_tag) {
       return Corrupt("trailing bytes in header");
     }
-    has_keys_digest_ = true;
+    last_tag = tag;
+    uint64_t v = 0;
+    if (tag == kKeysDigestTag && in.GetFixed64BE(&v)) {
+      trailer_.keys_digest = v;
+    } else if (tag == kCountTag && in.GetVarint64(&v)) {
+      trailer_.count = v;
+    } else {
+      return Corrupt("trailing bytes in header");
+    }
   }
   has_header_ = true;
   return absl::OkStatus();

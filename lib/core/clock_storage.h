@@ -15,6 +15,7 @@
 #define BIGSET_LIB_CORE_CLOCK_STORAGE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,12 +50,22 @@ struct HeaderEntry {
 // The header of `clock`: every actor with a dot, ascending, with its base.
 std::vector<HeaderEntry> HeaderOf(const Clock& clock);
 // Header value: varint count, then per entry u64be actor, varint base; a
-// set-clock's header then carries its keys digest (lib/core/digest.h):
-// u8 kKeysDigestTag, u64be digest. A tombstone's header has no trailer.
+// set-clock's header then carries its trailer: tagged fields in ascending
+// tag order, each at most once (a field's absence means "not known"):
+//   u8 kKeysDigestTag | u64be digest   the keys digest (lib/core/digest.h)
+//   u8 kCountTag | varint count        elements present (the set's count)
+// A tombstone's header has no trailer.
 inline constexpr uint8_t kKeysDigestTag = 1;
+inline constexpr uint8_t kCountTag = 2;
+struct HeaderTrailer {
+  std::optional<uint64_t> keys_digest;
+  std::optional<uint64_t> count;
+  bool empty() const { return !keys_digest && !count; }
+  friend bool operator==(const HeaderTrailer&, const HeaderTrailer&) = default;
+};
 void EncodeHeader(const std::vector<HeaderEntry>& header, std::string* dst);
-void EncodeHeader(const std::vector<HeaderEntry>& header, uint64_t keys_digest,
-                  std::string* dst);
+void EncodeHeader(const std::vector<HeaderEntry>& header,
+                  const HeaderTrailer& trailer, std::string* dst);
 
 // Appends the segment value of window `w` of `cloud` (one actor's cloud):
 // varint segment count, then the intervals whose lo is in the window,
@@ -69,17 +80,15 @@ class Loader {
   absl::Status AddSegment(ActorId actor, uint64_t w, std::string_view value);
   bool has_header() const { return has_header_; }
   const std::vector<HeaderEntry>& header() const { return header_; }
-  // The keys digest of the header's trailer, if it has one.
-  bool has_keys_digest() const { return has_keys_digest_; }
-  uint64_t keys_digest() const { return keys_digest_; }
+  // The header's trailer (empty if it has none).
+  const HeaderTrailer& trailer() const { return trailer_; }
   // DataLoss unless the parts form a normalised clock.
   absl::StatusOr<Clock> Finish();
 
  private:
   std::vector<HeaderEntry> header_;
   bool has_header_ = false;
-  bool has_keys_digest_ = false;
-  uint64_t keys_digest_ = 0;
+  HeaderTrailer trailer_;
   std::vector<std::pair<ActorId, IntervalSet>> clouds_;
   uint64_t last_window_ = 0;
 };

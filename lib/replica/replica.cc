@@ -13,6 +13,7 @@
 #include "core/status_macros.h"
 #include "core/string_view_compat.h"
 #include "replica/clock_cache.h"
+#include "replica/presence_filter.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 #include "replica/stored_clock.h"
@@ -235,18 +236,23 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
       return SetCorruption(set, "has keys but no set-clock");
     }
     // A set with no clock is in no bucket: its digest is 0 until it exists.
+    state.count_known = true;
     return state;
+  }
+  if (options_.keep_counts && state.stored_clock.trailer.count.has_value()) {
+    state.count_known = true;
+    state.count = *state.stored_clock.trailer.count;
   }
   if (!options_.keep_digests) return state;
   state.clock_digest = digest::ClockDigest(state.clock);
-  if (!state.stored_clock.has_keys_digest) {
+  if (!state.stored_clock.trailer.keys_digest.has_value()) {
     // Written before keys digests were kept: count the keys once; the next
     // write stores the digest.
     absl::StatusOr<uint64_t> keys = ScanKeysDigest(set);
     if (!keys.ok()) return keys.status();
     state.keys_digest = *keys;
   } else {
-    state.keys_digest = state.stored_clock.keys_digest;
+    state.keys_digest = *state.stored_clock.trailer.keys_digest;
   }
   state.set_digest = digest::SetDigest(
       set, state.keys_digest, state.clock_digest, state.tombstone.empty());
@@ -269,13 +275,26 @@ absl::Status Replica::ApplyContext(std::string_view set,
                                    std::string_view element,
                                    std::span<const Dot> context,
                                    SetState* state, WriteBatch* batch,
-                                   StateChanges* changes) {
+                                   StateChanges* changes,
+                                   std::vector<Dot>* live) {
   for (Dot dot : context) {
     if (!dot.valid()) continue;
     if (state->clock.Seen(dot)) {
       // A key under the tombstone is removed already and only the sweeper
       // deletes it (so that the keys digest counts each delete once).
       if (state->tombstone.Seen(dot)) continue;
+      if (live != nullptr) {
+        // The element's live dots are known: a seen, uncovered dot has a
+        // key iff it is one of them.
+        auto pos = std::find(live->begin(), live->end(), dot);
+        if (pos == live->end()) continue;  // Removed already.
+        live->erase(pos);
+        if (options_.keep_digests) {
+          state->keys_digest -= digest::KeyDigest(element, dot);
+        }
+        batch->Delete(ElementKey(options_.keyspace, set, element, dot));
+        continue;
+      }
       std::string key = ElementKey(options_.keyspace, set, element, dot);
       if (!options_.keep_digests) {
         // Deleting an absent key is harmless; no digest to keep exact.
@@ -335,7 +354,17 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
                          StateChanges* changes) {
   // Only dots already seen can have keys on disk; the others just enter the
   // set-clock so that their keys are never written.
-  state->tombstone.Merge(Clock::Intersection(clock, state->clock));
+  const Clock hidden = Clock::Intersection(clock, state->clock);
+  if (options_.keep_counts && !state->tombstone.Descends(hidden)) {
+    // Every dot that can have a key covered (by this clear or an earlier
+    // one): nothing is present. Otherwise which elements lost their last
+    // live key is not known without a scan.
+    const bool all_covered =
+        clock.Descends(state->clock) ||
+        state->tombstone.Descends(Clock::Complement(state->clock, clock));
+    TombstoneGrew(all_covered, state, changes);
+  }
+  state->tombstone.Merge(hidden);
   state->clock.Merge(clock);
   // As costly as the merge: linear in the runs.
   if (options_.keep_digests) {
@@ -349,16 +378,17 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
 absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                              SetState* state, WriteBatch* batch,
                              const StateChanges& changes) {
-  if (!options_.keep_digests) {
-    // A trailer left by a run that kept digests would go stale: dropped.
-    if (!changes.clock.empty() || state->stored_clock.has_keys_digest) {
-      WriteClock(options_.keyspace, set, StateKind::kClock, state->clock,
-                 changes.clock, &state->stored_clock, batch);
-    }
-  } else if (!changes.clock.empty() || !state->stored_clock.has_keys_digest ||
-             state->stored_clock.keys_digest != state->keys_digest) {
+  // The header's trailer: what is not kept (or not known) is left out, so
+  // that a stale value never stays behind.
+  clock_storage::HeaderTrailer trailer;
+  if (options_.keep_digests) trailer.keys_digest = state->keys_digest;
+  if (options_.keep_counts && state->count_known) {
+    trailer.count = state->count;
+  }
+  if (!changes.clock.empty() ||
+      (!state->clock.empty() && !(state->stored_clock.trailer == trailer))) {
     WriteClock(options_.keyspace, set, StateKind::kClock, state->clock,
-               changes.clock, &state->stored_clock, batch, &state->keys_digest);
+               changes.clock, &state->stored_clock, batch, &trailer);
   }
   if (!changes.tombstone.empty()) {
     WriteClock(options_.keyspace, set, StateKind::kTombstone, state->tombstone,
@@ -385,6 +415,11 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                                     std::memory_order_relaxed);
   if (changes.tombstone_grew) {
     sweep_pending_.store(true, std::memory_order_release);
+  }
+  if (changes.reset_filter && changes.filter != nullptr) {
+    filter_bytes_.fetch_sub(changes.filter->MemoryBytes(),
+                            std::memory_order_relaxed);
+    changes.filter->Reset();
   }
   AccountDigest(set, state);
   stripe.cache->Recharge(set);
@@ -454,60 +489,45 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
   delta.ops.reserve(ops.size());
   WriteBatch batch;
   StateChanges changes;
-  changes.track_keys = ops.size() > 1;
+  // Counts, and contexts taken from the replica, need each element's live
+  // dots; without them a remove looks up the keys it deletes (digests) or
+  // deletes blindly.
+  const bool track_live = options_.keep_counts || from_replica;
+  changes.track_keys = ops.size() > 1 && !track_live;
+  changes.one_element = ops.size() == 1;
+  if (absl::Status s = PrepareLiveness(stripe, set, state, &changes); !s.ok()) {
+    stripe.cache->Erase(set);
+    return s;
+  }
   uint64_t puts = 0, deletes = 0;
-  // With contexts taken from the replica, what earlier ops of this update
-  // added and removed per element: the store does not show it yet.
-  struct Pending {
-    std::vector<Dot> added;
-    std::vector<Dot> removed;
-  };
-  absl::flat_hash_map<std::string, Pending> pending;
-  std::unique_ptr<Iterator> elements_it;
   for (const UpdateOp& op : ops) {
     DeltaOp& d = delta.ops.emplace_back();
     d.element = op.element;
-    if (op.context_from_replica) {
-      // One iterator for the whole update: creating one per element would
-      // cost more than its seek.
-      if (elements_it == nullptr) {
-        elements_it = store_->NewIterator(
-            ReadOptions(), ElementsRange(options_.keyspace, set));
-      }
-      absl::StatusOr<std::vector<Dot>> current =
-          CurrentDots(elements_it.get(), set, op.element, state->tombstone);
-      if (!current.ok()) {
+    std::vector<Dot>* live = nullptr;
+    if (track_live) {
+      absl::StatusOr<std::vector<Dot>*> dots =
+          LiveDots(set, op.element, state, &changes);
+      if (!dots.ok()) {
         stripe.cache->Erase(set);
-        return current.status();
+        return dots.status();
       }
-      d.context = std::move(*current);
-      if (auto it = pending.find(op.element); it != pending.end()) {
-        std::erase_if(d.context, [&](Dot dot) {
-          return std::find(it->second.removed.begin(), it->second.removed.end(),
-                           dot) != it->second.removed.end();
-        });
-        d.context.insert(d.context.end(), it->second.added.begin(),
-                         it->second.added.end());
-        std::sort(d.context.begin(), d.context.end());
-      }
+      live = *dots;
+    }
+    const bool was_present = live != nullptr && !live->empty();
+    if (op.context_from_replica) {
+      d.context = *live;
+      std::sort(d.context.begin(), d.context.end());
     } else {
       d.context = op.context;
     }
     const size_t before = batch.Count();
-    if (absl::Status s =
-            ApplyContext(set, op.element, d.context, state, &batch, &changes);
+    if (absl::Status s = ApplyContext(set, op.element, d.context, state, &batch,
+                                      &changes, live);
         !s.ok()) {
       stripe.cache->Erase(set);
       return s;
     }
     deletes += batch.Count() - before;
-    if (from_replica) {
-      Pending& p = pending[op.element];
-      for (Dot dot : d.context) {
-        std::erase(p.added, dot);
-        p.removed.push_back(dot);
-      }
-    }
     if (op.kind == UpdateOp::Kind::kAdd) {
       absl::StatusOr<Dot> dot = state->clock.Increment(actor_);
       if (!dot.ok()) {
@@ -527,8 +547,10 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
       }
       ++puts;
       d.add = *dot;
-      if (from_replica) pending[op.element].added.push_back(*dot);
+      if (live != nullptr) live->push_back(*dot);
+      NotePresent(stripe, set, changes.element_hash, &changes);
     }
+    if (live != nullptr) Recount(was_present, !live->empty(), state);
   }
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
   counters_.updates_coordinated.fetch_add(1, std::memory_order_relaxed);
@@ -568,14 +590,30 @@ absl::Status Replica::Apply(const Delta& delta) {
 
   WriteBatch batch;
   StateChanges changes;
-  changes.track_keys = delta.ops.size() > 1;
+  changes.track_keys = delta.ops.size() > 1 && !options_.keep_counts;
+  changes.one_element = delta.ops.size() == 1;
+  if (absl::Status s = PrepareLiveness(stripe, set, state, &changes); !s.ok()) {
+    stripe.cache->Erase(set);
+    return s;
+  }
   uint64_t puts = 0;
   if (delta.clear.has_value() && !delta.clear->empty())
     ApplyClear(*delta.clear, state, &changes);
   for (const DeltaOp& op : delta.ops) {
+    std::vector<Dot>* live = nullptr;
+    if (options_.keep_counts) {
+      absl::StatusOr<std::vector<Dot>*> dots =
+          LiveDots(set, op.element, state, &changes);
+      if (!dots.ok()) {
+        stripe.cache->Erase(set);
+        return dots.status();
+      }
+      live = *dots;
+    }
+    const bool was_present = live != nullptr && !live->empty();
     // The context part first, always, even if the add's dot was seen.
-    if (absl::Status s =
-            ApplyContext(set, op.element, op.context, state, &batch, &changes);
+    if (absl::Status s = ApplyContext(set, op.element, op.context, state,
+                                      &batch, &changes, live);
         !s.ok()) {
       stripe.cache->Erase(set);
       return s;
@@ -583,8 +621,11 @@ absl::Status Replica::Apply(const Delta& delta) {
     // Never rewrite a seen dot: its key may have been removed.
     if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
       PutNewKey(set, op.element, *op.add, state, &batch, &changes);
+      if (live != nullptr) live->push_back(*op.add);
+      NotePresent(stripe, set, changes.element_hash, &changes);
       ++puts;
     }
+    if (live != nullptr) Recount(was_present, !live->empty(), state);
   }
   const uint64_t deletes = batch.Count() - puts;
   if (!changes.clock.empty() || !changes.tombstone.empty() ||
@@ -613,6 +654,7 @@ absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
         "generated"));
   }
   StateChanges changes;
+  BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, *loaded, &changes));
   ApplyClear(clock, *loaded, &changes);
   WriteBatch batch;
   BIGSET_RETURN_IF_ERROR(Commit(stripe, set, *loaded, &batch, changes));
@@ -669,6 +711,10 @@ ReplicaStats Replica::stats() const {
   s.sweep_bytes_reclaimed = counters_.sweep_bytes_reclaimed.load();
   s.sweep_micros = counters_.sweep_micros.load();
   s.sweep_errors = counters_.sweep_errors.load();
+  s.count_scans = counters_.count_scans.load();
+  s.presence_seeks = counters_.presence_seeks.load();
+  s.presence_filter_bytes = filter_bytes_.load();
+  s.presence_filters_dropped = counters_.presence_filters_dropped.load();
   return s;
 }
 

@@ -2,6 +2,7 @@
 // helpers and the metadata key names. Internal header.
 //
 //   replica.cc          open, the write paths (Update, Apply, Clear), state
+//   replica_count.cc    counts: liveness of written elements, count scans
 //   replica_read.cc     streaming reads, membership, ranges, counts, sets
 //   replica_verify.cc   Verify
 //   replica_sweep.cc    the sweep queue and the sweeper
@@ -15,7 +16,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -41,6 +44,22 @@ struct Replica::StateChanges {
   bool track_keys = false;
   absl::flat_hash_set<std::string> put_keys;
   absl::flat_hash_set<std::string> deleted_keys;
+  // Counts and contexts taken from the replica: the live dots of each
+  // element the change touched, as it leaves them (see Replica::LiveDots),
+  // the iterator their seeks share, and the set's presence filter (null if
+  // it has none).
+  absl::flat_hash_map<std::string, std::vector<Dot>> live;
+  // Set by a write that touches one element once: LiveDots then keeps its
+  // dots here, without the map.
+  bool one_element = false;
+  std::vector<Dot> single_live;
+  // The presence hash (PresenceFilter::Hash) of the element LiveDots last
+  // looked up.
+  uint64_t element_hash = 0;
+  std::unique_ptr<Iterator> elements_it;
+  PresenceFilter* filter = nullptr;
+  // A clear hid every element: the filter is reset once the write commits.
+  bool reset_filter = false;
 };
 
 namespace replica_internal {

@@ -262,7 +262,7 @@ absl::StatusOr<RangeResult> Replica::Prefix(std::string_view set,
   return Range(set, q);
 }
 
-absl::StatusOr<uint64_t> Replica::Count(std::string_view set) {
+absl::StatusOr<uint64_t> Replica::ScanCount(std::string_view set) {
   absl::StatusOr<View> view = OpenView(set, /*with_clock=*/false);
   if (!view.ok()) return view.status();
   ReadOptions ro;

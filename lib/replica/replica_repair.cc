@@ -235,9 +235,22 @@ class Repairer {
           tombstone_.Add(key, it->value());
           break;
         case KeyKind::kElement:
+          if (!tombstone_done_) {
+            // Every tombstone key of the set comes before its elements.
+            tombstone_.Finish();
+            tombstone_done_ = true;
+          }
           ++element_keys_;
           elements_.AddDot(key.dot);
           keys_digest_ += digest::KeyDigest(key.element, key.dot);
+          // Present: a key the tombstone (if readable: else it is dropped)
+          // does not cover.
+          if ((!tombstone_.clock.has_value() ||
+               !tombstone_.clock->Seen(key.dot)) &&
+              (count_ == 0 || key.element != last_present_)) {
+            ++count_;
+            last_present_.assign(key.element);
+          }
           break;
         default:
           break;
@@ -257,6 +270,9 @@ class Repairer {
     elements_.clear();
     element_keys_ = 0;
     keys_digest_ = 0;
+    count_ = 0;
+    last_present_.clear();
+    tombstone_done_ = false;
     ++report_.sets;
   }
 
@@ -270,8 +286,11 @@ class Repairer {
     ClockChanges all;
     all.TouchClock(clock);
     StoredClock stored;
+    clock_storage::HeaderTrailer trailer;
+    trailer.keys_digest = keys_digest_;
+    trailer.count = count_;
     WriteClock(ks_, set_, kind, clock, all, &stored, batch,
-               kind == StateKind::kClock ? &keys_digest_ : nullptr);
+               kind == StateKind::kClock ? &trailer : nullptr);
   }
 
   // Fixes one set's clock, tombstone and sweep state in one batch, with
@@ -280,7 +299,7 @@ class Repairer {
     report_.element_keys += element_keys_;
     const std::string where = absl::StrCat("set \"", Printable(set_), "\"");
     clock_.Finish();
-    tombstone_.Finish();
+    if (!tombstone_done_) tombstone_.Finish();
     std::optional<Clock>& clock = clock_.clock;
     std::optional<Clock>& tombstone = tombstone_.clock;
     bool drop_sweep_progress = false;
@@ -328,9 +347,13 @@ class Repairer {
         clock->Merge(*tombstone);
         changed = true;
       }
-      // The keys digest (anti-entropy's) must match the keys.
-      if (!clock_.loader.has_keys_digest() ||
-          clock_.loader.keys_digest() != keys_digest_) {
+      // The keys digest (anti-entropy's) and the count must match the keys.
+      const clock_storage::HeaderTrailer& stored = clock_.loader.trailer();
+      if (stored.count != std::optional<uint64_t>(count_)) {
+        ++report_.counts_fixed;
+        changed = true;
+      }
+      if (stored.keys_digest != std::optional<uint64_t>(keys_digest_)) {
         changed = true;
       }
       if (changed) RewriteClock(StateKind::kClock, *clock, batch);
@@ -367,6 +390,9 @@ class Repairer {
   const KeysProgress& progress_;
   uint64_t scanned_ = 0;
   uint64_t keys_digest_ = 0;  // Of the current set's element keys.
+  uint64_t count_ = 0;        // Of its present elements.
+  std::string last_present_;  // The last element counted.
+  bool tombstone_done_ = false;
   RepairReport report_;
   std::unique_ptr<const Snapshot> snapshot_;
   ReadOptions ro_;

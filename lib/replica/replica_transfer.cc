@@ -9,6 +9,7 @@
 #include "bigset/replica/replica.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
+#include "replica/presence_filter.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 
@@ -37,17 +38,59 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   // at a time), not one btree update each.
   WriteBatch batch;
   StateChanges changes;
+  BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, state, &changes));
+  // Elements in ascending order (as senders stream them) are each touched
+  // once: their presence needs no per-write map.
+  bool ascending = true;
+  for (size_t i = 1; i < chunk.size() && ascending; ++i) {
+    ascending = chunk[i - 1].element < chunk[i].element;
+  }
   std::vector<Dot> fresh;
   std::vector<Dot> seen;  // Sent and seen here already: rare.
   uint64_t dots_digest = 0;
   std::string key;  // Reused: one allocation per chunk, not per key.
   for (const ElementDots& e : chunk) {
+    bool first = true;
     for (Dot dot : e.dots) {
       // A seen dot is either stored already or removed here: never write
       // it (that would resurrect a removed element).
       if (state->clock.Seen(dot)) {
         seen.push_back(dot);
         continue;
+      }
+      if (first && options_.keep_counts) {
+        // The element gains a live key: present from now on; was it?
+        first = false;
+        bool was_present = false;
+        const uint64_t hash = PresenceFilter::Hash(e.element);
+        if (ascending) {
+          if (changes.filter == nullptr || changes.filter->MayContain(hash)) {
+            counters_.presence_seeks.fetch_add(1, std::memory_order_relaxed);
+            ++state->presence_seeks;
+            if (changes.elements_it == nullptr) {
+              changes.elements_it = store_->NewIterator(
+                  ReadOptions(), ElementsRange(options_.keyspace, set));
+            }
+            absl::StatusOr<std::vector<Dot>> dots = CurrentDots(
+                changes.elements_it.get(), set, e.element, state->tombstone);
+            if (!dots.ok()) {
+              stripe.cache->Erase(set);
+              return dots.status();
+            }
+            was_present = !dots->empty();
+          }
+        } else {
+          absl::StatusOr<std::vector<Dot>*> live =
+              LiveDots(set, e.element, state, &changes);
+          if (!live.ok()) {
+            stripe.cache->Erase(set);
+            return live.status();
+          }
+          was_present = !(*live)->empty();
+          (*live)->push_back(dot);  // Present from now on.
+        }
+        NotePresent(stripe, set, hash, &changes);
+        Recount(was_present, true, state);
       }
       fresh.push_back(dot);
       key.clear();
@@ -63,6 +106,8 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   }
   std::sort(fresh.begin(), fresh.end());
   if (std::adjacent_find(fresh.begin(), fresh.end()) != fresh.end()) {
+    // The count and filter were changed for a write that is not made.
+    stripe.cache->Erase(set);
     return absl::InvalidArgumentError(
         "a transfer chunk holds one dot under two elements");
   }
@@ -101,6 +146,12 @@ absl::Status Replica::FinishTransfer(std::string_view set,
   WriteBatch batch;
   StateChanges changes;
   if (!state->tombstone.Descends(to_tombstone)) {
+    if (options_.keep_counts) {
+      BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, state, &changes));
+      Clock covered = state->tombstone;
+      covered.Merge(to_tombstone);
+      TombstoneGrew(covered.Descends(state->clock), state, &changes);
+    }
     state->tombstone.Merge(to_tombstone);
     changes.tombstone.TouchClock(to_tombstone);
     changes.tombstone_grew = true;

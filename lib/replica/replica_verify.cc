@@ -196,13 +196,24 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
   // The keys digest a set-clock's header records must be the sum over the
   // set's element keys (anti-entropy compares it).
   uint64_t keys_sum = 0;
+  // So must its count: the elements with a key the tombstone does not
+  // cover.
+  uint64_t present = 0;
+  std::string last_present;
   auto check_digest = [&]() {
     finish_states();
-    if (clock->clock.has_value() && clock->loader.has_keys_digest() &&
-        clock->loader.keys_digest() != keys_sum) {
+    const clock_storage::HeaderTrailer& trailer = clock->loader.trailer();
+    if (clock->clock.has_value() && trailer.keys_digest.has_value() &&
+        *trailer.keys_digest != keys_sum) {
       problem(absl::StrCat(where(),
                            ": keys digest in the set-clock does not match "
                            "the set's element keys"));
+    }
+    if (clock->clock.has_value() && trailer.count.has_value() &&
+        *trailer.count != present) {
+      problem(absl::StrCat(where(), ": count in the set-clock (",
+                           *trailer.count, ") does not match the set's ",
+                           present, " present elements"));
     }
   };
   ParsedKey key;
@@ -218,6 +229,7 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
     if (!in_set || key.set != current_set) {
       if (in_set) check_digest();
       keys_sum = 0;
+      present = 0;
       current_set.assign(key.set);
       in_set = true;
       clock.emplace();
@@ -236,6 +248,12 @@ absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
         finish_states();
         ++report.element_keys;
         keys_sum += digest::KeyDigest(key.element, key.dot);
+        if ((!tombstone->clock.has_value() ||
+             !tombstone->clock->Seen(key.dot)) &&
+            (present == 0 || key.element != last_present)) {
+          ++present;
+          last_present.assign(key.element);
+        }
         if (!clock->clock.has_value()) {
           problem(absl::StrCat(
               where(), ": element key \"", Printable(key.element), "\" ",

@@ -5,6 +5,7 @@
 #define BIGSET_LIB_REPLICA_SET_STATE_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "bigset/core/clock.h"
 #include "replica/stored_clock.h"
@@ -26,6 +27,14 @@ class SetState {
   uint64_t keys_digest = 0;
   uint64_t clock_digest = 0;
   uint64_t set_digest = 0;
+  // Elements present (ReplicaOptions::keep_counts), when known: not known
+  // for a set loaded without a stored count or after a clear that covered
+  // part of it, until a count scan.
+  bool count_known = false;
+  uint64_t count = 0;
+  // Seeks writes made since the state was loaded while the set had no
+  // presence filter: past a share of the count, a scan builds one.
+  uint64_t presence_seeks = 0;
   // Bytes the entry is charged in the clock cache (see ClockCache).
   size_t charge = 0;
 };

@@ -52,39 +52,34 @@ void ClockChanges::TouchSorted(std::span<const Dot> dots) {
 void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                 const Clock& clock, const ClockChanges& changes,
                 StoredClock* stored, WriteBatch* batch,
-                const uint64_t* keys_digest) {
+                const clock_storage::HeaderTrailer* trailer) {
   using clock_storage::SegmentOf;
   std::vector<clock_storage::HeaderEntry> header =
       clock_storage::HeaderOf(clock);
-  // A header written with a keys digest and rewritten without one (digests
-  // no longer kept) loses its trailer.
-  const bool digest_changed =
-      keys_digest != nullptr
-          ? (!stored->has_keys_digest || stored->keys_digest != *keys_digest)
-          : (kind == StateKind::kClock && stored->has_keys_digest);
+  // A header written with a trailer and rewritten without one (digests and
+  // counts no longer kept) loses it.
+  const clock_storage::HeaderTrailer want =
+      trailer != nullptr ? *trailer : clock_storage::HeaderTrailer();
+  const bool trailer_changed = !(stored->trailer == want);
   auto put_header = [&]() {
     std::string key = SetStateKey(keyspace, set, kind);
     if (header.empty()) {
       batch->Delete(key);
     } else {
       std::string value;
-      if (keys_digest != nullptr) {
-        clock_storage::EncodeHeader(header, *keys_digest, &value);
-      } else {
-        clock_storage::EncodeHeader(header, &value);
-      }
+      clock_storage::EncodeHeader(header, want, &value);
       batch->Put(key, value);
     }
     stored->header = std::move(header);
-    stored->has_keys_digest = keys_digest != nullptr && !stored->header.empty();
-    stored->keys_digest = keys_digest != nullptr ? *keys_digest : 0;
+    stored->trailer =
+        stored->header.empty() ? clock_storage::HeaderTrailer() : want;
   };
   if (changes.has_single_ &&
       clock.cloud().Find(changes.single_.actor) == nullptr &&
       !stored->windows.contains(changes.single_.actor)) {
     // One actor's counters, and no cloud of it in memory or on disk: its
     // base moved (or a counter joined it), and no segment can have changed.
-    if (header != stored->header || digest_changed) put_header();
+    if (header != stored->header || trailer_changed) put_header();
     return;
   }
   // Per actor: the counter ranges whose segments may have changed.
@@ -94,7 +89,7 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                                              changes.single_.hi);
   }
   absl::flat_hash_set<ActorId> whole = changes.whole_;
-  if (header != stored->header || digest_changed) {
+  if (header != stored->header || trailer_changed) {
     // A base that moved absorbed (or gave back) the cloud counters between
     // its old and new values.
     auto moved = [&](ActorId actor) {
@@ -197,8 +192,7 @@ struct ClockReader {
       return absl::OkStatus();
     }
     stored->header = loader.header();
-    stored->has_keys_digest = loader.has_keys_digest();
-    stored->keys_digest = loader.keys_digest();
+    stored->trailer = loader.trailer();
     absl::StatusOr<Clock> loaded = loader.Finish();
     if (!loaded.ok()) return loaded.status();
     *clock = std::move(*loaded);

@@ -37,10 +37,10 @@ namespace bigset {
 struct StoredClock {
   std::vector<clock_storage::HeaderEntry> header;
   absl::flat_hash_map<ActorId, absl::btree_set<uint64_t>> windows;
-  // The keys digest in the header's trailer (set-clocks only): absent in a
-  // header written before digests were kept.
-  bool has_keys_digest = false;
-  uint64_t keys_digest = 0;
+  // The header's trailer (set-clocks only): its keys digest is absent in a
+  // header written before digests were kept, its count in one written
+  // before counts were kept or while the count was not known.
+  clock_storage::HeaderTrailer trailer;
 
   bool empty() const { return header.empty() && windows.empty(); }
   size_t MemoryBytes() const;
@@ -96,7 +96,8 @@ class ClockChanges {
   friend void WriteClock(KeyspaceId keyspace, std::string_view set,
                          StateKind kind, const Clock& clock,
                          const ClockChanges& changes, StoredClock* stored,
-                         WriteBatch* batch, const uint64_t* keys_digest);
+                         WriteBatch* batch,
+                         const clock_storage::HeaderTrailer* trailer);
   bool has_single_ = false;
   Run single_;  // While has_single_, the only change.
   absl::flat_hash_map<ActorId, IntervalSet> ranges_;
@@ -107,12 +108,12 @@ class ClockChanges {
 // `clock` (of `kind`, for `set`) match it, for the parts `changes` names
 // and for every actor whose base moved; updates *stored to what the batch
 // leaves on disk. An empty clock has no keys at all. A set-clock passes its
-// keys digest (`keys_digest`, else null): the header is rewritten when it
-// changed too.
+// header trailer (`trailer`, else null for none): the header is rewritten
+// when the trailer changed too.
 void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                 const Clock& clock, const ClockChanges& changes,
                 StoredClock* stored, WriteBatch* batch,
-                const uint64_t* keys_digest = nullptr);
+                const clock_storage::HeaderTrailer* trailer = nullptr);
 
 // Loads the clock of `kind` of `set` with one seek and a scan of its keys.
 // *found is false (and *clock empty) if it has no header key. DataLoss for

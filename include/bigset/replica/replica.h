@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -113,6 +114,17 @@ struct ReplicaOptions {
   // written with it off is counted once per set (a scan of its keys) when
   // opened with it on again.
   bool keep_digests = true;
+  // Keep each set's count (Count in constant time): every write learns
+  // whether the elements it touches were present, from the set's presence
+  // filter or, when the filter cannot tell, with one seek. Off, Count scans
+  // the set and a write reads nothing for it (for benchmarks, and embedders
+  // that never count). A store written with it off is counted once per set
+  // when a count is next needed.
+  bool keep_counts = true;
+  // Upper bound on the memory of the presence filters (about 10 bits per
+  // element of each set that has one). A set without a filter still has an
+  // exact count; its adds then cost a seek each.
+  size_t presence_filter_bytes = 64 << 20;
 };
 
 // What anti-entropy compares of one set (see Replica::Summarize).
@@ -128,6 +140,7 @@ struct SetSummary {
 
 class SetState;
 class ClockCache;
+class PresenceFilter;
 
 struct SweepOptions {
   // Keys read per atomic batch of deletes (and persisted progress).
@@ -283,7 +296,12 @@ class BIGSET_EXPORT Replica {
   absl::StatusOr<RangeResult> Prefix(std::string_view set,
                                      std::string_view prefix, size_t limit,
                                      std::string_view continuation = {});
-  // Number of present elements. Scans the set.
+  // Number of present elements. With ReplicaOptions::keep_counts, the
+  // count kept with the set-clock: constant time, unless the count is not
+  // known (a set written before counts were kept, or after a clear whose
+  // context covered only part of what this replica held): then one scan,
+  // under the set's stripe lock, and the count is known again from then on
+  // (and stored with the next write). Without keep_counts, a scan.
   absl::StatusOr<uint64_t> Count(std::string_view set);
 
   // The set's clock as of now (a copy).
@@ -344,6 +362,9 @@ class BIGSET_EXPORT Replica {
     ~Stripe();
     absl::Mutex mu;
     std::unique_ptr<ClockCache> cache ABSL_PT_GUARDED_BY(mu);
+    // The presence filters of the stripe's sets that have one.
+    absl::flat_hash_map<std::string, std::unique_ptr<PresenceFilter>> filters
+        ABSL_GUARDED_BY(mu);
   };
   class Reader;
   struct Counters {
@@ -362,6 +383,9 @@ class BIGSET_EXPORT Replica {
     std::atomic<uint64_t> sweep_bytes_reclaimed{0};
     std::atomic<uint64_t> sweep_micros{0};
     std::atomic<uint64_t> sweep_errors{0};
+    std::atomic<uint64_t> count_scans{0};
+    std::atomic<uint64_t> presence_seeks{0};
+    std::atomic<uint64_t> presence_filters_dropped{0};
   };
   class Sweeper;
 
@@ -412,10 +436,49 @@ class BIGSET_EXPORT Replica {
   // Applies one op's context to the state and batch (docs/DESIGN.md: seen
   // dots delete their key, unseen dots enter the set-clock). Looks up each
   // key it deletes, so that the keys digest counts only real deletes.
+  // With `live` (the element's live dots, see LiveDots), existence is read
+  // from it and it is kept up to date.
   absl::Status ApplyContext(std::string_view set, std::string_view element,
                             std::span<const Dot> context, SetState* state,
-                            WriteBatch* batch, StateChanges* changes);
+                            WriteBatch* batch, StateChanges* changes,
+                            std::vector<Dot>* live = nullptr);
   void ApplyClear(const Clock& clock, SetState* state, StateChanges* changes);
+  // ---- Counts (docs/DESIGN.md, "Counts").
+  // At the start of a write: the set's presence filter in changes->filter,
+  // made (empty) for a set known to be empty, or built with a count scan
+  // once enough seeks were made without one.
+  absl::Status PrepareLiveness(Stripe& stripe, std::string_view set,
+                               SetState* state, StateChanges* changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  // The live dots of `element` as this write leaves them so far: the
+  // filter's "absent", else one seek; then amended by the write itself.
+  absl::StatusOr<std::vector<Dot>*> LiveDots(std::string_view set,
+                                             std::string_view element,
+                                             SetState* state,
+                                             StateChanges* changes);
+  // An element key is put for the element of presence hash `hash`
+  // (PresenceFilter::Hash): the filter learns it.
+  void NotePresent(Stripe& stripe, std::string_view set, uint64_t hash,
+                   StateChanges* changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  // Adjusts the count after an element went from `was` to `now` present.
+  static void Recount(bool was, bool now, SetState* state);
+  // The tombstone grew: the count is 0 if it now covers every dot that can
+  // have a key (`all_covered`), else not known until a count scan.
+  void TombstoneGrew(bool all_covered, SetState* state, StateChanges* changes);
+  // Counts the set with a scan (and builds its presence filter if the
+  // budget allows). REQUIRES: no uncommitted change in `state`.
+  absl::Status CountScan(Stripe& stripe, std::string_view set, SetState* state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  // Count by a scan of a snapshot, without the stripe lock (no counts kept).
+  absl::StatusOr<uint64_t> ScanCount(std::string_view set);
+  // Makes room for `bytes` more of presence filters, dropping other filters
+  // of the stripe if needed; false if it cannot.
+  bool ReserveFilterBytes(Stripe& stripe, std::string_view set, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  void DropFilter(Stripe& stripe, std::string_view set, StateChanges* changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+
   // Dots of `element` present on the replica now (tombstone filtered).
   absl::StatusOr<std::vector<Dot>> CurrentDots(Iterator* it,
                                                std::string_view set,
@@ -447,6 +510,8 @@ class BIGSET_EXPORT Replica {
   const uint32_t digest_buckets_;
   // Sum (mod 2^64) of the set digests of each bucket's sets.
   std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
+  // Bytes of all presence filters (bounded by presence_filter_bytes).
+  std::atomic<size_t> filter_bytes_{0};
   Counters counters_;
 };
 

@@ -35,6 +35,17 @@ struct ReplicaStats {
   uint64_t sweep_bytes_reclaimed = 0;
   uint64_t sweep_micros = 0;
   uint64_t sweep_errors = 0;
+  // Counts (ReplicaOptions::keep_counts): scans that counted a set whose
+  // count was not known (a store written before counts were kept, or a
+  // clear that covered part of the set), and seeks an add or remove made
+  // to learn whether its element was present (the presence filter could
+  // not tell, or the set had none).
+  uint64_t count_scans = 0;
+  uint64_t presence_seeks = 0;
+  // Memory of the presence filters now, and filters dropped to stay within
+  // ReplicaOptions::presence_filter_bytes.
+  uint64_t presence_filter_bytes = 0;
+  uint64_t presence_filters_dropped = 0;
 };
 
 // Called now and then by long scans (Verify, Repair) with the number of keys
@@ -85,6 +96,9 @@ struct RepairReport {
   uint64_t tombstones_dropped = 0;
   // Sweep-queue entries, snapshots and cursors rewritten or deleted.
   uint64_t sweep_fixes = 0;
+  // Sets whose stored count was missing (written before counts were kept,
+  // or not known) or did not match their keys: rewritten.
+  uint64_t counts_fixed = 0;
   // Undecodable keys deleted.
   uint64_t keys_deleted = 0;
   uint64_t loss_count = 0;

@@ -1,0 +1,65 @@
+// PresenceFilter: an in-memory Bloom filter of the elements of one set that
+// may have live keys, so that an add of an element the filter has never
+// seen knows without a read that the element was absent, and the set's
+// count (docs/DESIGN.md, "Counts") stays exact at no read per insert.
+//
+// The contract the replica keeps: every element that has a live key (one
+// its tombstone does not cover) was added, so MayContain(e) == false means
+// "e has no live key". Elements are never removed; a removed element only
+// costs a false positive (one seek) when it is added again. The filter
+// grows by layers, each larger than the previous one, so that it
+// never needs the set's keys again: 20 bits per element of capacity, each
+// layer four times the previous one, and a false-positive rate near 0.05%
+// per full layer.
+//
+// Thread-safety: not thread-safe; a filter belongs to one set and is used
+// under the set's stripe lock.
+
+#ifndef BIGSET_LIB_REPLICA_PRESENCE_FILTER_H_
+#define BIGSET_LIB_REPLICA_PRESENCE_FILTER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace bigset {
+
+class PresenceFilter {
+ public:
+  // `expected`: elements the first layer holds (at least a small minimum).
+  explicit PresenceFilter(uint64_t expected = 0);
+
+  // The hash every other member takes (computed once per element).
+  static uint64_t Hash(std::string_view element);
+
+  bool MayContain(uint64_t hash) const;
+  void Add(uint64_t hash);
+  // Forgets every element (after a clear that removed all of them).
+  void Reset();
+
+  // Heap bytes of the bit arrays.
+  size_t MemoryBytes() const { return bytes_; }
+  // Bytes the next Add may allocate (0 unless the last layer is full).
+  size_t GrowthBytes() const;
+
+ private:
+  struct Layer {
+    std::vector<uint64_t> words;  // Blocks of kBlockWords words.
+    uint64_t blocks = 0;
+    uint64_t capacity = 0;
+    uint64_t added = 0;
+  };
+  static constexpr uint64_t kBlockWords = 8;  // One 64-byte cache line.
+  static constexpr uint64_t kMinCapacity = 1024;
+  static size_t LayerBytes(uint64_t capacity);
+  void AddLayer(uint64_t capacity);
+
+  uint64_t first_capacity_;
+  std::vector<Layer> layers_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_REPLICA_PRESENCE_FILTER_H_

@@ -1,0 +1,259 @@
+// Counts (docs/DESIGN.md, "Counts"): each set's number of present elements,
+// kept exact by every write in the batch of the change, and the presence
+// filters that let an add know without a read that its element was absent.
+//
+// An element is present iff it has a live key (one whose dot the tombstone
+// does not cover). A write learns each touched element's live dots before
+// it changes them (LiveDots), so it knows whether the element was present
+// before and is after, and adjusts the count by the difference. A grown
+// tombstone hides keys without naming their elements: a clear that covers
+// every dot that can have a key sets the count to 0; any other makes the
+// count unknown until a scan (CountScan) counts the set again.
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "bigset/replica/replica.h"
+#include "core/status_macros.h"
+#include "keys/keys_internal.h"
+#include "replica/presence_filter.h"
+#include "replica/replica_internal.h"
+#include "replica/set_state.h"
+
+namespace bigset {
+
+using replica_internal::SetCorruption;
+
+namespace {
+
+// A set without a filter builds one (with a count scan) after this many
+// seeks, or a quarter of its count if that is more: the scan's cost, spread
+// over the seeks it saves, stays a few key reads per write.
+constexpr uint64_t kMinSeeksBeforeBuild = 256;
+
+}  // namespace
+
+absl::Status Replica::PrepareLiveness(Stripe& stripe, std::string_view set,
+                                      SetState* state, StateChanges* changes) {
+  changes->filter = nullptr;
+  if (!options_.keep_counts) return absl::OkStatus();
+  auto it = stripe.filters.find(ToAbsl(set));
+  if (it != stripe.filters.end()) {
+    changes->filter = it->second.get();
+    return absl::OkStatus();
+  }
+  if (state->count_known && state->count == 0) {
+    // Nothing is present: an empty filter is exact.
+    // (Its bytes are reserved as it grows, in NotePresent.)
+    auto filter = std::make_unique<PresenceFilter>();
+    changes->filter = filter.get();
+    stripe.filters.emplace(std::string(set), std::move(filter));
+    return absl::OkStatus();
+  }
+  const uint64_t threshold = std::max<uint64_t>(
+      kMinSeeksBeforeBuild, state->count_known ? state->count / 4 : 0);
+  if (state->presence_seeks < threshold) return absl::OkStatus();
+  state->presence_seeks = 0;
+  BIGSET_RETURN_IF_ERROR(CountScan(stripe, set, state));
+  it = stripe.filters.find(ToAbsl(set));
+  if (it != stripe.filters.end()) changes->filter = it->second.get();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
+                                                    std::string_view element,
+                                                    SetState* state,
+                                                    StateChanges* changes) {
+  // A write of one element needs no map (the common insert).
+  std::vector<Dot>* dots_out = nullptr;
+  if (changes->one_element) {
+    changes->single_live.clear();
+    dots_out = &changes->single_live;
+  } else {
+    auto [it, inserted] = changes->live.try_emplace(ToAbsl(element));
+    if (!inserted) {
+      changes->element_hash = PresenceFilter::Hash(element);
+      return &it->second;
+    }
+    dots_out = &it->second;
+  }
+  changes->element_hash = PresenceFilter::Hash(element);
+  if (changes->filter != nullptr &&
+      !changes->filter->MayContain(changes->element_hash)) {
+    return dots_out;  // Certainly absent.
+  }
+  counters_.presence_seeks.fetch_add(1, std::memory_order_relaxed);
+  ++state->presence_seeks;
+  if (changes->elements_it == nullptr) {
+    changes->elements_it = store_->NewIterator(
+        ReadOptions(), ElementsRange(options_.keyspace, set));
+  }
+  absl::StatusOr<std::vector<Dot>> dots =
+      CurrentDots(changes->elements_it.get(), set, element, state->tombstone);
+  if (!dots.ok()) {
+    if (!changes->one_element) changes->live.erase(ToAbsl(element));
+    return dots.status();
+  }
+  *dots_out = std::move(*dots);
+  return dots_out;
+}
+
+void Replica::NotePresent(Stripe& stripe, std::string_view set, uint64_t hash,
+                          StateChanges* changes) {
+  PresenceFilter* filter = changes->filter;
+  if (filter == nullptr) return;
+  const size_t growth = filter->GrowthBytes();
+  if (growth > 0) {
+    if (!ReserveFilterBytes(stripe, set, growth)) {
+      // No room to grow: without the filter the set's adds seek.
+      DropFilter(stripe, set, changes);
+      counters_.presence_filters_dropped.fetch_add(1,
+                                                   std::memory_order_relaxed);
+      return;
+    }
+    // Reserved here, accounted by MemoryBytes from now on.
+  }
+  filter->Add(hash);
+}
+
+void Replica::Recount(bool was, bool now, SetState* state) {
+  if (!state->count_known || was == now) return;
+  if (now) {
+    ++state->count;
+  } else {
+    --state->count;
+  }
+}
+
+void Replica::TombstoneGrew(bool all_covered, SetState* state,
+                            StateChanges* changes) {
+  if (!options_.keep_counts) return;
+  if (all_covered) {
+    state->count = 0;
+    state->count_known = true;
+    // No element is present: the filter may forget them all, once the
+    // write is committed (Commit; if it fails, the clear never happened).
+    changes->reset_filter = true;
+  } else {
+    state->count_known = false;
+    state->count = 0;
+  }
+  // Live dots learnt before the tombstone grew may be covered now.
+  changes->live.clear();
+}
+
+absl::Status Replica::CountScan(Stripe& stripe, std::string_view set,
+                                SetState* state) {
+  counters_.count_scans.fetch_add(1, std::memory_order_relaxed);
+  // A new filter: only live elements need to be in it.
+  std::unique_ptr<PresenceFilter> filter;
+  {
+    auto old = stripe.filters.find(ToAbsl(set));
+    if (old != stripe.filters.end()) {
+      filter_bytes_.fetch_sub(old->second->MemoryBytes(),
+                              std::memory_order_relaxed);
+      stripe.filters.erase(old);
+    }
+    // Sized for the count last known; its bytes are reserved as it grows.
+    filter =
+        std::make_unique<PresenceFilter>(state->count_known ? state->count : 0);
+  }
+  ReadOptions ro;
+  ro.fill_cache = false;
+  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
+  const size_t prefix_len = internal::ElementKeyPrefixLength(set);
+  std::string_view element;
+  std::string scratch;
+  std::string last;
+  Dot dot;
+  uint64_t count = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (!internal::DecodeElementKeyAfterPrefix(it->key(), prefix_len, &element,
+                                               &scratch, &dot)) {
+      return SetCorruption(set, "bad element key");
+    }
+    if (state->tombstone.Seen(dot)) continue;
+    if (count > 0 && element == last) continue;
+    ++count;
+    last.assign(element);
+    if (filter != nullptr) {
+      const size_t growth = filter->GrowthBytes();
+      if (growth > 0 && !ReserveFilterBytes(stripe, set, growth)) {
+        filter.reset();
+        counters_.presence_filters_dropped.fetch_add(1,
+                                                     std::memory_order_relaxed);
+      } else {
+        filter->Add(PresenceFilter::Hash(element));
+      }
+    }
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  state->count = count;
+  state->count_known = true;
+  if (filter != nullptr) {
+    // Reserved as it grew; now accounted by the map.
+    stripe.filters.emplace(std::string(set), std::move(filter));
+  }
+  return absl::OkStatus();
+}
+
+bool Replica::ReserveFilterBytes(Stripe& stripe, std::string_view set,
+                                 size_t bytes) {
+  const size_t budget = options_.presence_filter_bytes;
+  if (bytes > budget) return false;
+  if (filter_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <=
+      budget) {
+    return true;
+  }
+  // Over: drop other filters of this stripe (other stripes' filters are
+  // under their own locks) until the new bytes fit.
+  for (auto it = stripe.filters.begin(); it != stripe.filters.end();) {
+    if (it->first == set) {
+      ++it;
+      continue;
+    }
+    filter_bytes_.fetch_sub(it->second->MemoryBytes(),
+                            std::memory_order_relaxed);
+    counters_.presence_filters_dropped.fetch_add(1, std::memory_order_relaxed);
+    stripe.filters.erase(it++);
+    if (filter_bytes_.load(std::memory_order_relaxed) <= budget) return true;
+  }
+  filter_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  return false;
+}
+
+void Replica::DropFilter(Stripe& stripe, std::string_view set,
+                         StateChanges* changes) {
+  auto it = stripe.filters.find(ToAbsl(set));
+  if (it != stripe.filters.end()) {
+    filter_bytes_.fetch_sub(it->second->MemoryBytes(),
+                            std::memory_order_relaxed);
+    stripe.filters.erase(it);
+  }
+  changes->filter = nullptr;
+}
+
+absl::StatusOr<uint64_t> Replica::Count(std::string_view set) {
+  if (!options_.keep_counts || options_.read_only) {
+    return ScanCount(set);  // replica_read.cc
+  }
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  SetState* state = *loaded;
+  if (state->count_known) return state->count;
+  BIGSET_RETURN_IF_ERROR(CountScan(stripe, set, state));
+  if (!closed_.load(std::memory_order_relaxed)) {
+    // Stored, so that the next load knows it.
+    WriteBatch batch;
+    BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, StateChanges()));
+  }
+  return state->count;
+}
+
+}  // namespace bigset

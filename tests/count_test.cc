@@ -1,0 +1,380 @@
+// Counts (docs/DESIGN.md, "Counts"): Replica::Count answers the number of
+// present elements from the count every write keeps, exact through adds of
+// elements with several dots, removes, deltas from other replicas, clears
+// of part of a set, transfers, sweeps, restarts and a presence-filter
+// budget too small to hold the filters. A randomized test against the
+// replicas' own reads, and targeted cases.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bigset/replica/replica.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::MemStore;
+using testing::ReadAll;
+using testing::ReadAllCounted;
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+
+ReplicaOptions Options(KeyspaceId ks, size_t filter_bytes = 64 << 20) {
+  ReplicaOptions o;
+  o.keyspace = ks;
+  o.lock_stripes = 2;
+  o.clock_cache_bytes = 4096;  // Small: states are evicted and reloaded.
+  o.presence_filter_bytes = filter_bytes;
+  return o;
+}
+
+std::unique_ptr<Replica> Open(Store* store, const ReplicaOptions& o) {
+  auto r = Replica::Open(store, o);
+  REQUIRE(r.ok());
+  return std::move(*r);
+}
+
+uint64_t CountOf(Replica& r, std::string_view set) {
+  auto c = r.Count(set);
+  REQUIRE(c.ok());
+  return *c;
+}
+
+Delta Add(Replica& r, std::string_view set, std::string element) {
+  UpdateOp op = UpdateOp::Add(std::move(element));
+  auto d = r.Update(set, std::span(&op, 1));
+  REQUIRE(d.ok());
+  return *d;
+}
+
+// Moves every element of `set` from `from` to `to` as a hand-off does, in
+// chunks of `chunk` elements (shuffled if `shuffle`).
+void Transfer(Replica& from, Replica& to, std::string_view set, size_t chunk,
+              bool shuffle, Rng& rng) {
+  auto clock = from.GetClock(set);
+  REQUIRE(clock.ok());
+  std::vector<ElementDots> all = ReadAll(from, set);
+  if (shuffle) std::shuffle(all.begin(), all.end(), rng);
+  Clock tracker;
+  for (size_t i = 0; i < all.size(); i += chunk) {
+    std::vector<ElementDots> part(
+        all.begin() + i, all.begin() + std::min(all.size(), i + chunk));
+    REQUIRE(to.ApplyTransferChunk(set, part, &tracker).ok());
+  }
+  REQUIRE(to.FinishTransfer(set, *clock, tracker).ok());
+}
+
+TEST_CASE("count: concurrent adds of one element from different replicas") {
+  MemStore mem;
+  auto a = Open(mem.store.get(), Options(1));
+  auto b = Open(mem.store.get(), Options(2));
+  auto c = Open(mem.store.get(), Options(3));
+  Delta da = Add(*a, "s", "x");
+  Delta db = Add(*b, "s", "x");
+  Delta dc = Add(*c, "s", "x");
+  Add(*a, "s", "y");
+  for (const Delta& d : {db, dc}) REQUIRE(a->Apply(d).ok());
+  REQUIRE(b->Apply(da).ok());
+  // x has three dots on a: one element.
+  CHECK(ReadAllCounted(*a, "s").size() == 2);
+  CHECK(ReadAll(*a, "s")[0].dots.size() == 3);
+  CHECK(CountOf(*a, "s") == 2);
+  CHECK(CountOf(*b, "s") == 1);
+  // A delta applied twice counts once.
+  REQUIRE(a->Apply(db).ok());
+  CHECK(CountOf(*a, "s") == 2);
+  CHECK(a->stats().count_scans == 0);
+}
+
+TEST_CASE("count: a remove of an element with several dots") {
+  MemStore mem;
+  auto a = Open(mem.store.get(), Options(1));
+  auto b = Open(mem.store.get(), Options(2));
+  Delta d1 = Add(*a, "s", "x");
+  Delta d2 = Add(*b, "s", "x");
+  REQUIRE(a->Apply(d2).ok());
+  Add(*a, "s", "x");  // A third dot, from a again.
+  REQUIRE(CountOf(*a, "s") == 1);
+  // A remove that saw two of the three dots leaves x present.
+  UpdateOp rm;
+  rm.kind = UpdateOp::Kind::kRemove;
+  rm.element = "x";
+  rm.context = {*d1.ops[0].add, *d2.ops[0].add};
+  REQUIRE(a->Update("s", std::span(&rm, 1)).ok());
+  CHECK(CountOf(*a, "s") == 1);
+  CHECK(ReadAllCounted(*a, "s").size() == 1);
+  // The same remove again changes nothing; one with the replica's context
+  // removes the last dot.
+  REQUIRE(a->Update("s", std::span(&rm, 1)).ok());
+  CHECK(CountOf(*a, "s") == 1);
+  rm.context.clear();
+  rm.context_from_replica = true;
+  REQUIRE(a->Update("s", std::span(&rm, 1)).ok());
+  CHECK(CountOf(*a, "s") == 0);
+  CHECK(ReadAllCounted(*a, "s").empty());
+}
+
+TEST_CASE("count: a clear with a partial context is counted once, exactly") {
+  MemStore mem;
+  auto a = Open(mem.store.get(), Options(1));
+  for (int i = 0; i < 100; ++i) Add(*a, "s", absl::StrCat("old", i));
+  auto seen = a->GetClock("s");
+  REQUIRE(seen.ok());
+  for (int i = 0; i < 30; ++i) Add(*a, "s", absl::StrCat("new", i));
+  Add(*a, "s", "old7");  // A second dot the clear did not see: survives.
+  REQUIRE(CountOf(*a, "s") == 131 - 1);
+  REQUIRE(a->Clear("s", *seen).ok());
+  const uint64_t scans = a->stats().count_scans;
+  CHECK(CountOf(*a, "s") == 31);
+  CHECK(a->stats().count_scans == scans + 1);  // The one scan.
+  CHECK(CountOf(*a, "s") == 31);
+  CHECK(a->stats().count_scans == scans + 1);  // Known again.
+  CHECK(ReadAllCounted(*a, "s").size() == 31);
+  // A clear of everything seen: 0, with no scan.
+  auto all = a->GetClock("s");
+  REQUIRE(all.ok());
+  REQUIRE(a->Clear("s", *all).ok());
+  CHECK(CountOf(*a, "s") == 0);
+  CHECK(a->stats().count_scans == scans + 1);
+  // The sweep deletes covered keys: the count does not move.
+  Add(*a, "s", "after");
+  for (int i = 0; i < 10; ++i) REQUIRE(a->SweepSome(1000).ok());
+  CHECK(CountOf(*a, "s") == 1);
+  auto report = a->Verify();
+  REQUIRE(report.ok());
+  CHECK(report->ok());
+}
+
+TEST_CASE("count: a hand-off into a replica that holds part of the set") {
+  Rng rng(7);
+  MemStore mem;
+  auto from = Open(mem.store.get(), Options(1));
+  auto to = Open(mem.store.get(), Options(2));
+  std::vector<Delta> deltas;
+  for (int i = 0; i < 200; ++i) {
+    deltas.push_back(Add(*from, "s", absl::StrCat("e", i % 150)));
+  }
+  // `to` has a third of the deltas, and one element of its own.
+  for (size_t i = 0; i < deltas.size(); i += 3) {
+    REQUIRE(to->Apply(deltas[i]).ok());
+  }
+  Add(*to, "s", "mine");
+  // An element removed at the sender after `to` saw it.
+  UpdateOp rm;
+  rm.kind = UpdateOp::Kind::kRemove;
+  rm.element = "e0";
+  rm.context_from_replica = true;
+  REQUIRE(from->Update("s", std::span(&rm, 1)).ok());
+  Transfer(*from, *to, "s", 16, /*shuffle=*/false, rng);
+  CHECK(ReadAllCounted(*to, "s").size() == 150);  // 149 + "mine".
+  // Again, in shuffled chunks: nothing changes.
+  Transfer(*from, *to, "s", 7, /*shuffle=*/true, rng);
+  CHECK(ReadAllCounted(*to, "s").size() == 150);
+}
+
+TEST_CASE("count: stored, reloaded, and counted once for an old store") {
+  MemStore mem;
+  {
+    ReplicaOptions o = Options(1);
+    o.keep_counts = false;  // As a store written before counts.
+    auto a = Open(mem.store.get(), o);
+    for (int i = 0; i < 50; ++i) Add(*a, "s", absl::StrCat("e", i));
+    REQUIRE(a->Close().ok());
+  }
+  {
+    auto a = Open(mem.store.get(), Options(1));
+    CHECK(CountOf(*a, "s") == 50);
+    CHECK(a->stats().count_scans == 1);
+    REQUIRE(a->Close().ok());
+  }
+  auto a = Open(mem.store.get(), Options(1));
+  CHECK(CountOf(*a, "s") == 50);
+  CHECK(a->stats().count_scans == 0);  // Stored by the first count.
+  Add(*a, "s", "e1");                  // Present already.
+  Add(*a, "s", "e50");
+  CHECK(CountOf(*a, "s") == 51);
+  CHECK(CountOf(*a, "never written") == 0);
+}
+
+TEST_CASE("count: Verify reports a wrong stored count and Repair fixes it") {
+  MemStore mem;
+  {
+    auto a = Open(mem.store.get(), Options(1));
+    for (int i = 0; i < 20; ++i) Add(*a, "s", absl::StrCat("e", i));
+    // An element key written behind the replica's back (its dot seen by
+    // the clock: a next counter of the replica's own actor would not be).
+    auto clock = a->GetClock("s");
+    REQUIRE(clock.ok());
+    WriteBatch b;
+    b.Put(ElementKey(1, "s", "ghost", Dot{a->actor(), 3}), "");
+    REQUIRE(mem.store->Write(WriteOptions(), b).ok());
+    auto report = a->Verify();
+    REQUIRE(report.ok());
+    CHECK(!report->ok());
+    bool named = false;
+    for (const std::string& p : report->problems) {
+      named |= p.find("count in the set-clock (20)") != std::string::npos;
+    }
+    CHECK(named);
+    REQUIRE(a->Close().ok());
+  }
+  auto repaired = Replica::Repair(mem.store.get(), Options(1));
+  REQUIRE(repaired.ok());
+  CHECK(repaired->counts_fixed == 1);
+  auto a = Open(mem.store.get(), Options(1));
+  CHECK(CountOf(*a, "s") == 21);
+  CHECK(a->stats().count_scans == 0);
+  auto report = a->Verify();
+  REQUIRE(report.ok());
+  CHECK(report->ok());
+}
+
+// Three replicas of two sets: random local updates (adds, blind re-adds,
+// removes with the replica's context or a stale one), their deltas
+// delivered late, out of order and twice, clears with a current or an old
+// clock, sweeps, transfers (in order and shuffled), restarts; one replica
+// with a filter budget too small for its filters. After every step each
+// replica's Count equals its own read.
+TEST_CASE("count: randomized, every path, against each replica's read") {
+  for (uint64_t seed : Seeds(6)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    MemStore mem;
+    std::vector<ReplicaOptions> options = {Options(1), Options(2),
+                                           Options(3, 4096)};
+    std::vector<std::unique_ptr<Replica>> r;
+    for (const ReplicaOptions& o : options)
+      r.push_back(Open(mem.store.get(), o));
+    const std::vector<std::string> sets = {"a", "b"};
+    struct InFlight {
+      size_t to;
+      Delta delta;
+    };
+    std::deque<InFlight> flight;
+    std::vector<Clock> old_clocks;
+    auto element = [&]() { return absl::StrCat("e", Uniform(rng, 0, 60)); };
+    for (int step = 0; step < 400; ++step) {
+      CAPTURE(step);
+      const size_t i = Uniform(rng, 0, 2);
+      const std::string& set = sets[Uniform(rng, 0, 1)];
+      std::optional<Delta> made;
+      switch (Uniform(rng, 0, 9)) {
+        case 0:
+        case 1:
+        case 2: {  // Adds (some of present elements), a remove or two.
+          std::vector<UpdateOp> ops;
+          for (int k = 0, n = static_cast<int>(Uniform(rng, 1, 5)); k < n;
+               ++k) {
+            if (Uniform(rng, 0, 3) == 0) {
+              UpdateOp rm;
+              rm.kind = UpdateOp::Kind::kRemove;
+              rm.element = element();
+              rm.context_from_replica = true;
+              ops.push_back(rm);
+            } else {
+              UpdateOp add = UpdateOp::Add(element());
+              add.context_from_replica = Uniform(rng, 0, 1) == 0;
+              ops.push_back(add);
+            }
+          }
+          auto d = r[i]->Update(set, ops);
+          REQUIRE(d.ok());
+          made = *d;
+          break;
+        }
+        case 3: {  // A remove with a context read earlier (maybe stale).
+          std::vector<ElementDots> all = ReadAll(*r[i], set);
+          if (all.empty()) break;
+          const ElementDots& e = all[Uniform(rng, 0, all.size() - 1)];
+          UpdateOp rm;
+          rm.kind = UpdateOp::Kind::kRemove;
+          rm.element = e.element;
+          rm.context = e.dots;
+          if (rm.context.size() > 1 && Uniform(rng, 0, 1) == 0) {
+            rm.context.pop_back();  // Saw only some dots.
+          }
+          auto d = r[i]->Update(set, std::span(&rm, 1));
+          REQUIRE(d.ok());
+          made = *d;
+          break;
+        }
+        case 4:
+        case 5: {  // Deliver a delta (sometimes twice).
+          if (flight.empty()) break;
+          const size_t k = Uniform(rng, 0, flight.size() - 1);
+          InFlight f = flight[k];
+          if (Uniform(rng, 0, 3) != 0) flight.erase(flight.begin() + k);
+          REQUIRE(r[f.to]->Apply(f.delta).ok());
+          break;
+        }
+        case 6: {  // A clear: of the clock now, or of one seen earlier.
+          auto clock = r[i]->GetClock(set);
+          REQUIRE(clock.ok());
+          old_clocks.push_back(*clock);
+          Clock c = *clock;
+          if (Uniform(rng, 0, 1) == 0) {
+            c = old_clocks[Uniform(rng, 0, old_clocks.size() - 1)];
+            // Only events this replica generated or saw may be claimed.
+            c = Clock::Intersection(c, *clock);
+          }
+          auto d = r[i]->Clear(set, c);
+          REQUIRE(d.ok());
+          made = *d;
+          break;
+        }
+        case 7: {
+          REQUIRE(r[i]->SweepSome(Uniform(rng, 1, 50)).ok());
+          break;
+        }
+        case 8: {  // A transfer (anti-entropy or a hand-off) to another.
+          const size_t j = (i + Uniform(rng, 1, 2)) % 3;
+          Transfer(*r[i], *r[j], set, Uniform(rng, 1, 20),
+                   Uniform(rng, 0, 3) == 0, rng);
+          break;
+        }
+        default: {  // A restart (clean or not).
+          if (Uniform(rng, 0, 1) == 0) REQUIRE(r[i]->Close().ok());
+          r[i].reset();
+          r[i] = Open(mem.store.get(), options[i]);
+          break;
+        }
+      }
+      if (made.has_value()) {
+        for (size_t to = 0; to < 3; ++to) {
+          if (to != i) flight.push_back({to, *made});
+        }
+      }
+      for (size_t k = 0; k < 3; ++k) {
+        CAPTURE(k);
+        for (const std::string& s : sets) ReadAllCounted(*r[k], s);
+      }
+    }
+    // Everything delivered: the replicas agree, and so do their counts.
+    while (!flight.empty()) {
+      REQUIRE(r[flight.front().to]->Apply(flight.front().delta).ok());
+      flight.pop_front();
+    }
+    for (const std::string& s : sets) {
+      CAPTURE(s);
+      const size_t n = ReadAllCounted(*r[0], s).size();
+      for (size_t k = 1; k < 3; ++k)
+        CHECK(ReadAllCounted(*r[k], s).size() == n);
+    }
+    for (auto& replica : r) {
+      auto report = replica->Verify();
+      REQUIRE(report.ok());
+      INFO((report->problems.empty() ? "" : report->problems[0]));
+      CHECK(report->ok());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bigset
