@@ -372,5 +372,174 @@ TEST_CASE("sim: timers a node sets while it opens fire (regression)") {
   CHECK(sim->node(victim)->stats().sweep_keys_deleted == 40);
 }
 
+// ---- Counts.
+
+uint64_t CountsAgreed(Simulator& sim) {
+  uint64_t n = 0;
+  for (NodeId id : sim.node_ids()) {
+    if (sim.node(id) != nullptr) n += sim.node(id)->stats().counts_agreed;
+  }
+  return n;
+}
+
+uint64_t CountsMerged(Simulator& sim) {
+  uint64_t n = 0;
+  for (NodeId id : sim.node_ids()) {
+    if (sim.node(id) != nullptr) n += sim.node(id)->stats().counts_merged;
+  }
+  return n;
+}
+
+TEST_CASE("cluster: counts of agreeing replicas need no read; others merge") {
+  auto sim = MakeSim(21);
+  const std::string set = "counted";
+  const uint32_t p = sim->ring().PartitionOf(set);
+  const auto pl = sim->ring().PreferenceList(p);
+  ClusterReadOptions all;
+  all.r = 3;
+  // No replica holds the set: they agree on 0.
+  auto none = sim->Count(pl[0], set, all);
+  REQUIRE(none.ok());
+  CHECK(*none == 0);
+  CHECK(CountsAgreed(*sim) == 1);
+  // Written to every replica: they agree, without a read.
+  ClusterWriteOptions every;
+  every.w = 3;
+  std::vector<UpdateOp> ops;
+  for (int i = 0; i < 300; ++i) ops.push_back(UpdateOp::Add(absl::StrCat(i)));
+  REQUIRE(sim->Update(pl[1], set, ops, every).ok());
+  sim->RunUntilIdle();
+  auto agreed = sim->Count(pl[2], set, all);
+  REQUIRE(agreed.ok());
+  CHECK(*agreed == 300);
+  CHECK(CountsAgreed(*sim) == 2);
+  CHECK(CountsMerged(*sim) == 0);
+  // A replica misses writes: the replicas differ, and the count is what a
+  // merged read returns (which repairs the replica).
+  REQUIRE(sim->Crash(pl[0]).ok());
+  REQUIRE(
+      sim->Update(pl[1], set, {UpdateOp::Add("late1"), UpdateOp::Add("late2")})
+          .ok());
+  auto c = sim->Count(pl[1], set);  // R=2 of the two that hold everything.
+  REQUIRE(c.ok());
+  CHECK(*c == 302);
+  sim->RunUntilIdle();
+  REQUIRE(sim->Restart(pl[0]).ok());
+  const uint64_t merged_before = CountsMerged(*sim);
+  auto merged = sim->Count(pl[1], set, all);
+  REQUIRE(merged.ok());
+  CHECK(*merged == 302);
+  CHECK(CountsMerged(*sim) == merged_before + 1);
+  sim->RunUntilIdle();
+  // The merged read repaired it: they agree again.
+  const uint64_t agreed_before = CountsAgreed(*sim);
+  auto again = sim->Count(pl[0], set, all);
+  REQUIRE(again.ok());
+  CHECK(*again == 302);
+  CHECK(CountsAgreed(*sim) == agreed_before + 1);
+  // Replicas that each hold one element the other lacks: equal counts,
+  // different sets, so not an agreement.
+  const std::string twins = "twins";
+  const auto tl = sim->ring().PreferenceList(sim->ring().PartitionOf(twins));
+  ClusterWriteOptions one;
+  one.w = 1;
+  REQUIRE(sim->Crash(tl[1]).ok());
+  REQUIRE(sim->Crash(tl[2]).ok());
+  REQUIRE(sim->Update(tl[0], twins, {UpdateOp::Add("x")}, one).ok());
+  REQUIRE(sim->Crash(tl[0]).ok());
+  REQUIRE(sim->Restart(tl[1]).ok());
+  REQUIRE(sim->Update(tl[1], twins, {UpdateOp::Add("y")}, one).ok());
+  REQUIRE(sim->Restart(tl[0]).ok());
+  ClusterReadOptions two;
+  two.r = 2;
+  auto twin_count = sim->Count(tl[0], twins, two);
+  REQUIRE(twin_count.ok());
+  CHECK(*twin_count == 2);
+  REQUIRE(sim->Restart(tl[2]).ok());
+  sim->RunUntilIdle();
+  // Too few replicas: a clear error.
+  REQUIRE(sim->Crash(pl[1]).ok());
+  CHECK_FALSE(sim->Count(pl[0], set, all).ok());
+  ClusterReadOptions bad;
+  bad.r = 4;
+  CHECK(sim->Count(pl[0], set, bad).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("cluster: counts equal merged reads under faults (randomized)") {
+  for (uint64_t seed : Seeds(3)) {
+    CAPTURE(seed);
+    auto sim = MakeSim(seed * 7919 + 3);
+    Rng rng(seed);
+    const std::vector<std::string> sets = {"a", "b", "c"};
+    std::set<NodeId> down;
+    uint64_t agreed = 0;
+    uint64_t merged = 0;
+    const auto ids = sim->node_ids();
+    auto up_node = [&]() {
+      for (;;) {
+        NodeId n = ids[Uniform(rng, 0, ids.size() - 1)];
+        if (!down.count(n)) return n;
+      }
+    };
+    for (int step = 0; step < 120; ++step) {
+      const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+      const uint64_t action = Uniform(rng, 0, 99);
+      if (action < 55) {
+        std::vector<UpdateOp> ops;
+        const int n = static_cast<int>(Uniform(rng, 1, 20));
+        for (int i = 0; i < n; ++i) {
+          ops.push_back(UpdateOp::Add(absl::StrCat(Uniform(rng, 0, 200))));
+        }
+        ClusterWriteOptions wo;
+        wo.w = static_cast<int>(Uniform(rng, 1, 2));
+        (void)sim->Update(up_node(), set, ops, wo);
+      } else if (action < 70) {
+        auto m = sim->ContainsAll(up_node(), set,
+                                  {absl::StrCat(Uniform(rng, 0, 200))});
+        if (m.ok() && !m->elements[0].dots.empty()) {
+          (void)sim->Update(
+              up_node(), set,
+              {UpdateOp::Remove(m->elements[0].element, m->elements[0].dots)});
+        }
+      } else if (action < 74) {
+        auto r = sim->Read(up_node(), set);
+        if (r.ok()) (void)sim->Clear(up_node(), set, r->clock);
+      } else if (action < 82 && down.size() < 1) {
+        const NodeId victim = up_node();
+        REQUIRE(
+            (Uniform(rng, 0, 1) ? sim->Crash(victim) : sim->PowerLoss(victim))
+                .ok());
+        down.insert(victim);
+      } else if (action < 90 && !down.empty()) {
+        REQUIRE(sim->Restart(*down.begin()).ok());
+        down.clear();
+      } else {
+        // Checkpoint: with every node up, a count with R=3 equals the size
+        // of the merged read that follows it (the count's own merged read,
+        // if any, repaired the replicas; merging again changes nothing).
+        for (NodeId n : down) REQUIRE(sim->Restart(n).ok());
+        down.clear();
+        sim->RunUntilIdle();
+        ClusterReadOptions all;
+        all.r = 3;
+        const NodeId via = up_node();
+        const Node::Stats before = sim->node(via)->stats();
+        auto count = sim->Count(via, set, all);
+        REQUIRE(count.ok());
+        const Node::Stats after = sim->node(via)->stats();
+        agreed += after.counts_agreed - before.counts_agreed;
+        merged += after.counts_merged - before.counts_merged;
+        auto read = sim->Read(up_node(), set, all);
+        REQUIRE(read.ok());
+        CHECK(*count == read->elements.size());
+      }
+    }
+    // Both paths ran.
+    CHECK(agreed > 0);
+    CHECK(merged > 0);
+  }
+}
+
 }  // namespace
 }  // namespace bigset

@@ -149,6 +149,19 @@ Message RandomMessage(Rng& rng) {
     case MessageType::kRingEpoch:
       m.epoch = rng();
       break;
+    case MessageType::kCount:
+      m.set = AdversarialBytes(rng, 6);
+      break;
+    case MessageType::kCountReply:
+      if (Uniform(rng, 0, 1)) {
+        m.status = err;
+      } else {
+        m.found = Uniform(rng, 0, 1);
+        m.count = rng() >> Uniform(rng, 0, 63);
+        m.digest = rng();
+        m.tombstone_digest = rng();
+      }
+      break;
     case MessageType::kRead:
       m.set = AdversarialBytes(rng, 6);
       if (Uniform(rng, 0, 1)) m.bounds.start = AdversarialBytes(rng, 4);
@@ -286,6 +299,9 @@ TEST_CASE("message: round trip, truncation and garbage") {
       CHECK(back->versions == m.versions);
       CHECK(back->states == m.states);
       CHECK(back->applied_by == m.applied_by);
+      CHECK(back->found == m.found);
+      CHECK(back->count == m.count);
+      CHECK(back->tombstone_digest == m.tombstone_digest);
       REQUIRE(back->summaries.size() == m.summaries.size());
       for (size_t k = 0; k < m.summaries.size(); ++k) {
         CHECK(back->summaries[k].set == m.summaries[k].set);

@@ -16,6 +16,13 @@ ReplicaView View(Simulator& sim, NodeId node, const std::string& set) {
   for (ElementDots& e : ReadAll(*r, set, 1000, &v.clock)) {
     v.value[e.element].insert(e.dots.begin(), e.dots.end());
   }
+  // The replica's kept count must match what it holds, whatever repaired it
+  // (anti-entropy pushes, hints, read repair, sweeps).
+  absl::StatusOr<uint64_t> count = r->Count(set);
+  REQUIRE(count.ok());
+  INFO("node " << node << " set " << set << ": count " << *count << ", read "
+               << v.value.size());
+  REQUIRE(*count == v.value.size());
   return v;
 }
 

@@ -87,6 +87,7 @@ class CoordinatorHost {
   virtual void FinishWrite(uint64_t id) = 0;
   virtual void FinishRead(uint64_t id) = 0;
   virtual void FinishQuery(uint64_t id) = 0;
+  virtual void FinishCount(uint64_t id) = 0;
   // Read replies carry the request id of one fold; these route a fold's
   // replies to the read coordinator that opened it.
   virtual void RouteFold(uint64_t fold_id, uint64_t read_id) = 0;

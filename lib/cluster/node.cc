@@ -262,6 +262,7 @@ void Node::Impl::FinishWrite(uint64_t id) {
 void Node::Impl::FinishRead(uint64_t id) { reads_.erase(id); }
 
 void Node::Impl::FinishQuery(uint64_t id) { queries_.erase(id); }
+void Node::Impl::FinishCount(uint64_t id) { counts_.erase(id); }
 
 void Node::Impl::RouteFold(uint64_t fold_id, uint64_t read_id) {
   fold_routes_[fold_id] = read_id;
@@ -446,6 +447,14 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
     case MessageType::kQuery:
       service_.HandleQuery(from, m);
       break;
+    case MessageType::kCount:
+      service_.HandleCount(from, m);
+      break;
+    case MessageType::kCountReply: {
+      auto it = counts_.find(m.header.request_id);
+      if (it != counts_.end()) it->second->OnReply(from, m);
+      break;
+    }
     case MessageType::kUpdateReply: {
       auto it = writes_.find(m.header.request_id);
       if (it != writes_.end()) it->second->OnUpdateReply(from, m);
@@ -562,6 +571,34 @@ void Node::Impl::ContainsAll(
   raw->Start();
 }
 
+void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
+                       std::function<void(absl::StatusOr<uint64_t>)> done) {
+  if (options.r < 1 || options.r > ring().n()) {
+    done(absl::InvalidArgumentError("r must be in [1, n]"));
+    return;
+  }
+  const uint64_t id = NextRequestId();
+  auto op = std::make_unique<CountCoordinator>(
+      this, id, std::string(set), options,
+      [this, set = std::string(set), options, done = std::move(done)](
+          absl::StatusOr<std::optional<uint64_t>> agreed) mutable {
+        if (!agreed.ok()) {
+          done(agreed.status());
+        } else if (agreed->has_value()) {
+          ++stats_.counts_agreed;
+          done(**agreed);
+        } else {
+          // The replicas differ: count what a merged read returns.
+          ++stats_.counts_merged;
+          StartRead(set, options, ElementBounds(), 0,
+                    NewCountSink(std::move(done)));
+        }
+      });
+  CountCoordinator* raw = op.get();
+  counts_[id] = std::move(op);
+  raw->Start();
+}
+
 // ---- Node (the public face).
 
 absl::StatusOr<std::unique_ptr<Node>> Node::Open(NodeId id, const Ring& ring,
@@ -642,8 +679,7 @@ void Node::Range(std::string_view set, const RangeQuery& query,
 
 void Node::Count(std::string_view set, const ClusterReadOptions& options,
                  std::function<void(absl::StatusOr<uint64_t>)> done) {
-  impl_->StartRead(set, options, ElementBounds(), 0,
-                   NewCountSink(std::move(done)));
+  impl_->Count(set, options, std::move(done));
 }
 
 void Node::ContainsAll(std::string_view set, std::vector<std::string> elements,

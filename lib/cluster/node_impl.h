@@ -29,6 +29,7 @@
 #include "bigset/cluster/node.h"
 #include "cluster/anti_entropy.h"
 #include "cluster/coordinator_host.h"
+#include "cluster/count_coordinator.h"
 #include "cluster/handoff.h"
 #include "cluster/query_coordinator.h"
 #include "cluster/read_coordinator.h"
@@ -89,6 +90,7 @@ class Node::Impl final : public CoordinatorHost {
   void FinishWrite(uint64_t id) override;
   void FinishRead(uint64_t id) override;
   void FinishQuery(uint64_t id) override;
+  void FinishCount(uint64_t id) override;
   void RouteFold(uint64_t fold_id, uint64_t read_id) override;
   void RouteWrite(uint64_t extra_id, uint64_t write_id) override;
   void UnrouteWrite(uint64_t extra_id) override;
@@ -106,6 +108,8 @@ class Node::Impl final : public CoordinatorHost {
   void StartRead(std::string_view set, const ClusterReadOptions& options,
                  ElementBounds bounds, size_t limit,
                  std::unique_ptr<ReadSink> sink);
+  void Count(std::string_view set, const ClusterReadOptions& options,
+             std::function<void(absl::StatusOr<uint64_t>)> done);
   void ContainsAll(std::string_view set, std::vector<std::string> elements,
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);
@@ -161,6 +165,7 @@ class Node::Impl final : public CoordinatorHost {
   // Extra deltas' request ids -> the write replicating them.
   absl::flat_hash_map<uint64_t, uint64_t> write_routes_;
   std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
+  std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts_;
   Node::Stats stats_;
 };
 

@@ -208,6 +208,26 @@ void ReplicaService::HandleQuery(NodeId from, Message& m) {
   Reply(from, reply);
 }
 
+void ReplicaService::HandleCount(NodeId from, Message& m) {
+  Message reply = ReplyTo(m, MessageType::kCountReply);
+  Replica* replica = host_->ServingReplica(m.header.partition);
+  if (replica == nullptr) {
+    reply.status = NotAReplica(host_->node_id(), m.header.partition);
+    host_->TellMoved(from, m.header.partition);
+  } else {
+    absl::StatusOr<SetCount> count = replica->CountSummary(m.set);
+    if (count.ok()) {
+      reply.found = count->found;
+      reply.count = count->count;
+      reply.digest = count->digest;
+      reply.tombstone_digest = count->tombstone_digest;
+    } else {
+      reply.status = count.status();
+    }
+  }
+  Reply(from, reply);
+}
+
 void ReplicaService::HandleRead(NodeId from, Message& m) {
   const FoldKey key{from, m.header.request_id};
   auto existing = folds_.find(key);

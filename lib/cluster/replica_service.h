@@ -53,6 +53,8 @@ class ReplicaService {
   void HandleStopFold(NodeId from, const Message& m);
   void HandleKeepFold(NodeId from, const Message& m);
   void HandleQuery(NodeId from, Message& m);
+  // kCount: the set's count and digest (Replica::CountSummary).
+  void HandleCount(NodeId from, Message& m);
 
   // Drops every fold (their snapshots) now.
   void Clear();

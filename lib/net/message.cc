@@ -301,6 +301,10 @@ const char* MessageTypeName(MessageType type) {
       return "AePushAck";
     case MessageType::kMembership:
       return "Membership";
+    case MessageType::kCount:
+      return "Count";
+    case MessageType::kCountReply:
+      return "CountReply";
   }
   return "Unknown";
 }
@@ -461,6 +465,18 @@ void Message::EncodeTo(std::string* dst) const {
       break;
     case MessageType::kRingEpoch:
       coding::PutVarint64(dst, epoch);
+      break;
+    case MessageType::kCount:
+      coding::PutLengthPrefixed(dst, set);
+      break;
+    case MessageType::kCountReply:
+      PutStatus(dst, status);
+      if (status.ok()) {
+        dst->push_back(static_cast<char>(found ? 1 : 0));
+        coding::PutVarint64(dst, count);
+        coding::PutFixed64BE(dst, digest);
+        coding::PutFixed64BE(dst, tombstone_digest);
+      }
       break;
     case MessageType::kAeDigest:
       coding::PutFixed64BE(dst, digest);
@@ -631,6 +647,18 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     case MessageType::kRingEpoch:
       ok = d.Varint(&m.epoch);
       break;
+    case MessageType::kCount:
+      ok = d.String(&m.set);
+      break;
+    case MessageType::kCountReply: {
+      uint8_t found = 0;
+      ok = d.Status(&m.status);
+      if (!ok || !m.status.ok()) break;
+      ok = d.Byte(&found) && found <= 1 && d.Varint(&m.count) &&
+           d.Fixed64(&m.digest) && d.Fixed64(&m.tombstone_digest);
+      m.found = found == 1;
+      break;
+    }
     case MessageType::kAeDigest:
       ok = d.Fixed64(&m.digest) && d.Varint(&m.index);
       break;

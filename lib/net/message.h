@@ -19,6 +19,9 @@
 //   kStopFold
 //   kKeepFold                       (none: keeps an idle fold from expiring)
 //   kQuery (set, elements)          kQueryReply (status, clock, elements)
+//   kCount (set)                    kCountReply (status, found, count, set
+//                                    and tombstone digests: see
+//                                    Replica::CountSummary)
 //   kRepair (delta)                 (none: repairs are idempotent and
 //                                    re-found by the next read)
 //
@@ -114,8 +117,10 @@ enum class MessageType : uint8_t {
   kAePush = 29,
   kAePushAck = 30,
   kMembership = 31,
+  kCount = 32,
+  kCountReply = 33,
 };
-inline constexpr uint8_t kMaxMessageType = 31;
+inline constexpr uint8_t kMaxMessageType = 33;
 
 const char* MessageTypeName(MessageType type);
 
@@ -234,6 +239,11 @@ struct Message {
   std::vector<uint64_t> numbers;
   // kAeSets (without clocks), kAeSetsReply (with clocks).
   std::vector<SetSummary> summaries;
+  // kCountReply: whether the replica holds the set, its count, its set
+  // digest (in `digest`) and tombstone digest.
+  bool found = false;
+  uint64_t count = 0;
+  uint64_t tombstone_digest = 0;
 
   MessageType type() const { return header.type; }
 

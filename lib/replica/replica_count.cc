@@ -18,6 +18,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "bigset/replica/replica.h"
+#include "core/digest.h"
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
 #include "replica/presence_filter.h"
@@ -238,22 +239,48 @@ void Replica::DropFilter(Stripe& stripe, std::string_view set,
 }
 
 absl::StatusOr<uint64_t> Replica::Count(std::string_view set) {
-  if (!options_.keep_counts || options_.read_only) {
-    return ScanCount(set);  // replica_read.cc
+  if (!options_.keep_counts) return ScanCount(set);  // replica_read.cc
+  absl::StatusOr<SetCount> summary = CountSummary(set);
+  if (!summary.ok()) return summary.status();
+  return summary->count;
+}
+
+absl::StatusOr<SetCount> Replica::CountSummary(std::string_view set) {
+  SetCount out;
+  bool scan = !options_.keep_counts;
+  {
+    Stripe& stripe = StripeFor(set);
+    absl::MutexLock lock(&stripe.mu);
+    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+    if (!loaded.ok()) return loaded.status();
+    SetState* state = *loaded;
+    out.found = !state->clock.empty();
+    out.digest = state->set_digest;
+    // Linear in the tombstone's runs; a tombstone is empty once swept.
+    if (options_.keep_digests && !state->tombstone.empty()) {
+      out.tombstone_digest = digest::ClockDigest(state->tombstone);
+    }
+    if (!scan && !state->count_known) {
+      if (options_.read_only) {
+        scan = true;  // Nothing can be stored: count a snapshot (below).
+      } else {
+        BIGSET_RETURN_IF_ERROR(CountScan(stripe, set, state));
+        if (!closed_.load(std::memory_order_relaxed) && out.found) {
+          WriteBatch batch;
+          BIGSET_RETURN_IF_ERROR(
+              Commit(stripe, set, state, &batch, StateChanges()));
+        }
+      }
+    }
+    if (!scan) {
+      out.count = state->count;
+      return out;
+    }
   }
-  Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  SetState* state = *loaded;
-  if (state->count_known) return state->count;
-  BIGSET_RETURN_IF_ERROR(CountScan(stripe, set, state));
-  if (!closed_.load(std::memory_order_relaxed)) {
-    // Stored, so that the next load knows it.
-    WriteBatch batch;
-    BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, StateChanges()));
-  }
-  return state->count;
+  absl::StatusOr<uint64_t> count = ScanCount(set);
+  if (!count.ok()) return count.status();
+  out.count = *count;
+  return out;
 }
 
 }  // namespace bigset

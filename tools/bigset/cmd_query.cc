@@ -269,7 +269,9 @@ void AddQueryCommands(CLI::App& app, Context& ctx) {
   {
     auto args = std::make_shared<ElementsArgs>();
     CLI::App* sub = app.add_subcommand(
-        "count", "Print the number of elements of SET (scans the set).");
+        "count",
+        "Print the number of elements of SET (the count kept with the set; "
+        "a scan only if it is not known).");
     sub->add_option("SET", args->set, "The set")->required();
     sub->footer("Example:\n  bigset --db ./data count fruits");
     sub->callback([&ctx, args] {

@@ -264,6 +264,12 @@ class BIGSET_EXPORT Node {
   void Range(std::string_view set, const RangeQuery& query,
              const ClusterReadOptions& options,
              std::function<void(absl::StatusOr<RangeResult>)> done);
+  // The number of elements a merged read of the set would return
+  // (docs/DESIGN.md, "Counts"). Asks the replicas for their kept counts and
+  // digests: if R of them agree (hold the same elements, or none holds the
+  // set), their count, in constant time; else a merged read counts the set
+  // (with read repair, as any read), so a set written to while it is
+  // counted, or not converged, costs a scan.
   void Count(std::string_view set, const ClusterReadOptions& options,
              std::function<void(absl::StatusOr<uint64_t>)> done);
 
@@ -325,6 +331,10 @@ class BIGSET_EXPORT Node {
     uint64_t deltas_rejected = 0;
     // Reads that replaced a silent replica by another one mid-stream.
     uint64_t read_replica_switches = 0;
+    // Counts (Count) the R replicas agreed on (constant time), and counts
+    // made by a merged read because they differed.
+    uint64_t counts_agreed = 0;
+    uint64_t counts_merged = 0;
     // Folds dropped because their coordinator went silent.
     uint64_t folds_expired = 0;
     // Sweeps of a set that failed (see ReplicaStats::sweep_errors).

@@ -121,10 +121,23 @@ struct ReplicaOptions {
   // that never count). A store written with it off is counted once per set
   // when a count is next needed.
   bool keep_counts = true;
-  // Upper bound on the memory of the presence filters (about 10 bits per
-  // element of each set that has one). A set without a filter still has an
-  // exact count; its adds then cost a seek each.
+  // Upper bound on the memory of the presence filters (20 to 80 bits per
+  // element of each set that has one, as its filter grows by layers). A set
+  // without a filter still has an exact count; its adds then cost a seek each.
   size_t presence_filter_bytes = 64 << 20;
+};
+
+// A set's count and what tells whether two replicas count the same
+// elements (see Replica::CountSummary).
+struct SetCount {
+  bool found = false;  // The set has a clock here (something was written).
+  uint64_t count = 0;
+  // The set digest (SetSummary::digest; 0 without
+  // ReplicaOptions::keep_digests) and the digest of the set-tombstone (0 if
+  // it is empty): replicas whose digests are both equal hold the same
+  // element keys, clock and tombstone, so the same elements.
+  uint64_t digest = 0;
+  uint64_t tombstone_digest = 0;
 };
 
 // What anti-entropy compares of one set (see Replica::Summarize).
@@ -303,6 +316,9 @@ class BIGSET_EXPORT Replica {
   // under the set's stripe lock, and the count is known again from then on
   // (and stored with the next write). Without keep_counts, a scan.
   absl::StatusOr<uint64_t> Count(std::string_view set);
+  // Count, with the set digest of the same moment (under the stripe lock):
+  // what a cluster count compares across replicas.
+  absl::StatusOr<SetCount> CountSummary(std::string_view set);
 
   // The set's clock as of now (a copy).
   absl::StatusOr<Clock> GetClock(std::string_view set);
