@@ -236,11 +236,14 @@ void NodeRunner::Clear(std::string set, Clock context,
 }
 
 void NodeRunner::Read(std::string set, const ClusterReadOptions& options,
-                      ReadHandler* handler) {
+                      ReadHandler* handler,
+                      std::optional<ElementBounds> bounds) {
   asio::io_context* io = &impl_->io();
   impl_->Post(
-      [set = std::move(set), options, handler, io](Node& node) {
-        node.Read(set, options, new PostingHandler(io, handler));
+      [set = std::move(set), options, handler, io,
+       bounds = std::move(bounds)](Node& node) {
+        node.Read(set, options, new PostingHandler(io, handler),
+                  bounds.has_value() ? &*bounds : nullptr);
       },
       [handler]() { handler->OnDone(Closed()); });
 }

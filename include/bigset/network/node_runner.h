@@ -77,9 +77,11 @@ class BIGSET_EXPORT NodeRunner {
   void Clear(std::string set, Clock context, const ClusterWriteOptions& options,
              std::function<void(absl::StatusOr<Delta>)> done);
   // `handler` must live until its OnDone; its `next` may be called from
-  // any thread.
+  // any thread. With `bounds`, only the elements within them (see
+  // Node::Read); bounds that hold nothing read only the clock.
   void Read(std::string set, const ClusterReadOptions& options,
-            ReadHandler* handler);
+            ReadHandler* handler,
+            std::optional<ElementBounds> bounds = std::nullopt);
   void ContainsAll(std::string set, std::vector<std::string> elements,
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);

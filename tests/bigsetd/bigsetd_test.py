@@ -1,0 +1,1862 @@
+#!/usr/bin/env python3
+"""End-to-end tests of bigsetd, the daemon that runs one node of a replicated
+Bigset cluster and speaks the Redis protocol. Every test starts real
+processes on 127.0.0.1 (a cluster of three bigsetd nodes, plaintext or
+mutual-TLS peers; a redis-server for the differential test; redis-cli and
+redis-benchmark) and talks to them the way a Redis client would: redis-py
+(Debian's python3-redis, RESP2), raw sockets (RESP3, inline commands, bad
+input) and redis-cli.
+
+Tests: basic, resp3, auth, redis_cli, sscan_under_writes, bad_input,
+differential, kill9_under_benchmark, config_errors, shutdown.
+
+Usage: /usr/bin/python3 bigsetd_test.py BIGSETD_BINARY MAKE_CERTS TEST_NAME
+       (TEST_NAME "all" runs every test)
+  e.g. /usr/bin/python3 tests/bigsetd/bigsetd_test.py \\
+           build-test/tools/bigsetd/bigsetd scripts/make_certs.sh all
+
+It prints one line per test, "PASS name (time)", "FAIL name: reason (seed
+N)" or "SKIP name: reason", and exits 0 if no test failed, 1 otherwise.
+Node logs of a failed test go to stderr.
+
+Every process a test starts is stopped by pid when the test ends, also when
+it fails (SIGCONT, SIGTERM, then SIGKILL after 10 s); every wait is
+bounded; temporary directories are removed. Randomized steps use a fixed
+seed, printed on failure.
+
+Validating the harness without bigsetd: pass a redis-server binary as
+BIGSETD_BINARY (e.g. /usr/bin/redis-server). Each "node" is then a
+redis-server (nodes 2 and 3 replicas of node 1, reads on them after a WAIT),
+and the parts that are Bigset's own (BIGSET.* commands, limits, cursor
+order, option handling) are skipped.
+"""
+
+import fnmatch
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import redis
+
+BIGSETD = None
+MAKE_CERTS = None
+SEED = 20261125
+EMULATED = False  # BIGSETD is a redis-server: only Redis semantics checked.
+
+PROCS = []     # Every process started by the running test.
+TMPDIRS = []   # Every temporary directory of the running test.
+CLUSTERS = []  # For the logs of a failed test.
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def eq(got, want, what):
+    if got != want:
+        raise Failure("%s: got %s, expected %s" %
+                      (what, short(got), short(want)))
+
+
+def short(v, n=300):
+    s = repr(v)
+    return s if len(s) <= n else s[:n] + "...(%d chars)" % len(s)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout, what, interval=0.1):
+    deadline = time.time() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.time() >= deadline:
+            raise Failure("not within %ds: %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def tmpdir():
+    d = tempfile.mkdtemp(prefix="bigsetd-test-")
+    TMPDIRS.append(d)
+    return d
+
+
+def spawn(cmd, **kw):
+    p = subprocess.Popen(cmd, **kw)
+    PROCS.append(p)
+    return p
+
+
+def stop_process(p, sig=signal.SIGTERM, timeout=10):
+    """Stops p by pid: SIGCONT (a stopped process takes no other signal),
+    sig, and SIGKILL if it is still there after `timeout` seconds. Returns
+    the exit status (negative: killed by a signal)."""
+    if p.poll() is None:
+        try:
+            os.kill(p.pid, signal.SIGCONT)
+            os.kill(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=30)
+    return p.returncode
+
+
+def cleanup():
+    for p in PROCS:
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, signal.SIGCONT)
+                os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.time() + 10
+    for p in PROCS:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=30)
+    del PROCS[:]
+    for d in TMPDIRS:
+        shutil.rmtree(d, ignore_errors=True)
+    del TMPDIRS[:]
+    del CLUSTERS[:]
+
+
+# ---- A raw RESP2/RESP3 client, for exact replies and reply types.
+
+class Err(str):
+    """An error reply (its text, e.g. "ERR unknown command ...")."""
+
+
+class RSet(list):
+    """A RESP3 set reply (~), in the order the server sent it."""
+
+
+class RMap(dict):
+    """A RESP3 map reply (%)."""
+
+
+def encode(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Resp:
+    def __init__(self, port, timeout=10, password=None):
+        self.sock = socket.create_connection(("127.0.0.1", port),
+                                             timeout=timeout)
+        self.buf = bytearray()
+        self.pos = 0
+        self.kind = None  # The type byte of the last top-level reply.
+        if password is not None:
+            eq(self.command("AUTH", password), "OK", "AUTH")
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def command(self, *args):
+        self.send(encode(*args))
+        return self.read()
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise EOFError("connection closed by the server")
+        if self.pos > (1 << 20):
+            del self.buf[:self.pos]
+            self.pos = 0
+        self.buf += chunk
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n", self.pos)
+            if i >= 0:
+                line = bytes(self.buf[self.pos:i])
+                self.pos = i + 2
+                return line
+            self._fill()
+
+    def _exact(self, n):
+        while len(self.buf) - self.pos < n + 2:
+            self._fill()
+        data = bytes(self.buf[self.pos:self.pos + n])
+        check(self.buf[self.pos + n:self.pos + n + 2] == b"\r\n",
+              "a bulk reply not ended by CRLF")
+        self.pos += n + 2
+        return data
+
+    def read(self):
+        v, kind = self._value()
+        self.kind = kind
+        return v
+
+    def _value(self):
+        line = self._line()
+        t, rest = line[:1].decode("latin-1"), line[1:]
+        if t == "+":
+            return rest.decode("utf-8", "replace"), t
+        if t == "-":
+            return Err(rest.decode("utf-8", "replace")), t
+        if t in ":(":
+            return int(rest), t
+        if t == ",":
+            return float(rest), t
+        if t == "#":
+            return rest == b"t", t
+        if t == "_":
+            return None, t
+        if t in "$=!":
+            n = int(rest)
+            if n < 0:
+                return None, t
+            data = self._exact(n)
+            if t == "=":
+                data = data[4:]  # "txt:"
+            if t == "!":
+                return Err(data.decode("utf-8", "replace")), t
+            return data, t
+        if t in "*~>":
+            n = int(rest)
+            if n < 0:
+                return None, t
+            items = [self._value()[0] for _ in range(n)]
+            return (RSet(items) if t == "~" else items), t
+        if t == "%":
+            m = RMap()
+            for _ in range(int(rest)):
+                k = self._value()[0]
+                m[k] = self._value()[0]
+            return m, t
+        if t == "|":  # Attributes come before the reply they describe.
+            for _ in range(2 * int(rest)):
+                self._value()
+            return self._value()
+        raise Failure("unparsable reply line %r" % line[:100])
+
+    def closed_within(self, timeout):
+        """True if the server closes the connection within `timeout` s
+        (anything it sends meanwhile is discarded)."""
+        self.sock.settimeout(timeout)
+        deadline = time.time() + timeout
+        try:
+            while time.time() < deadline:
+                if not self.sock.recv(1 << 16):
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+        return False
+
+
+def flat_pairs(v):
+    """A map reply, RESP2 flat array or RESP3 map, as a dict with str
+    keys."""
+    if isinstance(v, dict):
+        items = list(v.items())
+    else:
+        check(isinstance(v, list) and len(v) % 2 == 0,
+              "not a flat list of pairs: %s" % short(v))
+        items = list(zip(v[0::2], v[1::2]))
+    out = {}
+    for k, val in items:
+        out[k.decode() if isinstance(k, bytes) else k] = val
+    return out
+
+
+# ---- Processes.
+
+class Node:
+    def __init__(self, cluster, node_id):
+        self.cluster = cluster
+        self.id = node_id
+        self.port = free_port()
+        self.peer_port = free_port()
+        self.data = os.path.join(cluster.dir, "node-%d" % node_id)
+        self.log = os.path.join(cluster.dir, "node-%d.log" % node_id)
+        self.extra = list(cluster.extra)
+        self.proc = None
+
+    def cmdline(self):
+        c = self.cluster
+        if EMULATED:
+            return self.redis_cmdline()
+        cmd = [BIGSETD, "--id", str(self.id), "--data", self.data,
+               "--listen", "127.0.0.1:%d" % self.port,
+               "--peer-listen", "127.0.0.1:%d" % self.peer_port]
+        for other in c.nodes.values():
+            cmd += ["--node", "%d=127.0.0.1:%d" % (other.id, other.peer_port)]
+        if c.tls:
+            cmd += ["--tls-dir", c.certs]
+        else:
+            cmd += ["--plaintext-peers"]
+        if c.password is not None:
+            cmd += ["--requirepass", c.password]
+        return cmd + self.extra
+
+    def redis_cmdline(self):
+        """Emulation: a redis-server; nodes 2.. replicate node 1."""
+        c = self.cluster
+        os.makedirs(self.data, exist_ok=True)
+        cmd = [BIGSETD, "--port", str(self.port), "--bind", "127.0.0.1",
+               "--save", "", "--appendonly", "yes", "--dir", self.data,
+               "--daemonize", "no", "--logfile", ""]
+        if self.id != 1:
+            cmd += ["--replicaof", "127.0.0.1", str(c.nodes[1].port)]
+        if c.password is not None:
+            cmd += ["--requirepass", c.password, "--masterauth", c.password]
+        i = 0
+        while i < len(self.extra):
+            opt = self.extra[i]
+            if opt == "--max-clients":
+                # Node 1's replicas are clients of a redis-server.
+                n = int(self.extra[i + 1]) + (len(c.nodes) - 1
+                                               if self.id == 1 else 0)
+                cmd += ["--maxclients", str(n)]
+            if opt in ("--sync-writes", "--plaintext-peers"):
+                i += 1
+            else:
+                i += 2
+        return cmd
+
+    def start(self, wait=True):
+        self.proc = spawn(self.cmdline(), stdin=subprocess.DEVNULL,
+                          stdout=open(self.log, "ab"),
+                          stderr=subprocess.STDOUT)
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout=30):
+        """Until a PING on the client port answers (PONG, or NOAUTH when a
+        password is set)."""
+        deadline = time.time() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise Failure("node %d exited with %d at start\n%s" %
+                              (self.id, self.proc.returncode,
+                               self.tail_log()))
+            try:
+                r = Resp(self.port, timeout=2)
+                try:
+                    v = r.command("PING")
+                finally:
+                    r.close()
+                if v == "PONG" or (isinstance(v, Err) and
+                                   v.startswith("NOAUTH")):
+                    return
+            except (OSError, EOFError):
+                pass
+            if time.time() >= deadline:
+                raise Failure("node %d not serving in %ds\n%s" %
+                              (self.id, timeout, self.tail_log()))
+            time.sleep(0.1)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def send_signal(self, sig):
+        os.kill(self.proc.pid, sig)
+
+    def kill9(self):
+        if self.alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        return stop_process(self.proc, sig, timeout)
+
+    def client(self, auth=True, **kw):
+        args = dict(host="127.0.0.1", port=self.port, socket_timeout=30,
+                    socket_connect_timeout=10)
+        if auth and self.cluster.password is not None:
+            args["password"] = self.cluster.password
+        args.update(kw)
+        return redis.Redis(**args)
+
+    def raw(self, auth=True, timeout=30):
+        return Resp(self.port, timeout=timeout,
+                    password=self.cluster.password if auth else None)
+
+    def tail_log(self, n=3000):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+class Cluster:
+    def __init__(self, count=3, tls=False, password=None, extra=()):
+        self.dir = tmpdir()
+        self.tls = tls
+        self.password = password
+        self.extra = list(extra)
+        self.certs = os.path.join(self.dir, "certs")
+        self.nodes = {}
+        for i in range(1, count + 1):
+            self.nodes[i] = Node(self, i)
+        if tls and not EMULATED:
+            subprocess.run(["bash", MAKE_CERTS, self.certs] +
+                           [str(i) for i in self.nodes], check=True,
+                           timeout=120, stdout=subprocess.DEVNULL)
+        CLUSTERS.append(self)
+
+    def start(self):
+        for node in self.nodes.values():
+            node.start(wait=False)
+        for node in self.nodes.values():
+            node.wait_ready()
+        self.wait_serving()
+
+    def wait_serving(self, timeout=30):
+        """Until every node coordinates a write (its peers connected)."""
+        deadline = time.time() + timeout
+        for node in self.nodes.values():
+            if EMULATED:
+                if node.id == 1:
+                    continue
+                r = node.raw()
+                try:
+                    wait_for(lambda: b"master_link_status:up" in
+                             r.command("INFO", "replication"), timeout,
+                             "node %d replicating" % node.id)
+                finally:
+                    r.close()
+                continue
+            r = node.raw()
+            try:
+                while True:
+                    v = r.command("SADD", "__probe__", "n%d" % node.id)
+                    if isinstance(v, int):
+                        v = r.command("SREM", "__probe__", "n%d" % node.id)
+                        if isinstance(v, int):
+                            break
+                    check(time.time() < deadline,
+                          "node %d does not write: %s\n%s" %
+                          (node.id, v, node.tail_log()))
+                    time.sleep(0.2)
+            finally:
+                r.close()
+
+    def settle(self):
+        """Before a read on another node than the writer's: nothing for
+        bigsetd (R + W > N), a WAIT for the replicas when emulated."""
+        if EMULATED:
+            r = self.nodes[1].raw()
+            try:
+                n = len(self.nodes) - 1
+                got = r.command("WAIT", n, 10000)
+                eq(got, n, "WAIT for the replicas")
+            finally:
+                r.close()
+
+    def stop(self):
+        for node in self.nodes.values():
+            if node.proc is not None:
+                node.stop()
+
+
+def sscan_all(client, key, count=None, match=None):
+    """A whole SSCAN iteration with redis-py, in the order returned."""
+    out = []
+    cursor = "0"
+    for _ in range(10 ** 6):
+        args = ["SSCAN", key, cursor]
+        if match is not None:
+            args += ["MATCH", match]
+        if count is not None:
+            args += ["COUNT", count]
+        cursor, page = client.execute_command(*args)
+        out += page
+        if int(cursor) == 0:
+            return out
+    raise Failure("SSCAN of %s did not end" % key)
+
+
+def raises(fn, prefix, what):
+    """fn() must raise a redis error whose text starts with prefix (redis-py
+    strips a leading "ERR " from errors)."""
+    try:
+        got = fn()
+    except redis.exceptions.RedisError as e:
+        check(str(e).startswith(prefix),
+              "%s: error %r, expected one starting with %r" % (what, str(e),
+                                                               prefix))
+        return str(e)
+    raise Failure("%s: got %s, expected an error starting with %r" %
+                  (what, short(got), prefix))
+
+
+def is_err(v, prefix, what):
+    check(isinstance(v, Err) and v.startswith(prefix),
+          "%s: got %s, expected an error starting with %r" %
+          (what, short(v), prefix))
+
+
+def cli(port, *args, stdin=None, password=None, timeout=30):
+    """Runs redis-cli; returns (exit status, stdout, stderr)."""
+    env = dict(os.environ)
+    env.pop("REDISCLI_AUTH", None)
+    if password is not None:
+        env["REDISCLI_AUTH"] = password
+    p = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port)] +
+                       list(args), input=stdin, capture_output=True,
+                       timeout=timeout, env=env)
+    return (p.returncode, p.stdout.decode("utf-8", "replace"),
+            p.stderr.decode("utf-8", "replace"))
+
+
+# ---- Tests.
+
+def test_basic():
+    c = Cluster(3, extra=["--smembers-max", "1000"])
+    c.start()
+    n1, n2, n3 = c.nodes[1], c.nodes[2], c.nodes[3]
+    if not EMULATED:
+        for n in (n1, n2, n3):
+            check("ready" in n.tail_log(100000),
+                  "node %d logged no 'ready' line" % n.id)
+    raw = n1.raw()
+    r = n1.client()
+
+    # Connection commands.
+    eq(raw.command("PING"), "PONG", "PING")
+    eq(raw.command("PING", "hello"), b"hello", "PING msg")
+    eq(raw.command("ECHO", "x y\r\nz"), b"x y\r\nz", "ECHO")
+    eq(raw.command("SELECT", "0"), "OK", "SELECT 0")
+    if not EMULATED:
+        is_err(raw.command("SELECT", "1"), "ERR", "SELECT 1")
+        for args in (("GET", "k"), ("SET", "k", "v"), ("LPUSH", "l", "x"),
+                     ("FLUSHALL",), ("DBSIZE",), ("KEYS", "*"),
+                     ("NOSUCHCOMMAND", "a", "b")):
+            is_err(raw.command(*args), "ERR unknown command",
+                   " ".join(args))
+    is_err(raw.command("SADD"), "ERR wrong number of arguments", "SADD")
+    for name, args in (("sadd", ("k",)), ("srem", ("k",)),
+                       ("sismember", ("k",)), ("smismember", ("k",)),
+                       ("scard", ()), ("smembers", ()), ("sscan", ("k",)),
+                       ("exists", ()), ("del", ()), ("unlink", ()),
+                       ("type", ()), ("echo", ())):
+        eq(raw.command(name.upper(), *args),
+           Err("ERR wrong number of arguments for '%s' command" % name),
+           "%s with too few arguments" % name)
+
+    # Sets.
+    eq(raw.command("SADD", "s", "a", "b", "c"), 3, "SADD new")
+    eq(raw.command("SADD", "s", "a", "d", "d"), 1, "SADD a d d")
+    eq(raw.command("SCARD", "s"), 4, "SCARD")
+    eq(raw.command("SISMEMBER", "s", "a"), 1, "SISMEMBER present")
+    eq(raw.command("SISMEMBER", "s", "z"), 0, "SISMEMBER absent")
+    eq(raw.command("SISMEMBER", "nokey", "a"), 0, "SISMEMBER no key")
+    eq(raw.command("SMISMEMBER", "s", "a", "z", "d"), [1, 0, 1],
+       "SMISMEMBER")
+    eq(raw.command("SMISMEMBER", "nokey", "a"), [0], "SMISMEMBER no key")
+    eq(sorted(raw.command("SMEMBERS", "s")), [b"a", b"b", b"c", b"d"],
+       "SMEMBERS")
+    eq(r.smembers("s"), {b"a", b"b", b"c", b"d"}, "redis-py smembers")
+    eq(raw.command("SREM", "s", "a", "z", "a"), 1, "SREM a z a")
+    eq(raw.command("SREM", "nokey", "a"), 0, "SREM no key")
+    eq(raw.command("SCARD", "nokey"), 0, "SCARD no key")
+    eq(raw.command("SMEMBERS", "nokey"), [], "SMEMBERS no key")
+    eq(raw.command("TYPE", "s"), "set", "TYPE set")
+    eq(raw.command("TYPE", "nokey"), "none", "TYPE none")
+    eq(raw.command("SADD", "bin", b"\x00\xff\r\n", b"", "x" * 1000), 3,
+       "SADD binary elements")
+    eq(sorted(raw.command("SMEMBERS", "bin")),
+       [b"", b"\x00\xff\r\n", b"x" * 1000], "binary elements back")
+    eq(raw.command("SISMEMBER", "bin", b""), 1, "the empty element")
+    # An empty set does not exist.
+    eq(raw.command("SADD", "e", "x"), 1, "SADD e x")
+    eq(raw.command("SREM", "e", "x"), 1, "SREM e x")
+    eq(raw.command("EXISTS", "e"), 0, "EXISTS of an emptied set")
+    eq(raw.command("TYPE", "e"), "none", "TYPE of an emptied set")
+    eq(raw.command("SCARD", "e"), 0, "SCARD of an emptied set")
+    eq(raw.command("SMEMBERS", "e"), [], "SMEMBERS of an emptied set")
+    # Multi-key TYPE/EXISTS/DEL/UNLINK.
+    for k in ("d1", "d2", "d3", "d4"):
+        eq(raw.command("SADD", k, "m1", "m2"), 2, "SADD " + k)
+    eq(raw.command("EXISTS", "d1", "d2", "nokey", "e"), 2, "EXISTS multi")
+    eq(r.exists("d1", "d3", "d4"), 3, "redis-py exists")
+    eq(raw.command("DEL", "d1", "d2", "nokey"), 2, "DEL multi")
+    eq(raw.command("EXISTS", "d1", "d2", "d3"), 1, "EXISTS after DEL")
+    eq(raw.command("SMEMBERS", "d1"), [], "SMEMBERS after DEL")
+    eq(raw.command("UNLINK", "d3", "d4", "d1"), 2, "UNLINK multi")
+    eq(raw.command("TYPE", "d3"), "none", "TYPE after UNLINK")
+    eq(raw.command("DEL", "nokey"), 0, "DEL no key")
+    eq(raw.command("SADD", "d1", "again"), 1, "SADD after DEL")
+    eq(raw.command("SMEMBERS", "d1"), [b"again"], "re-created after DEL")
+
+    # SSCAN.
+    members = [b"m%02d" % i for i in range(40)]
+    eq(raw.command("SADD", "sc", *members), 40, "SADD sc")
+    for count in (None, 1, 3, 1000):
+        got = sscan_all(r, "sc", count=count)
+        eq(sorted(got), members, "SSCAN COUNT %s" % count)
+        if not EMULATED:
+            eq(got, members, "SSCAN COUNT %s in ascending order" % count)
+    eq(sorted(sscan_all(r, "sc", match="m1*", count=5)),
+       [m for m in members if m.startswith(b"m1")], "SSCAN MATCH m1*")
+    eq(sorted(sscan_all(r, "sc", match="m?5")), [b"m05", b"m15", b"m25",
+                                                 b"m35"], "SSCAN MATCH m?5")
+    eq(sscan_all(r, "nokey"), [], "SSCAN no key")
+    v = raw.command("SSCAN", "sc", "0", "COUNT", "5")
+    check(isinstance(v, list) and len(v) == 2 and isinstance(v[0], bytes)
+          and isinstance(v[1], list), "SSCAN reply shape: %s" % short(v))
+    is_err(raw.command("SSCAN", "sc", "abc"), "ERR invalid cursor",
+           "SSCAN abc")
+    if not EMULATED:
+        is_err(raw.command("SSCAN", "sc", "987654321"), "ERR invalid cursor",
+               "SSCAN with an unknown cursor")
+        big = [b"b%05d" % i for i in range(1001)]
+        eq(raw.command("SADD", "big", *big), 1001, "SADD big")
+        v = raw.command("SMEMBERS", "big")
+        check(isinstance(v, Err) and "SSCAN" in v,
+              "SMEMBERS over --smembers-max: %s" % short(v))
+        eq(raw.command("SCARD", "big"), 1001, "SCARD big")
+        eq(sorted(sscan_all(r, "big", count=100)), big, "SSCAN big")
+
+    # A write on node 1 is read on nodes 2 and 3.
+    xs = {b"x%03d" % i for i in range(100)}
+    eq(r.sadd("x", *xs), 100, "SADD x on node 1")
+    eq(r.srem("x", b"x000", b"x001"), 2, "SREM x on node 1")
+    xs -= {b"x000", b"x001"}
+    c.settle()
+    for n in (n2, n3):
+        rn = n.client()
+        eq(rn.smembers("x"), xs, "SMEMBERS x on node %d" % n.id)
+        eq(rn.scard("x"), 98, "SCARD x on node %d" % n.id)
+        eq(rn.sismember("x", "x050"), True, "SISMEMBER on node %d" % n.id)
+        eq(rn.sismember("x", "x000"), False, "removed, on node %d" % n.id)
+        eq(sorted(sscan_all(rn, "x", count=7)), sorted(xs),
+           "SSCAN x on node %d" % n.id)
+
+    # Pipelining: redis-py, and raw (1000 commands in one write).
+    rng = random.Random(SEED)
+    model = {}
+    pipe = r.pipeline(transaction=False)
+    want = []
+    for _ in range(1000):
+        k = "p%d" % rng.randint(0, 4)
+        s = model.setdefault(k, set())
+        m = "m%d" % rng.randint(0, 19)
+        op = rng.choice(["SADD", "SADD", "SREM", "SISMEMBER", "SCARD",
+                         "SMISMEMBER", "EXISTS", "ECHO"])
+        if op == "SADD":
+            pipe.execute_command(op, k, m)
+            want.append(0 if m in s else 1)
+            s.add(m)
+        elif op == "SREM":
+            pipe.execute_command(op, k, m)
+            want.append(1 if m in s else 0)
+            s.discard(m)
+        elif op == "SISMEMBER":
+            pipe.execute_command(op, k, m)
+            want.append(1 if m in s else 0)
+        elif op == "SCARD":
+            pipe.execute_command(op, k)
+            want.append(len(s))
+        elif op == "SMISMEMBER":
+            pipe.execute_command(op, k, m, "zz")
+            want.append([1 if m in s else 0, 0])
+        elif op == "EXISTS":
+            pipe.execute_command(op, k)
+            want.append(1 if s else 0)
+        else:
+            pipe.execute_command(op, m)
+            want.append(m.encode())
+    got = pipe.execute()
+    got = [int(g) if isinstance(g, bool) else g for g in got]
+    for i, (g, w) in enumerate(zip(got, want)):
+        eq(g, w, "pipelined reply %d" % i)
+    eq(len(got), len(want), "pipelined replies")
+    raw.send(b"".join(encode("ECHO", "e%d" % i) for i in range(1000)))
+    for i in range(1000):
+        eq(raw.read(), b"e%d" % i, "raw pipelined ECHO %d" % i)
+
+    # CLIENT SETNAME/GETNAME/ID, HELLO.
+    eq(r.client_getname(), None, "CLIENT GETNAME before SETNAME")
+    eq(r.client_setname("tester"), True, "CLIENT SETNAME")
+    eq(r.client_getname(), "tester", "CLIENT GETNAME")
+    id1 = r.client_id()
+    check(isinstance(id1, int) and id1 > 0, "CLIENT ID %r" % id1)
+    id2 = raw.command("CLIENT", "ID")
+    check(isinstance(id2, int) and id2 != id1,
+          "CLIENT ID of two connections: %r %r" % (id1, id2))
+    eq(raw.command("CLIENT", "GETNAME"), None, "raw CLIENT GETNAME")
+    is_err(raw.command("CLIENT", "SETNAME", "a b"), "ERR",
+           "CLIENT SETNAME with a space")
+    for args in (("HELLO",), ("HELLO", "2"), ("HELLO", "2", "SETNAME", "h")):
+        v = raw.command(*args)
+        eq(raw.kind, "*", "%s reply type" % " ".join(args))
+        h = flat_pairs(v)
+        for f in ("server", "version", "proto", "id", "mode", "role",
+                  "modules"):
+            check(f in h, "%s: no %s in %s" % (" ".join(args), f, short(h)))
+        eq(h["proto"], 2, "HELLO proto")
+        eq(h["id"], id2, "HELLO id")
+    eq(raw.command("CLIENT", "GETNAME"), b"h", "name set by HELLO SETNAME")
+    is_err(raw.command("HELLO", "4"), "NOPROTO", "HELLO 4")
+
+    # COMMAND, CONFIG GET, INFO.
+    n = raw.command("COMMAND", "COUNT")
+    check(isinstance(n, int) and n > 0, "COMMAND COUNT: %s" % short(n))
+    v = raw.command("COMMAND")
+    check(isinstance(v, list) and len(v) > 0, "COMMAND: %s" % short(v))
+    names = {e[0].lower() for e in v if isinstance(e, list) and e}
+    for cmd in (b"sadd", b"srem", b"smembers", b"sscan", b"ping"):
+        check(cmd in names, "COMMAND lacks %s" % cmd)
+    v = raw.command("COMMAND", "INFO", "sadd", "smembers")
+    check(isinstance(v, list) and len(v) == 2 and v[0][0] == b"sadd",
+          "COMMAND INFO: %s" % short(v))
+    v = raw.command("COMMAND", "DOCS")
+    check(isinstance(v, (list, dict)), "COMMAND DOCS: %s" % short(v))
+    v = raw.command("COMMAND", "DOCS", "sadd")
+    check(isinstance(v, (list, dict)), "COMMAND DOCS sadd: %s" % short(v))
+    for p in ("save", "appendonly", "*max-*-entries*"):
+        v = raw.command("CONFIG", "GET", p)
+        check(isinstance(v, list), "CONFIG GET %s: %s" % (p, short(v)))
+    text = raw.command("INFO")
+    check(isinstance(text, bytes), "INFO: %s" % short(text))
+    for section in (b"Server", b"Clients", b"Cluster", b"Stats", b"Memory"):
+        check(b"# " + section + b"\r\n" in text,
+              "INFO has no # %s: %s" % (section.decode(), short(text)))
+    for line in text.split(b"\r\n"):
+        check(line == b"" or line.startswith(b"# ") or b":" in line,
+              "INFO line %r" % line)
+    check(b"\n" not in text.replace(b"\r\n", b""), "INFO: bare LF")
+    info = r.info()
+    check(isinstance(info, dict) and len(info) > 3, "info(): %s" % short(info))
+    for section in ("server", "clients", "cluster", "stats", "memory"):
+        v = raw.command("INFO", section)
+        check(isinstance(v, bytes) and v.lower().startswith(
+            b"# " + section.encode()), "INFO %s: %s" % (section, short(v)))
+        d = r.info(section)
+        check(isinstance(d, dict) and len(d) > 0,
+              "info(%s): %s" % (section, short(d)))
+
+    if not EMULATED:
+        bigset_commands(c, raw, r)
+
+    # QUIT: OK, then closed.
+    q = n1.raw()
+    eq(q.command("QUIT"), "OK", "QUIT")
+    check(q.closed_within(5), "QUIT did not close the connection")
+    eq(raw.command("SCARD", "s"), 3, "another client after QUIT")
+
+
+def bigset_commands(c, raw, r):
+    """The BIGSET.* commands on node 1 (and contexts across nodes)."""
+    n2, n3 = c.nodes[2].raw(), c.nodes[3].raw()
+    letters = [bytes([ch]) for ch in b"abcdefghij"]
+    eq(raw.command("SADD", "rg", *letters), 10, "SADD rg")
+    eq(raw.command("BIGSET.RANGE", "rg", "-", "+"), [b"0", letters],
+       "BIGSET.RANGE - +")
+    eq(raw.command("BIGSET.RANGE", "rg", "[c", "(f"),
+       [b"0", [b"c", b"d", b"e"]], "BIGSET.RANGE [c (f")
+    eq(raw.command("BIGSET.RANGE", "rg", "(c", "[f"),
+       [b"0", [b"d", b"e", b"f"]], "BIGSET.RANGE (c [f")
+    eq(raw.command("BIGSET.RANGE", "rg", "[x", "+"), [b"0", []],
+       "BIGSET.RANGE past the end")
+    eq(raw.command("BIGSET.RANGE", "nokey", "-", "+"), [b"0", []],
+       "BIGSET.RANGE no key")
+    is_err(raw.command("BIGSET.RANGE", "rg", "c", "f"), "ERR",
+           "BIGSET.RANGE with bounds without [ or (")
+    # Paging with LIMIT and CURSOR.
+    got, cursor, pages = [], None, 0
+    while True:
+        args = ["BIGSET.RANGE", "rg", "[b", "+", "LIMIT", "3"]
+        if cursor is not None:
+            args += ["CURSOR", cursor]
+        v = raw.command(*args)
+        check(isinstance(v, list) and len(v) == 2 and len(v[1]) <= 3,
+              "BIGSET.RANGE page: %s" % short(v))
+        got += v[1]
+        pages += 1
+        cursor = v[0]
+        if cursor == b"0":
+            break
+        check(pages < 20, "BIGSET.RANGE paging does not end")
+    eq(got, letters[1:], "BIGSET.RANGE with LIMIT 3, paged")
+    check(pages >= 3, "BIGSET.RANGE LIMIT 3 gave %d pages" % pages)
+    names = [b"admin:1", b"user:1", b"user:10", b"user:2", b"usr", b"zz"]
+    eq(raw.command("SADD", "px", *names), 6, "SADD px")
+    eq(raw.command("BIGSET.PREFIX", "px", "user:"),
+       [b"0", [b"user:1", b"user:10", b"user:2"]], "BIGSET.PREFIX")
+    eq(raw.command("BIGSET.PREFIX", "px", "nothing"), [b"0", []],
+       "BIGSET.PREFIX nothing")
+    got, cursor = [], None
+    for _ in range(20):
+        args = ["BIGSET.PREFIX", "px", "u", "LIMIT", "1"]
+        if cursor is not None:
+            args += ["CURSOR", cursor]
+        v = raw.command(*args)
+        check(isinstance(v, list) and len(v) == 2 and len(v[1]) <= 1,
+              "BIGSET.PREFIX page: %s" % short(v))
+        got += v[1]
+        cursor = v[0]
+        if cursor == b"0":
+            break
+    eq(got, [b"user:1", b"user:10", b"user:2", b"usr"],
+       "BIGSET.PREFIX LIMIT 1, paged")
+
+    # Contexts: a remove with a context read before an add keeps the add.
+    eq(raw.command("BIGSET.CONTEXT", "cx", "e"), b"", "context of absent")
+    eq(raw.command("SADD", "cx", "e"), 1, "SADD cx e")
+    ctx = raw.command("BIGSET.CONTEXT", "cx", "e")
+    check(isinstance(ctx, bytes) and ctx != b"", "context: %s" % short(ctx))
+    eq(raw.command("BIGSET.ADD", "cx", "e"), 0, "BIGSET.ADD of a present e")
+    eq(raw.command("BIGSET.REMOVE", "cx", "e", "CONTEXT", ctx), 1,
+       "BIGSET.REMOVE with an old context")
+    eq(raw.command("SISMEMBER", "cx", "e"), 1,
+       "add-wins: e removed with a context read before an add")
+    ctx2 = raw.command("BIGSET.CONTEXT", "cx", "e")
+    check(ctx2 != ctx, "the context did not change after an add")
+    eq(raw.command("BIGSET.REMOVE", "cx", "e", "CONTEXT", ctx2), 1,
+       "BIGSET.REMOVE with the current context")
+    eq(raw.command("SISMEMBER", "cx", "e"), 0, "removed with its context")
+    eq(raw.command("BIGSET.CONTEXT", "cx", "e"), b"", "context after remove")
+    eq(raw.command("BIGSET.REMOVE", "cx", "e", "CONTEXT", ""), 0,
+       "BIGSET.REMOVE with an empty context")
+    eq(raw.command("BIGSET.ADD", "cx", "f", "CONTEXT", ctx2), 1,
+       "BIGSET.ADD f CONTEXT")
+    eq(raw.command("BIGSET.ADD", "cx", "f"), 0, "BIGSET.ADD f again")
+    # The same across nodes: read on 2, add on 3, remove on 1.
+    ctx3 = n2.command("BIGSET.CONTEXT", "cx", "f")
+    check(isinstance(ctx3, bytes) and ctx3 != b"",
+          "context on node 2: %s" % short(ctx3))
+    eq(n3.command("BIGSET.ADD", "cx", "f"), 0, "BIGSET.ADD f on node 3")
+    eq(raw.command("BIGSET.REMOVE", "cx", "f", "CONTEXT", ctx3), 1,
+       "BIGSET.REMOVE f on node 1")
+    eq(n2.command("SISMEMBER", "cx", "f"), 1, "add-wins across nodes")
+    ctx4 = n3.command("BIGSET.CONTEXT", "cx", "f")
+    eq(n2.command("BIGSET.REMOVE", "cx", "f", "CONTEXT", ctx4), 1,
+       "BIGSET.REMOVE f on node 2, current context")
+    eq(raw.command("SISMEMBER", "cx", "f"), 0, "f removed across nodes")
+    eq(raw.command("TYPE", "cx"), "none", "cx empty")
+    is_err(raw.command("BIGSET.REMOVE", "cx", "f"), "ERR",
+           "BIGSET.REMOVE without CONTEXT")
+
+    # Quorums, per connection.
+    eq(raw.command("BIGSET.QUORUM"), [3, 2, 2], "BIGSET.QUORUM")
+    eq(raw.command("BIGSET.QUORUM", "3", "3"), "OK", "BIGSET.QUORUM 3 3")
+    eq(raw.command("BIGSET.QUORUM"), [3, 3, 3], "after BIGSET.QUORUM 3 3")
+    eq(raw.command("SADD", "q", "a"), 1, "SADD with W=3")
+    eq(raw.command("SMEMBERS", "q"), [b"a"], "SMEMBERS with R=3")
+    for w, rr in (("0", "1"), ("1", "0"), ("4", "1"), ("1", "4"),
+                  ("x", "1")):
+        is_err(raw.command("BIGSET.QUORUM", w, rr), "ERR",
+               "BIGSET.QUORUM %s %s" % (w, rr))
+    eq(raw.command("BIGSET.QUORUM"), [3, 3, 3], "unchanged by bad QUORUM")
+    eq(raw.command("BIGSET.QUORUM", "1", "1"), "OK", "BIGSET.QUORUM 1 1")
+    eq(raw.command("SADD", "q", "b"), 1, "SADD with W=1")
+    eq(n2.command("BIGSET.QUORUM"), [3, 2, 2], "another connection's QUORUM")
+    eq(raw.command("BIGSET.QUORUM", "2", "2"), "OK", "BIGSET.QUORUM 2 2")
+
+    # Stats and verification.
+    st = flat_pairs(raw.command("BIGSET.STATS"))
+    check("counts_agreed" in st, "BIGSET.STATS: %s" % short(st))
+    for k, v in st.items():
+        check(isinstance(v, int), "BIGSET.STATS %s = %r" % (k, v))
+    for i, n in ((1, raw), (2, n2), (3, n3)):
+        eq(n.command("BIGSET.VERIFY"), "OK", "BIGSET.VERIFY on node %d" % i)
+    n2.close()
+    n3.close()
+
+
+def test_resp3():
+    c = Cluster(3)
+    c.start()
+    port = c.nodes[1].port
+    raw = c.nodes[1].raw()
+    eq(raw.command("SADD", "k", "a", "b", "c"), 3, "SADD")
+    eq(raw.command("CLIENT", "GETNAME"), None, "RESP2 null")
+    eq(raw.kind, "$", "RESP2 null type")
+    v = raw.command("HELLO", "3")
+    eq(raw.kind, "%", "HELLO 3 reply type")
+    h = flat_pairs(v)
+    for f in ("server", "version", "proto", "id", "mode", "role", "modules"):
+        check(f in h, "HELLO 3: no %s in %s" % (f, short(h)))
+    eq(h["proto"], 3, "HELLO 3 proto")
+    v = raw.command("SMEMBERS", "k")
+    eq(raw.kind, "~", "SMEMBERS reply type in RESP3")
+    eq(sorted(v), [b"a", b"b", b"c"], "SMEMBERS in RESP3")
+    eq(raw.command("SMEMBERS", "nokey"), RSet(), "empty SMEMBERS in RESP3")
+    eq(raw.kind, "~", "empty SMEMBERS reply type in RESP3")
+    v = raw.command("SMISMEMBER", "k", "a", "x")
+    eq((raw.kind, v), ("*", [1, 0]), "SMISMEMBER in RESP3")
+    eq((raw.command("SISMEMBER", "k", "a"), raw.kind), (1, ":"),
+       "SISMEMBER in RESP3")
+    eq((raw.command("CLIENT", "GETNAME"), raw.kind), (None, "_"),
+       "RESP3 null")
+    eq((raw.command("PING"), raw.kind), ("PONG", "+"), "PING in RESP3")
+    v = raw.command("SSCAN", "k", "0", "COUNT", "100")
+    eq(raw.kind, "*", "SSCAN reply type in RESP3")
+    eq(sorted(v[1]), [b"a", b"b", b"c"], "SSCAN in RESP3")
+    is_err(raw.command("NOSUCHCOMMAND"), "ERR unknown command",
+           "an error in RESP3")
+    v = raw.command("INFO", "server")
+    check(isinstance(v, bytes) and b"# Server" in v, "INFO in RESP3")
+    if not EMULATED:
+        v = raw.command("BIGSET.RANGE", "k", "-", "+")
+        eq(v, [b"0", [b"a", b"b", b"c"]], "BIGSET.RANGE in RESP3")
+        st = flat_pairs(raw.command("BIGSET.STATS"))
+        check("counts_agreed" in st, "BIGSET.STATS in RESP3: %s" % short(st))
+    # Back to RESP2.
+    h = flat_pairs(raw.command("HELLO", "2"))
+    eq((raw.kind, h["proto"]), ("*", 2), "HELLO 2 after HELLO 3")
+    raw.command("SMEMBERS", "k")
+    eq(raw.kind, "*", "SMEMBERS reply type back in RESP2")
+
+    # redis-cli -3.
+    rc, out, err = cli(port, "-3", "SMEMBERS", "k")
+    eq((rc, err), (0, ""), "redis-cli -3 SMEMBERS")
+    eq(sorted(out.split()), ["a", "b", "c"], "redis-cli -3 SMEMBERS output")
+    rc, out, err = cli(port, "-3", "--no-raw", "SMEMBERS", "k")
+    eq((rc, err), (0, ""), "redis-cli -3 --no-raw SMEMBERS")
+    eq(sorted(out.splitlines()), ['1~ "a"', '2~ "b"', '3~ "c"'],
+       "redis-cli -3 --no-raw SMEMBERS output")
+    rc, out, err = cli(port, "-3", "SMISMEMBER", "k", "a", "x")
+    eq((rc, out, err), (0, "1\n0\n", ""), "redis-cli -3 SMISMEMBER")
+
+    # Inline commands.
+    f = Resp(port)
+    s = f.sock
+    s.sendall(b"PING\r\n")
+    eq(f.read(), "PONG", "inline PING")
+    s.sendall(b"PING\n")
+    eq(f.read(), "PONG", "inline PING with a bare LF")
+    s.sendall(b"SADD inl x y\r\n")
+    eq(f.read(), 2, "inline SADD")
+    s.sendall(b'SADD inl "a b" \'c d\'\r\n')
+    eq(f.read(), 2, "inline SADD with quotes")
+    s.sendall(b"SMEMBERS inl\r\nSCARD inl\r\n")
+    eq(sorted(f.read()), [b"a b", b"c d", b"x", b"y"], "inline SMEMBERS")
+    eq(f.read(), 4, "inline SCARD after another inline command")
+    s.sendall(b"\r\nECHO hi\r\n")
+    eq(f.read(), b"hi", "inline ECHO after an empty line")
+    s.sendall(b"ECHO " + b"p" * 1000 + b"\r\n")
+    eq(f.read(), b"p" * 1000, "inline ECHO of 1000 bytes")
+    s.sendall(b"PI")
+    time.sleep(0.2)
+    s.sendall(b"NG\r\n")
+    eq(f.read(), "PONG", "inline PING in two pieces")
+    s.close()
+
+
+def test_auth():
+    pw = "s3cret pass"
+    c = Cluster(3, tls=True, password=pw)
+    c.start()
+    n1 = c.nodes[1]
+    raw = n1.raw(auth=False)
+    for args in (("PING",), ("SADD", "k", "a"), ("SMEMBERS", "k"),
+                 ("SCARD", "k"), ("CLIENT", "ID"), ("ECHO", "x"),
+                 ("INFO",), ("COMMAND",), ("SSCAN", "k", "0"),
+                 ("SELECT", "0")):
+        is_err(raw.command(*args), "NOAUTH", "%s before AUTH" % args[0])
+    if not EMULATED:
+        is_err(raw.command("BIGSET.STATS"), "NOAUTH", "BIGSET.STATS")
+    is_err(raw.command("AUTH", "wrong"), "WRONGPASS", "AUTH wrong")
+    is_err(raw.command("AUTH", "default", "wrong"), "WRONGPASS",
+           "AUTH default wrong")
+    is_err(raw.command("PING"), "NOAUTH", "PING after a failed AUTH")
+    is_err(raw.command("HELLO", "3"), "NOAUTH", "HELLO 3 without AUTH")
+    is_err(raw.command("HELLO", "3", "AUTH", "default", "wrong"),
+           "WRONGPASS", "HELLO 3 AUTH default wrong")
+    eq(raw.kind, "-", "HELLO AUTH failure is an error")
+    eq(raw.command("AUTH", pw), "OK", "AUTH")
+    eq(raw.command("PING"), "PONG", "PING after AUTH")
+    eq(raw.command("SADD", "k", "a", "b"), 2, "SADD after AUTH")
+    r2 = n1.raw(auth=False)
+    eq(r2.command("AUTH", "default", pw), "OK", "AUTH default pw")
+    eq(r2.command("SCARD", "k"), 2, "SCARD after AUTH default")
+    r3 = n1.raw(auth=False)
+    v = r3.command("HELLO", "3", "AUTH", "default", pw)
+    eq(r3.kind, "%", "HELLO 3 AUTH reply type")
+    eq(flat_pairs(v)["proto"], 3, "HELLO 3 AUTH proto")
+    eq(sorted(r3.command("SMEMBERS", "k")), [b"a", b"b"],
+       "SMEMBERS after HELLO 3 AUTH")
+    eq(r3.kind, "~", "SMEMBERS type after HELLO 3 AUTH")
+    r4 = n1.raw(auth=False)
+    v = r4.command("HELLO", "2", "AUTH", "default", pw, "SETNAME", "n4")
+    eq(flat_pairs(v)["proto"], 2, "HELLO 2 AUTH SETNAME proto")
+    eq(r4.command("CLIENT", "GETNAME"), b"n4", "name from HELLO AUTH SETNAME")
+    # QUIT is allowed before AUTH.
+    q = n1.raw(auth=False)
+    eq(q.command("QUIT"), "OK", "QUIT before AUTH")
+    check(q.closed_within(5), "QUIT before AUTH did not close")
+    # redis-py.
+    eq(n1.client(auth=True).sadd("k", "c"), 1, "redis-py with password=")
+    eq(n1.client(auth=False, username="default", password=pw).scard("k"), 3,
+       "redis-py with username= password=")
+    raises(lambda: n1.client(auth=False).scard("k"), "Authentication",
+           "redis-py without a password")
+    raises(lambda: n1.client(auth=False, password="nope").scard("k"),
+           "WRONGPASS", "redis-py with a bad password")
+    # Other nodes: the same password; the write is read there.
+    c.settle()
+    for i in (2, 3):
+        eq(c.nodes[i].client().smembers("k"), {b"a", b"b", b"c"},
+           "SMEMBERS on node %d" % i)
+        is_err(c.nodes[i].raw(auth=False).command("PING"), "NOAUTH",
+               "PING before AUTH on node %d" % i)
+    # redis-cli.
+    rc, out, err = cli(n1.port, "PING", password=pw)
+    eq((rc, out, err), (0, "PONG\n", ""), "redis-cli with REDISCLI_AUTH")
+    rc, out, err = cli(n1.port, "SCARD", "k", password=pw)
+    eq((rc, out, err), (0, "3\n", ""), "redis-cli SCARD with REDISCLI_AUTH")
+    rc, out, err = cli(n1.port, "PING")
+    check(out.startswith("NOAUTH"), "redis-cli without a password: %r" % out)
+    for x in (raw, r2, r3, r4):
+        x.close()
+
+
+def test_redis_cli():
+    c = Cluster(3)
+    c.start()
+    port = c.nodes[1].port
+
+    def run(*args, stdin=None):
+        return cli(port, *args, stdin=stdin)
+
+    eq(run("PING"), (0, "PONG\n", ""), "redis-cli PING")
+    eq(run("SADD", "cli", "a", "b", "c"), (0, "3\n", ""), "SADD")
+    eq(run("--no-raw", "SADD", "cli", "d"), (0, "(integer) 1\n", ""),
+       "--no-raw SADD")
+    rc, out, err = run("SMEMBERS", "cli")
+    eq((rc, err, sorted(out.split("\n")[:-1])), (0, "", ["a", "b", "c", "d"]),
+       "SMEMBERS")
+    rc, out, err = run("--no-raw", "SMEMBERS", "cli")
+    lines = out.splitlines()
+    eq((rc, err, len(lines)), (0, "", 4), "--no-raw SMEMBERS")
+    eq(sorted(line.split(" ", 1)[1] for line in lines),
+       ['"a"', '"b"', '"c"', '"d"'], "--no-raw SMEMBERS lines")
+    eq(run("--no-raw", "SCARD", "cli"), (0, "(integer) 4\n", ""), "SCARD")
+    eq(run("SISMEMBER", "cli", "a"), (0, "1\n", ""), "SISMEMBER")
+    eq(run("SMISMEMBER", "cli", "a", "z"), (0, "1\n0\n", ""), "SMISMEMBER")
+    eq(run("ECHO", "hello world"), (0, "hello world\n", ""), "ECHO")
+    eq(run("TYPE", "cli"), (0, "set\n", ""), "TYPE")
+    eq(run("--no-raw", "TYPE", "nokey"), (0, "none\n", ""), "TYPE none")
+    eq(run("--no-raw", "SMEMBERS", "nokey"), (0, "(empty array)\n", ""),
+       "--no-raw SMEMBERS of no key")
+    eq(run("--no-raw", "CLIENT", "GETNAME"), (0, "(nil)\n", ""),
+       "--no-raw CLIENT GETNAME")
+    eq(run("-n", "0", "PING"), (0, "PONG\n", ""), "-n 0")
+    eq(run("-r", "3", "PING"), (0, "PONG\nPONG\nPONG\n", ""), "-r 3 PING")
+    rc, out, err = run("--no-raw", "SADD", "cli")
+    eq((rc, out, err),
+       (0, "(error) ERR wrong number of arguments for 'sadd' command\n", ""),
+       "--no-raw SADD with no member")
+    if not EMULATED:
+        rc, out, err = run("--no-raw", "GET", "x")
+        check(rc == 0 and out.startswith("(error) ERR unknown command"),
+              "--no-raw GET: %r %r" % (out, err))
+        eq(run("BIGSET.RANGE", "cli", "[b", "+"), (0, "0\nb\nc\nd\n", ""),
+           "BIGSET.RANGE")
+        eq(run("--no-raw", "BIGSET.PREFIX", "cli", "c"),
+           (0, '1) "0"\n2) 1) "c"\n', ""), "--no-raw BIGSET.PREFIX")
+        eq(run("BIGSET.QUORUM"), (0, "3\n2\n2\n", ""), "BIGSET.QUORUM")
+    rc, out, err = run("INFO", "server")
+    check(rc == 0 and err == "" and out.startswith("# Server"),
+          "INFO server: %r %r" % (out[:200], err))
+    rc, out, err = run("SSCAN", "cli", "0", "COUNT", "100")
+    eq((rc, err, sorted(out.splitlines())), (0, "", ["0", "a", "b", "c", "d"]),
+       "SSCAN")
+    eq(run("-x", "SADD", "xk", stdin=b"from stdin"), (0, "1\n", ""),
+       "-x SADD")
+    eq(run("SMEMBERS", "xk"), (0, "from stdin\n", ""), "-x SADD result")
+
+    # Commands piped on stdin (redis-cli sends COMMAND DOCS first).
+    script = (b"SADD piped x y\nSCARD piped\nSISMEMBER piped x\n"
+              b"SMEMBERS piped\nPING\nSREM piped x\nSCARD piped\n"
+              b"SADD piped\nECHO \"two words\"\n")
+    rc, out, err = run(stdin=script)
+    eq((rc, err), (0, ""), "piped commands: status, stderr")
+    lines = out.split("\n")
+    check(len(lines) >= 10, "piped commands: %r" % out)
+    eq(lines[:3], ["2", "2", "1"], "piped SADD SCARD SISMEMBER")
+    eq(sorted(lines[3:5]), ["x", "y"], "piped SMEMBERS")
+    eq(lines[5:8], ["PONG", "1", "1"], "piped PING SREM SCARD")
+    eq(lines[8], "ERR wrong number of arguments for 'sadd' command",
+       "piped SADD with no member")
+    eq(lines[9:], ["", "two words", ""], "piped ECHO")
+
+    # Mass insertion: redis-cli --pipe, raw protocol on stdin.
+    proto = b"".join(encode("SADD", "mass", "e%d" % i) for i in range(2000))
+    rc, out, err = run("--pipe", stdin=proto)
+    check(rc == 0 and "errors: 0, replies: 2000" in out,
+          "--pipe: %d %r %r" % (rc, out, err))
+    eq(run("SCARD", "mass"), (0, "2000\n", ""), "SCARD after --pipe")
+    c.settle()
+    eq(cli(c.nodes[3].port, "SCARD", "mass"), (0, "2000\n", ""),
+       "SCARD after --pipe on node 3")
+    eq(cli(c.nodes[2].port, "SMEMBERS", "cli")[1].count("\n"), 4,
+       "SMEMBERS on node 2")
+
+
+def test_sscan_under_writes():
+    rng = random.Random(SEED)
+    c = Cluster(3)
+    c.start()
+    n1 = c.nodes[1]
+    r = n1.client()
+    key = "big"
+    originals = [b"o:%06d" % i for i in range(100000)]
+    t0 = time.time()
+    for start in range(0, len(originals), 20000):
+        pipe = r.pipeline(transaction=False)
+        for i in range(start, start + 20000, 1000):
+            pipe.execute_command("SADD", key, *originals[i:i + 1000])
+        for v in pipe.execute():
+            eq(v, 1000, "SADD of 1000 new members")
+    eq(r.scard(key), 100000, "SCARD after loading")
+    pre = [b"n:pre:%04d" % i for i in range(500)]
+    eq(r.sadd(key, *pre), 500, "SADD of the pre-scan elements")
+    load_time = time.time() - t0
+    # R: originals the writer removes during the scan.
+    removed_orig = [originals[i] for i in range(0, len(originals), 97)]
+    rng.shuffle(removed_orig)
+    added, removed_new, removed_r = [], set(), set()
+    state = {"ops": 0, "error": None}
+    stop = threading.Event()
+
+    def writer():
+        w = n1.client()
+        wrng = random.Random(SEED + 1)
+        i = 0
+        try:
+            while not stop.is_set():
+                e = b"n:%06d" % i
+                i += 1
+                added.append(e)
+                eq(w.sadd(key, e), 1, "SADD of a new element")
+                if i % 3 == 0 and removed_orig:
+                    o = removed_orig.pop()
+                    removed_r.add(o)
+                    eq(w.srem(key, o), 1, "SREM of an original")
+                if i % 5 == 0:
+                    old = added[wrng.randrange(len(added))]
+                    if old not in removed_new:
+                        removed_new.add(old)
+                        eq(w.srem(key, old), 1, "SREM of a new element")
+                state["ops"] += 1
+        except Exception as ex:  # noqa: BLE001 (reported by the main thread)
+            state["error"] = ex
+
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    seen = []
+    cursor, pages, during = 0, 0, 0
+    t1 = time.time()
+    try:
+        while True:
+            before = state["ops"]
+            cursor, page = r.sscan(key, cursor, count=1000)
+            seen += page
+            pages += 1
+            if cursor == 0:
+                break
+            check(pages < 100000, "SSCAN does not end")
+            # Let the writer interleave a few operations with every page.
+            wait_for(lambda: state["ops"] >= before + 5 or state["error"],
+                     10, "writer progress")
+            check(state["error"] is None, "writer: %s" % state["error"])
+        during = state["ops"]
+    finally:
+        stop.set()
+        th.join(30)
+    check(not th.is_alive(), "the writer did not stop")
+    check(state["error"] is None, "writer: %s" % state["error"])
+    scan_time = time.time() - t1
+    check(during >= 100, "only %d writes during the scan" % during)
+
+    counts = {}
+    for e in seen:
+        counts[e] = counts.get(e, 0) + 1
+    twice = [e for e, n in counts.items() if n > 1]
+    check(not twice, "%d elements returned more than once, e.g. %s" %
+          (len(twice), short(sorted(twice)[:5])))
+    must = set(originals) - removed_r
+    must.update(pre)
+    missing = must - set(counts)
+    check(not missing, "%d elements present during the whole scan not "
+          "returned, e.g. %s" % (len(missing), short(sorted(missing)[:5])))
+    allowed = set(originals) | set(pre) | set(added)
+    extra = set(counts) - allowed
+    check(not extra, "returned but never added: %s" % short(sorted(extra)[:5]))
+    if not EMULATED:
+        check(all(a < b for a, b in zip(seen, seen[1:])),
+              "SSCAN elements not in ascending order")
+
+    # Afterwards: exactly the model, on node 1 and on node 2.
+    model = (set(originals) - removed_r) | set(pre) | (set(added) -
+                                                       removed_new)
+    c.settle()
+    for n in (n1, c.nodes[2]):
+        cl = n.client()
+        eq(cl.scard(key), len(model), "SCARD after the writes, node %d" %
+           n.id)
+        got = sscan_all(cl, key, count=5000)
+        check(len(got) == len(set(got)) and set(got) == model,
+              "SSCAN after the writes on node %d: %d elements, %d "
+              "expected, %d missing, %d extra" %
+              (n.id, len(got), len(model), len(model - set(got)),
+               len(set(got) - model)))
+    # MATCH.
+    for pattern, count in (("o:0012*", 1000), ("o:0000?5", 1000),
+                           ("o:00001[0-4]", 10), ("n:pre:00[1-2]?", 5000),
+                           ("nomatch*", 1000), ("*:09999[7-9]", 100000)):
+        want = sorted(e for e in model
+                      if fnmatch.fnmatchcase(e.decode(), pattern))
+        got = list(r.sscan_iter(key, match=pattern, count=count))
+        eq(sorted(got), want, "SSCAN MATCH %s COUNT %d" % (pattern, count))
+        check(len(got) == len(set(got)), "MATCH %s: duplicates" % pattern)
+    print("sscan_under_writes: loaded in %.1fs, scanned %d pages in %.1fs "
+          "with %d writes" % (load_time, pages, scan_time, during),
+          file=sys.stderr)
+
+
+def test_bad_input():
+    rng = random.Random(SEED)
+    if EMULATED:
+        # redis-server's limits: 512 MB bulks (configurable down to 1 MB),
+        # 1024*1024 arguments, 64 KB inline commands.
+        max_bulk, max_args, max_clients = 1 << 20, 1 << 20, 8
+        limits = ["--max-clients", str(max_clients)]
+        c = Cluster(3, extra=limits)
+    else:
+        max_bulk, max_args, max_clients = 4096, 64, 8
+        limits = ["--max-bulk-bytes", str(max_bulk), "--max-args",
+                  str(max_args), "--max-query-buffer-bytes", "65536",
+                  "--max-clients", str(max_clients)]
+        c = Cluster(3, extra=limits)
+    c.start()
+    n1 = c.nodes[1]
+    keep = [b"k%03d" % i for i in range(50)]
+    watch = n1.raw()
+    eq(watch.command("SADD", "keep", *keep), 50, "SADD keep")
+
+    def intact(what):
+        check(n1.alive(), "node 1 died after %s\n%s" % (what,
+                                                         n1.tail_log()))
+        eq(watch.command("PING"), "PONG", "PING after " + what)
+        v = watch.command("SMEMBERS", "keep")
+        check(isinstance(v, list) and sorted(v) == keep,
+              "SMEMBERS keep after %s: %s" % (what, short(v)))
+
+    def refused(name, payload, prefix):
+        s = n1.raw()
+        s.send(payload)
+        try:
+            v = s.read()
+        except EOFError:
+            raise Failure("%s: closed with no error reply" % name)
+        is_err(v, prefix, name)
+        check(s.closed_within(5), "%s: the connection stayed open" % name)
+        s.close()
+        intact(name)
+
+    cases = [
+        ("a non-numeric multibulk length", b"*abc\r\n", "ERR Protocol error"),
+        ("a negative bulk length in an array", b"*2\r\n$-5\r\n",
+         "ERR Protocol error"),
+        ("a bulk header with no CRLF", b"*1\r\n$4PING\r\n",
+         "ERR Protocol error"),
+        ("an integer in a command array", b"*1\r\n:5\r\n",
+         "ERR Protocol error"),
+        ("a huge multibulk length", b"*99999999999999999999\r\n",
+         "ERR Protocol error"),
+        ("a bulk over --max-bulk-bytes",
+         b"*3\r\n$4\r\nSADD\r\n$4\r\nkeep\r\n$%d\r\n" % (max_bulk + 1),
+         "ERR Protocol error: invalid bulk length"),
+        ("more than --max-args arguments", b"*%d\r\n" % (max_args + 1),
+         "ERR Protocol error: invalid multibulk length"),
+        ("unbalanced quotes inline", b'SADD keep "abc\r\n',
+         "ERR Protocol error"),
+    ]
+    if not EMULATED:
+        cases.append(("a bulk not ended by CRLF",
+                      b"*1\r\n$4\r\nPINGxx\r\n", "ERR Protocol error"))
+    for name, payload, prefix in cases:
+        refused(name, payload, prefix)
+
+    # At the limits: accepted.
+    eq(watch.command("SADD", "lim", b"b" * max_bulk), 1,
+       "a bulk of --max-bulk-bytes")
+    if not EMULATED:
+        members = [b"%d" % i for i in range(max_args - 2)]
+        eq(watch.command("SADD", "lim", *members), max_args - 2,
+           "exactly --max-args arguments")
+        eq(watch.command("DEL", "lim"), 1, "DEL lim")
+
+    # A query buffer over the limit: closed. An inline line with no end,
+    # and (bigsetd) a command whose arguments add up to more than it.
+    payloads = [b"A" * 200000]
+    if not EMULATED:
+        payloads.append(encode("SADD", "keep", *[b"%04d" % i + b"x" * 2000
+                                                 for i in range(60)]))
+    for i, payload in enumerate(payloads):
+        s = n1.raw()
+        try:
+            for off in range(0, len(payload), 4096):
+                s.send(payload[off:off + 4096])
+        except OSError:
+            pass
+        check(s.closed_within(10), "query buffer overflow %d: still open" %
+              i)
+        s.close()
+        intact("query buffer overflow %d" % i)
+
+    # A half-sent command does not hold other clients up.
+    s = n1.raw()
+    s.send(b"*3\r\n$4\r\nSADD\r\n$4\r\nkeep")
+    time.sleep(0.3)
+    intact("a half-sent command")
+    s.send(b"\r\n$1\r\nz\r\n")
+    eq(s.read(), 1, "the rest of a half-sent command")
+    eq(watch.command("SREM", "keep", "z"), 1, "SREM keep z")
+    s.close()
+
+    # Random garbage (seeded).
+    for i in range(40):
+        g = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 600)))
+        if i % 2:
+            g = b"*" + g  # A broken command array rather than an inline one.
+        s = n1.raw()
+        try:
+            s.send(g)
+            s.closed_within(0.2)
+        except OSError:
+            pass
+        s.close()
+    intact("random garbage")
+
+    # --max-clients: the one over gets an error and is closed.
+    conns = []
+    deadline = time.time() + 10
+    while len(conns) < max_clients - 1:  # watch is one.
+        x = n1.raw()
+        v = x.command("PING")
+        if v == "PONG":
+            conns.append(x)
+            continue
+        x.close()
+        check(time.time() < deadline and isinstance(v, Err) and
+              "max number of clients" in v,
+              "client %d of %d: %s" % (len(conns) + 2, max_clients, short(v)))
+        time.sleep(0.2)  # Closed connections not yet counted out.
+    x = n1.raw()
+    try:
+        v = x.read()
+    except EOFError:
+        raise Failure("over --max-clients: closed with no error")
+    eq(v, Err("ERR max number of clients reached"), "over --max-clients")
+    check(x.closed_within(5), "over --max-clients: still open")
+    x.close()
+    intact("max clients")
+    conns.pop().close()
+
+    def one_more():
+        y = n1.raw()
+        v = y.command("PING")
+        y.close()
+        return v == "PONG"
+
+    wait_for(one_more, 10, "a client accepted after one closed")
+    for x in conns:
+        x.close()
+    c.settle()
+    v = c.nodes[2].raw().command("SMEMBERS", "keep")
+    eq(sorted(v), keep, "SMEMBERS keep on node 2 at the end")
+
+
+def test_differential():
+    rng = random.Random(SEED)
+    d = tmpdir()
+    rport = free_port()
+    rs = spawn(["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--daemonize", "no",
+                "--dir", d], stdout=subprocess.DEVNULL,
+               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    c = Cluster(3, extra=["--smembers-max", "100000"])
+    c.start()
+    ref = redis.Redis(host="127.0.0.1", port=rport, socket_timeout=30)
+    wait_for(lambda: ping_ok(ref), 20, "redis-server up")
+    check(rs.poll() is None, "redis-server exited")
+    b = c.nodes[1].client()
+    keys = ["k%d" % i for i in range(5)]
+    members = ["m%d" % i for i in range(30)]
+
+    def run(client, op):
+        try:
+            if op[0] == "SSCAN!":
+                _, k, count, match = op
+                return sorted(sscan_all(client, k, count=count, match=match))
+            v = client.execute_command(*op)
+        except redis.exceptions.ResponseError as e:
+            return ("error", str(e))
+        if isinstance(v, bool):
+            return int(v)
+        if isinstance(v, set):
+            return sorted(v)
+        return v
+
+    ops = []
+    for _ in range(3000):
+        k = rng.choice(keys)
+        x = rng.random()
+        if x < 0.30:
+            op = ["SADD", k] + [rng.choice(members)
+                                for _ in range(rng.randint(1, 4))]
+        elif x < 0.45:
+            op = ["SREM", k] + [rng.choice(members)
+                                for _ in range(rng.randint(1, 3))]
+        elif x < 0.55:
+            op = ["SISMEMBER", k, rng.choice(members)]
+        elif x < 0.63:
+            op = ["SMISMEMBER", k] + [rng.choice(members)
+                                      for _ in range(rng.randint(1, 4))]
+        elif x < 0.71:
+            op = ["SCARD", k]
+        elif x < 0.79:
+            op = ["SMEMBERS", k]
+        elif x < 0.85:
+            op = ["EXISTS"] + rng.sample(keys, rng.randint(1, 3))
+        elif x < 0.90:
+            op = ["TYPE", k]
+        elif x < 0.94:
+            op = ["DEL"] + rng.sample(keys, rng.randint(1, 2))
+        else:
+            op = ["SSCAN!", k, rng.choice([None, 1, 3, 10, 100]),
+                  rng.choice([None, None, "m1*", "m?", "*5"])]
+        ops.append(op)
+    for i, op in enumerate(ops):
+        want = run(ref, op)
+        got = run(b, op)
+        if got != want:
+            raise Failure("op %d %s: bigsetd %s, redis %s" %
+                          (i, " ".join(map(str, op)), short(got),
+                           short(want)))
+    for k in keys:
+        eq(sorted(b.smembers(k)), sorted(ref.smembers(k)),
+           "final set %s" % k)
+        eq(b.exists(k), ref.exists(k), "final EXISTS %s" % k)
+    c.settle()
+    for i in (2, 3):
+        cl = c.nodes[i].client()
+        for k in keys:
+            eq(sorted(cl.smembers(k)), sorted(ref.smembers(k)),
+               "final set %s on node %d" % (k, i))
+    ref.close()
+    eq(stop_process(rs), 0, "redis-server exit")
+
+
+def ping_ok(client):
+    try:
+        return client.ping()
+    except redis.exceptions.RedisError:
+        return False
+
+
+def test_kill9_under_benchmark():
+    c = Cluster(3, extra=["--smembers-max", "1000000"])
+    c.start()
+    n1, n2, n3 = c.nodes[1], c.nodes[2], c.nodes[3]
+    bench_out = os.path.join(c.dir, "benchmark.out")
+    bench = spawn(["redis-benchmark", "-h", "127.0.0.1", "-p", str(n1.port),
+                   "-t", "sadd", "-n", "200000", "-c", "20", "-r", "100000",
+                   "-q"], stdout=open(bench_out, "wb"),
+                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    acked, attempted = [], set()
+    times = []  # (time, acked) of every acknowledgement.
+    stop = threading.Event()
+    state = {"errors": 0, "last_error": None}
+
+    def writer():
+        w = n1.client(socket_timeout=5)
+        i = 0
+        while not stop.is_set():
+            e = b"e%d" % i
+            i += 1
+            attempted.add(e)
+            try:
+                v = w.sadd("acked", e)
+                if v in (0, 1):
+                    acked.append(e)
+                    times.append(time.time())
+            except redis.exceptions.RedisError as ex:
+                state["errors"] += 1
+                state["last_error"] = str(ex)
+                time.sleep(0.05)
+
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    try:
+        time.sleep(2)
+        n3.kill9()
+        time.sleep(2)
+        n3.start()
+        time.sleep(1)
+        n2.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(2)
+        finally:
+            n2.send_signal(signal.SIGCONT)
+        resumed = time.time()
+        time.sleep(3)
+    finally:
+        stop.set()
+        th.join(30)
+    check(not th.is_alive(), "the writer did not stop")
+    try:
+        bench.wait(timeout=60)
+        bench_note = "redis-benchmark exited with %d" % bench.returncode
+    except subprocess.TimeoutExpired:
+        stop_process(bench)
+        bench_note = "redis-benchmark did not finish in 60 s (stopped)"
+    with open(bench_out, "rb") as f:
+        tail = f.read()[-400:].decode("utf-8", "replace").replace("\r", "\n")
+    print("kill9_under_benchmark: %d acknowledged, %d failed (last: %s); "
+          "%s: %s" % (len(acked), state["errors"], state["last_error"],
+                      bench_note, tail.strip().splitlines()[-1:]),
+          file=sys.stderr)
+    check(len(acked) > 100, "only %d writes acknowledged" % len(acked))
+    late = sum(1 for t in times if t > resumed + 1)
+    check(late > 10, "only %d writes acknowledged after node 2 resumed "
+          "(%d failures, last %s)" % (late, state["errors"],
+                                      state["last_error"]))
+    for n in (n1, n2, n3):
+        check(n.alive(), "node %d died\n%s" % (n.id, n.tail_log()))
+    c.settle()
+    want = set(acked)
+    for n in (n1, n2):
+        cl = n.client()
+        card = cl.scard("acked")
+        check(card >= len(want), "SCARD acked on node %d: %d < %d "
+              "acknowledged" % (n.id, card, len(want)))
+        got = cl.smembers("acked")
+        missing = want - got
+        check(not missing, "node %d: %d acknowledged elements missing from "
+              "SMEMBERS, e.g. %s" % (n.id, len(missing),
+                                     short(sorted(missing)[:5])))
+        extra = got - attempted
+        check(not extra, "node %d: never written: %s" %
+              (n.id, short(sorted(extra)[:5])))
+        check(card == len(got), "node %d: SCARD %d, SMEMBERS %d" %
+              (n.id, card, len(got)))
+        order = sorted(want)
+        for i in range(0, len(order), 1000):
+            v = cl.execute_command("SMISMEMBER", "acked", *order[i:i + 1000])
+            check(all(x == 1 for x in v), "node %d: SMISMEMBER says an "
+                  "acknowledged element is missing" % n.id)
+        scanned = sscan_all(cl, "acked", count=1000)
+        check(set(scanned) == got and len(scanned) == len(got),
+              "node %d: SSCAN differs from SMEMBERS" % n.id)
+        bench_card = cl.scard("myset")
+        check(0 < bench_card <= 100000, "node %d: SCARD myset %d" %
+              (n.id, bench_card))
+    if not EMULATED:
+        for n in (n1, n2, n3):
+            eq(n.raw().command("BIGSET.VERIFY"), "OK",
+               "BIGSET.VERIFY on node %d" % n.id)
+
+
+def test_config_errors():
+    if EMULATED:
+        raise Skip("bigsetd's own options (emulated by redis-server)")
+    d = tmpdir()
+    p, pp = free_port(), [free_port() for _ in range(3)]
+
+    def base(data):
+        args = ["--id", "1", "--data", data,
+                "--listen", "127.0.0.1:%d" % p,
+                "--peer-listen", "127.0.0.1:%d" % pp[0]]
+        for i in range(3):
+            args += ["--node", "%d=127.0.0.1:%d" % (i + 1, pp[i])]
+        return args + ["--plaintext-peers"]
+
+    def replace(args, opt, value):
+        args = list(args)
+        i = args.index(opt)
+        args[i + 1] = value
+        return args
+
+    def without(args, opt):
+        args = list(args)
+        i = args.index(opt)
+        del args[i:i + 2]
+        return args
+
+    bad_toml = os.path.join(d, "bad.toml")
+    with open(bad_toml, "w") as f:
+        f.write("id = 1\nthis is not toml [[[\n")
+    unknown_key = os.path.join(d, "unknown.toml")
+    with open(unknown_key, "w") as f:
+        f.write('frobnicate = 3\n')
+    cases = []
+    for n, mk in [
+            ("missing --data", lambda a: without(a, "--data")),
+            ("missing --id", lambda a: without(a, "--id")),
+            ("--id 0", lambda a: replace(a, "--id", "0")),
+            ("--id abc", lambda a: replace(a, "--id", "abc")),
+            ("--id not in --node", lambda a: replace(a, "--id", "4")),
+            ("--node without =", lambda a: a + ["--node", "127.0.0.1:1"]),
+            ("--node bad id", lambda a: a + ["--node", "x=127.0.0.1:1"]),
+            ("--node bad port", lambda a: a + ["--node", "4=127.0.0.1:99999"]),
+            ("--node no port", lambda a: a + ["--node", "4=127.0.0.1"]),
+            ("--node twice the same id", lambda a: a + ["--node",
+                                                       "2=127.0.0.1:1"]),
+            ("--listen bad", lambda a: replace(a, "--listen", "nothing")),
+            ("--listen bad port", lambda a: replace(a, "--listen",
+                                                  "127.0.0.1:99999")),
+            ("an unknown option", lambda a: a + ["--frobnicate"]),
+            ("an unknown option with a value", lambda a: a + ["--nope", "1"]),
+            ("a stray argument", lambda a: a + ["stray"]),
+            ("--n 0", lambda a: a + ["--n", "0"]),
+            ("--w 4", lambda a: a + ["--w", "4"]),
+            ("--r 0", lambda a: a + ["--r", "0"]),
+            ("--w 3 with --n 2", lambda a: a + ["--n", "2", "--w", "3"]),
+            ("--ring-size 0", lambda a: a + ["--ring-size", "0"]),
+            ("--max-clients abc", lambda a: a + ["--max-clients", "abc"]),
+            ("--log-level loud", lambda a: a + ["--log-level", "loud"]),
+            ("--config missing", lambda a: a + ["--config",
+                                                os.path.join(d, "none")]),
+            ("--config not TOML", lambda a: a + ["--config", bad_toml]),
+            ("--config unknown key", lambda a: a + ["--config",
+                                                    unknown_key]),
+            ("--tls-dir missing",
+             lambda a: [x for x in a if x != "--plaintext-peers"] +
+             ["--tls-dir", os.path.join(d, "nocerts")]),
+    ]:
+        cases.append((n, mk))
+    for i, (name, mk) in enumerate(cases):
+        data = os.path.join(d, "data-%d" % i)
+        args = mk(base(data))
+        try:
+            proc = subprocess.run([BIGSETD] + args, capture_output=True,
+                                  timeout=10, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise Failure("%s: still running after 10 s" % name)
+        err = proc.stderr.decode("utf-8", "replace")
+        check(proc.returncode == 2, "%s: exit %d, expected 2 (stderr %r)" %
+              (name, proc.returncode, err[:300]))
+        lines = err.strip("\n").split("\n")
+        check(len(lines) == 1 and lines[0].strip() != "",
+              "%s: %d lines on stderr, expected one: %r" %
+              (name, len(lines), err[:500]))
+        check(not os.path.exists(data), "%s: created %s" % (name, data))
+
+    proc = subprocess.run([BIGSETD, "--help"], capture_output=True,
+                          timeout=10, stdin=subprocess.DEVNULL)
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    eq(proc.returncode, 0, "--help exit status")
+    for opt in ("--requirepass", "--data", "--node", "--listen", "--config"):
+        check(opt in text, "--help does not mention %s" % opt)
+
+    # A valid configuration file; the command line overrides it.
+    data = os.path.join(d, "from-config")
+    other = free_port()
+    cfg = os.path.join(d, "node.toml")
+    with open(cfg, "w") as f:
+        f.write('# One node of its own.\n'
+                'id = 1\n'
+                'data = "%s"\n'
+                'listen = "127.0.0.1:%d"\n'
+                'peer-listen = "127.0.0.1:%d"\n'
+                'node = ["1=127.0.0.1:%d"]\n'
+                'plaintext-peers = true\n'
+                'n = 1\nw = 1\nr = 1\n'
+                'requirepass = "fromfile"\n'
+                'smembers-max = 5\n'
+                'log-level = "info"\n' % (data, other, pp[0], pp[0]))
+    log = os.path.join(d, "config-node.log")
+    proc = spawn([BIGSETD, "--config", cfg, "--listen", "127.0.0.1:%d" % p,
+                  "--smembers-max", "3"],
+                 stdout=subprocess.DEVNULL, stderr=open(log, "wb"),
+                 stdin=subprocess.DEVNULL)
+
+    def serving():
+        check(proc.poll() is None, "--config node exited with %s: %s" %
+              (proc.returncode, open(log, "rb").read()[-2000:]))
+        try:
+            x = Resp(p, timeout=2)
+            v = x.command("PING")
+            x.close()
+            return isinstance(v, Err) and v.startswith("NOAUTH")
+        except (OSError, EOFError):
+            return False
+
+    wait_for(serving, 30, "the --config node serving on its --listen port")
+    x = Resp(p)
+    is_err(x.command("AUTH", "wrong"), "WRONGPASS", "AUTH wrong")
+    eq(x.command("AUTH", "fromfile"), "OK", "requirepass from the file")
+    eq(x.command("SADD", "cfg", "a", "b", "c"), 3, "SADD, one-node cluster")
+    eq(sorted(x.command("SMEMBERS", "cfg")), [b"a", b"b", b"c"],
+       "SMEMBERS within --smembers-max 3 (file: 5)")
+    eq(x.command("SADD", "cfg", "d"), 1, "SADD d")
+    v = x.command("SMEMBERS", "cfg")
+    check(isinstance(v, Err) and "SSCAN" in v,
+          "the command line's --smembers-max 3 not over the file's 5: %s" %
+          short(v))
+    eq(x.command("BIGSET.QUORUM"), [1, 1, 1], "BIGSET.QUORUM from the file")
+    x.close()
+    y = socket.socket()
+    check(y.connect_ex(("127.0.0.1", other)) != 0,
+          "also serving on the file's listen port")
+    y.close()
+    check(os.path.isdir(data), "the data dir from the file not created")
+    eq(stop_process(proc), 0, "the --config node's exit status")
+
+
+def test_shutdown():
+    c = Cluster(3, tls=True, extra=["--smembers-max", "100000"])
+    c.start()
+    n1, n2, n3 = c.nodes[1], c.nodes[2], c.nodes[3]
+    r = n1.client()
+    sets = {}
+    for k in range(3):
+        name = "sd%d" % k
+        elems = {b"%s:%d" % (name.encode(), i) for i in range(300 + 100 * k)}
+        pipe = r.pipeline(transaction=False)
+        for e in elems:
+            pipe.sadd(name, e)
+        pipe.execute()
+        sets[name] = elems
+    eq(r.srem("sd0", b"sd0:0", b"sd0:1"), 2, "SREM")
+    sets["sd0"] -= {b"sd0:0", b"sd0:1"}
+    for name, elems in sets.items():
+        eq(r.scard(name), len(elems), "SCARD %s before" % name)
+    c.settle()
+    # Clients that stay connected (one idle, one half-way through a command)
+    # do not hold the shutdown up.
+    idle = n1.raw()
+    half = n2.raw()
+    half.send(b"*3\r\n$4\r\nSADD\r\n")
+    for n, sig in ((n1, signal.SIGTERM), (n2, signal.SIGINT),
+                   (n3, signal.SIGTERM)):
+        t = time.time()
+        n.send_signal(sig)
+        try:
+            n.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            raise Failure("node %d still running 10 s after %s\n%s" %
+                          (n.id, sig.name, n.tail_log()))
+        eq(n.proc.returncode, 0, "node %d exit status after %s" %
+           (n.id, sig.name))
+        if n is n1:
+            check(idle.closed_within(5), "an idle client not disconnected")
+        print("shutdown: node %d stopped in %.2fs" % (n.id, time.time() - t),
+              file=sys.stderr)
+    idle.close()
+    half.close()
+    c.start()
+    for n in (n1, n3):
+        cl = n.client()
+        for name, elems in sets.items():
+            eq(cl.scard(name), len(elems), "SCARD %s after the restart, "
+               "node %d" % (name, n.id))
+            eq(cl.smembers(name), elems, "SMEMBERS %s after the restart, "
+               "node %d" % (name, n.id))
+    # One node stopped and restarted while the others run.
+    eq(n2.stop(), 0, "node 2 alone, exit status")
+    eq(r.sadd("sd1", "while-2-down"), 1, "SADD while node 2 is down")
+    sets["sd1"].add(b"while-2-down")
+    n2.start()
+    c.settle()
+    cl = n2.client()
+    for name, elems in sets.items():
+        eq(cl.smembers(name), elems, "SMEMBERS %s on node 2 after its "
+           "restart" % name)
+
+
+TESTS = {
+    "basic": test_basic,
+    "resp3": test_resp3,
+    "auth": test_auth,
+    "redis_cli": test_redis_cli,
+    "sscan_under_writes": test_sscan_under_writes,
+    "bad_input": test_bad_input,
+    "differential": test_differential,
+    "kill9_under_benchmark": test_kill9_under_benchmark,
+    "config_errors": test_config_errors,
+    "shutdown": test_shutdown,
+}
+
+
+def main():
+    global BIGSETD, MAKE_CERTS, EMULATED
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    BIGSETD, MAKE_CERTS, name = sys.argv[1:]
+    EMULATED = os.path.basename(BIGSETD).startswith("redis-server")
+    if name != "all" and name not in TESTS:
+        print("unknown test %r; tests: %s" % (name, " ".join(TESTS)),
+              file=sys.stderr)
+        return 2
+    names = list(TESTS) if name == "all" else [name]
+    failed = 0
+    for n in names:
+        start = time.time()
+        try:
+            TESTS[n]()
+            print("PASS %s (%.1fs)" % (n, time.time() - start), flush=True)
+        except Skip as e:
+            print("SKIP %s: %s" % (n, e), flush=True)
+        except Exception as e:  # noqa: BLE001 (report and go on)
+            failed += 1
+            msg = str(e) or type(e).__name__
+            if not isinstance(e, Failure):
+                msg = "%s: %s" % (type(e).__name__, msg)
+            print("FAIL %s: %s (seed %d)" % (n, msg, SEED), flush=True)
+            for c in CLUSTERS:
+                for node in c.nodes.values():
+                    print("---- %s node %d log (tail)\n%s" %
+                          (n, node.id, node.tail_log(2000)), file=sys.stderr)
+        finally:
+            cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+// Bigset's own commands, for what Redis has no word for: range and prefix
+// pages, causal contexts, quorums, statistics, verification.
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "context_codec.h"
+#include "session.h"
+
+namespace bigset::server {
+namespace {
+
+// A ZRANGEBYLEX bound: "-", "+", "[x" (inclusive) or "(x" (exclusive).
+// Sets one side of *bounds; false if malformed. *empty is set if the bound
+// excludes everything ("+" as a start, "-" as an end).
+bool ParseLexBound(const std::string& text, bool is_start,
+                   ElementBounds* bounds, bool* empty) {
+  if (text == "-" || text == "+") {
+    if ((text == "+") == is_start) *empty = true;
+    return true;
+  }
+  if (text.empty() || (text[0] != '[' && text[0] != '(')) return false;
+  const bool inclusive = text[0] == '[';
+  if (is_start) {
+    bounds->start = text.substr(1);
+    bounds->start_inclusive = inclusive;
+  } else {
+    bounds->end = text.substr(1);
+    bounds->end_inclusive = inclusive;
+  }
+  return true;
+}
+
+// LIMIT n and CURSOR c from args[first..]; false (and *error) if malformed.
+bool ParsePageOptions(const Session::Args& a, size_t first, size_t* limit,
+                      uint64_t* cursor, std::string* error) {
+  for (size_t i = first; i < a.size(); i += 2) {
+    const std::string opt = absl::AsciiStrToLower(a[i]);
+    int64_t v = 0;
+    if (i + 1 >= a.size() || (opt != "limit" && opt != "cursor")) {
+      *error = "ERR syntax error";
+      return false;
+    }
+    if (opt == "limit") {
+      if (!absl::SimpleAtoi(a[i + 1], &v) || v < 1) {
+        *error = "ERR LIMIT must be a positive integer";
+        return false;
+      }
+      *limit = static_cast<size_t>(std::min<int64_t>(v, 100'000));
+    } else if (!absl::SimpleAtoi(a[i + 1], cursor)) {
+      *error = "ERR invalid cursor";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void Session::CmdRange(Args& a) {
+  ElementBounds bounds;
+  bool empty = false;
+  if (!ParseLexBound(a[2], true, &bounds, &empty) ||
+      !ParseLexBound(a[3], false, &bounds, &empty)) {
+    ReplyError("ERR min or max not valid string range item");
+    Done();
+    return;
+  }
+  size_t limit = 1000;
+  uint64_t cursor = 0;
+  std::string error;
+  if (!ParsePageOptions(a, 4, &limit, &cursor, &error)) {
+    ReplyError(error);
+    Done();
+    return;
+  }
+  if (empty) {
+    RespWriter w = Out();
+    w.Array(2);
+    w.Bulk("0");
+    w.Array(0);
+    Done();
+    return;
+  }
+  std::optional<std::string> after;
+  if (cursor != 0) {
+    after = ctx_->cursors->Find(cursor, a[1]);
+    if (!after.has_value()) {
+      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
+      ReplyError("ERR invalid cursor (unknown, expired or of another key)");
+      Done();
+      return;
+    }
+  }
+  ScanPage(a[1], std::move(bounds), std::move(after), limit, "");
+}
+
+void Session::CmdPrefix(Args& a) {
+  size_t limit = 1000;
+  uint64_t cursor = 0;
+  std::string error;
+  if (!ParsePageOptions(a, 3, &limit, &cursor, &error)) {
+    ReplyError(error);
+    Done();
+    return;
+  }
+  ElementBounds bounds;
+  bounds.start = a[2];
+  std::string end = a[2];
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
+    end.pop_back();
+  }
+  if (!end.empty()) {
+    end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+    bounds.end = std::move(end);
+  }
+  std::optional<std::string> after;
+  if (cursor != 0) {
+    after = ctx_->cursors->Find(cursor, a[1]);
+    if (!after.has_value()) {
+      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
+      ReplyError("ERR invalid cursor (unknown, expired or of another key)");
+      Done();
+      return;
+    }
+  }
+  ScanPage(a[1], std::move(bounds), std::move(after), limit, "");
+}
+
+void Session::CmdContext(Args& a) {
+  ctx_->runner->ContainsAll(
+      a[1], {a[2]}, ReadOptions(),
+      Later<absl::StatusOr<Membership>>([this](absl::StatusOr<Membership> m) {
+        if (!m.ok()) {
+          ReplyStatus(m.status(), false);
+        } else {
+          Out().Bulk(m->elements.empty() ? ""
+                                         : EncodeContext(m->elements[0].dots));
+        }
+        Done();
+      }));
+}
+
+void Session::CmdBigsetAdd(Args& a) {
+  UpdateOp op = UpdateOp::Add(a[2]);
+  // Without a context, like SADD: the coordinating replica's dots.
+  op.context_from_replica = a.size() == 3;
+  if (a.size() == 5 && absl::AsciiStrToLower(a[3]) == "context") {
+    absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[4]);
+    if (!context.ok()) {
+      ReplyError(absl::StrCat("ERR bad context: ", context.status().message()));
+      Done();
+      return;
+    }
+    op.context = std::move(*context);
+  } else if (a.size() != 3) {
+    ReplyError("ERR syntax error");
+    Done();
+    return;
+  }
+  ctx_->runner->Update(
+      a[1], {std::move(op)}, WriteOptions(),
+      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
+        if (!d.ok()) {
+          ReplyStatus(d.status(), true);
+        } else {
+          // 1 if the add replaced no dot: the element was new to it.
+          Out().Integer(!d->ops.empty() && d->ops[0].context.empty() ? 1 : 0);
+        }
+        Done();
+      }));
+}
+
+void Session::CmdBigsetRemove(Args& a) {
+  if (absl::AsciiStrToLower(a[3]) != "context") {
+    ReplyError("ERR syntax error");
+    Done();
+    return;
+  }
+  absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[4]);
+  if (!context.ok()) {
+    ReplyError(absl::StrCat("ERR bad context: ", context.status().message()));
+    Done();
+    return;
+  }
+  if (context->empty()) {
+    Out().Integer(0);
+    Done();
+    return;
+  }
+  ctx_->runner->Update(
+      a[1], {UpdateOp::Remove(a[2], std::move(*context))}, WriteOptions(),
+      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
+        if (!d.ok()) {
+          ReplyStatus(d.status(), true);
+        } else {
+          Out().Integer(1);
+        }
+        Done();
+      }));
+}
+
+void Session::CmdQuorum(Args& a) {
+  const int n = ctx_->config->n;
+  if (a.size() == 1) {
+    RespWriter w = Out();
+    w.Array(3);
+    w.Integer(n);
+    w.Integer(w_);
+    w.Integer(r_);
+  } else if (a.size() == 3) {
+    int w = 0, r = 0;
+    if (!absl::SimpleAtoi(a[1], &w) || !absl::SimpleAtoi(a[2], &r) || w < 1 ||
+        w > n || r < 1 || r > n) {
+      ReplyError(absl::StrCat("ERR W and R must be integers between 1 and N (",
+                              n, ")"));
+    } else {
+      w_ = w;
+      r_ = r;
+      Out().Simple("OK");
+    }
+  } else {
+    ReplyError("ERR wrong number of arguments for 'bigset.quorum' command");
+  }
+  Done();
+}
+
+void Session::CmdVerify(Args&) {
+  std::shared_ptr<Session> self = shared_from_this();
+  NodeRunner* runner = ctx_->runner;
+  auto reply = Later<std::string>([this](std::string problem) {
+    if (problem.empty()) {
+      Out().Simple("OK");
+    } else {
+      ReplyError(absl::StrCat("ERR verify: ", problem));
+    }
+    Done();
+  });
+  // A full check of every local replica: on the worker, not on this thread.
+  ctx_->worker->Run([runner, reply]() {
+    std::string problem;
+    absl::Status s = runner->RunOnNode([&problem](Node& node) {
+      for (uint32_t p = 0; p < node.ring().ring_size(); ++p) {
+        Replica* replica = node.LocalReplica(p);
+        if (replica == nullptr) continue;
+        absl::StatusOr<VerifyReport> report = replica->Verify();
+        if (!report.ok()) {
+          problem =
+              absl::StrCat("partition ", p, ": ", report.status().ToString());
+          return;
+        }
+        if (!report->ok()) {
+          problem =
+              absl::StrCat("partition ", p, ": ", report->problem_count,
+                           " problems, first: ",
+                           report->problems.empty() ? "" : report->problems[0]);
+          return;
+        }
+      }
+    });
+    if (!s.ok()) problem = s.ToString();
+    reply(std::move(problem));
+  });
+}
+
+}  // namespace bigset::server

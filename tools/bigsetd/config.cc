@@ -1,0 +1,230 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace bigset::server {
+namespace {
+
+// One line on standard error; exit code 2.
+ParsedConfig Fail(std::string_view what) {
+  std::cerr << "bigsetd: " << what << std::endl;
+  return ParsedConfig{std::nullopt, 2};
+}
+
+bool Readable(const std::string& path) {
+  return access(path.c_str(), R_OK) == 0;
+}
+
+}  // namespace
+
+ParsedConfig ParseConfig(int argc, char** argv) {
+  CLI::App app{
+      "bigsetd: one node of a Bigset cluster, serving replicated sets over "
+      "the Redis protocol (RESP2 and RESP3).\nEvery option may also be set "
+      "in the --config file (TOML or INI, keys = long option names)."};
+  app.set_config("--config", "", "configuration file (TOML or INI)");
+  app.set_version_flag("--version", "bigsetd 0.2.0");
+
+  DaemonConfig c;
+  std::string listen = "127.0.0.1:6379", peer_listen, tls_dir,
+              log_level = "info";
+  std::vector<std::string> nodes;
+  uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
+
+  app.add_option("--id", c.id, "this node's id (> 0, one of --node)")
+      ->group("Node");
+  app.add_option("--data", c.data_dir,
+                 "data directory (LevelDB; created if missing)")
+      ->group("Node");
+  app.add_option("--listen", listen,
+                 "HOST:PORT for Redis clients (default 127.0.0.1:6379)")
+      ->group("Node");
+  app.add_option("--peer-listen", peer_listen,
+                 "HOST:PORT for the other nodes (default: this node's --node "
+                 "address)")
+      ->group("Node");
+  app.add_option("--node", nodes,
+                 "ID=HOST:PORT, once per node of the cluster (this one too); "
+                 "the first ring holds them all")
+      ->group("Cluster");
+  app.add_option("--cluster-name", c.cluster_name,
+                 "peers with another name are refused")
+      ->group("Cluster");
+  app.add_option("--ring-size", c.ring_size, "partitions (default 64)")
+      ->group("Cluster");
+  app.add_option("--n", c.n, "replicas per set (default 3)")->group("Cluster");
+  app.add_option("--w", c.w,
+                 "default write quorum: acknowledgements before a write "
+                 "succeeds (default 2)")
+      ->group("Cluster");
+  app.add_option("--r", c.r, "default read quorum (default 2)")
+      ->group("Cluster");
+  app.add_option("--timeout-ms", timeout_ms,
+                 "a request's deadline in the cluster (default 2000)")
+      ->group("Cluster");
+  app.add_option("--ae-interval-ms", ae_interval_ms,
+                 "anti-entropy interval (default 10000; 0: off)")
+      ->group("Cluster");
+  app.add_option("--tls-dir", tls_dir,
+                 "peer TLS: a directory with ca.pem, node-<id>.pem and "
+                 "node-<id>.key")
+      ->group("Peer TLS");
+  app.add_option("--tls-ca", c.tls_ca_file, "peer TLS: the cluster's CA (PEM)")
+      ->group("Peer TLS");
+  app.add_option("--tls-cert", c.tls_cert_file,
+                 "peer TLS: this node's certificate, common name node-<id>")
+      ->group("Peer TLS");
+  app.add_option("--tls-key", c.tls_key_file, "peer TLS: its key")
+      ->group("Peer TLS");
+  app.add_flag("--plaintext-peers", c.plaintext_peers,
+               "plain TCP between nodes (trusted networks and tests only)")
+      ->group("Peer TLS");
+  app.add_flag("--sync-writes", c.sync_writes,
+               "fsync every replica write before acknowledging it")
+      ->group("Storage");
+  app.add_option("--clock-cache-mib", clock_cache_mib,
+                 "memory for cached set clocks (default 64)")
+      ->group("Storage");
+  app.add_option("--requirepass", c.requirepass,
+                 "clients must AUTH with this password")
+      ->group("Clients");
+  app.add_option("--max-clients", c.max_clients,
+                 "connections at once (default 10000)")
+      ->group("Clients");
+  app.add_option("--max-bulk-bytes", c.limits.max_bulk_bytes,
+                 "largest argument (default 64 MiB)")
+      ->group("Clients");
+  app.add_option("--max-args", c.limits.max_args,
+                 "most arguments of one command (default 1048576)")
+      ->group("Clients");
+  app.add_option("--max-query-buffer-bytes", c.max_query_buffer_bytes,
+                 "unparsed bytes a client may send ahead (default 256 MiB)")
+      ->group("Clients");
+  app.add_option("--smembers-max", c.smembers_max,
+                 "SMEMBERS of a larger set is refused: use SSCAN (default "
+                 "1000000)")
+      ->group("Clients");
+  app.add_option("--max-cursors", c.max_cursors,
+                 "SSCAN cursors kept; the oldest are forgotten (default "
+                 "100000)")
+      ->group("Clients");
+  app.add_option("--log-level", log_level, "debug, info, warn or error")
+      ->group("Logging");
+  app.add_option("--log-file", c.log_file,
+                 "log here instead of standard error (SIGHUP reopens it)")
+      ->group("Logging");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return ParsedConfig{std::nullopt, app.exit(e)};
+  } catch (const CLI::CallForVersion& e) {
+    return ParsedConfig{std::nullopt, app.exit(e)};
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    for (char& ch : what) {
+      if (ch == '\n') ch = ' ';
+    }
+    return Fail(what);
+  }
+
+  if (c.id == 0) return Fail("--id is required (a node id > 0)");
+  if (c.data_dir.empty()) return Fail("--data is required");
+  if (nodes.empty())
+    return Fail("--node is required (every node: ID=HOST:PORT)");
+  for (const std::string& entry : nodes) {
+    std::pair<std::string, std::string> kv =
+        absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    NodeId node = 0;
+    absl::StatusOr<PeerAddress> address = ParsePeerAddress(kv.second);
+    if (!absl::SimpleAtoi(kv.first, &node) || node == 0 || !address.ok()) {
+      return Fail(absl::StrCat("bad --node '", entry,
+                               "': expected ID=HOST:PORT with ID > 0"));
+    }
+    if (!c.nodes.emplace(node, *address).second) {
+      return Fail(absl::StrCat("--node ", node, " given twice"));
+    }
+  }
+  if (!c.nodes.contains(c.id)) {
+    return Fail(
+        absl::StrCat("--id ", c.id, " is not one of the --node entries"));
+  }
+  absl::StatusOr<PeerAddress> client = ParsePeerAddress(listen);
+  if (!client.ok()) return Fail(absl::StrCat("bad --listen '", listen, "'"));
+  c.listen = *client;
+  if (peer_listen.empty()) {
+    c.peer_listen = c.nodes[c.id];
+  } else {
+    absl::StatusOr<PeerAddress> peer = ParsePeerAddress(peer_listen);
+    if (!peer.ok()) {
+      return Fail(absl::StrCat("bad --peer-listen '", peer_listen, "'"));
+    }
+    c.peer_listen = *peer;
+  }
+  if (c.n < 1 || static_cast<size_t>(c.n) > c.nodes.size()) {
+    return Fail(absl::StrCat("--n must be between 1 and the number of nodes (",
+                             c.nodes.size(), ")"));
+  }
+  if (c.w < 1 || c.w > c.n) return Fail("--w must be between 1 and --n");
+  if (c.r < 1 || c.r > c.n) return Fail("--r must be between 1 and --n");
+  if (c.ring_size < 1 || c.ring_size > (1u << 16)) {
+    return Fail("--ring-size must be between 1 and 65536");
+  }
+  if (timeout_ms == 0) return Fail("--timeout-ms must be > 0");
+  c.timeout_micros = timeout_ms * 1000;
+  c.anti_entropy_interval_micros = ae_interval_ms * 1000;
+  if (clock_cache_mib == 0) return Fail("--clock-cache-mib must be > 0");
+  c.clock_cache_bytes = clock_cache_mib << 20;
+  if (c.max_clients == 0) return Fail("--max-clients must be > 0");
+  if (c.limits.max_args == 0 || c.limits.max_bulk_bytes == 0) {
+    return Fail("--max-args and --max-bulk-bytes must be > 0");
+  }
+  if (c.max_query_buffer_bytes < (64 << 10)) {
+    return Fail("--max-query-buffer-bytes must be at least 65536");
+  }
+  if (!ParseLogLevel(log_level, &c.log_level)) {
+    return Fail(absl::StrCat("bad --log-level '", log_level,
+                             "': debug, info, warn or error"));
+  }
+
+  if (!tls_dir.empty()) {
+    if (c.tls_ca_file.empty()) c.tls_ca_file = tls_dir + "/ca.pem";
+    if (c.tls_cert_file.empty()) {
+      c.tls_cert_file = absl::StrCat(tls_dir, "/node-", c.id, ".pem");
+    }
+    if (c.tls_key_file.empty()) {
+      c.tls_key_file = absl::StrCat(tls_dir, "/node-", c.id, ".key");
+    }
+  }
+  const bool any_tls = !c.tls_ca_file.empty() || !c.tls_cert_file.empty() ||
+                       !c.tls_key_file.empty();
+  if (c.plaintext_peers && any_tls) {
+    return Fail("--plaintext-peers and peer TLS files exclude each other");
+  }
+  if (!c.plaintext_peers) {
+    if (!any_tls) {
+      return Fail(
+          "peer TLS is required: --tls-dir (or --tls-ca, --tls-cert, "
+          "--tls-key), or --plaintext-peers on a trusted network");
+    }
+    for (const std::string* f :
+         {&c.tls_ca_file, &c.tls_cert_file, &c.tls_key_file}) {
+      if (f->empty())
+        return Fail("--tls-ca, --tls-cert and --tls-key go together");
+      if (!Readable(*f)) return Fail(absl::StrCat("cannot read ", *f));
+    }
+  }
+  return ParsedConfig{std::move(c), 0};
+}
+
+}  // namespace bigset::server

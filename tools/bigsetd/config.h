@@ -1,0 +1,81 @@
+// DaemonConfig: every setting of bigsetd, from its command line and an
+// optional configuration file (CLI11 reads both: the file's keys are the
+// long option names; the command line wins).
+//
+// ParseConfig validates everything it can before anything is created on
+// disk: a bad or missing setting is one line on standard error and exit
+// code 2.
+
+#ifndef BIGSET_TOOLS_BIGSETD_CONFIG_H_
+#define BIGSET_TOOLS_BIGSETD_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "bigset/net/transport.h"
+#include "bigset/network/address_book.h"
+#include "log.h"
+#include "resp_parser.h"
+
+namespace bigset::server {
+
+struct DaemonConfig {
+  NodeId id = 0;
+  std::string data_dir;
+  // Where clients connect (RESP), and where peers connect.
+  PeerAddress listen{"127.0.0.1", 6379};
+  PeerAddress peer_listen;
+  // Every node of the cluster and its peer address (this one included);
+  // the first ring is these nodes, at epoch 1.
+  std::map<NodeId, PeerAddress> nodes;
+  std::string cluster_name = "bigset";
+  uint32_t ring_size = 64;
+  int n = 3;
+  int w = 2;
+  int r = 2;
+  uint64_t timeout_micros = 2'000'000;
+  // Peer TLS: the CA, this node's certificate and key (or a directory with
+  // ca.pem, node-<id>.pem, node-<id>.key); or plain TCP.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool plaintext_peers = false;
+  bool sync_writes = false;
+  size_t clock_cache_bytes = 64 << 20;
+  uint64_t anti_entropy_interval_micros = 10'000'000;
+
+  // Clients.
+  std::string requirepass;
+  size_t max_clients = 10'000;
+  RespLimits limits;
+  // Bytes a client may have sent that are not yet commands (a partial
+  // command, or a pipeline ahead of the replies): past it, it is closed.
+  size_t max_query_buffer_bytes = 256 << 20;
+  // Replies are queued while the client does not read them; past this many
+  // bytes the connection stops reading commands until the client catches up.
+  size_t output_pause_bytes = 1 << 20;
+  // SMEMBERS of a larger set is refused (use SSCAN).
+  size_t smembers_max = 1'000'000;
+  // SSCAN cursors kept (see CursorTable).
+  size_t max_cursors = 100'000;
+  size_t max_cursor_bytes = 64 << 20;
+
+  LogLevel log_level = LogLevel::kInfo;
+  std::string log_file;
+};
+
+// Parses argv. Returns the configuration, or the exit code to exit with
+// (0 after --help or --version, 2 after an error, already reported on
+// standard error).
+struct ParsedConfig {
+  std::optional<DaemonConfig> config;
+  int exit_code = 0;
+};
+ParsedConfig ParseConfig(int argc, char** argv);
+
+}  // namespace bigset::server
+
+#endif  // BIGSET_TOOLS_BIGSETD_CONFIG_H_

@@ -1,0 +1,472 @@
+// The Redis set commands, on the cluster: SADD, SREM, SISMEMBER,
+// SMISMEMBER, SCARD, SMEMBERS, SSCAN, DEL/UNLINK, EXISTS, TYPE.
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "glob.h"
+#include "session.h"
+
+namespace bigset::server {
+namespace {
+
+// The arguments from `first` on, each once, in their first order (Redis
+// counts a member named twice once).
+std::vector<std::string> Distinct(Session::Args& a, size_t first) {
+  std::vector<std::string> out;
+  absl::flat_hash_set<std::string_view> seen;
+  for (size_t i = first; i < a.size(); ++i) {
+    if (seen.insert(a[i]).second) out.push_back(a[i]);
+  }
+  return out;
+}
+
+// Collects a merged read, up to a bound.
+class CollectingHandler final : public ReadHandler {
+ public:
+  using Done = std::function<void(absl::StatusOr<std::vector<std::string>>)>;
+  CollectingHandler(size_t max, Done done)
+      : max_(max), done_(std::move(done)) {}
+  void OnClock(const Clock&) override {}
+  void OnChunk(std::vector<ElementDots>* elements,
+               std::function<void()> next) override {
+    for (ElementDots& e : *elements) {
+      if (elements_.size() >= max_) {
+        too_many_ = true;
+        break;
+      }
+      elements_.push_back(std::move(e.element));
+    }
+    next();
+  }
+  void OnDone(absl::Status status) override {
+    Done done = std::move(done_);
+    if (!status.ok()) {
+      done(status);
+    } else if (too_many_) {
+      done(absl::ResourceExhaustedError("too many"));
+    } else {
+      done(std::move(elements_));
+    }
+    delete this;
+  }
+
+ private:
+  const size_t max_;
+  Done done_;
+  bool too_many_ = false;
+  std::vector<std::string> elements_;
+};
+
+// Reads only a set's clock: bounds that hold nothing.
+class ClockHandler final : public ReadHandler {
+ public:
+  using Done = std::function<void(absl::StatusOr<Clock>)>;
+  explicit ClockHandler(Done done) : done_(std::move(done)) {}
+  void OnClock(const Clock& clock) override { clock_ = clock; }
+  void OnChunk(std::vector<ElementDots>*, std::function<void()> next) override {
+    next();
+  }
+  void OnDone(absl::Status status) override {
+    Done done = std::move(done_);
+    if (status.ok()) {
+      done(std::move(clock_));
+    } else {
+      done(status);
+    }
+    delete this;
+  }
+
+ private:
+  Done done_;
+  Clock clock_;
+};
+
+ElementBounds Nothing() {
+  ElementBounds b;
+  b.start = "";
+  b.end = "";
+  b.end_inclusive = false;
+  return b;
+}
+
+}  // namespace
+
+void Session::CmdSadd(Args& a) {
+  std::vector<UpdateOp> ops;
+  for (std::string& m : Distinct(a, 2)) {
+    UpdateOp op = UpdateOp::Add(std::move(m));
+    // The coordinating replica's dots of the element become the add's
+    // context: the add replaces them (no dot piles up), and an element it
+    // already held is not counted as added.
+    op.context_from_replica = true;
+    ops.push_back(std::move(op));
+  }
+  ctx_->runner->Update(
+      a[1], std::move(ops), WriteOptions(),
+      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
+        if (!d.ok()) {
+          ReplyStatus(d.status(), true);
+        } else {
+          int64_t added = 0;
+          for (const DeltaOp& op : d->ops) {
+            if (op.add.has_value() && op.context.empty()) ++added;
+          }
+          Out().Integer(added);
+        }
+        Done();
+      }));
+}
+
+void Session::CmdSrem(Args& a) {
+  std::string set = a[1];
+  // The remove's context is what a read quorum holds, so that it covers
+  // every add a write quorum acknowledged (R + W > N).
+  ctx_->runner->ContainsAll(
+      set, Distinct(a, 2), ReadOptions(),
+      Later<absl::StatusOr<Membership>>(
+          [this, set](absl::StatusOr<Membership> m) mutable {
+            if (!m.ok()) {
+              ReplyStatus(m.status(), false);
+              Done();
+              return;
+            }
+            std::vector<UpdateOp> ops;
+            for (ElementDots& e : m->elements) {
+              if (e.dots.empty()) continue;
+              ops.push_back(
+                  UpdateOp::Remove(std::move(e.element), std::move(e.dots)));
+            }
+            if (ops.empty()) {
+              Out().Integer(0);
+              Done();
+              return;
+            }
+            const int64_t removed = static_cast<int64_t>(ops.size());
+            ctx_->runner->Update(std::move(set), std::move(ops), WriteOptions(),
+                                 Later<absl::StatusOr<Delta>>(
+                                     [this, removed](absl::StatusOr<Delta> d) {
+                                       if (!d.ok()) {
+                                         ReplyStatus(d.status(), true);
+                                       } else {
+                                         Out().Integer(removed);
+                                       }
+                                       Done();
+                                     }));
+          }));
+}
+
+void Session::CmdSismember(Args& a) {
+  ctx_->runner->ContainsAll(
+      a[1], {a[2]}, ReadOptions(),
+      Later<absl::StatusOr<Membership>>([this](absl::StatusOr<Membership> m) {
+        if (!m.ok()) {
+          ReplyStatus(m.status(), false);
+        } else {
+          Out().Integer(!m->elements.empty() && !m->elements[0].dots.empty());
+        }
+        Done();
+      }));
+}
+
+void Session::CmdSmismember(Args& a) {
+  std::vector<std::string> members(a.begin() + 2, a.end());
+  ctx_->runner->ContainsAll(
+      a[1], std::move(members), ReadOptions(),
+      Later<absl::StatusOr<Membership>>([this](absl::StatusOr<Membership> m) {
+        if (!m.ok()) {
+          ReplyStatus(m.status(), false);
+        } else {
+          RespWriter w = Out();
+          w.Array(m->elements.size());
+          for (const ElementDots& e : m->elements) w.Integer(!e.dots.empty());
+        }
+        Done();
+      }));
+}
+
+void Session::CmdScard(Args& a) {
+  ctx_->runner->Count(
+      a[1], ReadOptions(),
+      Later<absl::StatusOr<uint64_t>>([this](absl::StatusOr<uint64_t> n) {
+        if (!n.ok()) {
+          ReplyStatus(n.status(), false);
+        } else {
+          Out().Integer(static_cast<int64_t>(*n));
+        }
+        Done();
+      }));
+}
+
+void Session::CmdSmembers(Args& a) {
+  std::string set = a[1];
+  const size_t max = ctx_->config->smembers_max;
+  auto refuse = [this, max]() {
+    ctx_->stats.smembers_refused.fetch_add(1, std::memory_order_relaxed);
+    ReplyError(absl::StrCat("ERR set has more than ", max,
+                            " elements (--smembers-max): use SSCAN"));
+  };
+  // The count first (constant time when the replicas agree), so that a
+  // huge set is refused without being read.
+  ctx_->runner->Count(
+      set, ReadOptions(),
+      Later<absl::StatusOr<uint64_t>>([this, set, max,
+                                       refuse](absl::StatusOr<uint64_t> n) {
+        if (!n.ok()) {
+          ReplyStatus(n.status(), false);
+          Done();
+          return;
+        }
+        if (*n > max) {
+          refuse();
+          Done();
+          return;
+        }
+        ctx_->runner->Read(
+            set, ReadOptions(),
+            new CollectingHandler(
+                max,
+                Later<absl::StatusOr<std::vector<std::string>>>(
+                    [this, refuse](absl::StatusOr<std::vector<std::string>> r) {
+                      if (absl::IsResourceExhausted(r.status())) {
+                        refuse();
+                      } else if (!r.ok()) {
+                        ReplyStatus(r.status(), false);
+                      } else {
+                        RespWriter w = Out();
+                        w.Set(r->size());
+                        for (const std::string& e : *r) w.Bulk(e);
+                      }
+                      Done();
+                    })));
+      }));
+}
+
+void Session::ScanPage(std::string set, ElementBounds bounds,
+                       std::optional<std::string> after, size_t count,
+                       std::string match) {
+  RangeQuery q;
+  static_cast<ElementBounds&>(q) = bounds;
+  if (after.has_value() && (!q.start.has_value() || *after >= *q.start)) {
+    q.start = *after;
+    q.start_inclusive = false;
+  }
+  q.limit = count;
+  ctx_->runner->Range(
+      set, std::move(q), ReadOptions(),
+      Later<absl::StatusOr<RangeResult>>(
+          [this, set, match](absl::StatusOr<RangeResult> r) mutable {
+            if (!r.ok()) {
+              ReplyStatus(r.status(), false);
+              Done();
+              return;
+            }
+            uint64_t cursor = 0;
+            if (!r->continuation.empty() && !r->elements.empty()) {
+              cursor = ctx_->cursors->Put(std::move(set),
+                                          r->elements.back().element);
+            }
+            std::vector<const std::string*> page;
+            for (const ElementDots& e : r->elements) {
+              if (match.empty() || GlobMatch(match, e.element)) {
+                page.push_back(&e.element);
+              }
+            }
+            RespWriter w = Out();
+            w.Array(2);
+            w.Bulk(absl::StrCat(cursor));
+            w.Array(page.size());
+            for (const std::string* e : page) w.Bulk(*e);
+            Done();
+          }));
+}
+
+void Session::CmdSscan(Args& a) {
+  uint64_t cursor = 0;
+  if (!absl::SimpleAtoi(a[2], &cursor)) {
+    ReplyError("ERR invalid cursor");
+    Done();
+    return;
+  }
+  size_t count = 10;
+  std::string match;
+  for (size_t i = 3; i < a.size(); i += 2) {
+    const std::string opt = absl::AsciiStrToLower(a[i]);
+    if (i + 1 >= a.size()) {
+      ReplyError("ERR syntax error");
+      Done();
+      return;
+    }
+    if (opt == "count") {
+      int64_t c = 0;
+      if (!absl::SimpleAtoi(a[i + 1], &c)) {
+        ReplyError("ERR value is not an integer or out of range");
+        Done();
+        return;
+      }
+      if (c < 1) {
+        ReplyError("ERR syntax error");
+        Done();
+        return;
+      }
+      count = static_cast<size_t>(std::min<int64_t>(c, 100'000));
+    } else if (opt == "match") {
+      match = a[i + 1];
+    } else {
+      ReplyError("ERR syntax error");
+      Done();
+      return;
+    }
+  }
+  std::optional<std::string> after;
+  if (cursor != 0) {
+    after = ctx_->cursors->Find(cursor, a[1]);
+    if (!after.has_value()) {
+      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
+      ReplyError(
+          "ERR invalid cursor (unknown, expired or of another key: start the "
+          "scan again from 0)");
+      Done();
+      return;
+    }
+  }
+  ElementBounds bounds;
+  // MATCH "abc*" reads only the elements that start with "abc".
+  const std::string prefix = match == "*" ? "" : GlobLiteralPrefix(match);
+  if (!prefix.empty()) {
+    bounds.start = prefix;
+    std::string end = prefix;
+    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff)
+      end.pop_back();
+    if (!end.empty()) {
+      end.back() =
+          static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+      bounds.end = end;
+    }
+  }
+  if (match == "*") match.clear();
+  ScanPage(a[1], bounds, std::move(after), count, std::move(match));
+}
+
+struct Session::KeysWalk {
+  std::vector<std::string> keys;
+  size_t next = 0;
+  std::vector<uint64_t> counts;
+  std::function<void(absl::StatusOr<std::vector<uint64_t>>)> done;
+};
+
+void Session::CountKeys(
+    std::vector<std::string> keys,
+    std::function<void(absl::StatusOr<std::vector<uint64_t>>)> done) {
+  auto walk = std::make_shared<KeysWalk>();
+  walk->keys = std::move(keys);
+  walk->done = std::move(done);
+  CountNext(std::move(walk));
+}
+
+void Session::CountNext(std::shared_ptr<KeysWalk> walk) {
+  // One count at a time, in order.
+  if (walk->next == walk->keys.size()) {
+    walk->done(std::move(walk->counts));
+    return;
+  }
+  std::string key = walk->keys[walk->next++];
+  ctx_->runner->Count(
+      std::move(key), ReadOptions(),
+      Later<absl::StatusOr<uint64_t>>([this, walk](absl::StatusOr<uint64_t> n) {
+        if (!n.ok()) {
+          walk->done(n.status());
+          return;
+        }
+        walk->counts.push_back(*n);
+        CountNext(walk);
+      }));
+}
+
+void Session::DelNext(std::shared_ptr<KeysWalk> walk) {
+  // One clear at a time, in order; counts[0] counts the sets cleared.
+  if (walk->next == walk->keys.size()) {
+    Out().Integer(static_cast<int64_t>(walk->counts[0]));
+    Done();
+    return;
+  }
+  std::string key = walk->keys[walk->next++];
+  ClearSet(std::move(key), [this, walk](absl::StatusOr<bool> cleared) {
+    if (!cleared.ok()) {
+      ReplyStatus(cleared.status(), true);
+      Done();
+      return;
+    }
+    walk->counts[0] += *cleared ? 1 : 0;
+    DelNext(walk);
+  });
+}
+
+void Session::ClearSet(std::string set,
+                       std::function<void(absl::StatusOr<bool>)> done) {
+  ctx_->runner->Count(
+      set, ReadOptions(),
+      Later<absl::StatusOr<uint64_t>>([this, set,
+                                       done](absl::StatusOr<uint64_t> n) {
+        if (!n.ok() || *n == 0) {
+          done(n.ok() ? absl::StatusOr<bool>(false) : n.status());
+          return;
+        }
+        // The context of the clear is the clock a read quorum returns: what
+        // they hold is removed, an add none of them had seen survives.
+        ctx_->runner->Read(set, ReadOptions(),
+                           new ClockHandler(Later<absl::StatusOr<Clock>>(
+                               [this, set, done](absl::StatusOr<Clock> clock) {
+                                 if (!clock.ok()) {
+                                   done(clock.status());
+                                   return;
+                                 }
+                                 ctx_->runner->Clear(
+                                     set, std::move(*clock), WriteOptions(),
+                                     Later<absl::StatusOr<Delta>>(
+                                         [done](absl::StatusOr<Delta> d) {
+                                           done(d.ok()
+                                                    ? absl::StatusOr<bool>(true)
+                                                    : d.status());
+                                         }));
+                               })),
+                           Nothing());
+      }));
+}
+
+void Session::CmdDel(Args& a) {
+  auto walk = std::make_shared<KeysWalk>();
+  walk->keys = Distinct(a, 1);
+  walk->counts = {0};
+  DelNext(std::move(walk));
+}
+
+void Session::CmdExists(Args& a) {
+  CountKeys(std::vector<std::string>(a.begin() + 1, a.end()),
+            [this](absl::StatusOr<std::vector<uint64_t>> counts) {
+              if (!counts.ok()) {
+                ReplyStatus(counts.status(), false);
+              } else {
+                int64_t n = 0;
+                for (uint64_t c : *counts) n += c > 0 ? 1 : 0;
+                Out().Integer(n);
+              }
+              Done();
+            });
+}
+
+void Session::CmdType(Args& a) {
+  CountKeys({a[1]}, [this](absl::StatusOr<std::vector<uint64_t>> counts) {
+    if (!counts.ok()) {
+      ReplyStatus(counts.status(), false);
+    } else {
+      Out().Simple((*counts)[0] > 0 ? "set" : "none");
+    }
+    Done();
+  });
+}
+
+}  // namespace bigset::server

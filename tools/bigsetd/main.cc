@@ -1,0 +1,128 @@
+// bigsetd: one node of a Bigset cluster, serving its sets to Redis clients.
+// See README.md ("bigsetd") for how to run a cluster and what each command
+// means here.
+
+#include <signal.h>
+
+#include <asio.hpp>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl_compat.h"
+#include "bigset/network/node_runner.h"
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+namespace bigset::server {
+namespace {
+
+absl::StatusOr<Ring> FirstRing(const DaemonConfig& c) {
+  std::vector<NodeId> nodes;
+  for (const auto& [id, address] : c.nodes) nodes.push_back(id);
+  RingOptions ro;
+  ro.ring_size = c.ring_size;
+  ro.n = c.n;
+  ro.epoch = 1;
+  ro.placement = Placement::kRendezvous;
+  return Ring::Create(nodes, ro);
+}
+
+int Run(const DaemonConfig& c) {
+  Logger log(c.log_level, c.log_file);
+  if (absl::Status s = log.Open(); !s.ok()) {
+    std::cerr << "bigsetd: " << s.message() << std::endl;
+    return 2;
+  }
+  absl::StatusOr<Ring> ring = FirstRing(c);
+  if (!ring.ok()) {
+    log.Error(absl::StrCat("bad cluster: ", ring.status().ToString()));
+    return 2;
+  }
+  auto book = std::make_shared<AddressBook>();
+  for (const auto& [id, address] : c.nodes) book->Set(id, address);
+
+  NodeRunnerOptions o;
+  o.id = c.id;
+  o.data_dir = c.data_dir;
+  o.ring = *ring;
+  o.addresses = book;
+  o.node.sync_writes = c.sync_writes;
+  o.node.clock_cache_bytes = c.clock_cache_bytes;
+  o.node.anti_entropy_interval_micros = c.anti_entropy_interval_micros;
+  o.transport.cluster_name = c.cluster_name;
+  o.transport.listen_host = c.peer_listen.host;
+  o.transport.listen_port = c.peer_listen.port;
+  o.transport.plaintext = c.plaintext_peers;
+  o.transport.tls_ca_file = c.tls_ca_file;
+  o.transport.tls_cert_file = c.tls_cert_file;
+  o.transport.tls_key_file = c.tls_key_file;
+  o.transport.log = [&log](std::string_view line) {
+    log.Info(absl::StrCat("peer: ", AV(line)));
+  };
+  absl::StatusOr<std::unique_ptr<NodeRunner>> runner =
+      NodeRunner::Start(std::move(o));
+  if (!runner.ok()) {
+    log.Error(
+        absl::StrCat("cannot start the node: ", runner.status().ToString()));
+    return 1;
+  }
+
+  asio::io_context io;
+  int exit_code = 0;
+  {
+    Server server(&io, runner->get(), &c, &log);
+    if (absl::Status s = server.Start(); !s.ok()) {
+      log.Error(s.ToString());
+      (void)(*runner)->Close();
+      return 1;
+    }
+    asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
+    std::function<void(const asio::error_code&, int)> on_signal =
+        [&](const asio::error_code& ec, int sig) {
+          if (ec) return;
+          if (sig == SIGHUP) {
+            absl::Status s = log.Reopen();
+            log.Info(s.ok() ? "SIGHUP: log reopened"
+                            : absl::StrCat("SIGHUP: ", s.message()));
+            signals.async_wait(on_signal);
+            return;
+          }
+          log.Info(absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                                ": shutting down"));
+          server.Stop();
+          io.stop();
+        };
+    signals.async_wait(on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    log.Info(absl::StrCat("ready node=", c.id, " client_port=", server.port(),
+                          " peer_port=", (*runner)->port(),
+                          " nodes=", c.nodes.size(), " n=", c.n, " w=", c.w,
+                          " r=", c.r, c.requirepass.empty() ? "" : " auth=on",
+                          c.sync_writes ? " sync_writes=on" : ""));
+    io.run();
+    server.Stop();
+    // Close the node (its replicas keep their actor epochs); the callbacks
+    // of requests still in flight fail and post into `io`, which drains
+    // them below before the sessions go.
+    if (absl::Status s = (*runner)->Close(); !s.ok()) {
+      log.Error(absl::StrCat("close: ", s.ToString()));
+      exit_code = 1;
+    }
+    io.restart();
+    io.poll();
+  }
+  runner->reset();
+  log.Info("stopped");
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace bigset::server
+
+int main(int argc, char** argv) {
+  bigset::server::ParsedConfig parsed = bigset::server::ParseConfig(argc, argv);
+  if (!parsed.config.has_value()) return parsed.exit_code;
+  return bigset::server::Run(*parsed.config);
+}

@@ -1,0 +1,98 @@
+#include "server.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "session.h"
+
+namespace bigset::server {
+
+Server::Server(asio::io_context* io, NodeRunner* runner,
+               const DaemonConfig* config, Logger* log)
+    : acceptor_(*io) {
+  ctx_.io = io;
+  ctx_.runner = runner;
+  ctx_.config = config;
+  ctx_.log = log;
+  ctx_.cursors = std::make_unique<CursorTable>(
+      config->max_cursors, config->max_cursor_bytes, std::random_device{}());
+  ctx_.worker = std::make_unique<Worker>();
+  ctx_.started = std::chrono::steady_clock::now();
+}
+
+Server::~Server() {
+  Stop();
+  // The worker finishes its tasks (they only post results) before the
+  // context goes.
+  ctx_.worker.reset();
+}
+
+absl::Status Server::Start() {
+  asio::error_code ec;
+  const asio::ip::address address =
+      asio::ip::make_address(ctx_.config->listen.host, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad client address ", ctx_.config->listen.host));
+  }
+  const asio::ip::tcp::endpoint endpoint(address, ctx_.config->listen.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec)
+    acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", ctx_.config->listen.host, ":",
+                     ctx_.config->listen.port, ": ", ec.message()));
+  }
+  ctx_.port = acceptor_.local_endpoint().port();
+  Accept();
+  return absl::OkStatus();
+}
+
+uint16_t Server::port() const { return ctx_.port; }
+
+void Server::Accept() {
+  acceptor_.async_accept([this](const asio::error_code& ec,
+                                asio::ip::tcp::socket socket) {
+    if (stopped_) return;
+    if (ec) {
+      // Out of descriptors, say: log, and keep accepting (after a pause so
+      // that a persistent error does not spin).
+      ctx_.log->Warn(absl::StrCat("accept: ", ec.message()));
+      auto timer = std::make_shared<asio::steady_timer>(*ctx_.io);
+      timer->expires_after(std::chrono::milliseconds(100));
+      timer->async_wait([this, timer](const asio::error_code&) {
+        if (!stopped_) Accept();
+      });
+      return;
+    }
+    ctx_.stats.connections_received.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t id = ctx_.next_client_id++;
+    auto session = std::make_shared<Session>(&ctx_, std::move(socket), id);
+    if (ctx_.sessions.size() >= ctx_.config->max_clients) {
+      ctx_.stats.connections_rejected.fetch_add(1, std::memory_order_relaxed);
+      session->Refuse();
+    } else {
+      ctx_.sessions.emplace(id, session);
+      session->Start();
+    }
+    Accept();
+  });
+}
+
+void Server::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  asio::error_code ignored;
+  acceptor_.close(ignored);
+  std::vector<std::shared_ptr<Session>> open;
+  for (const auto& [id, weak] : ctx_.sessions) {
+    if (std::shared_ptr<Session> s = weak.lock()) open.push_back(std::move(s));
+  }
+  for (const std::shared_ptr<Session>& s : open) s->Close();
+  ctx_.sessions.clear();
+}
+
+}  // namespace bigset::server

@@ -1,0 +1,67 @@
+// ServerContext: what every connection of the server shares: the node, the
+// configuration, the log, the SSCAN cursors, the counters, and the worker
+// thread for calls that block.
+//
+// Thread-safety: used on the server's thread only, except `worker` (its
+// own thread) and `stats` (atomics, read by the worker for INFO).
+
+#ifndef BIGSET_TOOLS_BIGSETD_SERVER_CONTEXT_H_
+#define BIGSET_TOOLS_BIGSETD_SERVER_CONTEXT_H_
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "bigset/network/node_runner.h"
+#include "config.h"
+#include "cursor_table.h"
+#include "log.h"
+#include "worker.h"
+
+namespace bigset::server {
+
+class Session;
+
+struct ServerStats {
+  std::atomic<uint64_t> connections_received{0};
+  std::atomic<uint64_t> connections_rejected{0};
+  std::atomic<uint64_t> commands_processed{0};
+  std::atomic<uint64_t> net_input_bytes{0};
+  std::atomic<uint64_t> net_output_bytes{0};
+  // Bad input: protocol errors (the connection is closed), unknown
+  // commands, wrong argument counts, query buffers over their bound,
+  // failed AUTH, commands refused before AUTH.
+  std::atomic<uint64_t> protocol_errors{0};
+  std::atomic<uint64_t> unknown_commands{0};
+  std::atomic<uint64_t> wrong_arity{0};
+  std::atomic<uint64_t> query_buffer_overflows{0};
+  std::atomic<uint64_t> auth_failures{0};
+  std::atomic<uint64_t> noauth_refusals{0};
+  // Replies that were errors (of any kind), and errors of the cluster
+  // (quorum not reached, deadline).
+  std::atomic<uint64_t> error_replies{0};
+  std::atomic<uint64_t> cluster_errors{0};
+  std::atomic<uint64_t> smembers_refused{0};
+  std::atomic<uint64_t> cursors_unknown{0};
+};
+
+struct ServerContext {
+  asio::io_context* io = nullptr;
+  NodeRunner* runner = nullptr;
+  const DaemonConfig* config = nullptr;
+  Logger* log = nullptr;
+  std::unique_ptr<CursorTable> cursors;
+  std::unique_ptr<Worker> worker;
+  ServerStats stats;
+  std::chrono::steady_clock::time_point started;
+  uint16_t port = 0;
+  uint64_t next_client_id = 1;
+  absl::flat_hash_map<uint64_t, std::weak_ptr<Session>> sessions;
+};
+
+}  // namespace bigset::server
+
+#endif  // BIGSET_TOOLS_BIGSETD_SERVER_CONTEXT_H_

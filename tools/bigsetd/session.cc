@@ -1,0 +1,143 @@
+// Session's connection handling: reads, the command loop, writes.
+
+#include "session.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace bigset::server {
+
+Session::Session(ServerContext* ctx, asio::ip::tcp::socket socket, uint64_t id)
+    : ctx_(ctx),
+      socket_(std::move(socket)),
+      id_(id),
+      parser_(ctx->config->limits),
+      authenticated_(ctx->config->requirepass.empty()),
+      w_(ctx->config->w),
+      r_(ctx->config->r) {
+  asio::error_code ec;
+  const asio::ip::tcp::endpoint remote = socket_.remote_endpoint(ec);
+  if (!ec)
+    peer_ = absl::StrCat(remote.address().to_string(), ":", remote.port());
+}
+
+Session::~Session() = default;
+
+void Session::Start() {
+  asio::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  ctx_->log->Debug(absl::StrCat("client ", id_, " connected from ", peer_));
+  MaybeRead();
+}
+
+void Session::Refuse() {
+  Out().Error("ERR max number of clients reached");
+  closing_ = true;
+  Flush();
+}
+
+void Session::Close() { CloseNow(); }
+
+void Session::CloseNow() {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  ctx_->sessions.erase(id_);
+  ctx_->log->Debug(absl::StrCat("client ", id_, " closed"));
+}
+
+void Session::MaybeRead() {
+  if (reading_ || closed_ || closing_) return;
+  // Back-pressure: no more input while a command runs with more queued,
+  // or while the client leaves its replies unread.
+  if (out_.size() + writing_.size() >= ctx_->config->output_pause_bytes) return;
+  if (busy_ && parser_.buffered() >= (64 << 10)) return;
+  reading_ = true;
+  socket_.async_read_some(
+      asio::buffer(read_buf_),
+      [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+        self->OnRead(ec, n);
+      });
+}
+
+void Session::OnRead(const asio::error_code& ec, size_t n) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec) {
+    CloseNow();
+    return;
+  }
+  ctx_->stats.net_input_bytes.fetch_add(n, std::memory_order_relaxed);
+  parser_.Feed(std::string_view(read_buf_.data(), n));
+  if (parser_.buffered() > ctx_->config->max_query_buffer_bytes) {
+    ctx_->stats.query_buffer_overflows.fetch_add(1, std::memory_order_relaxed);
+    ctx_->log->Warn(absl::StrCat(
+        "client ", id_, " (", peer_, ") closed: query buffer over ",
+        ctx_->config->max_query_buffer_bytes, " bytes"));
+    CloseNow();
+    return;
+  }
+  Process();
+}
+
+void Session::Process() {
+  if (processing_ || closed_) return;
+  processing_ = true;
+  while (!busy_ && !closing_ && !closed_ &&
+         out_.size() + writing_.size() < ctx_->config->output_pause_bytes) {
+    Args args;
+    absl::StatusOr<bool> got = parser_.Next(&args);
+    if (!got.ok()) {
+      ctx_->stats.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      ctx_->log->Info(absl::StrCat("client ", id_, " (", peer_,
+                                   "): ", got.status().message(), "; closed"));
+      ReplyError(absl::StrCat("ERR ", got.status().message()));
+      closing_ = true;
+      break;
+    }
+    if (!*got) break;
+    busy_ = true;
+    ctx_->stats.commands_processed.fetch_add(1, std::memory_order_relaxed);
+    Execute(std::move(args));
+  }
+  processing_ = false;
+  Flush();
+  MaybeRead();
+}
+
+void Session::Done() {
+  busy_ = false;
+  if (!processing_) Process();
+}
+
+void Session::Flush() {
+  if (closed_ || write_active_) return;
+  if (out_.empty()) {
+    if (closing_) CloseNow();
+    return;
+  }
+  writing_.swap(out_);
+  out_.clear();
+  write_active_ = true;
+  asio::async_write(
+      socket_, asio::buffer(writing_),
+      [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+        self->write_active_ = false;
+        self->ctx_->stats.net_output_bytes.fetch_add(n,
+                                                     std::memory_order_relaxed);
+        self->writing_.clear();
+        // A large reply's buffer is not kept by an idle connection.
+        if (self->writing_.capacity() > (1 << 20))
+          std::string().swap(self->writing_);
+        if (self->closed_) return;
+        if (ec) {
+          self->CloseNow();
+          return;
+        }
+        // Releasing the output may let paused commands and reads go on.
+        self->Process();
+      });
+}
+
+}  // namespace bigset::server

@@ -1,0 +1,164 @@
+// Session: one client connection: reads its bytes, parses commands (RESP
+// or inline), runs them one at a time in arrival order (a pipeline's
+// replies come back in order, and a command sees every earlier command of
+// its connection applied), and writes the replies.
+//
+// Memory per connection is bounded: unparsed input by
+// DaemonConfig::max_query_buffer_bytes (past it the connection is closed),
+// queued replies by output_pause_bytes (past it no further command runs
+// until the client has read them), and a reply's size by the command
+// (SMEMBERS refuses sets over smembers_max; SSCAN pages).
+//
+// Thread-safety: not thread-safe; lives on the server's thread. Owned by
+// shared pointers: the socket's handlers and the node's pending callbacks
+// keep it alive.
+
+#ifndef BIGSET_TOOLS_BIGSETD_SESSION_H_
+#define BIGSET_TOOLS_BIGSETD_SESSION_H_
+
+#include <array>
+#include <asio.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "resp_parser.h"
+#include "resp_writer.h"
+#include "server_context.h"
+
+namespace bigset::server {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(ServerContext* ctx, asio::ip::tcp::socket socket, uint64_t id);
+  ~Session();
+
+  void Start();
+  // Closes the connection now (server shutdown).
+  void Close();
+
+  uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const std::string& peer() const { return peer_; }
+
+  // Sends "-ERR max number of clients reached" and closes.
+  void Refuse();
+
+  // One command and its arguments; `args[0]` is the command name.
+  using Args = std::vector<std::string>;
+
+ private:
+  struct Command;
+  static std::span<const Command> Commands();
+  static const Command* FindCommand(std::string_view lower_name);
+
+  // I/O (session.cc).
+  void MaybeRead();
+  void OnRead(const asio::error_code& ec, size_t n);
+  void Process();
+  void Flush();
+  void CloseNow();
+
+  // Commands (commands.cc, keys_commands.cc, bigset_commands.cc).
+  void Execute(Args args);
+  // Ends the running command (its reply written): the next one may run.
+  void Done();
+  RespWriter Out() { return RespWriter(&out_, protocol_); }
+  void ReplyError(std::string_view text);
+  void ReplyStatus(const absl::Status& status, bool write);
+  // Wraps a node callback so that it runs on the server's thread, and not
+  // at all once the connection is closed (the command is then dropped).
+  template <typename T>
+  std::function<void(T)> Later(std::function<void(T)> fn);
+  ClusterWriteOptions WriteOptions() const;
+  ClusterReadOptions ReadOptions() const;
+
+  void CmdPing(Args& a);
+  void CmdEcho(Args& a);
+  void CmdQuit(Args& a);
+  void CmdSelect(Args& a);
+  void CmdAuth(Args& a);
+  void CmdHello(Args& a);
+  void CmdClient(Args& a);
+  void CmdCommand(Args& a);
+  void CmdConfig(Args& a);
+  void CmdInfo(Args& a);
+  void CmdSadd(Args& a);
+  void CmdSrem(Args& a);
+  void CmdSismember(Args& a);
+  void CmdSmismember(Args& a);
+  void CmdScard(Args& a);
+  void CmdSmembers(Args& a);
+  void CmdSscan(Args& a);
+  void CmdDel(Args& a);
+  void CmdExists(Args& a);
+  void CmdType(Args& a);
+  void CmdRange(Args& a);
+  void CmdPrefix(Args& a);
+  void CmdContext(Args& a);
+  void CmdBigsetAdd(Args& a);
+  void CmdBigsetRemove(Args& a);
+  void CmdQuorum(Args& a);
+  void CmdStats(Args& a);
+  void CmdVerify(Args& a);
+
+  // A page of elements within `bounds` after `after` (if any), filtered by
+  // `match` (if any), answered as [cursor, [elements]].
+  void ScanPage(std::string set, ElementBounds bounds,
+                std::optional<std::string> after, size_t count,
+                std::string match);
+  // Walks keys one request at a time (DEL, EXISTS, TYPE).
+  struct KeysWalk;
+  void CountNext(std::shared_ptr<KeysWalk> walk);
+  void DelNext(std::shared_ptr<KeysWalk> walk);
+  // Counts each of `keys` in turn; `done` gets the counts.
+  void CountKeys(
+      std::vector<std::string> keys,
+      std::function<void(absl::StatusOr<std::vector<uint64_t>>)> done);
+  // Clears `set` as a read quorum sees it: true if it held elements.
+  void ClearSet(std::string set,
+                std::function<void(absl::StatusOr<bool>)> done);
+  bool Authenticate(std::string_view user, std::string_view password);
+
+  ServerContext* ctx_;
+  asio::ip::tcp::socket socket_;
+  const uint64_t id_;
+  std::string peer_;
+  std::array<char, 16 << 10> read_buf_;
+  RespParser parser_;
+  std::string out_;
+  std::string writing_;
+  bool reading_ = false;
+  bool write_active_ = false;
+  bool busy_ = false;        // A command runs.
+  bool processing_ = false;  // Inside Process's loop.
+  bool closing_ = false;     // Close once the output is written.
+  bool closed_ = false;
+  // Connection state a client sets.
+  int protocol_ = 2;
+  bool authenticated_ = false;
+  std::string name_;
+  int w_;
+  int r_;
+};
+
+template <typename T>
+std::function<void(T)> Session::Later(std::function<void(T)> fn) {
+  std::shared_ptr<Session> self = shared_from_this();
+  return [self, fn = std::move(fn)](T value) mutable {
+    asio::post(*self->ctx_->io,
+               [self, fn = std::move(fn), value = std::move(value)]() mutable {
+                 if (self->closed_) return;
+                 fn(std::move(value));
+               });
+  };
+}
+
+}  // namespace bigset::server
+
+#endif  // BIGSET_TOOLS_BIGSETD_SESSION_H_
