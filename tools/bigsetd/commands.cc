@@ -63,6 +63,7 @@ std::span<const Session::Command> Session::Commands() {
       {"bigset.quorum", -1, false, &C::CmdQuorum, "fast", 0, 0},
       {"bigset.stats", 1, false, &C::CmdStats, "admin", 0, 0},
       {"bigset.verify", 1, false, &C::CmdVerify, "admin", 0, 0},
+      {"bigset.cluster", -2, false, &C::CmdCluster, "admin", 0, 0},
   };
   return kCommands;
 }

@@ -36,7 +36,7 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   app.set_version_flag("--version", "bigsetd 0.2.0");
 
   DaemonConfig c;
-  std::string listen = "127.0.0.1:6379", peer_listen, tls_dir,
+  std::string listen = "127.0.0.1:6379", peer_listen, tls_dir, join,
               log_level = "info";
   std::vector<std::string> nodes;
   uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
@@ -54,8 +54,16 @@ ParsedConfig ParseConfig(int argc, char** argv) {
                  "address)")
       ->group("Node");
   app.add_option("--node", nodes,
-                 "ID=HOST:PORT, once per node of the cluster (this one too); "
-                 "the first ring holds them all")
+                 "ID=PEER_HOST:PORT[/CLIENT_HOST:PORT], once per node of the "
+                 "cluster (this one too); the first ring holds them all. The "
+                 "client address lets nodes spread membership changes. Read "
+                 "only at the first start: then the data directory's cluster "
+                 "map is the truth")
+      ->group("Cluster");
+  app.add_option("--join", join,
+                 "CLIENT_HOST:PORT of a node of a running cluster: a new node "
+                 "fetches the cluster map from it (instead of --node), then "
+                 "waits for BIGSET.CLUSTER JOIN")
       ->group("Cluster");
   app.add_option("--cluster-name", c.cluster_name,
                  "peers with another name are refused")
@@ -140,22 +148,39 @@ ParsedConfig ParseConfig(int argc, char** argv) {
 
   if (c.id == 0) return Fail("--id is required (a node id > 0)");
   if (c.data_dir.empty()) return Fail("--data is required");
-  if (nodes.empty())
-    return Fail("--node is required (every node: ID=HOST:PORT)");
+  if (!join.empty()) {
+    absl::StatusOr<PeerAddress> seed = ParsePeerAddress(join);
+    if (!seed.ok()) return Fail(absl::StrCat("bad --join '", join, "'"));
+    c.join = *seed;
+    if (peer_listen.empty()) return Fail("--join needs --peer-listen");
+  } else if (nodes.empty()) {
+    return Fail(
+        "--node is required (every node: "
+        "ID=PEER_HOST:PORT[/CLIENT_HOST:PORT])");
+  }
   for (const std::string& entry : nodes) {
     std::pair<std::string, std::string> kv =
         absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    std::pair<std::string, std::string> addresses =
+        absl::StrSplit(kv.second, absl::MaxSplits('/', 1));
     NodeId node = 0;
-    absl::StatusOr<PeerAddress> address = ParsePeerAddress(kv.second);
-    if (!absl::SimpleAtoi(kv.first, &node) || node == 0 || !address.ok()) {
-      return Fail(absl::StrCat("bad --node '", entry,
-                               "': expected ID=HOST:PORT with ID > 0"));
+    absl::StatusOr<PeerAddress> peer = ParsePeerAddress(addresses.first);
+    absl::StatusOr<PeerAddress> client_address =
+        addresses.second.empty() ? absl::StatusOr<PeerAddress>(PeerAddress{})
+                                 : ParsePeerAddress(addresses.second);
+    if (!absl::SimpleAtoi(kv.first, &node) || node == 0 || !peer.ok() ||
+        !client_address.ok()) {
+      return Fail(absl::StrCat(
+          "bad --node '", entry,
+          "': expected ID=PEER_HOST:PORT[/CLIENT_HOST:PORT] with ID > 0"));
     }
-    if (!c.nodes.emplace(node, *address).second) {
+    NodeAddresses a{*peer, std::nullopt};
+    if (!addresses.second.empty()) a.client = *client_address;
+    if (!c.nodes.emplace(node, a).second) {
       return Fail(absl::StrCat("--node ", node, " given twice"));
     }
   }
-  if (!c.nodes.contains(c.id)) {
+  if (!c.join.has_value() && !c.nodes.contains(c.id)) {
     return Fail(
         absl::StrCat("--id ", c.id, " is not one of the --node entries"));
   }
@@ -163,7 +188,7 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   if (!client.ok()) return Fail(absl::StrCat("bad --listen '", listen, "'"));
   c.listen = *client;
   if (peer_listen.empty()) {
-    c.peer_listen = c.nodes[c.id];
+    c.peer_listen = c.nodes[c.id].peer;
   } else {
     absl::StatusOr<PeerAddress> peer = ParsePeerAddress(peer_listen);
     if (!peer.ok()) {
@@ -171,7 +196,8 @@ ParsedConfig ParseConfig(int argc, char** argv) {
     }
     c.peer_listen = *peer;
   }
-  if (c.n < 1 || static_cast<size_t>(c.n) > c.nodes.size()) {
+  if (!c.join.has_value() &&
+      (c.n < 1 || static_cast<size_t>(c.n) > c.nodes.size())) {
     return Fail(absl::StrCat("--n must be between 1 and the number of nodes (",
                              c.nodes.size(), ")"));
   }

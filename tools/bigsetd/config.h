@@ -17,6 +17,7 @@
 
 #include "bigset/net/transport.h"
 #include "bigset/network/address_book.h"
+#include "cluster_map.h"
 #include "log.h"
 #include "resp_parser.h"
 
@@ -28,9 +29,13 @@ struct DaemonConfig {
   // Where clients connect (RESP), and where peers connect.
   PeerAddress listen{"127.0.0.1", 6379};
   PeerAddress peer_listen;
-  // Every node of the cluster and its peer address (this one included);
-  // the first ring is these nodes, at epoch 1.
-  std::map<NodeId, PeerAddress> nodes;
+  // Every node of the cluster and its addresses (this one included); the
+  // first ring is these nodes, at epoch 1. Used only when the data
+  // directory has no cluster map yet (after that, the map is the truth).
+  std::map<NodeId, NodeAddresses> nodes;
+  // A new node: fetch the cluster map from this node's client address
+  // instead (then an operator adds this node: BIGSET.CLUSTER JOIN).
+  std::optional<PeerAddress> join;
   std::string cluster_name = "bigset";
   uint32_t ring_size = 64;
   int n = 3;

@@ -5,14 +5,17 @@
 #include <signal.h>
 
 #include <asio.hpp>
+#include <chrono>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl_compat.h"
 #include "bigset/network/node_runner.h"
 #include "config.h"
 #include "log.h"
+#include "membership.h"
 #include "server.h"
 
 namespace bigset::server {
@@ -29,28 +32,64 @@ absl::StatusOr<Ring> FirstRing(const DaemonConfig& c) {
   return Ring::Create(nodes, ro);
 }
 
+// The cluster map to start with: the data directory's if it has one, else
+// the one a running node gives (--join), else the first one (--node).
+absl::StatusOr<ClusterMap> StartingMap(const DaemonConfig& c, Logger& log) {
+  absl::StatusOr<ClusterMap> stored = ClusterMap::Load(c.data_dir);
+  if (stored.ok()) {
+    log.Info(absl::StrCat("cluster map from ", c.data_dir, ": ring epoch ",
+                          stored->ring.epoch(),
+                          " (--node and --join are not used)"));
+  } else if (!absl::IsNotFound(stored.status())) {
+    return stored.status();
+  } else if (c.join.has_value()) {
+    for (int attempt = 0;; ++attempt) {
+      stored = ClusterMembership::Fetch(*c.join, c.requirepass);
+      if (stored.ok()) break;
+      if (attempt == 30) return stored.status();
+      log.Warn(absl::StrCat("--join ", FormatAddress(*c.join), ": ",
+                            stored.status().ToString(), "; retrying"));
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    log.Info(absl::StrCat("cluster map from ", FormatAddress(*c.join),
+                          ": ring epoch ", stored->ring.epoch()));
+  } else {
+    absl::StatusOr<Ring> ring = FirstRing(c);
+    if (!ring.ok()) return ring.status();
+    stored = ClusterMap{*ring, c.nodes};
+  }
+  // This node's own addresses are the ones it runs with.
+  stored->nodes[c.id] = NodeAddresses{c.peer_listen, c.listen};
+  return stored;
+}
+
 int Run(const DaemonConfig& c) {
   Logger log(c.log_level, c.log_file);
   if (absl::Status s = log.Open(); !s.ok()) {
     std::cerr << "bigsetd: " << s.message() << std::endl;
     return 2;
   }
-  absl::StatusOr<Ring> ring = FirstRing(c);
-  if (!ring.ok()) {
-    log.Error(absl::StrCat("bad cluster: ", ring.status().ToString()));
+  absl::StatusOr<ClusterMap> map = StartingMap(c, log);
+  if (!map.ok()) {
+    log.Error(absl::StrCat("cluster map: ", map.status().ToString()));
     return 2;
   }
   auto book = std::make_shared<AddressBook>();
-  for (const auto& [id, address] : c.nodes) book->Set(id, address);
+  for (const auto& [id, a] : map->nodes) book->Set(id, a.peer);
+  ClusterMembership membership(*map, c.id, c.data_dir, c.requirepass,
+                               book.get(), &log);
 
   NodeRunnerOptions o;
   o.id = c.id;
   o.data_dir = c.data_dir;
-  o.ring = *ring;
+  o.ring = map->ring;
   o.addresses = book;
   o.node.sync_writes = c.sync_writes;
   o.node.clock_cache_bytes = c.clock_cache_bytes;
   o.node.anti_entropy_interval_micros = c.anti_entropy_interval_micros;
+  o.node.on_stale_ring = [&membership](uint64_t epoch, NodeId from) {
+    membership.OnStaleRing(epoch, from);
+  };
   o.transport.cluster_name = c.cluster_name;
   o.transport.listen_host = c.peer_listen.host;
   o.transport.listen_port = c.peer_listen.port;
@@ -69,10 +108,17 @@ int Run(const DaemonConfig& c) {
     return 1;
   }
 
+  membership.Attach(runner->get());
+  if (absl::Status s = map->Save(c.data_dir); !s.ok()) {
+    log.Error(absl::StrCat("cluster map: ", s.ToString()));
+    (void)(*runner)->Close();
+    return 1;
+  }
+
   asio::io_context io;
   int exit_code = 0;
   {
-    Server server(&io, runner->get(), &c, &log);
+    Server server(&io, runner->get(), &membership, &c, &log);
     if (absl::Status s = server.Start(); !s.ok()) {
       log.Error(s.ToString());
       (void)(*runner)->Close();
@@ -113,6 +159,7 @@ int Run(const DaemonConfig& c) {
     io.restart();
     io.poll();
   }
+  membership.Attach(nullptr);
   runner->reset();
   log.Info("stopped");
   return exit_code;

@@ -8,10 +8,12 @@
 namespace bigset::server {
 
 Server::Server(asio::io_context* io, NodeRunner* runner,
-               const DaemonConfig* config, Logger* log)
+               ClusterMembership* membership, const DaemonConfig* config,
+               Logger* log)
     : acceptor_(*io) {
   ctx_.io = io;
   ctx_.runner = runner;
+  ctx_.membership = membership;
   ctx_.config = config;
   ctx_.log = log;
   ctx_.cursors = std::make_unique<CursorTable>(

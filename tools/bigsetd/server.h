@@ -30,7 +30,8 @@ class Session;
 class Server {
  public:
   // REQUIRES: every argument outlives the server.
-  Server(asio::io_context* io, NodeRunner* runner, const DaemonConfig* config,
+  Server(asio::io_context* io, NodeRunner* runner,
+         ClusterMembership* membership, const DaemonConfig* config,
          Logger* log);
   ~Server();
   Server(const Server&) = delete;

@@ -23,6 +23,7 @@
 
 namespace bigset::server {
 
+class ClusterMembership;
 class Session;
 
 struct ServerStats {
@@ -51,6 +52,7 @@ struct ServerStats {
 struct ServerContext {
   asio::io_context* io = nullptr;
   NodeRunner* runner = nullptr;
+  ClusterMembership* membership = nullptr;
   const DaemonConfig* config = nullptr;
   Logger* log = nullptr;
   std::unique_ptr<CursorTable> cursors;

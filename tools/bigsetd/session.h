@@ -106,6 +106,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void CmdQuorum(Args& a);
   void CmdStats(Args& a);
   void CmdVerify(Args& a);
+  void CmdCluster(Args& a);
 
   // A page of elements within `bounds` after `after` (if any), filtered by
   // `match` (if any), answered as [cursor, [elements]].

@@ -1,0 +1,152 @@
+// BIGSET.CLUSTER: the operator's membership commands, and the ones nodes
+// send each other (GET, INSTALL). See membership.h.
+//
+//   BIGSET.CLUSTER STATUS                         this node's view
+//   BIGSET.CLUSTER JOIN NODE PEER_ADDR CLIENT_ADDR
+//   BIGSET.CLUSTER LEAVE NODE
+//   BIGSET.CLUSTER REPLACE OLD NEW PEER_ADDR CLIENT_ADDR
+//   BIGSET.CLUSTER GET                            the cluster map (text)
+//   BIGSET.CLUSTER INSTALL MAP
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl_compat.h"
+#include "membership.h"
+#include "session.h"
+
+namespace bigset::server {
+namespace {
+
+absl::StatusOr<NodeAddresses> ParseAddresses(const std::string& peer,
+                                             const std::string& client) {
+  absl::StatusOr<PeerAddress> p = ParsePeerAddress(peer);
+  absl::StatusOr<PeerAddress> c = ParsePeerAddress(client);
+  if (!p.ok() || !c.ok()) {
+    return absl::InvalidArgumentError("addresses are HOST:PORT");
+  }
+  return NodeAddresses{*p, *c};
+}
+
+std::string Status(const ClusterMap& map, NodeId self,
+                   const absl::StatusOr<Node::Stats>& stats,
+                   const absl::StatusOr<std::vector<PartitionMove>>& moving) {
+  std::string out;
+  absl::StrAppend(&out, "node:", self, "\nring_epoch:", map.ring.epoch(),
+                  "\nring_nodes:", absl::StrJoin(map.ring.nodes(), ","),
+                  "\nring_size:", map.ring.ring_size(), "\nn:", map.ring.n(),
+                  "\n");
+  for (const auto& [id, a] : map.nodes) {
+    const bool member =
+        std::find(map.ring.nodes().begin(), map.ring.nodes().end(), id) !=
+        map.ring.nodes().end();
+    absl::StrAppend(&out, "member:", id, " peer=", FormatAddress(a.peer),
+                    " client=", a.client ? FormatAddress(*a.client) : "-",
+                    member ? "" : " (not in the ring)",
+                    id == self ? " (this node)" : "", "\n");
+  }
+  if (stats.ok()) {
+    absl::StrAppend(&out, "partitions_moving:", stats->partitions_moving,
+                    "\nhandoffs_running:", stats->handoffs_running,
+                    "\nhandoffs_pending:", stats->handoffs_pending,
+                    "\nhandoffs_incoming:", stats->handoffs_incoming,
+                    "\nhandoffs_done:", stats->handoffs_done,
+                    "\nhandoff_keys_sent:", stats->handoff_keys_sent,
+                    "\nhandoff_keys_received:", stats->handoff_keys_received,
+                    "\npartitions_releasing:", stats->partitions_releasing,
+                    "\n");
+  }
+  if (moving.ok()) {
+    for (const PartitionMove& m : *moving) {
+      absl::StrAppend(&out, "moving:", m.partition,
+                      " serving=", absl::StrJoin(m.serving, ","),
+                      " target=", absl::StrJoin(m.target, ","),
+                      " state=", m.state, " for_ms=", m.since_micros / 1000,
+                      "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void Session::CmdCluster(Args& a) {
+  const std::string sub = absl::AsciiStrToLower(a[1]);
+  ClusterMembership* membership = ctx_->membership;
+  NodeRunner* runner = ctx_->runner;
+  const NodeId self = ctx_->config->id;
+  // Everything below may wait (disk, the node, other nodes): on the worker.
+  auto reply_text =
+      Later<absl::StatusOr<std::string>>([this](absl::StatusOr<std::string> r) {
+        if (r.ok()) {
+          Out().Bulk(*r);
+        } else {
+          ReplyError(absl::StrCat("ERR ",
+                                  absl::StatusCodeToString(r.status().code()),
+                                  ": ", r.status().message()));
+        }
+        Done();
+      });
+  auto bad = [&](std::string_view why) {
+    ReplyError(absl::StrCat("ERR ", AV(why)));
+    Done();
+  };
+  if (sub == "status" && a.size() == 2) {
+    ctx_->worker->Run([membership, runner, self, reply_text]() {
+      reply_text(Status(membership->Current(), self, runner->Stats(),
+                        runner->Moving()));
+    });
+  } else if (sub == "get" && a.size() == 2) {
+    reply_text(membership->Current().Encode());
+  } else if (sub == "install" && a.size() == 3) {
+    absl::StatusOr<ClusterMap> map = ClusterMap::Decode(a[2]);
+    if (!map.ok()) return bad(SV(map.status().message()));
+    ctx_->worker->Run([membership, map = *map, reply_text]() {
+      absl::Status s = membership->Install(map);
+      reply_text(s.ok() ? absl::StatusOr<std::string>("OK") : s);
+    });
+  } else if ((sub == "join" && a.size() == 5) ||
+             (sub == "leave" && a.size() == 3) ||
+             (sub == "replace" && a.size() == 6)) {
+    ClusterMembership::Change change;
+    if (!absl::SimpleAtoi(a[2], &change.node) || change.node == 0) {
+      return bad("node ids are integers > 0");
+    }
+    if (sub == "join") {
+      change.kind = ClusterMembership::ChangeKind::kJoin;
+      absl::StatusOr<NodeAddresses> addresses = ParseAddresses(a[3], a[4]);
+      if (!addresses.ok()) return bad(SV(addresses.status().message()));
+      change.addresses = *addresses;
+    } else if (sub == "leave") {
+      change.kind = ClusterMembership::ChangeKind::kLeave;
+    } else {
+      change.kind = ClusterMembership::ChangeKind::kReplace;
+      if (!absl::SimpleAtoi(a[3], &change.replacement) ||
+          change.replacement == 0) {
+        return bad("node ids are integers > 0");
+      }
+      absl::StatusOr<NodeAddresses> addresses = ParseAddresses(a[4], a[5]);
+      if (!addresses.ok()) return bad(SV(addresses.status().message()));
+      change.addresses = *addresses;
+    }
+    ctx_->log->Info(absl::StrCat("client ", id_, " (", peer_,
+                                 "): BIGSET.CLUSTER ",
+                                 absl::StrJoin(a.begin() + 1, a.end(), " ")));
+    ctx_->worker->Run([membership, change, reply_text]() {
+      absl::StatusOr<std::vector<std::string>> report =
+          membership->Apply(change);
+      if (!report.ok()) {
+        reply_text(report.status());
+      } else {
+        reply_text(absl::StrJoin(*report, "\n") + "\n");
+      }
+    });
+  } else {
+    bad("usage: BIGSET.CLUSTER STATUS | JOIN NODE PEER_ADDR CLIENT_ADDR | "
+        "LEAVE NODE | REPLACE OLD NEW PEER_ADDR CLIENT_ADDR | GET | INSTALL "
+        "MAP");
+  }
+}
+
+}  // namespace bigset::server

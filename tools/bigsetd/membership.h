@@ -1,0 +1,97 @@
+// ClusterMembership: bigsetd's membership authority, spread over its nodes.
+//
+// Each node keeps the latest ClusterMap it knows (in its data directory).
+// An operator's change (BIGSET.CLUSTER JOIN / LEAVE / REPLACE, sent to any
+// node) computes the next ring (epoch + 1), installs it on that node (the
+// map is saved before the ring is installed, so a crash between the two
+// reopens with the newer ring), then pushes the map to every other node's
+// client port (BIGSET.CLUSTER INSTALL). A node that missed the push hears
+// of the higher epoch from a peer's message (NodeOptions::on_stale_ring)
+// and fetches the map from that peer (BIGSET.CLUSTER GET), so a node that
+// was down catches up by itself.
+//
+// Changes are meant to be issued one at a time; two different maps of the
+// same epoch are refused by every node that has one of them (the operator
+// then issues the next change on top of the one that won).
+//
+// Thread-safety: thread-safe. Change and Install block (disk, the node's
+// thread, other nodes): call them from a worker, never from the server's
+// or the node's thread. OnStaleRing may be called from any thread.
+
+#ifndef BIGSET_TOOLS_BIGSETD_MEMBERSHIP_H_
+#define BIGSET_TOOLS_BIGSETD_MEMBERSHIP_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "bigset/network/node_runner.h"
+#include "cluster_map.h"
+#include "log.h"
+#include "worker.h"
+
+namespace bigset::server {
+
+class ClusterMembership {
+ public:
+  // REQUIRES: `book` and `log` outlive the object.
+  ClusterMembership(ClusterMap map, NodeId self, std::string data_dir,
+                    std::string password, AddressBook* book, Logger* log);
+  ~ClusterMembership();
+
+  // The node, once it runs (before: changes fail with Unavailable).
+  // REQUIRES: `runner` outlives the object, or Attach(nullptr) first.
+  void Attach(NodeRunner* runner);
+
+  ClusterMap Current() const;
+
+  // Installs `map` if its epoch is higher than the current one (saves it,
+  // adds its addresses to the address book, installs its ring). The same
+  // map again is OK; a lower epoch is FailedPrecondition, another map of
+  // the same epoch Aborted.
+  absl::Status Install(const ClusterMap& map);
+
+  enum class ChangeKind { kJoin, kLeave, kReplace };
+  struct Change {
+    ChangeKind kind;
+    NodeId node = 0;          // Joins, leaves, or is replaced.
+    NodeId replacement = 0;   // kReplace: the node that takes its place.
+    NodeAddresses addresses;  // Of the joining or replacing node.
+  };
+  // Applies `change` to the current map, installs the result here and
+  // pushes it to the other nodes. Returns one line per node on how the
+  // push went (a node that could not be reached catches up later).
+  absl::StatusOr<std::vector<std::string>> Apply(const Change& change);
+
+  // A peer runs a ring with a higher epoch: fetch its map (in the
+  // background, one fetch at a time; a failed fetch is tried again when
+  // the node reports the epoch again).
+  void OnStaleRing(uint64_t epoch, NodeId from);
+
+  // Fetches the map `address` (a node's client port) has.
+  static absl::StatusOr<ClusterMap> Fetch(const PeerAddress& address,
+                                          const std::string& password);
+
+ private:
+  absl::Status InstallLocked(const ClusterMap& map)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const NodeId self_;
+  const std::string data_dir_;
+  const std::string password_;
+  AddressBook* const book_;
+  Logger* const log_;
+  mutable absl::Mutex mu_;
+  ClusterMap map_ ABSL_GUARDED_BY(mu_);
+  NodeRunner* runner_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Last: its thread must stop before the rest goes.
+  std::unique_ptr<Worker> fetcher_;
+};
+
+}  // namespace bigset::server
+
+#endif  // BIGSET_TOOLS_BIGSETD_MEMBERSHIP_H_
