@@ -26,8 +26,8 @@ seed, printed on failure.
 
 Validating the harness without bigsetd: pass a redis-server binary as
 BIGSETD_BINARY (e.g. /usr/bin/redis-server). Each "node" is then a
-redis-server (nodes 2 and 3 replicas of node 1, reads on them after a WAIT),
-and the parts that are Bigset's own (BIGSET.* commands, limits, cursor
+redis-server (nodes 2 and 3 replicas of node 1, read once they have caught
+up), and the parts that are Bigset's own (BIGSET.* commands, limits, cursor
 order, option handling) are skipped.
 """
 
@@ -42,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 import redis
 
@@ -339,8 +340,10 @@ class Node:
         c = self.cluster
         os.makedirs(self.data, exist_ok=True)
         cmd = [BIGSETD, "--port", str(self.port), "--bind", "127.0.0.1",
-               "--save", "", "--appendonly", "yes", "--dir", self.data,
-               "--daemonize", "no", "--logfile", ""]
+               # An RDB save at shutdown, no background saves.
+               "--save", "3600 1", "--appendonly", "no", "--dir", self.data,
+               "--daemonize", "no", "--logfile", "",
+               "--repl-diskless-sync-delay", "0"]
         if self.id != 1:
             cmd += ["--replicaof", "127.0.0.1", str(c.nodes[1].port)]
         if c.password is not None:
@@ -353,6 +356,8 @@ class Node:
                 n = int(self.extra[i + 1]) + (len(c.nodes) - 1
                                                if self.id == 1 else 0)
                 cmd += ["--maxclients", str(n)]
+            if opt == "--max-bulk-bytes":
+                cmd += ["--proto-max-bulk-len", self.extra[i + 1]]
             if opt in ("--sync-writes", "--plaintext-peers"):
                 i += 1
             else:
@@ -481,14 +486,24 @@ class Cluster:
     def settle(self):
         """Before a read on another node than the writer's: nothing for
         bigsetd (R + W > N), a WAIT for the replicas when emulated."""
-        if EMULATED:
-            r = self.nodes[1].raw()
+        if not EMULATED:
+            return
+
+        def offset(node, field):
+            r = node.raw()
             try:
-                n = len(self.nodes) - 1
-                got = r.command("WAIT", n, 10000)
-                eq(got, n, "WAIT for the replicas")
+                text = r.command("INFO", "replication").decode()
             finally:
                 r.close()
+            for line in text.split("\r\n"):
+                if line.startswith(field + ":"):
+                    return int(line.split(":")[1])
+            return -1
+
+        want = offset(self.nodes[1], "master_repl_offset")
+        for node in list(self.nodes.values())[1:]:
+            wait_for(lambda: offset(node, "slave_repl_offset") >= want, 20,
+                     "replica %d caught up" % node.id)
 
     def stop(self):
         for node in self.nodes.values():
@@ -953,8 +968,11 @@ def test_resp3():
     eq(sorted(out.split()), ["a", "b", "c"], "redis-cli -3 SMEMBERS output")
     rc, out, err = cli(port, "-3", "--no-raw", "SMEMBERS", "k")
     eq((rc, err), (0, ""), "redis-cli -3 --no-raw SMEMBERS")
-    eq(sorted(out.splitlines()), ['1~ "a"', '2~ "b"', '3~ "c"'],
-       "redis-cli -3 --no-raw SMEMBERS output")
+    eq(sorted(line.split(" ", 1)[1] for line in out.splitlines()),
+       ['"a"', '"b"', '"c"'], "redis-cli -3 --no-raw SMEMBERS output")
+    check(all(line.startswith("%d~ " % (i + 1))
+              for i, line in enumerate(out.splitlines())),
+          "redis-cli -3 --no-raw SMEMBERS output: %r" % out)
     rc, out, err = cli(port, "-3", "SMISMEMBER", "k", "a", "x")
     eq((rc, out, err), (0, "1\n0\n", ""), "redis-cli -3 SMISMEMBER")
 
@@ -1259,10 +1277,11 @@ def test_sscan_under_writes():
 def test_bad_input():
     rng = random.Random(SEED)
     if EMULATED:
-        # redis-server's limits: 512 MB bulks (configurable down to 1 MB),
-        # 1024*1024 arguments, 64 KB inline commands.
-        max_bulk, max_args, max_clients = 1 << 20, 1 << 20, 8
-        limits = ["--max-clients", str(max_clients)]
+        # redis-server's limits: bulks configurable down to 1 MB, INT_MAX
+        # arguments, 64 KB inline commands.
+        max_bulk, max_args, max_clients = 1 << 20, (1 << 31) - 1, 8
+        limits = ["--max-bulk-bytes", str(max_bulk),
+                  "--max-clients", str(max_clients)]
         c = Cluster(3, extra=limits)
     else:
         max_bulk, max_args, max_clients = 4096, 64, 8
@@ -1285,12 +1304,14 @@ def test_bad_input():
               "SMEMBERS keep after %s: %s" % (what, short(v)))
 
     def refused(name, payload, prefix):
-        s = n1.raw()
+        s = n1.raw(timeout=10)
         s.send(payload)
         try:
             v = s.read()
         except EOFError:
             raise Failure("%s: closed with no error reply" % name)
+        except socket.timeout:
+            raise Failure("%s: no reply in 30 s" % name)
         is_err(v, prefix, name)
         check(s.closed_within(5), "%s: the connection stayed open" % name)
         s.close()
@@ -1329,23 +1350,9 @@ def test_bad_input():
            "exactly --max-args arguments")
         eq(watch.command("DEL", "lim"), 1, "DEL lim")
 
-    # A query buffer over the limit: closed. An inline line with no end,
-    # and (bigsetd) a command whose arguments add up to more than it.
-    payloads = [b"A" * 200000]
-    if not EMULATED:
-        payloads.append(encode("SADD", "keep", *[b"%04d" % i + b"x" * 2000
-                                                 for i in range(60)]))
-    for i, payload in enumerate(payloads):
-        s = n1.raw()
-        try:
-            for off in range(0, len(payload), 4096):
-                s.send(payload[off:off + 4096])
-        except OSError:
-            pass
-        check(s.closed_within(10), "query buffer overflow %d: still open" %
-              i)
-        s.close()
-        intact("query buffer overflow %d" % i)
+    # A query buffer over the limit: closed.
+    overflow(n1, b"A" * 200000, "an inline line with no end")
+    intact("an inline line with no end")
 
     # A half-sent command does not hold other clients up.
     s = n1.raw()
@@ -1408,6 +1415,49 @@ def test_bad_input():
     c.settle()
     v = c.nodes[2].raw().command("SMEMBERS", "keep")
     eq(sorted(v), keep, "SMEMBERS keep on node 2 at the end")
+
+    if not EMULATED:
+        # A command whose arguments add up to more than the query buffer
+        # limit, each under --max-bulk-bytes: closed too, as by Redis 7
+        # (which counts the arguments parsed so far); otherwise a client
+        # holds up to max-args x max-bulk-bytes.
+        big = encode("SADD", "qb", *[b"%04d" % i + b"x" * 2000
+                                     for i in range(60)])
+        reply = overflow(n1, big, "arguments adding up to %d bytes (limit "
+                         "65536)" % len(big))
+        intact("arguments over the query buffer limit")
+        eq(watch.command("EXISTS", "qb"), 0, "the command over the query "
+           "buffer limit was not executed (reply %s)" % short(reply))
+
+
+def overflow(node, payload, what):
+    """Sends payload (over the query buffer limit) on a new connection,
+    which the server must close; returns what it sent back meanwhile."""
+    s = Resp(node.port, timeout=10)
+    try:
+        for off in range(0, len(payload), 4096):
+            s.send(payload[off:off + 4096])
+    except OSError:
+        pass
+    got = b""
+    s.sock.settimeout(10)
+    deadline = time.time() + 10
+    closed = False
+    try:
+        while time.time() < deadline:
+            chunk = s.sock.recv(4096)
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        closed = True
+    except socket.timeout:
+        pass
+    s.close()
+    check(closed, "%s: still open after 10 s (the server replied %r)" %
+          (what, got[:200]))
+    return got
 
 
 def test_differential():
@@ -1669,31 +1719,45 @@ def test_config_errors():
              ["--tls-dir", os.path.join(d, "nocerts")]),
     ]:
         cases.append((n, mk))
+    problems = []  # Every case is run; the test fails with them all.
     for i, (name, mk) in enumerate(cases):
         data = os.path.join(d, "data-%d" % i)
         args = mk(base(data))
         try:
             proc = subprocess.run([BIGSETD] + args, capture_output=True,
-                                  timeout=10, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise Failure("%s: still running after 10 s" % name)
+                                  timeout=5, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:  # Killed by subprocess.run.
+            problems.append("%s: started (still running after 5 s)" % name)
+            continue
         err = proc.stderr.decode("utf-8", "replace")
-        check(proc.returncode == 2, "%s: exit %d, expected 2 (stderr %r)" %
-              (name, proc.returncode, err[:300]))
         lines = err.strip("\n").split("\n")
-        check(len(lines) == 1 and lines[0].strip() != "",
-              "%s: %d lines on stderr, expected one: %r" %
-              (name, len(lines), err[:500]))
-        check(not os.path.exists(data), "%s: created %s" % (name, data))
+        if proc.returncode != 2:
+            problems.append("%s: exit %d, expected 2 (stderr %r)" %
+                            (name, proc.returncode, err[:200]))
+        elif len(lines) != 1 or lines[0].strip() == "":
+            problems.append("%s: %d lines on stderr, expected one: %r" %
+                            (name, len(lines), err[:300]))
+        if os.path.exists(data):
+            problems.append("%s: created %s" % (name, data))
 
     proc = subprocess.run([BIGSETD, "--help"], capture_output=True,
                           timeout=10, stdin=subprocess.DEVNULL)
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-    eq(proc.returncode, 0, "--help exit status")
+    if proc.returncode != 0:
+        problems.append("--help: exit %d" % proc.returncode)
     for opt in ("--requirepass", "--data", "--node", "--listen", "--config"):
-        check(opt in text, "--help does not mention %s" % opt)
+        if opt not in text:
+            problems.append("--help does not mention %s" % opt)
+    try:
+        valid_config(d, p, pp)
+    except Failure as e:
+        problems.append("a valid --config file: %s" % e)
+    check(not problems, "%d problems: %s" % (len(problems),
+                                            "; ".join(problems)))
 
-    # A valid configuration file; the command line overrides it.
+
+def valid_config(d, p, pp):
+    """A node run from a TOML file; the command line overrides it."""
     data = os.path.join(d, "from-config")
     other = free_port()
     cfg = os.path.join(d, "node.toml")
@@ -1848,6 +1912,7 @@ def main():
             msg = str(e) or type(e).__name__
             if not isinstance(e, Failure):
                 msg = "%s: %s" % (type(e).__name__, msg)
+                traceback.print_exc()
             print("FAIL %s: %s (seed %d)" % (n, msg, SEED), flush=True)
             for c in CLUSTERS:
                 for node in c.nodes.values():
