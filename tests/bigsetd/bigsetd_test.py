@@ -872,8 +872,12 @@ def bigset_commands(c, raw, r):
     eq(raw.command("BIGSET.CONTEXT", "cx", "e"), b"", "context after remove")
     eq(raw.command("BIGSET.REMOVE", "cx", "e", "CONTEXT", ""), 0,
        "BIGSET.REMOVE with an empty context")
-    eq(raw.command("BIGSET.ADD", "cx", "f", "CONTEXT", ctx2), 1,
-       "BIGSET.ADD f CONTEXT")
+    # A context is bound to its element: another element's is refused
+    # (its dots could name that element's adds).
+    is_err(raw.command("BIGSET.ADD", "cx", "f", "CONTEXT", ctx2), "ERR",
+           "BIGSET.ADD f with e's context")
+    eq(raw.command("BIGSET.ADD", "cx", "f", "CONTEXT", ""), 1,
+       "BIGSET.ADD f with an empty context")
     eq(raw.command("BIGSET.ADD", "cx", "f"), 0, "BIGSET.ADD f again")
     # The same across nodes: read on 2, add on 3, remove on 1.
     ctx3 = n2.command("BIGSET.CONTEXT", "cx", "f")

@@ -266,21 +266,32 @@ TEST_CASE("cursor table: bounded, ids never 0, of their own set") {
 
 TEST_CASE("context codec: round trip; malformed text refused") {
   std::vector<Dot> dots = {{1, 2}, {0xffffffffffffffffull, 7}};
-  absl::StatusOr<std::vector<Dot>> back = DecodeContext(EncodeContext(dots));
+  const std::string text = EncodeContext("e", dots);
+  absl::StatusOr<std::vector<Dot>> back = DecodeContext("e", text);
   REQUIRE(back.ok());
   CHECK(*back == dots);
-  CHECK(DecodeContext("")->empty());
+  CHECK(DecodeContext("e", "")->empty());
+  CHECK(EncodeContext("e", {}).empty());
+  // Another element's context, and one with a dot changed, are refused.
+  CHECK_FALSE(DecodeContext("f", text).ok());
+  std::string changed = text;
+  changed.back() = '8';
+  CHECK_FALSE(DecodeContext("e", changed).ok());
+  // A well-formed check over malformed dots.
   for (const char* bad : {"x", "0000000000000001.0", "1.1", "0000000000000001.",
                           "000000000000000g.1", "0000000000000001.1,",
                           "0000000000000001.-1", "0000000000000001.1 "}) {
     INFO(bad);
-    CHECK_FALSE(DecodeContext(bad).ok());
+    CHECK_FALSE(DecodeContext("e", bad).ok());
+    const std::string checked =
+        EncodeContext("e", {{1, 1}}).substr(0, 17) + bad;
+    CHECK_FALSE(DecodeContext("e", checked).ok());
   }
   const uint64_t seed = 3;
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 10000; ++i) {
     std::string s = RandomBytes(rng, 40);
-    (void)DecodeContext(s);  // Never crashes.
+    (void)DecodeContext("e", s);  // Never crashes.
   }
 }
 

@@ -132,17 +132,20 @@ void Session::CmdPrefix(Args& a) {
 }
 
 void Session::CmdContext(Args& a) {
+  std::string element = a[2];
   ctx_->runner->ContainsAll(
       a[1], {a[2]}, ReadOptions(),
-      Later<absl::StatusOr<Membership>>([this](absl::StatusOr<Membership> m) {
-        if (!m.ok()) {
-          ReplyStatus(m.status(), false);
-        } else {
-          Out().Bulk(m->elements.empty() ? ""
-                                         : EncodeContext(m->elements[0].dots));
-        }
-        Done();
-      }));
+      Later<absl::StatusOr<Membership>>(
+          [this, element](absl::StatusOr<Membership> m) {
+            if (!m.ok()) {
+              ReplyStatus(m.status(), false);
+            } else {
+              Out().Bulk(m->elements.empty()
+                             ? ""
+                             : EncodeContext(element, m->elements[0].dots));
+            }
+            Done();
+          }));
 }
 
 void Session::CmdBigsetAdd(Args& a) {
@@ -150,7 +153,7 @@ void Session::CmdBigsetAdd(Args& a) {
   // Without a context, like SADD: the coordinating replica's dots.
   op.context_from_replica = a.size() == 3;
   if (a.size() == 5 && absl::AsciiStrToLower(a[3]) == "context") {
-    absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[4]);
+    absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[2], a[4]);
     if (!context.ok()) {
       ReplyError(absl::StrCat("ERR bad context: ", context.status().message()));
       Done();
@@ -181,7 +184,7 @@ void Session::CmdBigsetRemove(Args& a) {
     Done();
     return;
   }
-  absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[4]);
+  absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[2], a[4]);
   if (!context.ok()) {
     ReplyError(absl::StrCat("ERR bad context: ", context.status().message()));
     Done();

@@ -33,6 +33,8 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       "the Redis protocol (RESP2 and RESP3).\nEvery option may also be set "
       "in the --config file (TOML or INI, keys = long option names)."};
   app.set_config("--config", "", "configuration file (TOML or INI)");
+  // A key nobody reads is a mistake (a typo, a setting of another version).
+  app.allow_config_extras(false);
   app.set_version_flag("--version", "bigsetd 0.2.0");
 
   DaemonConfig c;
@@ -103,6 +105,16 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   app.add_option("--clock-cache-mib", clock_cache_mib,
                  "memory for cached set clocks (default 64)")
       ->group("Storage");
+  app.add_option("--client-tls-cert", c.client_tls_cert_file,
+                 "TLS for clients: the server's certificate (PEM)")
+      ->group("Clients");
+  app.add_option("--client-tls-key", c.client_tls_key_file,
+                 "TLS for clients: its key")
+      ->group("Clients");
+  app.add_option("--client-tls-ca", c.client_tls_ca_file,
+                 "TLS for clients: require client certificates signed by "
+                 "this CA")
+      ->group("Clients");
   app.add_option("--requirepass", c.requirepass,
                  "clients must AUTH with this password")
       ->group("Clients");
@@ -248,6 +260,18 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       if (f->empty())
         return Fail("--tls-ca, --tls-cert and --tls-key go together");
       if (!Readable(*f)) return Fail(absl::StrCat("cannot read ", *f));
+    }
+  }
+  if (c.client_tls_cert_file.empty() != c.client_tls_key_file.empty()) {
+    return Fail("--client-tls-cert and --client-tls-key go together");
+  }
+  if (!c.client_tls_ca_file.empty() && c.client_tls_cert_file.empty()) {
+    return Fail("--client-tls-ca needs --client-tls-cert and --client-tls-key");
+  }
+  for (const std::string* f : {&c.client_tls_cert_file, &c.client_tls_key_file,
+                               &c.client_tls_ca_file}) {
+    if (!f->empty() && !Readable(*f)) {
+      return Fail(absl::StrCat("cannot read ", *f));
     }
   }
   return ParsedConfig{std::move(c), 0};

@@ -52,7 +52,11 @@ struct DaemonConfig {
   size_t clock_cache_bytes = 64 << 20;
   uint64_t anti_entropy_interval_micros = 10'000'000;
 
-  // Clients.
+  // Clients. TLS if a certificate is given; with a CA, clients must
+  // present a certificate it signed.
+  std::string client_tls_cert_file;
+  std::string client_tls_key_file;
+  std::string client_tls_ca_file;
   std::string requirepass;
   size_t max_clients = 10'000;
   RespLimits limits;

@@ -6,26 +6,51 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bigset/cluster/ring.h"
 
 namespace bigset::server {
 namespace {
 constexpr size_t kMaxDots = 1024;
 }  // namespace
 
-std::string EncodeContext(const std::vector<Dot>& dots) {
-  std::string out;
+namespace {
+uint64_t Check(std::string_view element, std::string_view dots) {
+  std::string both(element);
+  both.push_back('\0');
+  both.append(dots);
+  return StableHash(both);
+}
+}  // namespace
+
+std::string EncodeContext(std::string_view element,
+                          const std::vector<Dot>& dots) {
+  if (dots.empty()) return "";
+  std::string list;
   for (const Dot& d : dots) {
-    if (!out.empty()) out.push_back(',');
-    absl::StrAppendFormat(&out, "%016x.%d", d.actor, d.counter);
+    if (!list.empty()) list.push_back(',');
+    absl::StrAppendFormat(&list, "%016x.%d", d.actor, d.counter);
   }
-  return out;
+  return absl::StrFormat("%016x:", Check(element, list)) + list;
 }
 
-absl::StatusOr<std::vector<Dot>> DecodeContext(std::string_view text) {
+absl::StatusOr<std::vector<Dot>> DecodeContext(std::string_view element,
+                                               std::string_view text) {
   std::vector<Dot> dots;
   if (text.empty()) return dots;
+  uint64_t check = 0;
+  if (text.size() < 18 || text[16] != ':' ||
+      !std::all_of(text.begin(), text.begin() + 16,
+                   [](char c) { return absl::ascii_isxdigit(c); }) ||
+      !absl::SimpleHexAtoi(absl::string_view(text.data(), 16), &check)) {
+    return absl::InvalidArgumentError("not a context of BIGSET.CONTEXT");
+  }
+  const std::string_view list = text.substr(17);
+  if (check != Check(element, list)) {
+    return absl::InvalidArgumentError(
+        "the context is not one BIGSET.CONTEXT returned for this element");
+  }
   for (absl::string_view part :
-       absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+       absl::StrSplit(absl::string_view(list.data(), list.size()), ',')) {
     if (dots.size() >= kMaxDots) {
       return absl::InvalidArgumentError("too many dots");
     }

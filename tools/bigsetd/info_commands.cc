@@ -75,6 +75,7 @@ Fields ServerFields(const ServerStats& s) {
       {"client_query_buffer_limit_disconnections", v(s.query_buffer_overflows)},
       {"auth_failures", v(s.auth_failures)},
       {"noauth_refusals", v(s.noauth_refusals)},
+      {"client_tls_failures", v(s.tls_failures)},
       {"cluster_errors", v(s.cluster_errors)},
       {"smembers_refused", v(s.smembers_refused)},
       {"sscan_cursors_unknown", v(s.cursors_unknown)},

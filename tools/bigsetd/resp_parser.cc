@@ -144,11 +144,13 @@ absl::StatusOr<bool> RespParser::NextMultibulk(std::vector<std::string>* args) {
       return ProtocolError("expected CRLF after bulk");
     }
     partial_.emplace_back(buf_, pos_, static_cast<size_t>(bulk_len_));
+    partial_bytes_ += static_cast<size_t>(bulk_len_);
     pos_ += need;
     bulk_len_ = -1;
   }
   *args = std::move(partial_);
   partial_ = {};
+  partial_bytes_ = 0;
   expected_ = -1;
   return true;
 }

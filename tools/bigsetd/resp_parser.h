@@ -50,8 +50,10 @@ class RespParser {
   // unusable. Empty commands (an empty line, "*0") are skipped.
   absl::StatusOr<bool> Next(std::vector<std::string>* args);
 
-  // Bytes received and not yet returned as commands.
-  size_t buffered() const { return buf_.size() - pos_; }
+  // Bytes received and not yet returned as commands: unparsed bytes and
+  // the arguments of the incomplete command parsed so far (what the
+  // connection holds for the client).
+  size_t buffered() const { return buf_.size() - pos_ + partial_bytes_; }
 
  private:
   // Reads a line ending in "\n" (a "\r" before it is dropped) from pos_:
@@ -68,6 +70,7 @@ class RespParser {
   // so far, and the length of the bulk being read (-1: its header next).
   int64_t expected_ = -1;
   std::vector<std::string> partial_;
+  size_t partial_bytes_ = 0;
   int64_t bulk_len_ = -1;
 };
 

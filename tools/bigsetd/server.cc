@@ -31,6 +31,31 @@ Server::~Server() {
 
 absl::Status Server::Start() {
   asio::error_code ec;
+  const DaemonConfig& c = *ctx_.config;
+  if (!c.client_tls_cert_file.empty()) {
+    tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    tls_->set_options(
+        asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+        asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+        asio::ssl::context::no_tlsv1_1);
+    tls_->use_certificate_chain_file(c.client_tls_cert_file, ec);
+    if (!ec) {
+      tls_->use_private_key_file(c.client_tls_key_file, asio::ssl::context::pem,
+                                 ec);
+    }
+    if (!ec && !c.client_tls_ca_file.empty()) {
+      // Clients must present a certificate signed by this CA.
+      tls_->load_verify_file(c.client_tls_ca_file, ec);
+      if (!ec) {
+        tls_->set_verify_mode(asio::ssl::verify_peer |
+                              asio::ssl::verify_fail_if_no_peer_cert);
+      }
+    }
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("client TLS: ", ec.message()));
+    }
+  }
   const asio::ip::address address =
       asio::ip::make_address(ctx_.config->listen.host, ec);
   if (ec) {
@@ -72,7 +97,8 @@ void Server::Accept() {
     }
     ctx_.stats.connections_received.fetch_add(1, std::memory_order_relaxed);
     const uint64_t id = ctx_.next_client_id++;
-    auto session = std::make_shared<Session>(&ctx_, std::move(socket), id);
+    auto session =
+        std::make_shared<Session>(&ctx_, std::move(socket), id, tls_.get());
     if (ctx_.sessions.size() >= ctx_.config->max_clients) {
       ctx_.stats.connections_rejected.fetch_add(1, std::memory_order_relaxed);
       session->Refuse();

@@ -14,6 +14,7 @@
 #define BIGSET_TOOLS_BIGSETD_SERVER_H_
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <cstdint>
 #include <memory>
 
@@ -49,6 +50,7 @@ class Server {
 
   ServerContext ctx_;
   asio::ip::tcp::acceptor acceptor_;
+  std::unique_ptr<asio::ssl::context> tls_;  // Client TLS, if configured.
   bool stopped_ = false;
 };
 

@@ -41,6 +41,7 @@ struct ServerStats {
   std::atomic<uint64_t> query_buffer_overflows{0};
   std::atomic<uint64_t> auth_failures{0};
   std::atomic<uint64_t> noauth_refusals{0};
+  std::atomic<uint64_t> tls_failures{0};
   // Replies that were errors (of any kind), and errors of the cluster
   // (quorum not reached, deadline).
   std::atomic<uint64_t> error_replies{0};

@@ -6,16 +6,18 @@
 
 namespace bigset::server {
 
-Session::Session(ServerContext* ctx, asio::ip::tcp::socket socket, uint64_t id)
+Session::Session(ServerContext* ctx, asio::ip::tcp::socket socket, uint64_t id,
+                 asio::ssl::context* tls)
     : ctx_(ctx),
-      socket_(std::move(socket)),
+      stream_(std::move(socket), tls),
+      handshake_timer_(*ctx->io),
       id_(id),
       parser_(ctx->config->limits),
       authenticated_(ctx->config->requirepass.empty()),
       w_(ctx->config->w),
       r_(ctx->config->r) {
   asio::error_code ec;
-  const asio::ip::tcp::endpoint remote = socket_.remote_endpoint(ec);
+  const asio::ip::tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
   if (!ec)
     peer_ = absl::StrCat(remote.address().to_string(), ":", remote.port());
 }
@@ -24,12 +26,44 @@ Session::~Session() = default;
 
 void Session::Start() {
   asio::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
   ctx_->log->Debug(absl::StrCat("client ", id_, " connected from ", peer_));
-  MaybeRead();
+  Handshake();
+}
+
+void Session::Handshake() {
+  if (!stream_.tls()) {
+    MaybeRead();
+    return;
+  }
+  // A client that never finishes its TLS handshake holds a slot: bounded.
+  handshake_timer_.expires_after(std::chrono::seconds(10));
+  handshake_timer_.async_wait(
+      [self = shared_from_this()](const asio::error_code& ec) {
+        if (!ec && !self->handshake_done_) self->CloseNow();
+      });
+  stream_.AsyncHandshake([self =
+                              shared_from_this()](const asio::error_code& ec) {
+    self->handshake_done_ = true;
+    self->handshake_timer_.cancel();
+    if (self->closed_) return;
+    if (ec) {
+      self->ctx_->stats.tls_failures.fetch_add(1, std::memory_order_relaxed);
+      self->ctx_->log->Info(absl::StrCat(
+          "client ", self->id_, " (", self->peer_, "): TLS: ", ec.message()));
+      self->CloseNow();
+      return;
+    }
+    self->MaybeRead();
+  });
 }
 
 void Session::Refuse() {
+  // Over TLS the error could not be read before a handshake: just close.
+  if (stream_.tls()) {
+    CloseNow();
+    return;
+  }
   Out().Error("ERR max number of clients reached");
   closing_ = true;
   Flush();
@@ -40,9 +74,8 @@ void Session::Close() { CloseNow(); }
 void Session::CloseNow() {
   if (closed_) return;
   closed_ = true;
-  asio::error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  handshake_timer_.cancel();
+  stream_.Close();
   ctx_->sessions.erase(id_);
   ctx_->log->Debug(absl::StrCat("client ", id_, " closed"));
 }
@@ -54,7 +87,7 @@ void Session::MaybeRead() {
   if (out_.size() + writing_.size() >= ctx_->config->output_pause_bytes) return;
   if (busy_ && parser_.buffered() >= (64 << 10)) return;
   reading_ = true;
-  socket_.async_read_some(
+  stream_.AsyncReadSome(
       asio::buffer(read_buf_),
       [self = shared_from_this()](const asio::error_code& ec, size_t n) {
         self->OnRead(ec, n);
@@ -120,24 +153,23 @@ void Session::Flush() {
   writing_.swap(out_);
   out_.clear();
   write_active_ = true;
-  asio::async_write(
-      socket_, asio::buffer(writing_),
-      [self = shared_from_this()](const asio::error_code& ec, size_t n) {
-        self->write_active_ = false;
-        self->ctx_->stats.net_output_bytes.fetch_add(n,
-                                                     std::memory_order_relaxed);
-        self->writing_.clear();
-        // A large reply's buffer is not kept by an idle connection.
-        if (self->writing_.capacity() > (1 << 20))
-          std::string().swap(self->writing_);
-        if (self->closed_) return;
-        if (ec) {
-          self->CloseNow();
-          return;
-        }
-        // Releasing the output may let paused commands and reads go on.
-        self->Process();
-      });
+  stream_.AsyncWrite(asio::buffer(writing_), [self = shared_from_this()](
+                                                 const asio::error_code& ec,
+                                                 size_t n) {
+    self->write_active_ = false;
+    self->ctx_->stats.net_output_bytes.fetch_add(n, std::memory_order_relaxed);
+    self->writing_.clear();
+    // A large reply's buffer is not kept by an idle connection.
+    if (self->writing_.capacity() > (1 << 20))
+      std::string().swap(self->writing_);
+    if (self->closed_) return;
+    if (ec) {
+      self->CloseNow();
+      return;
+    }
+    // Releasing the output may let paused commands and reads go on.
+    self->Process();
+  });
 }
 
 }  // namespace bigset::server

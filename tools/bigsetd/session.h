@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "client_stream.h"
 #include "resp_parser.h"
 #include "resp_writer.h"
 #include "server_context.h"
@@ -35,7 +36,8 @@ namespace bigset::server {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerContext* ctx, asio::ip::tcp::socket socket, uint64_t id);
+  Session(ServerContext* ctx, asio::ip::tcp::socket socket, uint64_t id,
+          asio::ssl::context* tls);
   ~Session();
 
   void Start();
@@ -58,6 +60,7 @@ class Session : public std::enable_shared_from_this<Session> {
   static const Command* FindCommand(std::string_view lower_name);
 
   // I/O (session.cc).
+  void Handshake();
   void MaybeRead();
   void OnRead(const asio::error_code& ec, size_t n);
   void Process();
@@ -127,7 +130,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool Authenticate(std::string_view user, std::string_view password);
 
   ServerContext* ctx_;
-  asio::ip::tcp::socket socket_;
+  ClientStream stream_;
+  asio::steady_timer handshake_timer_;
   const uint64_t id_;
   std::string peer_;
   std::array<char, 16 << 10> read_buf_;
@@ -140,6 +144,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool processing_ = false;  // Inside Process's loop.
   bool closing_ = false;     // Close once the output is written.
   bool closed_ = false;
+  bool handshake_done_ = false;
   // Connection state a client sets.
   int protocol_ = 2;
   bool authenticated_ = false;
