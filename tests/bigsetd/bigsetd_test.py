@@ -8,7 +8,7 @@ redis-benchmark) and talks to them the way a Redis client would: redis-py
 input) and redis-cli.
 
 Tests: basic, resp3, auth, redis_cli, sscan_under_writes, bad_input,
-differential, kill9_under_benchmark, config_errors, shutdown.
+differential, kill9_under_benchmark, config_errors, shutdown, membership.
 
 Usage: /usr/bin/python3 bigsetd_test.py BIGSETD_BINARY MAKE_CERTS TEST_NAME
        (TEST_NAME "all" runs every test)
@@ -317,6 +317,7 @@ class Node:
         self.log = os.path.join(cluster.dir, "node-%d.log" % node_id)
         self.extra = list(cluster.extra)
         self.proc = None
+        self.join = None  # A client port to --join through, for a new node.
 
     def cmdline(self):
         c = self.cluster
@@ -325,8 +326,12 @@ class Node:
         cmd = [BIGSETD, "--id", str(self.id), "--data", self.data,
                "--listen", "127.0.0.1:%d" % self.port,
                "--peer-listen", "127.0.0.1:%d" % self.peer_port]
-        for other in c.nodes.values():
-            cmd += ["--node", "%d=127.0.0.1:%d" % (other.id, other.peer_port)]
+        if self.join is not None:
+            cmd += ["--join", "127.0.0.1:%d" % self.join]
+        else:
+            for other in c.nodes.values():
+                cmd += ["--node", "%d=127.0.0.1:%d/127.0.0.1:%d" %
+                        (other.id, other.peer_port, other.port)]
         if c.tls:
             cmd += ["--tls-dir", c.certs]
         else:
@@ -1889,6 +1894,122 @@ TESTS = {
     "config_errors": test_config_errors,
     "shutdown": test_shutdown,
 }
+
+
+def cluster_status(node):
+    """BIGSET.CLUSTER STATUS of `node` as a dict (None if it is down)."""
+    try:
+        r = node.raw(timeout=10)
+        try:
+            text = r.command("BIGSET.CLUSTER", "STATUS")
+        finally:
+            r.close()
+    except (OSError, EOFError):
+        return None
+    if not isinstance(text, bytes):
+        return None
+    out = {}
+    for line in text.decode().splitlines():
+        k, _, v = line.partition(":")
+        out.setdefault(k, v)
+    return out
+
+
+def settled(nodes, epoch):
+    for node in nodes:
+        st = cluster_status(node)
+        if st is None or st.get("ring_epoch") != str(epoch) or \
+                st.get("partitions_moving") != "0":
+            return False
+    return True
+
+
+def test_membership():
+    """A node joins while another is down (it catches up by itself), the
+    new node is killed -9 during its hand-offs, then an old node leaves:
+    every element written before and during the changes stays readable
+    through every node."""
+    if EMULATED:
+        raise Skip("membership is bigsetd's own")
+    rng = random.Random(SEED)
+    c = Cluster(3, extra=["--ring-size", "16", "--ae-interval-ms", "1000"])
+    c.start()
+    n1 = c.nodes[1].client()
+    model = {}
+    for s in range(20):
+        members = ["e%d" % rng.randrange(10 ** 6) for _ in range(100)]
+        n1.sadd("s%d" % s, *members)
+        model["s%d" % s] = set(members)
+    big = ["big%05d" % i for i in range(5000)]
+    for i in range(0, len(big), 500):
+        n1.sadd("big", *big[i:i + 500])
+    model["big"] = set(big)
+
+    # Node 2 is down while node 4 joins.
+    c.nodes[2].stop()
+    n4 = Node(c, 4)
+    n4.join = c.nodes[1].port
+    c.nodes[4] = n4
+    n4.start()
+    r1 = c.nodes[1].raw()
+    report = r1.command("BIGSET.CLUSTER", "JOIN", "4",
+                        "127.0.0.1:%d" % n4.peer_port,
+                        "127.0.0.1:%d" % n4.port)
+    r1.close()
+    check(isinstance(report, bytes) and b"epoch 2" in report,
+          "JOIN: %s" % short(report))
+    check(b"node 2: not reached" in report, "JOIN report: %s" % short(report))
+    check(b"node 4: installed" in report, "JOIN report: %s" % short(report))
+    # Writes go on during the change, through node 3.
+    n3 = c.nodes[3].client()
+    for i in range(50):
+        n3.sadd("during", "d%d" % i)
+    model["during"] = set("d%d" % i for i in range(50))
+    # The new node dies during its hand-offs and comes back.
+    n4.kill9()
+    n4.start()
+    # Node 2 comes back, learns of epoch 2 from its peers and fetches it.
+    c.nodes[2].start()
+    nodes = [c.nodes[i] for i in (1, 2, 3, 4)]
+    wait_for(lambda: settled(nodes, 2), 90, "ring epoch 2 settled everywhere",
+             interval=0.5)
+    for node in nodes:
+        cl = node.client()
+        for key, members in model.items():
+            got = set(x.decode() for x in cl.smembers(key))
+            check(got == members, "node %d %s: %d elements, want %d" %
+                  (node.id, key, len(got), len(members)))
+            eq(cl.scard(key), len(members), "node %d SCARD %s" % (node.id, key))
+    # Node 1 leaves; once settled it stops, and nothing is lost.
+    r4 = n4.raw()
+    report = r4.command("BIGSET.CLUSTER", "LEAVE", "1")
+    r4.close()
+    check(isinstance(report, bytes) and b"epoch 3" in report,
+          "LEAVE: %s" % short(report))
+    rest = [c.nodes[i] for i in (2, 3, 4)]
+    wait_for(lambda: settled(nodes, 3), 90, "ring epoch 3 settled everywhere",
+             interval=0.5)
+    st = cluster_status(c.nodes[2])
+    eq(st.get("ring_nodes"), "2,3,4", "ring after LEAVE 1")
+    c.nodes[1].stop()
+    for node in rest:
+        cl = node.client()
+        for key, members in model.items():
+            got = set(x.decode() for x in cl.smembers(key))
+            check(got == members, "after leave, node %d %s: %d elements, "
+                  "want %d" % (node.id, key, len(got), len(members)))
+    # Bad changes are refused and change nothing.
+    r2 = c.nodes[2].raw()
+    is_err(r2.command("BIGSET.CLUSTER", "LEAVE", "9"), "ERR", "LEAVE 9")
+    is_err(r2.command("BIGSET.CLUSTER", "JOIN", "3", "127.0.0.1:1",
+                      "127.0.0.1:2"), "ERR", "JOIN of a member")
+    is_err(r2.command("BIGSET.CLUSTER", "INSTALL", "garbage"), "ERR",
+           "INSTALL garbage")
+    eq(cluster_status(c.nodes[2]).get("ring_epoch"), "3", "epoch unchanged")
+    r2.close()
+
+
+TESTS["membership"] = test_membership
 
 
 def main():
