@@ -11,10 +11,13 @@ if [[ ! -f build-fuzz/build.ninja ]]; then
     -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
 ninja -C build-fuzz tests/message_fuzzer tests/delta_fuzzer tests/clock_fuzzer \
-  tests/key_fuzzer
-for f in message_fuzzer delta_fuzzer clock_fuzzer key_fuzzer; do
-  mkdir -p "build-fuzz/corpus/$f"
-  echo "fuzzing $f for ${seconds}s"
-  ./build-fuzz/tests/$f -max_total_time="$seconds" -print_final_stats=0 \
-    "build-fuzz/corpus/$f" 2>&1 | tail -n 2
+  tests/key_fuzzer tests/bigsetd/resp_fuzzer tests/bigsetd/cluster_map_fuzzer
+for f in tests/message_fuzzer tests/delta_fuzzer tests/clock_fuzzer \
+         tests/key_fuzzer tests/bigsetd/resp_fuzzer \
+         tests/bigsetd/cluster_map_fuzzer; do
+  name=$(basename "$f")
+  mkdir -p "build-fuzz/corpus/$name"
+  echo "fuzzing $name for ${seconds}s"
+  ./build-fuzz/$f -max_total_time="$seconds" -print_final_stats=0 \
+    "build-fuzz/corpus/$name" 2>&1 | tail -n 2
 done
