@@ -586,3 +586,243 @@ TESTS = []
 def test(fn):
     TESTS.append(fn)
     return fn
+
+
+# -- Protocol.
+
+BAD_FRAMES = [
+    # (bytes, reply prefix expected before the close)
+    (b"*2147483647\r\n", b"-ERR Protocol error: invalid multibulk length"),
+    (b"*2\r\n$9999999999\r\n", b"-ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$-1\r\n", b"-ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$-5\r\n", b"-ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$abc\r\n", b"-ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$+4\r\nPING\r\n", b"-ERR Protocol error: invalid bulk length"),
+    (b"*+1\r\n$4\r\nPING\r\n",
+     b"-ERR Protocol error: invalid multibulk length"),
+    (b"*1\r\n$000000000000000000004\r\nPING\r\n",
+     b"-ERR Protocol error: invalid bulk length"),
+    (b"*99999999999999999999\r\n",
+     b"-ERR Protocol error: invalid multibulk length"),
+    (b"*1\r\n$99999999999999999999\r\n",
+     b"-ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$18446744073709551615\r\n",
+     b"-ERR Protocol error: invalid bulk length"),
+    (b"*1\r\n$-9223372036854775808\r\n",
+     b"-ERR Protocol error: invalid bulk length"),
+    (b"*-9223372036854775809\r\n",
+     b"-ERR Protocol error: invalid multibulk length"),
+    (b"*1\r\n$4\r\nPINGxx", b"-ERR Protocol error: expected CRLF after bulk"),
+    (b"*1\r\n$3\r\nPING\r\n", b"-ERR Protocol error: expected CRLF after bulk"),
+    (b"*\r\n", b"-ERR Protocol error: invalid multibulk length"),
+    (b"*1\r\n$\r\n", b"-ERR Protocol error: invalid bulk length"),
+    (b"*1\r\nPING\r\n", b"-ERR Protocol error: expected '$', got 'P'"),
+    (b"*2\r\n$4\r\nECHO\r\n:1\r\n", b"-ERR Protocol error: expected '$'"),
+    (b"\"unbalanced\r\n", b"-ERR Protocol error: unbalanced quotes"),
+    (b"'x'y\r\n", b"-ERR Protocol error: unbalanced quotes"),
+    (b"PING \"a\"b\r\n", b"-ERR Protocol error: unbalanced quotes"),
+    (b"*3\r\n" + b"$" + b"9" * 70000 + b"\r\n",
+     b"-ERR Protocol error: too big bulk count string"),
+    (b"X" * 70000, b"-ERR Protocol error: too big inline request"),
+    (b"*" + b"1" * 70000, b"-ERR Protocol error: too big mbulk count"),
+]
+
+
+@test
+def test_bad_frames():
+    """Every malformed frame gets a protocol error and the connection is
+    closed; the daemon keeps serving, data intact."""
+    c = Cluster().start()
+    keep = seed_data(c[0])
+    for data, want in BAD_FRAMES:
+        got, closed = raw_exchange(c[0].cport, data, timeout=5)
+        check(got.startswith(want), "reply to %s: got %s, expected %s..." %
+              (short(data, 60), short(got), want))
+        check(got.endswith(b"\r\n") and got.count(b"\r\n") == 1,
+              "one reply line to %s: %s" % (short(data, 60), short(got)))
+        check(closed, "connection closed after %s" % short(data, 60))
+    # Frames that are valid, oddly spelled.
+    for data, want in [(b"*-1\r\nPING\r\n", b"+PONG\r\n"),
+                       (b"*0\r\nPING\r\n", b"+PONG\r\n"),
+                       (b"\r\n\r\nPING\r\n", b"+PONG\r\n"),
+                       (b"*2\r\n$4\r\necho\r\n$0\r\n\r\n", b"$0\r\n\r\n"),
+                       (b"*1\r\n$0\r\n\r\n", b"-ERR unknown command ''"),
+                       (b"ECHO \"a\\x00\\r\\nb\"\r\n", b"$5\r\na\x00\r\nb\r\n")]:
+        got, closed = raw_exchange(c[0].cport, data, timeout=1)
+        check(got.startswith(want), "reply to %r: %r" % (data, got))
+        check(not closed, "connection kept after %r" % data)
+    check_alive(c)
+    check_intact(c, "keep", keep)
+    c.verify_all()
+
+
+# DEFECT: length headers with whitespace ("$4 ", "$\t4", "*1 ", "$4\r\r\n")
+# and "$-0" are accepted: ParseLength (resp_parser.cc:16-22) rejects only a
+# leading ' ' or '+', but absl::SimpleAtoi also skips other leading and any
+# trailing whitespace. Redis (string2ll) answers "Protocol error: invalid
+# bulk length" and closes, as the comment of ParseLength says it should.
+@test
+def test_length_with_whitespace():
+    c = Cluster(n=3).start()
+    for data in [b"*1\r\n$4 \r\nPING\r\n", b"*1\r\n$\t4\r\nPING\r\n",
+                 b"*1\r\n$4\t\r\nPING\r\n", b"*1 \r\n$4\r\nPING\r\n",
+                 b"*1\r\n$4\r\r\nPING\r\n", b"*1\r\n$-0\r\n\r\n"]:
+        got, closed = raw_exchange(c[0].cport, data, timeout=1)
+        check(got.startswith(b"-ERR Protocol error") and closed,
+              "%r: expected a protocol error and a close, got %r%s" %
+              (data, got, " (closed)" if closed else ""))
+
+
+FUZZ_COMMANDS = [
+    encode("PING"), encode("ECHO", "hello"), encode("SADD", "fz", "a", "b"),
+    encode("SISMEMBER", "fz", "a"), encode("SSCAN", "fz", "0", "COUNT", "5"),
+    b"PING\r\n", b"ECHO \"x y\"\r\n", encode("SREM", "fz", "a"),
+    encode("BIGSET.RANGE", "fz", "-", "+", "LIMIT", "3"),
+    encode("HELLO", "3"), encode("SMEMBERS", "fz"),
+]
+
+
+@test
+def test_fuzz_frames():
+    """Thousands of random, truncated and mutated frames over many
+    connections: no crash, no hang, data intact, VERIFY OK."""
+    c = Cluster().start()
+    keep = seed_data(c[0])
+    rng = random.Random(SEED)
+    port = c[0].cport
+    deadline = time.time() + 40
+    iterations = 0
+    while iterations < 3000 and time.time() < deadline:
+        iterations += 1
+        kind = rng.random()
+        base = b"".join(rng.choice(FUZZ_COMMANDS)
+                        for _ in range(rng.randint(1, 4)))
+        if kind < 0.25:
+            data = bytes(rng.getrandbits(8)
+                         for _ in range(rng.randint(1, 200)))
+        elif kind < 0.5:
+            data = base[:rng.randint(0, len(base))]
+        elif kind < 0.8:
+            b = bytearray(base)
+            for _ in range(rng.randint(1, 4)):
+                i = rng.randrange(len(b))
+                b[i] = rng.choice(b"*$\r\n-+0123456789:%~_ \x00\xff")
+            data = bytes(b)
+        else:
+            data = b"*%d\r\n" % rng.choice(
+                [-1, 0, 1, 3, 2 ** 31 - 1, 2 ** 31, 2 ** 63 - 1]) + \
+                b"$%d\r\n" % rng.choice([-2, 0, 5, 2 ** 31, 2 ** 40]) + \
+                base[:rng.randint(0, len(base))]
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+            # Sometimes split the frame at a random byte.
+            if rng.random() < 0.3 and len(data) > 1:
+                k = rng.randint(1, len(data) - 1)
+                s.sendall(data[:k])
+                s.sendall(data[k:])
+            else:
+                s.sendall(data)
+            if rng.random() < 0.2:
+                s.settimeout(0.05)
+                try:
+                    s.recv(1 << 16)
+                except (socket.timeout, OSError):
+                    pass
+            s.close()
+        except OSError:
+            pass
+        if iterations % 500 == 0:
+            check(c[0].alive(), "node 1 alive after %d frames: %s" %
+                  (iterations, c[0].log_tail()))
+    check_alive(c)
+    # Every split of a valid pipeline gives the same replies.
+    pipeline = encode("SADD", "split", "a\r\nb", "\x00") + b"PING\r\n" + \
+        encode("SMISMEMBER", "split", "a\r\nb", "\x00", "z")
+    for k in range(1, len(pipeline)):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(pipeline[:k])
+        time.sleep(0.001)
+        s.sendall(pipeline[k:])
+        r = Resp.__new__(Resp)
+        r.sock, r.buf = s, bytearray()
+        first = r.read()
+        check(first in (0, 2), "SADD split at %d: %r" % (k, first))
+        eq(r.read(), "PONG", "PING split at %d" % k)
+        eq(r.read(), [1, 1, 0], "SMISMEMBER split at %d" % k)
+        s.close()
+    check_intact(c, "keep", keep)
+    c.verify_all()
+
+
+# DEFECT: the memory of a command's arguments is not bounded by
+# --max-query-buffer-bytes: RespParser::buffered() (resp_parser.h:54)
+# counts the bytes of the arguments parsed so far (partial_bytes_), not the
+# std::string each one costs (32 bytes and more). "*1048576\r\n" followed by
+# a million "$0\r\n\r\n" (6 MB sent) holds ~33 MB per connection while
+# buffered() stays near 0, so a few connections hold hundreds of MB
+# (--max-clients 10000 of them: unbounded).
+@test
+def test_argument_memory_bounded():
+    c = Cluster(extra=["--max-query-buffer-bytes", "65536"]).start()
+    keep = seed_data(c[0])
+    before = c[0].rss_kb()
+    socks = []
+    n = 1 << 20
+    try:
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", c[0].cport),
+                                         timeout=10)
+            try:
+                s.sendall(b"*%d\r\n" % n + b"$0\r\n\r\n" * (n - 2))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            socks.append(s)
+        time.sleep(1)
+        grown = c[0].rss_kb() - before
+        check_alive(c)
+        check(grown < 40 * 1024,
+              "4 connections with 1M empty arguments each (6 MB sent, "
+              "--max-query-buffer-bytes 65536) grew the server by %d MB" %
+              (grown // 1024))
+    finally:
+        for s in socks:
+            s.close()
+    check_intact(c, "keep", keep)
+
+
+def main():
+    global BIGSETD
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    BIGSETD = os.path.abspath(sys.argv[1])
+    names = {fn.__name__[len("test_"):]: fn for fn in TESTS}
+    which = list(names) if sys.argv[2] == "all" else [sys.argv[2]]
+    failed = 0
+    for name in which:
+        fn = names.get(name[len("test_"):] if name.startswith("test_")
+                       else name)
+        if fn is None:
+            print("unknown test %s; tests: %s" % (name, " ".join(names)))
+            return 2
+        t0 = time.time()
+        try:
+            fn()
+            print("PASS %s (%.1fs)" % (name, time.time() - t0), flush=True)
+        except Exception as e:  # noqa: BLE001 - report any failure
+            failed += 1
+            reason = str(e) if isinstance(e, Failure) else \
+                traceback.format_exc()
+            print("FAIL %s: %s (seed %d)" % (name, reason, SEED), flush=True)
+            for n in NODES:
+                tail = n.log_tail(10)
+                if tail:
+                    sys.stderr.write("--- node %d log:\n%s\n" % (n.id, tail))
+        finally:
+            cleanup()
+            del NODES[:]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2012,6 +2012,75 @@ def test_membership():
 TESTS["membership"] = test_membership
 
 
+def test_tls_clients():
+    """Client TLS: redis-cli --tls and redis-py over TLS work, with and
+    without client certificates; a plaintext client gets nothing; a
+    client that never finishes its handshake does not hold the server."""
+    if EMULATED:
+        raise Skip("client TLS options are bigsetd's")
+    c = Cluster(3, tls=True)
+    certs = c.certs
+    subprocess.run(["bash", MAKE_CERTS, certs, "9"], check=True, timeout=120,
+                   stdout=subprocess.DEVNULL, env=dict(os.environ, CA_DIR=certs))
+    for node in c.nodes.values():
+        node.extra += ["--client-tls-cert", os.path.join(certs, "node-%d.pem" % node.id),
+                       "--client-tls-key", os.path.join(certs, "node-%d.key" % node.id)]
+    c.nodes[3].extra += ["--client-tls-ca", os.path.join(certs, "ca.pem")]
+    for node in c.nodes.values():
+        node.start(wait=False)
+    ca = os.path.join(certs, "ca.pem")
+
+    def tls_client(node, **kw):
+        return redis.Redis(host="127.0.0.1", port=node.port, ssl=True,
+                           ssl_ca_certs=ca, ssl_check_hostname=False,
+                           socket_timeout=10, socket_connect_timeout=10, **kw)
+
+    def up(node, **kw):
+        try:
+            return tls_client(node, **kw).ping()
+        except (redis.exceptions.ConnectionError, OSError):
+            return False
+
+    wait_for(lambda: up(c.nodes[1]) and up(c.nodes[2]), 30, "TLS PING")
+    cl = tls_client(c.nodes[1])
+    deadline = time.time() + 30
+    while True:
+        try:
+            eq(cl.sadd("t", "a", "b"), 2, "SADD over TLS")
+            break
+        except redis.exceptions.ResponseError:
+            check(time.time() < deadline, "no quorum over TLS peers")
+            time.sleep(0.2)
+    out = subprocess.run(["redis-cli", "--tls", "--cacert", ca, "-p",
+                          str(c.nodes[2].port), "SMEMBERS", "t"],
+                         capture_output=True, timeout=30)
+    eq(sorted(out.stdout.decode().split()), ["a", "b"], "redis-cli --tls")
+    # Node 3 wants a client certificate.
+    key9 = os.path.join(certs, "node-9.key")
+    pem9 = os.path.join(certs, "node-9.pem")
+    wait_for(lambda: up(c.nodes[3], ssl_certfile=pem9, ssl_keyfile=key9), 30,
+             "TLS PING with a client certificate")
+    check(not up(c.nodes[3]), "node 3 served a client without a certificate")
+    # A plaintext client: no reply (its bytes are not a TLS handshake).
+    r = socket.create_connection(("127.0.0.1", c.nodes[1].port), timeout=5)
+    r.sendall(b"PING\r\n")
+    try:
+        got = r.recv(100)
+    except OSError:
+        got = b""
+    r.close()
+    check(b"PONG" not in got, "plaintext PING answered over a TLS port")
+    # Clients that connect and never handshake do not stop the others.
+    idle = [socket.create_connection(("127.0.0.1", c.nodes[1].port), timeout=5)
+            for _ in range(20)]
+    eq(tls_client(c.nodes[1]).scard("t"), 2, "served during idle handshakes")
+    for s in idle:
+        s.close()
+
+
+TESTS["tls_clients"] = test_tls_clients
+
+
 def main():
     global BIGSETD, MAKE_CERTS, EMULATED
     if len(sys.argv) != 4:
