@@ -143,7 +143,31 @@ TEST_CASE("resp parser: limits and malformed frames are protocol errors") {
         "Protocol error: too big bulk count string");
   CHECK(error_of("PING \"unbalanced\r\n") ==
         "Protocol error: unbalanced quotes in request");
+  // Lengths as Redis reads them: digits only, CRLF.
+  for (const char* bad : {"*1\r\n$4 \r\nPING\r\n", "*1\r\n$\t4\r\nPING\r\n",
+                          "*1\r\n$04\r\nPING\r\n", "*1\r\n$-0\r\n",
+                          "*1\r\n$+4\r\nPING\r\n", "*1\r\n$4\r\r\nPING\r\n"}) {
+    INFO(bad);
+    CHECK(error_of(bad) == "Protocol error: invalid bulk length");
+  }
+  CHECK(error_of("*1 \r\n$4\r\nPING\r\n") ==
+        "Protocol error: invalid multibulk length");
+  CHECK(error_of("*1\n$4\r\nPING\r\n") ==
+        "Protocol error: expected CRLF after mbulk count string");
   CHECK(error_of(Encode({"a", "b"})).empty());
+}
+
+TEST_CASE("resp parser: buffered() counts what parsed arguments hold") {
+  RespParser p(RespLimits{});
+  std::string wire = "*100000\r\n";
+  for (int i = 0; i < 50000; ++i) wire += "$0\r\n\r\n";
+  p.Feed(wire);
+  std::vector<std::string> args;
+  absl::StatusOr<bool> got = p.Next(&args);
+  REQUIRE(got.ok());
+  REQUIRE_FALSE(*got);
+  // 50,000 empty strings cost far more than their 0 bytes.
+  CHECK(p.buffered() >= 50000 * sizeof(std::string));
 }
 
 TEST_CASE("resp parser: a huge declared count reserves nothing up front") {
@@ -266,32 +290,34 @@ TEST_CASE("cursor table: bounded, ids never 0, of their own set") {
 
 TEST_CASE("context codec: round trip; malformed text refused") {
   std::vector<Dot> dots = {{1, 2}, {0xffffffffffffffffull, 7}};
-  const std::string text = EncodeContext("e", dots);
-  absl::StatusOr<std::vector<Dot>> back = DecodeContext("e", text);
+  const std::string text = EncodeContext("s", "e", dots);
+  absl::StatusOr<std::vector<Dot>> back = DecodeContext("s", "e", text);
   REQUIRE(back.ok());
   CHECK(*back == dots);
-  CHECK(DecodeContext("e", "")->empty());
-  CHECK(EncodeContext("e", {}).empty());
+  CHECK(DecodeContext("s", "e", "")->empty());
+  CHECK(EncodeContext("s", "e", {}).empty());
   // Another element's context, and one with a dot changed, are refused.
-  CHECK_FALSE(DecodeContext("f", text).ok());
+  CHECK_FALSE(DecodeContext("s", "f", text).ok());
+  CHECK_FALSE(DecodeContext("t", "e", text).ok());
+  CHECK_FALSE(DecodeContext("se", "", text).ok());
   std::string changed = text;
   changed.back() = '8';
-  CHECK_FALSE(DecodeContext("e", changed).ok());
+  CHECK_FALSE(DecodeContext("s", "e", changed).ok());
   // A well-formed check over malformed dots.
   for (const char* bad : {"x", "0000000000000001.0", "1.1", "0000000000000001.",
                           "000000000000000g.1", "0000000000000001.1,",
                           "0000000000000001.-1", "0000000000000001.1 "}) {
     INFO(bad);
-    CHECK_FALSE(DecodeContext("e", bad).ok());
+    CHECK_FALSE(DecodeContext("s", "e", bad).ok());
     const std::string checked =
-        EncodeContext("e", {{1, 1}}).substr(0, 17) + bad;
-    CHECK_FALSE(DecodeContext("e", checked).ok());
+        EncodeContext("s", "e", {{1, 1}}).substr(0, 17) + bad;
+    CHECK_FALSE(DecodeContext("s", "e", checked).ok());
   }
   const uint64_t seed = 3;
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 10000; ++i) {
     std::string s = RandomBytes(rng, 40);
-    (void)DecodeContext("e", s);  // Never crashes.
+    (void)DecodeContext("s", "e", s);  // Never crashes.
   }
 }
 

@@ -132,50 +132,105 @@ void Session::CmdPrefix(Args& a) {
 }
 
 void Session::CmdContext(Args& a) {
-  std::string element = a[2];
+  std::string set = a[1], element = a[2];
   ctx_->runner->ContainsAll(
       a[1], {a[2]}, ReadOptions(),
+      Later<absl::StatusOr<Membership>>([this, set, element](
+                                            absl::StatusOr<Membership> m) {
+        if (!m.ok()) {
+          ReplyStatus(m.status(), false);
+        } else {
+          Out().Bulk(m->elements.empty()
+                         ? ""
+                         : EncodeContext(set, element, m->elements[0].dots));
+        }
+        Done();
+      }));
+}
+
+void Session::HeldContext(std::string set, std::string element,
+                          std::vector<Dot> given,
+                          std::function<void(absl::StatusOr<HeldDots>)> done) {
+  // A context may name only its own element's dots: a dot a replica has
+  // not seen yet is remembered as removed, and would drop the add that
+  // brings it, whatever its element. So keep only the given dots that a
+  // read quorum attaches to this element now; the others were removed
+  // already, or are not this element's (a mistake, or a forgery).
+  std::vector<std::string> elements = {element};
+  ctx_->runner->ContainsAll(
+      std::move(set), std::move(elements), ReadOptions(),
       Later<absl::StatusOr<Membership>>(
-          [this, element](absl::StatusOr<Membership> m) {
+          [given = std::move(given), done](absl::StatusOr<Membership> m) {
             if (!m.ok()) {
-              ReplyStatus(m.status(), false);
-            } else {
-              Out().Bulk(m->elements.empty()
-                             ? ""
-                             : EncodeContext(element, m->elements[0].dots));
+              done(m.status());
+              return;
             }
-            Done();
+            HeldDots held;
+            if (!m->elements.empty()) {
+              held.present = !m->elements[0].dots.empty();
+              for (const Dot& d : given) {
+                const std::vector<Dot>& now = m->elements[0].dots;
+                if (std::find(now.begin(), now.end(), d) != now.end()) {
+                  held.dots.push_back(d);
+                }
+              }
+            }
+            done(std::move(held));
           }));
 }
 
 void Session::CmdBigsetAdd(Args& a) {
-  UpdateOp op = UpdateOp::Add(a[2]);
-  // Without a context, like SADD: the coordinating replica's dots.
-  op.context_from_replica = a.size() == 3;
-  if (a.size() == 5 && absl::AsciiStrToLower(a[3]) == "context") {
-    absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[2], a[4]);
-    if (!context.ok()) {
-      ReplyError(absl::StrCat("ERR bad context: ", context.status().message()));
-      Done();
-      return;
-    }
-    op.context = std::move(*context);
-  } else if (a.size() != 3) {
+  if (a.size() == 3) {
+    // Without a context, like SADD: the coordinating replica's dots.
+    UpdateOp op = UpdateOp::Add(a[2]);
+    op.context_from_replica = true;
+    ctx_->runner->Update(
+        a[1], {std::move(op)}, WriteOptions(),
+        Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
+          if (!d.ok()) {
+            ReplyStatus(d.status(), true);
+          } else {
+            // 1 if the add replaced no dot: the element was new to it.
+            Out().Integer(!d->ops.empty() && d->ops[0].context.empty() ? 1 : 0);
+          }
+          Done();
+        }));
+    return;
+  }
+  if (a.size() != 5 || absl::AsciiStrToLower(a[3]) != "context") {
     ReplyError("ERR syntax error");
     Done();
     return;
   }
-  ctx_->runner->Update(
-      a[1], {std::move(op)}, WriteOptions(),
-      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
-        if (!d.ok()) {
-          ReplyStatus(d.status(), true);
-        } else {
-          // 1 if the add replaced no dot: the element was new to it.
-          Out().Integer(!d->ops.empty() && d->ops[0].context.empty() ? 1 : 0);
-        }
-        Done();
-      }));
+  absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[1], a[2], a[4]);
+  if (!context.ok()) {
+    ReplyError(absl::StrCat("ERR bad context: ", context.status().message()));
+    Done();
+    return;
+  }
+  std::string set = a[1], element = a[2];
+  HeldContext(set, element, std::move(*context),
+              [this, set, element](absl::StatusOr<HeldDots> held) {
+                if (!held.ok()) {
+                  ReplyStatus(held.status(), false);
+                  Done();
+                  return;
+                }
+                const bool was_present = held->present;
+                ctx_->runner->Update(
+                    set, {UpdateOp::Add(element, std::move(held->dots))},
+                    WriteOptions(),
+                    Later<absl::StatusOr<Delta>>(
+                        [this, was_present](absl::StatusOr<Delta> d) {
+                          if (!d.ok()) {
+                            ReplyStatus(d.status(), true);
+                          } else {
+                            // As SADD: 1 if a read quorum did not hold it.
+                            Out().Integer(was_present ? 0 : 1);
+                          }
+                          Done();
+                        }));
+              });
 }
 
 void Session::CmdBigsetRemove(Args& a) {
@@ -184,7 +239,7 @@ void Session::CmdBigsetRemove(Args& a) {
     Done();
     return;
   }
-  absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[2], a[4]);
+  absl::StatusOr<std::vector<Dot>> context = DecodeContext(a[1], a[2], a[4]);
   if (!context.ok()) {
     ReplyError(absl::StrCat("ERR bad context: ", context.status().message()));
     Done();
@@ -195,16 +250,32 @@ void Session::CmdBigsetRemove(Args& a) {
     Done();
     return;
   }
-  ctx_->runner->Update(
-      a[1], {UpdateOp::Remove(a[2], std::move(*context))}, WriteOptions(),
-      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
-        if (!d.ok()) {
-          ReplyStatus(d.status(), true);
-        } else {
-          Out().Integer(1);
+  std::string set = a[1], element = a[2];
+  HeldContext(
+      set, element, std::move(*context),
+      [this, set, element](absl::StatusOr<HeldDots> held) {
+        if (!held.ok()) {
+          ReplyStatus(held.status(), false);
+          Done();
+          return;
         }
-        Done();
-      }));
+        if (held->dots.empty()) {
+          Out().Integer(0);  // Nothing it names is held: no write.
+          Done();
+          return;
+        }
+        ctx_->runner->Update(
+            set, {UpdateOp::Remove(element, std::move(held->dots))},
+            WriteOptions(),
+            Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
+              if (!d.ok()) {
+                ReplyStatus(d.status(), true);
+              } else {
+                Out().Integer(1);
+              }
+              Done();
+            }));
+      });
 }
 
 void Session::CmdQuorum(Args& a) {

@@ -133,7 +133,8 @@ void Session::CmdCluster(Args& a) {
     ctx_->log->Info(absl::StrCat("client ", id_, " (", peer_,
                                  "): BIGSET.CLUSTER ",
                                  absl::StrJoin(a.begin() + 1, a.end(), " ")));
-    ctx_->worker->Run([membership, change, reply_text]() {
+    // On a worker of its own: pushes to slow nodes must not hold up INFO.
+    ctx_->membership_worker->Run([membership, change, reply_text]() {
       absl::StatusOr<std::vector<std::string>> report =
           membership->Apply(change);
       if (!report.ok()) {

@@ -93,6 +93,12 @@ std::string ArgsPreview(const Session::Args& args) {
   return out;
 }
 
+// Redis's rule for client names: printable, no spaces.
+bool ValidClientName(std::string_view name) {
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return c >= '!' && c <= '~'; });
+}
+
 // The time does not depend on where the first difference is.
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -263,6 +269,13 @@ void Session::CmdHello(Args& a) {
     } else if (opt == "setname" && i + 1 < a.size()) {
       new_name = a[++i];
       set_name = true;
+      if (!ValidClientName(new_name)) {
+        ReplyError(
+            "ERR Client names cannot contain spaces, newlines or special "
+            "characters.");
+        Done();
+        return;
+      }
     } else {
       ReplyError(absl::StrCat("ERR Syntax error in HELLO option '",
                               a[i].substr(0, 64), "'"));
@@ -305,9 +318,7 @@ void Session::CmdClient(Args& a) {
   const std::string sub = Lower(a[1]);
   RespWriter w = Out();
   if (sub == "setname" && a.size() == 3) {
-    const bool bad = std::any_of(a[2].begin(), a[2].end(),
-                                 [](char c) { return c < '!' || c > '~'; });
-    if (bad) {
+    if (!ValidClientName(a[2])) {
       ReplyError(
           "ERR Client names cannot contain spaces, newlines or special "
           "characters.");

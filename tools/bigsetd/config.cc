@@ -207,6 +207,7 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       return Fail(absl::StrCat("bad --peer-listen '", peer_listen, "'"));
     }
     c.peer_listen = *peer;
+    c.peer_listen_given = true;
   }
   if (!c.join.has_value() &&
       (c.n < 1 || static_cast<size_t>(c.n) > c.nodes.size())) {

@@ -29,6 +29,8 @@ struct DaemonConfig {
   // Where clients connect (RESP), and where peers connect.
   PeerAddress listen{"127.0.0.1", 6379};
   PeerAddress peer_listen;
+  // Whether --peer-listen was given (else it comes from this node's --node).
+  bool peer_listen_given = false;
   // Every node of the cluster and its addresses (this one included); the
   // first ring is these nodes, at epoch 1. Used only when the data
   // directory has no cluster map yet (after that, the map is the truth).

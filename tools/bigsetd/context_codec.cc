@@ -14,15 +14,17 @@ constexpr size_t kMaxDots = 1024;
 }  // namespace
 
 namespace {
-uint64_t Check(std::string_view element, std::string_view dots) {
-  std::string both(element);
-  both.push_back('\0');
-  both.append(dots);
-  return StableHash(both);
+uint64_t Check(std::string_view set, std::string_view element,
+               std::string_view dots) {
+  // Lengths first, so that no two (set, element) pairs hash the same text.
+  std::string all = std::to_string(set.size()) + ":" + std::string(set) +
+                    std::to_string(element.size()) + ":" + std::string(element);
+  all.append(dots);
+  return StableHash(all);
 }
 }  // namespace
 
-std::string EncodeContext(std::string_view element,
+std::string EncodeContext(std::string_view set, std::string_view element,
                           const std::vector<Dot>& dots) {
   if (dots.empty()) return "";
   std::string list;
@@ -30,10 +32,11 @@ std::string EncodeContext(std::string_view element,
     if (!list.empty()) list.push_back(',');
     absl::StrAppendFormat(&list, "%016x.%d", d.actor, d.counter);
   }
-  return absl::StrFormat("%016x:", Check(element, list)) + list;
+  return absl::StrFormat("%016x:", Check(set, element, list)) + list;
 }
 
-absl::StatusOr<std::vector<Dot>> DecodeContext(std::string_view element,
+absl::StatusOr<std::vector<Dot>> DecodeContext(std::string_view set,
+                                               std::string_view element,
                                                std::string_view text) {
   std::vector<Dot> dots;
   if (text.empty()) return dots;
@@ -45,7 +48,7 @@ absl::StatusOr<std::vector<Dot>> DecodeContext(std::string_view element,
     return absl::InvalidArgumentError("not a context of BIGSET.CONTEXT");
   }
   const std::string_view list = text.substr(17);
-  if (check != Check(element, list)) {
+  if (check != Check(set, element, list)) {
     return absl::InvalidArgumentError(
         "the context is not one BIGSET.CONTEXT returned for this element");
   }

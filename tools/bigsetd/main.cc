@@ -3,6 +3,7 @@
 // means here.
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <asio.hpp>
 #include <chrono>
@@ -58,8 +59,29 @@ absl::StatusOr<ClusterMap> StartingMap(const DaemonConfig& c, Logger& log) {
     if (!ring.ok()) return ring.status();
     stored = ClusterMap{*ring, c.nodes};
   }
-  // This node's own addresses are the ones it runs with.
-  stored->nodes[c.id] = NodeAddresses{c.peer_listen, c.listen};
+  // This node's peer address is the one the others have: the map's, if it
+  // has one. Another one given on purpose is refused (moving a node to
+  // another address is a REPLACE); one that only comes from a --node list
+  // the map replaced is ignored.
+  auto own = stored->nodes.find(c.id);
+  if (own != stored->nodes.end()) {
+    if (c.peer_listen_given && !(own->second.peer == c.peer_listen)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--peer-listen ", FormatAddress(c.peer_listen),
+          " but the cluster knows node ", c.id, " at ",
+          FormatAddress(own->second.peer),
+          " (to move a node, start a new one and BIGSET.CLUSTER REPLACE)"));
+    }
+    if (own->second.client.has_value() && !(*own->second.client == c.listen)) {
+      log.Warn(absl::StrCat("clients now at ", FormatAddress(c.listen),
+                            ", the cluster map said ",
+                            FormatAddress(*own->second.client),
+                            ": other nodes learn it at the next change"));
+    }
+    own->second.client = c.listen;
+  } else {
+    stored->nodes[c.id] = NodeAddresses{c.peer_listen, c.listen};
+  }
   return stored;
 }
 
@@ -71,8 +93,24 @@ int Run(const DaemonConfig& c) {
   }
   absl::StatusOr<ClusterMap> map = StartingMap(c, log);
   if (!map.ok()) {
-    log.Error(absl::StrCat("cluster map: ", map.status().ToString()));
+    // Before anything is written: a setting or the stored map is wrong.
+    std::cerr << "bigsetd: cluster map: " << map.status().message()
+              << std::endl;
+    if (!c.log_file.empty()) {
+      log.Error(absl::StrCat("cluster map: ", map.status().ToString()));
+    }
     return 2;
+  }
+  // Never more clients than descriptors (each holds one; the node's
+  // peers and its store need some too).
+  DaemonConfig adjusted = c;
+  rlimit files = {};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      files.rlim_cur != RLIM_INFINITY && files.rlim_cur > 128 &&
+      adjusted.max_clients > files.rlim_cur - 128) {
+    adjusted.max_clients = files.rlim_cur - 128;
+    log.Warn(absl::StrCat("--max-clients lowered to ", adjusted.max_clients,
+                          ": the descriptor limit is ", files.rlim_cur));
   }
   auto book = std::make_shared<AddressBook>();
   for (const auto& [id, a] : map->nodes) book->Set(id, a.peer);
@@ -91,8 +129,9 @@ int Run(const DaemonConfig& c) {
     membership.OnStaleRing(epoch, from);
   };
   o.transport.cluster_name = c.cluster_name;
-  o.transport.listen_host = c.peer_listen.host;
-  o.transport.listen_port = c.peer_listen.port;
+  const PeerAddress peer = map->nodes.at(c.id).peer;
+  o.transport.listen_host = peer.host;
+  o.transport.listen_port = peer.port;
   o.transport.plaintext = c.plaintext_peers;
   o.transport.tls_ca_file = c.tls_ca_file;
   o.transport.tls_cert_file = c.tls_cert_file;
@@ -118,7 +157,7 @@ int Run(const DaemonConfig& c) {
   asio::io_context io;
   int exit_code = 0;
   {
-    Server server(&io, runner->get(), &membership, &c, &log);
+    Server server(&io, runner->get(), &membership, &adjusted, &log);
     if (absl::Status s = server.Start(); !s.ok()) {
       log.Error(s.ToString());
       (void)(*runner)->Close();

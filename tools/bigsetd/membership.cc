@@ -10,6 +10,7 @@ namespace bigset::server {
 namespace {
 constexpr int kCallTimeoutMs = 5000;
 constexpr int kFetchAttempts = 120;
+constexpr uint64_t kMaxEpochJump = uint64_t{1} << 20;
 }  // namespace
 
 ClusterMembership::ClusterMembership(ClusterMap map, NodeId self,
@@ -49,6 +50,13 @@ absl::Status ClusterMembership::Install(const ClusterMap& map) {
 absl::Status ClusterMembership::InstallLocked(const ClusterMap& map) {
   const uint64_t have = map_.ring.epoch();
   const uint64_t got = map.ring.epoch();
+  // Epochs grow by one per change; a node that missed some sees a few at
+  // once. A jump this large is a forged or broken map, and would leave no
+  // room for the next change.
+  if (got > have + kMaxEpochJump) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "implausible ring epoch ", got, " (this node has ", have, ")"));
+  }
   if (got < have) {
     return absl::FailedPreconditionError(absl::StrCat(
         "stale cluster map: epoch ", got, ", this node has ", have));

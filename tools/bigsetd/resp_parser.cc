@@ -14,11 +14,23 @@ absl::Status ProtocolError(std::string_view what) {
 }
 
 bool ParseLength(std::string_view text, int64_t* out) {
-  // Digits only (with an optional '-'), as Redis's string2ll: no spaces,
-  // no '+', no leading zeros beyond "0" itself are rejected by it either.
-  if (text.empty() || text.size() > 20) return false;
-  return absl::SimpleAtoi(absl::string_view(text.data(), text.size()), out) &&
-         text.front() != '+' && text.front() != ' ';
+  // As Redis's string2ll: an optional '-' then digits, no leading zero
+  // (but "0" itself), no space, no '+', no "-0"; at most 18 digits.
+  bool negative = false;
+  if (!text.empty() && text.front() == '-') {
+    negative = true;
+    text.remove_prefix(1);
+  }
+  if (text.empty() || text.size() > 18) return false;
+  if (text.size() > 1 && text.front() == '0') return false;
+  if (negative && text == "0") return false;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = negative ? -v : v;
+  return true;
 }
 
 int HexValue(char c) {
@@ -46,7 +58,7 @@ void RespParser::Compact() {
 }
 
 absl::StatusOr<bool> RespParser::Line(std::string_view* line,
-                                      std::string_view what) {
+                                      std::string_view what, bool crlf) {
   const size_t nl = buf_.find('\n', pos_);
   if (nl == std::string::npos) {
     if (buf_.size() - pos_ > limits_.max_inline_bytes) {
@@ -58,7 +70,12 @@ absl::StatusOr<bool> RespParser::Line(std::string_view* line,
     return ProtocolError(absl::StrCat("too big ", AV(what)));
   }
   size_t end = nl;
-  if (end > pos_ && buf_[end - 1] == '\r') --end;
+  if (end > pos_ && buf_[end - 1] == '\r') {
+    --end;
+  } else if (crlf) {
+    // A multibulk header ends in CRLF, as Redis requires.
+    return ProtocolError(absl::StrCat("expected CRLF after ", AV(what)));
+  }
   *line = std::string_view(buf_).substr(pos_, end - pos_);
   pos_ = nl + 1;
   return true;
@@ -84,7 +101,7 @@ absl::StatusOr<bool> RespParser::Next(std::vector<std::string>* args) {
 
 absl::StatusOr<bool> RespParser::NextInline(std::vector<std::string>* args) {
   std::string_view line;
-  absl::StatusOr<bool> whole = Line(&line, "inline request");
+  absl::StatusOr<bool> whole = Line(&line, "inline request", false);
   if (!whole.ok() || !*whole) return whole;
   absl::StatusOr<std::vector<std::string>> words = SplitInline(line);
   if (!words.ok()) return words.status();
@@ -99,7 +116,7 @@ absl::StatusOr<bool> RespParser::NextMultibulk(std::vector<std::string>* args) {
   if (expected_ < 0) {
     const size_t start = pos_;
     std::string_view line;
-    absl::StatusOr<bool> whole = Line(&line, "mbulk count string");
+    absl::StatusOr<bool> whole = Line(&line, "mbulk count string", true);
     if (!whole.ok() || !*whole) return whole;
     int64_t n = 0;
     if (!ParseLength(line.substr(1), &n) ||
@@ -129,7 +146,7 @@ absl::StatusOr<bool> RespParser::NextMultibulk(std::vector<std::string>* args) {
             "'"));
       }
       std::string_view line;
-      absl::StatusOr<bool> whole = Line(&line, "bulk count string");
+      absl::StatusOr<bool> whole = Line(&line, "bulk count string", true);
       if (!whole.ok() || !*whole) return whole;
       int64_t len = 0;
       if (!ParseLength(line.substr(1), &len) || len < 0 ||
@@ -144,7 +161,9 @@ absl::StatusOr<bool> RespParser::NextMultibulk(std::vector<std::string>* args) {
       return ProtocolError("expected CRLF after bulk");
     }
     partial_.emplace_back(buf_, pos_, static_cast<size_t>(bulk_len_));
-    partial_bytes_ += static_cast<size_t>(bulk_len_);
+    // What the argument costs in memory, not only its bytes: a command of
+    // a million empty arguments holds tens of megabytes.
+    partial_bytes_ += static_cast<size_t>(bulk_len_) + sizeof(std::string);
     pos_ += need;
     bulk_len_ = -1;
   }

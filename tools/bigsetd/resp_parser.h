@@ -53,12 +53,16 @@ class RespParser {
   // Bytes received and not yet returned as commands: unparsed bytes and
   // the arguments of the incomplete command parsed so far (what the
   // connection holds for the client).
-  size_t buffered() const { return buf_.size() - pos_ + partial_bytes_; }
+  size_t buffered() const {
+    return buf_.size() - pos_ + partial_bytes_ +
+           partial_.capacity() * sizeof(std::string);
+  }
 
  private:
-  // Reads a line ending in "\n" (a "\r" before it is dropped) from pos_:
-  // true and *line if whole; false if incomplete.
-  absl::StatusOr<bool> Line(std::string_view* line, std::string_view what);
+  // Reads a line ending in "\n" (a "\r" before it is dropped; required if
+  // `crlf`) from pos_: true and *line if whole; false if incomplete.
+  absl::StatusOr<bool> Line(std::string_view* line, std::string_view what,
+                            bool crlf);
   absl::StatusOr<bool> NextInline(std::vector<std::string>* args);
   absl::StatusOr<bool> NextMultibulk(std::vector<std::string>* args);
   void Compact();

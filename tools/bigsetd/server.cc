@@ -19,13 +19,15 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
   ctx_.cursors = std::make_unique<CursorTable>(
       config->max_cursors, config->max_cursor_bytes, std::random_device{}());
   ctx_.worker = std::make_unique<Worker>();
+  ctx_.membership_worker = std::make_unique<Worker>();
   ctx_.started = std::chrono::steady_clock::now();
 }
 
 Server::~Server() {
   Stop();
-  // The worker finishes its tasks (they only post results) before the
+  // The workers finish their tasks (they only post results) before the
   // context goes.
+  ctx_.membership_worker.reset();
   ctx_.worker.reset();
 }
 

@@ -58,6 +58,8 @@ struct ServerContext {
   Logger* log = nullptr;
   std::unique_ptr<CursorTable> cursors;
   std::unique_ptr<Worker> worker;
+  // Membership changes (they wait on other nodes).
+  std::unique_ptr<Worker> membership_worker;
   ServerStats stats;
   std::chrono::steady_clock::time_point started;
   uint16_t port = 0;

@@ -128,6 +128,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void ClearSet(std::string set,
                 std::function<void(absl::StatusOr<bool>)> done);
   bool Authenticate(std::string_view user, std::string_view password);
+  // The dots of `given` a read quorum holds for `element` now, and whether
+  // it holds the element at all (BIGSET.ADD / BIGSET.REMOVE with a context).
+  struct HeldDots {
+    bool present = false;
+    std::vector<Dot> dots;
+  };
+  void HeldContext(std::string set, std::string element, std::vector<Dot> given,
+                   std::function<void(absl::StatusOr<HeldDots>)> done);
 
   ServerContext* ctx_;
   ClientStream stream_;
