@@ -15,6 +15,7 @@
 // the whole run.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -58,6 +59,7 @@ struct Config {
   int replicas = 3;
   bool sync_writes = false;
   std::string csv;
+  std::string set_prefix = "set";
 };
 
 struct Mix {
@@ -114,18 +116,23 @@ class Run {
       n = std::make_unique<std::atomic<uint64_t>>(0);
   }
 
-  std::string SetName(uint64_t i) const { return absl::StrCat("set", i); }
+  std::string SetName(uint64_t i) const {
+    return absl::StrCat(c_.set_prefix, i);
+  }
 
   absl::Status Preload() {
     if (c_.preload == 0) return absl::OkStatus();
     absl::StatusOr<std::unique_ptr<TargetSession>> s = target_->Connect();
     if (!s.ok()) return s.status();
+    constexpr uint64_t kChunk = 100'000;
     for (uint64_t set = 0; set < c_.sets; ++set) {
-      for (uint64_t i = 0; i < c_.preload; ++i) {
-        const uint64_t n = next_element_[set]->fetch_add(1);
-        if (absl::Status st =
-                (*s)->Add(SetName(set), Element(n, c_.element_bytes));
-            !st.ok()) {
+      for (uint64_t done = 0; done < c_.preload; done += kChunk) {
+        std::vector<std::string> elements;
+        for (uint64_t i = done; i < std::min(c_.preload, done + kChunk); ++i) {
+          elements.push_back(
+              Element(next_element_[set]->fetch_add(1), c_.element_bytes));
+        }
+        if (absl::Status st = (*s)->Preload(SetName(set), elements); !st.ok()) {
           return st;
         }
       }

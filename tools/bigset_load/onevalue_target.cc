@@ -203,6 +203,21 @@ class OneValueSession final : public TargetSession {
   absl::StatusOr<uint64_t> Count(std::string_view set) override {
     return FullRead(set);
   }
+  // The whole state at once on every replica (adding one element at a time
+  // would cost O(n^2) before the run starts).
+  absl::Status Preload(std::string_view set,
+                       const std::vector<std::string>& elements) override {
+    return t_->Update(set, [&](OneValueOrswot* o) -> absl::Status {
+      for (const std::string& e : elements) {
+        absl::StatusOr<Dot> d = o->clock.Increment(t_->actor_);
+        if (!d.ok()) return d.status();
+        o->entries.push_back({e, {*d}});
+      }
+      std::sort(o->entries.begin(), o->entries.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      return absl::OkStatus();
+    });
+  }
 
  private:
   OneValueTarget* t_;

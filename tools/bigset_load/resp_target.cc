@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -200,6 +201,18 @@ class RespSession final : public TargetSession {
     absl::StatusOr<Reply> r = c_->Call({"SMEMBERS", set});
     if (!r.ok()) return r.status();
     return r->items.size();
+  }
+  absl::Status Preload(std::string_view set,
+                       const std::vector<std::string>& elements) override {
+    // SADDs of up to 1,000 members.
+    for (size_t i = 0; i < elements.size(); i += 1000) {
+      std::vector<std::string_view> args = {"SADD", set};
+      for (size_t j = i; j < std::min(elements.size(), i + 1000); ++j) {
+        args.push_back(elements[j]);
+      }
+      if (absl::StatusOr<Reply> r = c_->Call(args); !r.ok()) return r.status();
+    }
+    return absl::OkStatus();
   }
   absl::StatusOr<uint64_t> Count(std::string_view set) override {
     absl::StatusOr<Reply> r = c_->Call({"SCARD", set});

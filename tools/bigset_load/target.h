@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +33,15 @@ class TargetSession {
   // The whole set; returns its size.
   virtual absl::StatusOr<uint64_t> FullRead(std::string_view set) = 0;
   virtual absl::StatusOr<uint64_t> Count(std::string_view set) = 0;
+  // Adds `elements` (untimed, before a run), as fast as the target allows:
+  // by default one Add each.
+  virtual absl::Status Preload(std::string_view set,
+                               const std::vector<std::string>& elements) {
+    for (const std::string& e : elements) {
+      if (absl::Status s = Add(set, e); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
 };
 
 class Target {
