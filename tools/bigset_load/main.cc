@@ -60,6 +60,7 @@ struct Config {
   bool sync_writes = false;
   std::string csv;
   std::string set_prefix = "set";
+  uint64_t known_elements = 0;
 };
 
 struct Mix {
@@ -112,8 +113,9 @@ class Run {
         stats_(static_cast<size_t>(c.workers)) {
     for (auto& s : stats_) s = std::make_unique<WorkerStats>();
     next_element_.resize(c.sets);
-    for (auto& n : next_element_)
-      n = std::make_unique<std::atomic<uint64_t>>(0);
+    for (auto& n : next_element_) {
+      n = std::make_unique<std::atomic<uint64_t>>(c.known_elements);
+    }
   }
 
   std::string SetName(uint64_t i) const {
@@ -337,6 +339,11 @@ int Main(int argc, char** argv) {
   app.add_flag("--sync-writes", c.sync_writes, "local: fsync every write");
   app.add_option("--csv", c.csv,
                  "write the CSV here (default: standard output)");
+  app.add_option("--set-prefix", c.set_prefix,
+                 "set names are PREFIX0, PREFIX1, ... (default \"set\")");
+  app.add_option("--known-elements", c.known_elements,
+                 "every set already holds elements 0..N-1 (an earlier run's "
+                 "--preload into the same sets): reads choose among them");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
