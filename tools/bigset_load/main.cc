@@ -166,6 +166,16 @@ class Run {
   }
 
   void Worker(int w) {
+    WorkerLoop(w);
+    const int64_t now =
+        std::chrono::steady_clock::now().time_since_epoch().count();
+    int64_t seen = last_end_.load();
+    while (seen < now && !last_end_.compare_exchange_weak(seen, now)) {
+    }
+    done_workers_.fetch_add(1);
+  }
+
+  void WorkerLoop(int w) {
     std::mt19937_64 rng(0x5eed + static_cast<uint64_t>(w));
     absl::StatusOr<std::unique_ptr<TargetSession>> session = target_->Connect();
     WorkerStats& stats = *stats_[static_cast<size_t>(w)];
@@ -239,16 +249,20 @@ class Run {
     auto last = t0;
     bool done = false;
     while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(c_.interval_ms));
-      const auto now = std::chrono::steady_clock::now();
-      const double elapsed = std::chrono::duration<double>(now - t0).count();
-      if ((c_.ops == 0 && elapsed >= c_.duration_s) ||
-          (c_.ops != 0 && issued_.load() >= c_.ops)) {
+      // Wake often, so that a run that ends between two reports ends then.
+      const auto due = last + std::chrono::milliseconds(c_.interval_ms);
+      while (std::chrono::steady_clock::now() < due && !Finished(t0)) {
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(std::min(c_.interval_ms, 5)));
+      }
+      if (Finished(t0)) {
         stop_ = true;
         for (auto& t : threads) t.join();
         threads.clear();
         done = true;
       }
+      const auto now = std::chrono::steady_clock::now();
+      const double elapsed = std::chrono::duration<double>(now - t0).count();
       Histogram interval;
       uint64_t errors = 0;
       for (auto& s : stats_) {
@@ -259,20 +273,29 @@ class Run {
         s->errors = 0;
         if (!s->last_error.empty()) last_error = s->last_error;
       }
-      const double span =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - last)
-              .count();
-      last = std::chrono::steady_clock::now();
+      const double span = std::chrono::duration<double>(now - last).count();
+      last = now;
       Line(out, absl::StrFormat("%.3f", elapsed), interval, errors, span);
       total.Merge(interval);
       total_errors += errors;
     }
+    // The whole run: until the last operation ended.
     const double all =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+        std::chrono::duration<double>(
+            std::chrono::steady_clock::time_point(
+                std::chrono::steady_clock::duration(last_end_.load())) -
+            t0)
             .count();
     Line(out, "total", total, total_errors, all);
     if (!last_error.empty()) std::cerr << "last error: " << last_error << "\n";
     return total.count() == 0 ? 1 : 0;
+  }
+
+  bool Finished(std::chrono::steady_clock::time_point t0) const {
+    if (c_.ops != 0) return done_workers_.load() == c_.workers;
+    return std::chrono::steady_clock::now() - t0 >=
+               std::chrono::duration<double>(c_.duration_s) ||
+           done_workers_.load() == c_.workers;
   }
 
   void Line(FILE* out, const std::string& when, const Histogram& h,
@@ -299,6 +322,9 @@ class Run {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> issued_{0};
   std::atomic<uint64_t> adds_{0};
+  std::atomic<int> done_workers_{0};
+  // When the last operation ended (steady_clock ticks).
+  std::atomic<int64_t> last_end_{0};
 };
 
 int Main(int argc, char** argv) {
