@@ -325,7 +325,7 @@ def report(r, quick, args):
          "elements)", "seconds", "inserts per second", fig1, logy=True)
 
     # Latency and memory against cardinality.
-    fill_ops = 300000 if quick else 10000000
+    fill_ops = 100000 if quick else 10000000
     lat, mem = [], []
     for system in ["bigset", "bigsetd", "redis"]:
         rows = r.run("fill-%s" % system, system, "--ops", fill_ops,
