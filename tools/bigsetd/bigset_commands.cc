@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "context_codec.h"
+#include "glob.h"
 #include "session.h"
 
 namespace bigset::server {
@@ -86,17 +87,7 @@ void Session::CmdRange(Args& a) {
     Done();
     return;
   }
-  std::optional<std::string> after;
-  if (cursor != 0) {
-    after = ctx_->cursors->Find(cursor, a[1]);
-    if (!after.has_value()) {
-      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
-      ReplyError("ERR invalid cursor (unknown, expired or of another key)");
-      Done();
-      return;
-    }
-  }
-  ScanPage(a[1], std::move(bounds), std::move(after), limit, "");
+  ScanPage(a[1], std::move(bounds), cursor, limit, "");
 }
 
 void Session::CmdPrefix(Args& a) {
@@ -108,27 +99,8 @@ void Session::CmdPrefix(Args& a) {
     Done();
     return;
   }
-  ElementBounds bounds;
-  bounds.start = a[2];
-  std::string end = a[2];
-  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
-    end.pop_back();
-  }
-  if (!end.empty()) {
-    end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-    bounds.end = std::move(end);
-  }
-  std::optional<std::string> after;
-  if (cursor != 0) {
-    after = ctx_->cursors->Find(cursor, a[1]);
-    if (!after.has_value()) {
-      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
-      ReplyError("ERR invalid cursor (unknown, expired or of another key)");
-      Done();
-      return;
-    }
-  }
-  ScanPage(a[1], std::move(bounds), std::move(after), limit, "");
+  ElementBounds bounds = PrefixBounds(a[2]);
+  ScanPage(a[1], std::move(bounds), cursor, limit, "");
 }
 
 void Session::CmdContext(Args& a) {

@@ -94,4 +94,21 @@ std::string GlobLiteralPrefix(std::string_view pattern) {
   return prefix;
 }
 
+ElementBounds PrefixBounds(std::string_view prefix) {
+  ElementBounds bounds;
+  if (prefix.empty()) return bounds;
+  bounds.start = std::string(prefix);
+  // The end: the prefix with its last byte that is not 0xff incremented
+  // (and what follows dropped); none if every byte is 0xff.
+  std::string end(prefix);
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
+    end.pop_back();
+  }
+  if (!end.empty()) {
+    end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+    bounds.end = std::move(end);
+  }
+  return bounds;
+}
+
 }  // namespace bigset::server

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "bigset/replica/element_bounds.h"
+
 namespace bigset::server {
 
 // Whether `text` matches `pattern`. Time O(|pattern| * |text|) at worst
@@ -18,6 +20,9 @@ bool GlobMatch(std::string_view pattern, std::string_view text);
 // The literal prefix every match of `pattern` starts with (the characters
 // before its first special one, unquoted), so that a scan may seek to it.
 std::string GlobLiteralPrefix(std::string_view pattern);
+
+// The bounds of the elements that start with `prefix` (all of them for "").
+ElementBounds PrefixBounds(std::string_view prefix);
 
 }  // namespace bigset::server
 

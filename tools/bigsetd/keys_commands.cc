@@ -245,9 +245,20 @@ void Session::CmdSmembers(Args& a) {
       }));
 }
 
-void Session::ScanPage(std::string set, ElementBounds bounds,
-                       std::optional<std::string> after, size_t count,
-                       std::string match) {
+void Session::ScanPage(std::string set, ElementBounds bounds, uint64_t cursor,
+                       size_t count, std::string match) {
+  std::optional<std::string> after;
+  if (cursor != 0) {
+    after = ctx_->cursors->Find(cursor, set);
+    if (!after.has_value()) {
+      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
+      ReplyError(
+          "ERR invalid cursor (unknown, expired or of another key: start the "
+          "scan again from 0)");
+      Done();
+      return;
+    }
+  }
   RangeQuery q;
   static_cast<ElementBounds&>(q) = bounds;
   if (after.has_value() && (!q.start.has_value() || *after >= *q.start)) {
@@ -321,34 +332,11 @@ void Session::CmdSscan(Args& a) {
       return;
     }
   }
-  std::optional<std::string> after;
-  if (cursor != 0) {
-    after = ctx_->cursors->Find(cursor, a[1]);
-    if (!after.has_value()) {
-      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
-      ReplyError(
-          "ERR invalid cursor (unknown, expired or of another key: start the "
-          "scan again from 0)");
-      Done();
-      return;
-    }
-  }
-  ElementBounds bounds;
   // MATCH "abc*" reads only the elements that start with "abc".
-  const std::string prefix = match == "*" ? "" : GlobLiteralPrefix(match);
-  if (!prefix.empty()) {
-    bounds.start = prefix;
-    std::string end = prefix;
-    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff)
-      end.pop_back();
-    if (!end.empty()) {
-      end.back() =
-          static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-      bounds.end = end;
-    }
-  }
+  ElementBounds bounds =
+      PrefixBounds(match == "*" ? "" : GlobLiteralPrefix(match));
   if (match == "*") match.clear();
-  ScanPage(a[1], bounds, std::move(after), count, std::move(match));
+  ScanPage(a[1], bounds, cursor, count, std::move(match));
 }
 
 struct Session::KeysWalk {

@@ -111,11 +111,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void CmdVerify(Args& a);
   void CmdCluster(Args& a);
 
-  // A page of elements within `bounds` after `after` (if any), filtered by
-  // `match` (if any), answered as [cursor, [elements]].
-  void ScanPage(std::string set, ElementBounds bounds,
-                std::optional<std::string> after, size_t count,
-                std::string match);
+  // A page of elements within `bounds` after where `cursor` (0: the
+  // start) left off, filtered by `match` (if any), answered as
+  // [cursor, [elements]]; an unknown cursor is an error.
+  void ScanPage(std::string set, ElementBounds bounds, uint64_t cursor,
+                size_t count, std::string match);
   // Walks keys one request at a time (DEL, EXISTS, TYPE).
   struct KeysWalk;
   void CountNext(std::shared_ptr<KeysWalk> walk);
