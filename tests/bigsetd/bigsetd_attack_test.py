@@ -67,15 +67,28 @@ def short(v, n=300):
 _USED_PORTS = set()
 
 
+# Seeded by the process id: two tests running at once pick apart.
+_PORT_RNG = random.Random(os.getpid())
+
+
 def free_port():
+    """A port below the kernel's ephemeral range (32768 and up on Linux),
+    free now: a node restarted on its port must find it free, and a port
+    from the ephemeral range may meanwhile be the source port of some
+    outgoing connection (tests run two at a time)."""
     while True:
+        port = _PORT_RNG.randrange(20000, 32000)
+        if port in _USED_PORTS:
+            continue
         s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        if port not in _USED_PORTS:
-            _USED_PORTS.add(port)
-            return port
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _USED_PORTS.add(port)
+        return port
 
 
 def wait_for(pred, timeout, what, interval=0.1):
@@ -1730,9 +1743,10 @@ def test_join_push_stalls_info():
 
 @test
 def test_out_of_descriptors():
-    """The node runs out of file descriptors (idle client connections up
-    to its limit): it keeps its peer links and replica, recovers once the
-    connections close, nothing lost."""
+    """The node's descriptor limit drops under it (prlimit) while idle
+    clients pile up: it refuses clients past what the limit leaves room for
+    (so accept never fails for want of a descriptor), keeps its peer links
+    and replica, recovers once the connections close, nothing lost."""
     if shutil.which("prlimit") is None:
         print("(prlimit missing: test skipped)")
         return

@@ -80,12 +80,29 @@ def short(v, n=300):
     return s if len(s) <= n else s[:n] + "...(%d chars)" % len(s)
 
 
+_USED_PORTS = set()
+# Seeded by the process id: two tests running at once pick apart.
+_PORT_RNG = random.Random(os.getpid())
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port below the kernel's ephemeral range (32768 and up on Linux),
+    free now: a node restarted on its port must find it free, and a port
+    from the ephemeral range may meanwhile be the source port of some
+    outgoing connection (tests run two at a time)."""
+    while True:
+        port = _PORT_RNG.randrange(20000, 32000)
+        if port in _USED_PORTS:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _USED_PORTS.add(port)
+        return port
 
 
 def wait_for(pred, timeout, what, interval=0.1):

@@ -1,5 +1,8 @@
 #include "server.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -101,7 +104,7 @@ void Server::Accept() {
     const uint64_t id = ctx_.next_client_id++;
     auto session =
         std::make_shared<Session>(&ctx_, std::move(socket), id, tls_.get());
-    if (ctx_.sessions.size() >= ctx_.config->max_clients) {
+    if (ctx_.sessions.size() >= MaxClients()) {
       ctx_.stats.connections_rejected.fetch_add(1, std::memory_order_relaxed);
       session->Refuse();
     } else {
@@ -110,6 +113,22 @@ void Server::Accept() {
     }
     Accept();
   });
+}
+
+size_t Server::MaxClients() const {
+  // The descriptor limit may change while the daemon runs (prlimit): never
+  // take more clients than leave descriptors for the store, the peers and
+  // the log, so that accept itself never fails for want of one.
+  constexpr rlim_t kReserved = 128;
+  rlimit files = {};
+  size_t max = ctx_.config->max_clients;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      files.rlim_cur != RLIM_INFINITY) {
+    const rlim_t room =
+        files.rlim_cur > kReserved ? files.rlim_cur - kReserved : 1;
+    max = std::min<size_t>(max, static_cast<size_t>(room));
+  }
+  return max;
 }
 
 void Server::Stop() {

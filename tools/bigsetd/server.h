@@ -47,6 +47,8 @@ class Server {
 
  private:
   void Accept();
+  // --max-clients, or fewer if the descriptor limit leaves less room.
+  size_t MaxClients() const;
 
   ServerContext ctx_;
   asio::ip::tcp::acceptor acceptor_;
