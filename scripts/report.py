@@ -544,6 +544,9 @@ def markdown(r, quick, args, rel, t1, t1_sizes, t1_more, t2, t2_sizes,
 
 
 if __name__ == "__main__":
+    # A SIGTERM (a killed CI job, an impatient user) still stops every
+    # process this run started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         main()
     finally:
