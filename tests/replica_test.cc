@@ -700,6 +700,37 @@ TEST_CASE("replica: element keys without a set-clock are corruption") {
   CHECK(lost.status().code() == absl::StatusCode::kDataLoss);
 }
 
+TEST_CASE("replica: Contains reports a malformed key of its element") {
+  MemStore mem;
+  auto r = OpenReplica(mem.store.get(), 1);
+  UpdateOp op = UpdateOp::Add("x");
+  REQUIRE(r->Update("s", std::span(&op, 1)).ok());
+  // A key in "x"'s range whose dot is cut short, and one with bytes past
+  // the dot: neither is a key of "x".
+  for (int cut : {-1, 1}) {
+    CAPTURE(cut);
+    const std::string good = ElementKey(1, "s", "x", Dot{7, 9});
+    const std::string bad =
+        cut < 0 ? good.substr(0, good.size() - 1) : good + "z";
+    WriteBatch b;
+    b.Put(bad, "");
+    REQUIRE(mem.store->Write(WriteOptions(), b).ok());
+    auto dots = r->Contains("s", "x");
+    REQUIRE_FALSE(dots.ok());
+    CHECK(dots.status().code() == absl::StatusCode::kDataLoss);
+    WriteBatch undo;
+    undo.Delete(bad);
+    REQUIRE(mem.store->Write(WriteOptions(), undo).ok());
+  }
+  // Undamaged again: the element's one dot, and nothing for a neighbour.
+  auto dots = r->Contains("s", "x");
+  REQUIRE(dots.ok());
+  CHECK(dots->size() == 1);
+  auto none = r->Contains("s", "xx");
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+}
+
 TEST_CASE("replica: Verify finds unseen dots and undecodable values") {
   MemStore mem;
   auto r = OpenReplica(mem.store.get(), 1);

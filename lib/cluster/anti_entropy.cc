@@ -18,6 +18,11 @@ struct AntiEntropy::Push {
   std::string set;
   Clock dots;
   std::unique_ptr<SetReader> reader;
+  // What the reader fills and what a chunk is built from, kept from chunk
+  // to chunk: their strings and vectors keep their capacity, so a steady
+  // push allocates nothing per element.
+  std::vector<ElementDots> batch;
+  std::vector<ElementDots> chunk;
   uint64_t seq = 0;
   bool done = false;      // The last chunk is the one in flight.
   std::string in_flight;  // The chunk awaiting its acknowledgement.
@@ -719,25 +724,28 @@ bool AntiEntropy::BeginPush(Push* push) {
 }
 
 bool AntiEntropy::SendNextChunk(Push* push) {
-  std::vector<ElementDots> elements;
+  std::vector<ElementDots>& elements = push->chunk;
+  size_t n = 0;
   size_t bytes = 0;
   bool end = false;
-  std::vector<ElementDots> batch;
   while (bytes < options_.anti_entropy_chunk_bytes) {
-    absl::StatusOr<bool> more = push->reader->Next(&batch);
+    absl::StatusOr<bool> more = push->reader->Next(&push->batch);
     if (!more.ok()) return false;
     if (!*more) {
       end = true;
       break;
     }
-    host_->stats().ae_keys_read += batch.size();
-    for (ElementDots& e : batch) {
+    host_->stats().ae_keys_read += push->batch.size();
+    for (ElementDots& e : push->batch) {
       std::erase_if(e.dots, [&](Dot d) { return !push->dots.Seen(d); });
       if (e.dots.empty()) continue;
       bytes += ChunkBytes(e);
-      elements.push_back(std::move(e));
+      // Swapped, not moved: the batch gets back an entry with capacity.
+      if (n == elements.size()) elements.emplace_back();
+      std::swap(elements[n++], e);
     }
   }
+  elements.resize(n);
   Message m;
   m.header = MessageHeader{MessageType::kAePush, push->id, push->partition};
   m.set = push->set;
@@ -747,6 +755,7 @@ bool AntiEntropy::SendNextChunk(Push* push) {
   m.elements = std::move(elements);
   push->in_flight = m.Encode();
   push->in_flight_keys = m.elements.size();
+  elements = std::move(m.elements);
   push->done = end;
   push->waiting_tokens = true;
   SendInFlight(push);

@@ -15,25 +15,56 @@ absl::Status Corrupt(absl::string_view what) {
 
 }  // namespace
 
-std::vector<HeaderEntry> HeaderOf(const Clock& clock) {
-  std::vector<HeaderEntry> out;
+namespace {
+
+// Calls emit(entry) for each entry of the header of `clock`, in order, until
+// it returns false; returns false iff it did.
+template <typename Emit>
+bool ForEachHeaderEntry(const Clock& clock, Emit emit) {
   auto v = clock.vv().begin();
   auto c = clock.cloud().begin();
   while (v != clock.vv().end() || c != clock.cloud().end()) {
+    HeaderEntry e;
     if (c == clock.cloud().end() ||
         (v != clock.vv().end() && v->actor < c->actor)) {
-      out.push_back({v->actor, v->counter});
+      e = {v->actor, v->counter};
       ++v;
     } else if (v == clock.vv().end() || c->actor < v->actor) {
-      out.push_back({c->actor, 0});
+      e = {c->actor, 0};
       ++c;
     } else {
-      out.push_back({v->actor, v->counter});
+      e = {v->actor, v->counter};
       ++v;
       ++c;
     }
+    if (!emit(e)) return false;
   }
+  return true;
+}
+
+}  // namespace
+
+std::vector<HeaderEntry> HeaderOf(const Clock& clock) {
+  std::vector<HeaderEntry> out;
+  HeaderOfInto(clock, &out);
   return out;
+}
+
+void HeaderOfInto(const Clock& clock, std::vector<HeaderEntry>* out) {
+  out->clear();
+  ForEachHeaderEntry(clock, [out](const HeaderEntry& e) {
+    out->push_back(e);
+    return true;
+  });
+}
+
+bool HeaderMatches(const Clock& clock, const std::vector<HeaderEntry>& header) {
+  size_t i = 0;
+  return ForEachHeaderEntry(clock,
+                            [&](const HeaderEntry& e) {
+                              return i < header.size() && header[i++] == e;
+                            }) &&
+         i == header.size();
 }
 
 void EncodeHeader(const std::vector<HeaderEntry>& header, std::string* dst) {

@@ -49,6 +49,10 @@ struct HeaderEntry {
 
 // The header of `clock`: every actor with a dot, ascending, with its base.
 std::vector<HeaderEntry> HeaderOf(const Clock& clock);
+// The same into *out (replacing what it held, reusing its capacity).
+void HeaderOfInto(const Clock& clock, std::vector<HeaderEntry>* out);
+// True iff HeaderOf(clock) == header, without building it.
+bool HeaderMatches(const Clock& clock, const std::vector<HeaderEntry>& header);
 // Header value: varint count, then per entry u64be actor, varint base; a
 // set-clock's header then carries its trailer: tagged fields in ascending
 // tag order, each at most once (a field's absence means "not known"):

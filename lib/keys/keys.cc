@@ -152,7 +152,9 @@ void AppendSetStateSegmentKey(std::string* dst, KeyspaceId keyspace,
 
 void AppendElementKey(std::string* dst, KeyspaceId keyspace,
                       std::string_view set, std::string_view element, Dot dot) {
-  dst->reserve(dst->size() + element.size() + 2);
+  // The whole key at once (one allocation for a new string): prefix, set,
+  // kind, element and its terminator, dot.
+  dst->reserve(dst->size() + 7 + set.size() + 2 + 1 + element.size() + 2 + 16);
   AppendSetPrefix(dst, keyspace, set);
   dst->push_back(kKindElement);
   AppendEscaped(dst, element);

@@ -488,6 +488,13 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
   delta.set.assign(set);
   delta.ops.reserve(ops.size());
   WriteBatch batch;
+  {
+    // Each add's key (prefix, set, element, dot) and framing, and the
+    // set-clock's header: one allocation for the common batch.
+    size_t bytes = 64 + set.size();
+    for (const UpdateOp& op : ops) bytes += 48 + set.size() + op.element.size();
+    batch.Reserve(bytes);
+  }
   StateChanges changes;
   // Counts, and contexts taken from the replica, need each element's live
   // dots; without them a remove looks up the keys it deletes (digests) or

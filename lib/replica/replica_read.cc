@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/replica/replica.h"
+#include "core/coding.h"
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
 #include "replica/continuation.h"
@@ -158,10 +159,34 @@ absl::StatusOr<std::unique_ptr<SetReader>> Replica::Read(
 
 absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
                                                    std::string_view element) {
-  std::string e(element);
-  absl::StatusOr<Membership> m = ContainsAll(set, std::span(&e, 1));
-  if (!m.ok()) return m.status();
-  return std::move(m->elements[0].dots);
+  // One element: no snapshot object. The iterator, created under the stripe
+  // lock, sees the store as of then (Store::NewIterator), which is what the
+  // tombstone copied under the same lock describes.
+  const KeyRange range = ElementRange(options_.keyspace, set, element);
+  const size_t key_size = range.start.size() + 16;  // + the dot.
+  std::unique_ptr<Iterator> it;
+  Clock tombstone;
+  {
+    Stripe& stripe = StripeFor(set);
+    absl::MutexLock lock(&stripe.mu);
+    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+    if (!loaded.ok()) return loaded.status();
+    if (!(*loaded)->tombstone.empty()) tombstone = (*loaded)->tombstone;
+    it = store_->NewIterator(ReadOptions(), range);
+  }
+  std::vector<Dot> dots;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    // Every key of the range is this element's: its key, then a dot.
+    const std::string_view key = it->key();
+    if (key.size() != key_size) {
+      return SetCorruption(set, "bad element key", Printable(key));
+    }
+    const Dot dot{coding::DecodeFixed64BE(key.data() + key_size - 16),
+                  coding::DecodeFixed64BE(key.data() + key_size - 8)};
+    if (!tombstone.Seen(dot)) dots.push_back(dot);
+  }
+  BIGSET_RETURN_IF_ERROR(it->status());
+  return dots;
 }
 
 absl::StatusOr<Membership> Replica::ContainsAll(

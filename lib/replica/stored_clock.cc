@@ -25,7 +25,8 @@ uint64_t BaseIn(const std::vector<clock_storage::HeaderEntry>& header,
 }  // namespace
 
 size_t StoredClock::MemoryBytes() const {
-  size_t bytes = sizeof(StoredClock) + header.size() * 16;
+  size_t bytes = sizeof(StoredClock) + header.capacity() * 16 +
+                 header_key.capacity() + header_value.capacity();
   for (const auto& [actor, w] : windows) bytes += 48 + w.size() * 12;
   return bytes;
 }
@@ -54,34 +55,45 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                 StoredClock* stored, WriteBatch* batch,
                 const clock_storage::HeaderTrailer* trailer) {
   using clock_storage::SegmentOf;
-  std::vector<clock_storage::HeaderEntry> header =
-      clock_storage::HeaderOf(clock);
   // A header written with a trailer and rewritten without one (digests and
   // counts no longer kept) loses it.
   const clock_storage::HeaderTrailer want =
       trailer != nullptr ? *trailer : clock_storage::HeaderTrailer();
   const bool trailer_changed = !(stored->trailer == want);
-  auto put_header = [&]() {
-    std::string key = SetStateKey(keyspace, set, kind);
-    if (header.empty()) {
-      batch->Delete(key);
-    } else {
-      std::string value;
-      clock_storage::EncodeHeader(header, want, &value);
-      batch->Put(key, value);
+  // Writes stored->header (already the new one) with `want`.
+  auto write_header = [&]() {
+    if (stored->header_key.empty()) {
+      AppendSetStateKey(&stored->header_key, keyspace, set, kind);
     }
-    stored->header = std::move(header);
-    stored->trailer =
-        stored->header.empty() ? clock_storage::HeaderTrailer() : want;
+    if (stored->header.empty()) {
+      batch->Delete(stored->header_key);
+      stored->trailer = clock_storage::HeaderTrailer();
+    } else {
+      stored->header_value.clear();
+      clock_storage::EncodeHeader(stored->header, want, &stored->header_value);
+      batch->Put(stored->header_key, stored->header_value);
+      stored->trailer = want;
+    }
   };
   if (changes.has_single_ &&
       clock.cloud().Find(changes.single_.actor) == nullptr &&
       !stored->windows.contains(changes.single_.actor)) {
     // One actor's counters, and no cloud of it in memory or on disk: its
     // base moved (or a counter joined it), and no segment can have changed.
-    if (header != stored->header || trailer_changed) put_header();
+    // (An insert: the header is rebuilt in place.)
+    if (!clock_storage::HeaderMatches(clock, stored->header) ||
+        trailer_changed) {
+      clock_storage::HeaderOfInto(clock, &stored->header);
+      write_header();
+    }
     return;
   }
+  std::vector<clock_storage::HeaderEntry> header =
+      clock_storage::HeaderOf(clock);
+  auto put_header = [&]() {
+    stored->header = std::move(header);
+    write_header();
+  };
   // Per actor: the counter ranges whose segments may have changed.
   absl::flat_hash_map<ActorId, IntervalSet> dirty = changes.ranges_;
   if (changes.has_single_) {

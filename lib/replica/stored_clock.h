@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct StoredClock {
   // header written before digests were kept, its count in one written
   // before counts were kept or while the count was not known.
   clock_storage::HeaderTrailer trailer;
+  // The header's key, once a write needed it, and the buffer its value is
+  // encoded in: an insert rewrites the header and allocates neither.
+  std::string header_key;
+  std::string header_value;
 
   bool empty() const { return header.empty() && windows.empty(); }
   size_t MemoryBytes() const;

@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -169,6 +173,12 @@ class RespSession final : public TargetSession {
  public:
   RespSession(std::unique_ptr<Connection> c, bool bigsetd)
       : c_(std::move(c)), bigsetd_(bigsetd) {}
+  ~RespSession() override {
+    if (preload_retries_ > 0) {
+      std::fprintf(stderr, "bigset-load: %llu preload SADDs sent again\n",
+                   static_cast<unsigned long long>(preload_retries_));
+    }
+  }
 
   absl::Status Add(std::string_view set, std::string_view element) override {
     return c_->Call({"SADD", set, element}).status();
@@ -207,13 +217,28 @@ class RespSession final : public TargetSession {
   }
   absl::Status Preload(std::string_view set,
                        const std::vector<std::string>& elements) override {
-    // SADDs of up to 1,000 members.
+    // SADDs of up to 1,000 members. A bulk load can outrun the replicas'
+    // stores (a LevelDB write stall during a compaction): bigsetd then
+    // answers NOREPLICAS when the write quorum does not acknowledge in
+    // time. An add is idempotent, so the SADD is sent again, after a pause
+    // that doubles, as any client would.
     for (size_t i = 0; i < elements.size(); i += 1000) {
       std::vector<std::string_view> args = {"SADD", set};
       for (size_t j = i; j < std::min(elements.size(), i + 1000); ++j) {
         args.push_back(elements[j]);
       }
-      if (absl::StatusOr<Reply> r = c_->Call(args); !r.ok()) return r.status();
+      int pause_ms = 50;
+      for (int attempt = 1;; ++attempt) {
+        absl::StatusOr<Reply> r = c_->Call(args);
+        if (r.ok()) break;
+        if (!absl::StartsWith(r.status().message(), "NOREPLICAS") ||
+            attempt == kPreloadAttempts) {
+          return r.status();
+        }
+        ++preload_retries_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+        pause_ms = std::min(2 * pause_ms, 2000);
+      }
     }
     return absl::OkStatus();
   }
@@ -224,8 +249,10 @@ class RespSession final : public TargetSession {
   }
 
  private:
+  static constexpr int kPreloadAttempts = 20;
   std::unique_ptr<Connection> c_;
   bool bigsetd_;
+  uint64_t preload_retries_ = 0;
 };
 
 class RespTarget final : public Target {

@@ -67,6 +67,9 @@ class BIGSET_EXPORT WriteBatch {
 
   void Put(std::string_view key, std::string_view value);
   void Delete(std::string_view key);
+  // Makes room for `bytes` of representation, so that a batch whose size is
+  // known roughly is built with one allocation.
+  void Reserve(size_t bytes) { rep_.reserve(bytes); }
   // Empties the batch, keeping its buffer's capacity.
   void Clear() {
     rep_.clear();
@@ -150,7 +153,9 @@ class BIGSET_EXPORT Store {
   virtual absl::Status Get(const ReadOptions& options, std::string_view key,
                            std::string* value) = 0;
 
-  // An iterator over `range`. REQUIRES: destroyed before the store.
+  // An iterator over `range`, as the store was when it was created (or as
+  // of options.snapshot): later writes are not seen. REQUIRES: destroyed
+  // before the store.
   virtual std::unique_ptr<Iterator> NewIterator(const ReadOptions& options,
                                                 KeyRange range) = 0;
 
