@@ -67,6 +67,32 @@ def load(side):
                 runs.setdefault(name, (unit, []))[1].append(value)
     return {n: (u, statistics.median(v)) for n, (u, v) in runs.items()}
 
+def figures(side):
+    """The issue's figures: ratios within one run, medians over the runs."""
+    ratios = {}
+    for i in range(1, rounds + 1):
+        with open(f"{work}/{side}-{i}.json") as f:
+            by = {re.sub(r"/iterations:\d+", "", x["name"]): x
+                  for x in json.load(f)["benchmarks"]}
+        def ips(n):
+            return by[n]["items_per_second"]
+        def real(n):
+            return by[n]["real_time"]
+        rows = [
+            ("insert bigset / raw (items/s)", lambda: ips("BM_InsertThroughput/bigset") / ips("BM_InsertThroughput/rawleveldb")),
+            ("full read bigset / raw (items/s)", lambda: ips("BM_FullRead/bigset/1000000") / ips("BM_FullRead/rawleveldb/1000000")),
+            ("contains / raw get (time)", lambda: by["BM_Contains/bigset/1000000"]["cpu_time"] / by["BM_Get/rawleveldb/1000000"]["cpu_time"]),
+            ("hand-off: ceiling / hand-off (real time)", lambda: real("BM_HandOffCeiling/rawleveldb/1000000") / real("BM_HandOff/1000000")),
+            ("full exchange: ceiling / exchange (real time)", lambda: real("BM_HandOffCeiling/rawleveldb/1000000") / real("BM_AntiEntropy/full/1000000")),
+            ("cluster insert / floor (items/s)", lambda: ips("BM_ClusterInsert/n:3/w:2") / ips("BM_ClusterInsertFloor/three_replicas")),
+        ]
+        for label, f in rows:
+            try:
+                ratios.setdefault(label, []).append(f())
+            except KeyError:
+                pass
+    return {k: statistics.median(v) for k, v in ratios.items()}
+
 a, b = load("a"), load("b")
 print(f"medians of {rounds}, A = {rev_a}, B = {rev_b}")
 print(f"{'benchmark':<52} {'A':>14} {'B':>14} {'B/A':>7}")
@@ -74,4 +100,12 @@ for name in sorted(set(a) & set(b)):
     unit, va = a[name]
     _, vb = b[name]
     print(f"{name:<52} {va:>14.4g} {vb:>14.4g} {vb / va:>7.3f}  {unit}")
+fa, fb = figures("a"), figures("b")
+if fa or fb:
+    print()
+    print("figures within each run (medians):")
+    print(f"{'figure':<52} {'A':>14} {'B':>14}")
+    for label in fa:
+        if label in fb:
+            print(f"{label:<52} {fa[label]:>14.3f} {fb[label]:>14.3f}")
 EOF

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bigset/keys/comparator.h"
+#include "keys/keys_internal.h"
 #include "leveldb/slice.h"
 #include "test_util.h"
 
@@ -250,6 +251,33 @@ TEST_CASE("keys: NUL and 0xFF bytes in names keep sets apart") {
   CHECK(p.set.empty());
   CHECK(p.element.empty());
   CHECK(p.dot == Dot{1, 2});
+}
+
+TEST_CASE("keys: the element-key fast paths agree with ElementKey") {
+  for (uint64_t seed : Seeds(20)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const std::string set = AdversarialBytes(rng, 12);
+    const KeyspaceId ks = static_cast<KeyspaceId>(Uniform(rng, 0, 1000));
+    const std::string prefix = ElementsRange(ks, set).start;
+    REQUIRE(prefix.size() == internal::ElementKeyPrefixLength(set));
+    std::string key = prefix;
+    for (int i = 0; i < 200; ++i) {
+      const std::string element = AdversarialBytes(rng, 20);
+      const Dot dot{rng(), rng()};
+      const std::string want = ElementKey(ks, set, element, dot);
+      key.resize(prefix.size());
+      internal::AppendElementKeyAfterPrefix(&key, element, dot);
+      REQUIRE(key == want);
+      std::string_view decoded;
+      std::string storage;
+      Dot back;
+      REQUIRE(internal::DecodeElementKeyAfterPrefix(key, prefix.size(),
+                                                    &decoded, &storage, &back));
+      CHECK(decoded == element);
+      CHECK(back == dot);
+    }
+  }
 }
 
 TEST_CASE("keys: decoding is zero-copy without NUL bytes") {

@@ -263,6 +263,53 @@ bool SameOps(const std::vector<UpdateOp>& a, const std::vector<UpdateOp>& b) {
   return true;
 }
 
+// Every field of a decoded message against the one encoded.
+void CheckSame(const Message& back, const Message& m) {
+  CHECK(back.type() == m.type());
+  CHECK(back.header.request_id == m.header.request_id);
+  CHECK(back.header.partition == m.header.partition);
+  CHECK(back.status == m.status);
+  CHECK(back.set == m.set);
+  CHECK(SameOps(back.ops, m.ops));
+  CHECK(back.delta == m.delta);
+  CHECK(back.bounds.start == m.bounds.start);
+  CHECK(back.bounds.end == m.bounds.end);
+  CHECK(back.clock == m.clock);
+  CHECK(back.elements == m.elements);
+  CHECK(back.query == m.query);
+  CHECK(back.seq == m.seq);
+  CHECK(back.done == m.done);
+  CHECK(back.epoch == m.epoch);
+  CHECK(back.index == m.index);
+  CHECK(back.end == m.end);
+  CHECK(back.from_node == m.from_node);
+  CHECK(back.to_node == m.to_node);
+  CHECK(back.digest == m.digest);
+  CHECK(back.numbers == m.numbers);
+  CHECK(back.episode == m.episode);
+  CHECK(back.supplement == m.supplement);
+  CHECK(back.incarnation == m.incarnation);
+  CHECK(back.versions == m.versions);
+  CHECK(back.states == m.states);
+  CHECK(back.applied_by == m.applied_by);
+  CHECK(back.found == m.found);
+  CHECK(back.count == m.count);
+  CHECK(back.tombstone_digest == m.tombstone_digest);
+  REQUIRE(back.summaries.size() == m.summaries.size());
+  for (size_t k = 0; k < m.summaries.size(); ++k) {
+    CHECK(back.summaries[k].set == m.summaries[k].set);
+    CHECK(back.summaries[k].digest == m.summaries[k].digest);
+    CHECK(back.summaries[k].keys_digest == m.summaries[k].keys_digest);
+    CHECK(back.summaries[k].tombstone_empty == m.summaries[k].tombstone_empty);
+    CHECK(back.summaries[k].clock == m.summaries[k].clock);
+  }
+  if (m.type() == MessageType::kRead) {
+    CHECK(back.batch_size == m.batch_size);
+    CHECK(back.bounds.start_inclusive == m.bounds.start_inclusive);
+    CHECK(back.bounds.end_inclusive == m.bounds.end_inclusive);
+  }
+}
+
 TEST_CASE("message: round trip, truncation and garbage") {
   for (uint64_t seed : Seeds(10)) {
     CAPTURE(seed);
@@ -272,50 +319,7 @@ TEST_CASE("message: round trip, truncation and garbage") {
       std::string enc = m.Encode();
       auto back = Message::Decode(enc);
       REQUIRE(back.ok());
-      CHECK(back->type() == m.type());
-      CHECK(back->header.request_id == m.header.request_id);
-      CHECK(back->header.partition == m.header.partition);
-      CHECK(back->status == m.status);
-      CHECK(back->set == m.set);
-      CHECK(SameOps(back->ops, m.ops));
-      CHECK(back->delta == m.delta);
-      CHECK(back->bounds.start == m.bounds.start);
-      CHECK(back->bounds.end == m.bounds.end);
-      CHECK(back->clock == m.clock);
-      CHECK(back->elements == m.elements);
-      CHECK(back->query == m.query);
-      CHECK(back->seq == m.seq);
-      CHECK(back->done == m.done);
-      CHECK(back->epoch == m.epoch);
-      CHECK(back->index == m.index);
-      CHECK(back->end == m.end);
-      CHECK(back->from_node == m.from_node);
-      CHECK(back->to_node == m.to_node);
-      CHECK(back->digest == m.digest);
-      CHECK(back->numbers == m.numbers);
-      CHECK(back->episode == m.episode);
-      CHECK(back->supplement == m.supplement);
-      CHECK(back->incarnation == m.incarnation);
-      CHECK(back->versions == m.versions);
-      CHECK(back->states == m.states);
-      CHECK(back->applied_by == m.applied_by);
-      CHECK(back->found == m.found);
-      CHECK(back->count == m.count);
-      CHECK(back->tombstone_digest == m.tombstone_digest);
-      REQUIRE(back->summaries.size() == m.summaries.size());
-      for (size_t k = 0; k < m.summaries.size(); ++k) {
-        CHECK(back->summaries[k].set == m.summaries[k].set);
-        CHECK(back->summaries[k].digest == m.summaries[k].digest);
-        CHECK(back->summaries[k].keys_digest == m.summaries[k].keys_digest);
-        CHECK(back->summaries[k].tombstone_empty ==
-              m.summaries[k].tombstone_empty);
-        CHECK(back->summaries[k].clock == m.summaries[k].clock);
-      }
-      if (m.type() == MessageType::kRead) {
-        CHECK(back->batch_size == m.batch_size);
-        CHECK(back->bounds.start_inclusive == m.bounds.start_inclusive);
-        CHECK(back->bounds.end_inclusive == m.bounds.end_inclusive);
-      }
+      CheckSame(*back, m);
       for (size_t len = 0; len < enc.size(); ++len) {
         REQUIRE_FALSE(Message::Decode(enc.substr(0, len)).ok());
       }
@@ -365,6 +369,26 @@ TEST_CASE("message: DescribeMessage names what membership messages move") {
   std::string bytes = m.Encode();
   bytes[bytes.size() / 2] ^= 1;
   CHECK(DescribeMessage(bytes).find("undecodable") == 0);
+}
+
+TEST_CASE("message: DecodeInto a reused message equals a fresh decode") {
+  for (uint64_t seed : Seeds(10)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    Message reused;
+    for (int i = 0; i < 500; ++i) {
+      CAPTURE(i);
+      const Message m = RandomMessage(rng);
+      const std::string enc = m.Encode();
+      if (Uniform(rng, 0, 4) == 0) {
+        // A failed decode in between leaves it usable.
+        std::string broken = enc.substr(0, Uniform(rng, 0, enc.size() - 1));
+        REQUIRE_FALSE(Message::DecodeInto(broken, &reused).ok());
+      }
+      REQUIRE(Message::DecodeInto(enc, &reused).ok());
+      CheckSame(reused, m);
+    }
+  }
 }
 
 TEST_CASE("message: node states out of order or with two live entries") {

@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
 #include "cluster/node_impl.h"
@@ -410,12 +411,27 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
     default:
       break;
   }
-  absl::StatusOr<Message> decoded = Message::Decode(bytes);
-  if (!decoded.ok()) {
-    ++stats_.malformed_messages;
-    return;
+  const bool bulk =
+      !bulk_busy_ && (header.type == MessageType::kTransferChunk ||
+                      header.type == MessageType::kAePush);
+  absl::StatusOr<Message> decoded;
+  if (bulk) {
+    if (!Message::DecodeInto(bytes, &bulk_).ok()) {
+      ++stats_.malformed_messages;
+      return;
+    }
+  } else {
+    decoded = Message::Decode(bytes);
+    if (!decoded.ok()) {
+      ++stats_.malformed_messages;
+      return;
+    }
   }
-  Message& m = *decoded;
+  Message& m = bulk ? bulk_ : *decoded;
+  if (bulk) bulk_busy_ = true;
+  absl::Cleanup bulk_done = [this, bulk]() {
+    if (bulk) bulk_busy_ = false;
+  };
   switch (m.type()) {
     case MessageType::kAeDigest:
     case MessageType::kAeDigestReply:

@@ -167,6 +167,11 @@ class Node::Impl final : public CoordinatorHost {
   std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
   std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts_;
   Node::Stats stats_;
+  // Bulk messages (hand-off chunks, anti-entropy pushes) are decoded into
+  // this one, so that their elements' buffers are reused from chunk to
+  // chunk; busy while a handler runs (a nested Receive decodes afresh).
+  Message bulk_;
+  bool bulk_busy_ = false;
 };
 
 }  // namespace bigset

@@ -129,11 +129,21 @@ uint64_t ClockDigest(const Clock& clock) {
 
 uint64_t AddClockDigests(uint64_t a, uint64_t b) { return AddMod(a, b); }
 
-uint64_t SetDigest(std::string_view set, uint64_t keys_digest,
-                   uint64_t clock_digest, bool tombstone_empty) {
-  return Mix(Hash64(set, 0x51ed270b27e1c0f3ULL) ^ Mix(keys_digest) ^
+uint64_t SetNameHash(std::string_view set) {
+  return Hash64(set, 0x51ed270b27e1c0f3ULL);
+}
+
+uint64_t SetDigestOfHash(uint64_t name_hash, uint64_t keys_digest,
+                         uint64_t clock_digest, bool tombstone_empty) {
+  return Mix(name_hash ^ Mix(keys_digest) ^
              Mix(clock_digest + 0x3c6ef372fe94f82bULL) ^
              (tombstone_empty ? 0 : 0xa54ff53a5f1d36f1ULL));
+}
+
+uint64_t SetDigest(std::string_view set, uint64_t keys_digest,
+                   uint64_t clock_digest, bool tombstone_empty) {
+  return SetDigestOfHash(SetNameHash(set), keys_digest, clock_digest,
+                         tombstone_empty);
 }
 
 }  // namespace bigset::digest

@@ -47,6 +47,11 @@ uint64_t AddClockDigests(uint64_t a, uint64_t b);
 // One set's contribution to its partition's bucket digest.
 uint64_t SetDigest(std::string_view set, uint64_t keys_digest,
                    uint64_t clock_digest, bool tombstone_empty);
+// The same from SetNameHash(set), for a caller that keeps it (a write
+// should not hash the set's name again).
+uint64_t SetNameHash(std::string_view set);
+uint64_t SetDigestOfHash(uint64_t name_hash, uint64_t keys_digest,
+                         uint64_t clock_digest, bool tombstone_empty);
 
 // The bucket of `set` among `buckets` buckets (REQUIRES: buckets >= 1).
 inline uint32_t BucketOf(std::string_view set, uint32_t buckets) {

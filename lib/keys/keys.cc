@@ -375,6 +375,13 @@ size_t ElementKeyPrefixLength(std::string_view set) {
   return 1 + 1 + 4 + 1 + set.size() + nuls + 2 + 1;
 }
 
+void AppendElementKeyAfterPrefix(std::string* dst, std::string_view element,
+                                 Dot dot) {
+  AppendEscaped(dst, element);
+  coding::PutFixed64BE(dst, dot.actor);
+  coding::PutFixed64BE(dst, dot.counter);
+}
+
 bool DecodeElementKeyAfterPrefix(std::string_view key, size_t prefix_len,
                                  std::string_view* element,
                                  std::string* storage, Dot* dot) {

@@ -24,6 +24,12 @@ bool DecodeElementKeyAfterPrefix(std::string_view key, size_t prefix_len,
 // everything up to and including the element kind byte.
 size_t ElementKeyPrefixLength(std::string_view set);
 
+// Appends what follows that prefix in the key of (element, dot): with
+// ElementsRange(keyspace, set).start before it, the same bytes as
+// AppendElementKey, for a writer of many keys of one set.
+void AppendElementKeyAfterPrefix(std::string* dst, std::string_view element,
+                                 Dot dot);
+
 }  // namespace bigset::internal
 
 #endif  // BIGSET_LIB_KEYS_KEYS_INTERNAL_H_

@@ -526,6 +526,22 @@ void Message::EncodeTo(std::string* dst) const {
 
 absl::StatusOr<Message> Message::Decode(std::string_view in) {
   Message m;
+  absl::Status s = DecodeInto(in, &m);
+  if (!s.ok()) return s;
+  return m;
+}
+
+absl::Status Message::DecodeInto(std::string_view in, Message* out) {
+  // A fresh message. The old elements (their strings and vectors keep their
+  // capacity) are handed back only to a type that decodes elements, which
+  // resizes and overwrites them.
+  std::vector<ElementDots> spare = std::move(out->elements);
+  *out = Message();
+  Message& m = *out;
+  auto elements = [&]() {
+    m.elements = std::move(spare);
+    return &m.elements;
+  };
   std::string_view body;
   absl::Status s = ParseHeader(in, &m.header, &body);
   if (!s.ok()) return s;
@@ -565,13 +581,13 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       if (!s.ok()) return s;
       s = Delta::DecodeInto(delta, &m.delta);
       if (!s.ok()) return Malformed(m.header.type, s.message());
-      return m;
+      return absl::OkStatus();
     }
     case MessageType::kReplicateAck:
     case MessageType::kHandoffDeltaAck:
       s = ParseStatusBody(body, &m.status, &m.applied_by);
       if (!s.ok()) return s;
-      return m;
+      return absl::OkStatus();
     case MessageType::kRead:
       ok = d.String(&m.set) && d.Bounds(&m.bounds, &m.batch_size);
       break;
@@ -579,12 +595,12 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       ok = d.Status(&m.status) && (!m.status.ok() || d.Clock(&m.clock));
       break;
     case MessageType::kReadChunk: {
-      std::string_view elements;
-      s = ParseReadChunkBody(body, &m.seq, &m.done, &elements);
+      std::string_view chunk;
+      s = ParseReadChunkBody(body, &m.seq, &m.done, &chunk);
       if (!s.ok()) return s;
-      s = DecodeChunkElements(elements, &m.elements);
+      s = DecodeChunkElements(chunk, elements());
       if (!s.ok()) return s;
-      return m;
+      return absl::OkStatus();
     }
     case MessageType::kChunkAck:
       ok = d.Varint(&m.seq);
@@ -605,7 +621,7 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
     }
     case MessageType::kQueryReply:
       ok = d.Status(&m.status) &&
-           (!m.status.ok() || (d.Clock(&m.clock) && d.Elements(&m.elements)));
+           (!m.status.ok() || (d.Clock(&m.clock) && d.Elements(elements())));
       break;
     case MessageType::kTransferChunk: {
       uint8_t flags = 0;
@@ -614,7 +630,7 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       if (!ok) break;
       m.done = (flags & 1) != 0;
       m.end = (flags & 2) != 0;
-      ok = (!m.done || d.Clock(&m.clock)) && d.Elements(&m.elements);
+      ok = (!m.done || d.Clock(&m.clock)) && d.Elements(elements());
       break;
     }
     case MessageType::kTransferAck:
@@ -699,7 +715,7 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
       ok = d.String(&m.set) && d.Varint(&m.seq) && d.Byte(&flags) && flags <= 1;
       if (!ok) break;
       m.done = flags == 1;
-      ok = (!m.done || d.Clock(&m.clock)) && d.Elements(&m.elements);
+      ok = (!m.done || d.Clock(&m.clock)) && d.Elements(elements());
       break;
     }
     case MessageType::kAePushAck:
@@ -708,7 +724,7 @@ absl::StatusOr<Message> Message::Decode(std::string_view in) {
   }
   if (!ok) return Malformed(m.header.type, "body");
   if (!d.empty()) return Malformed(m.header.type, "trailing bytes");
-  return m;
+  return absl::OkStatus();
 }
 
 void EncodeNodeStates(std::span<const NodeServing> states, std::string* dst) {

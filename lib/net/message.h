@@ -254,6 +254,10 @@ struct Message {
     return s;
   }
   static absl::StatusOr<Message> Decode(std::string_view in);
+  // The same into *out, which it replaces whole (also on error, when *out
+  // is left in some valid state), reusing the capacity of out->elements:
+  // a receiver of many chunks decodes them without allocating per element.
+  static absl::Status DecodeInto(std::string_view in, Message* out);
 };
 
 // Node states as kMembership carries them (also the node metadata's

@@ -220,6 +220,10 @@ Replica::Stripe& Replica::StripeFor(std::string_view set) {
 
 absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   SetState state;
+  if (options_.keep_digests) {
+    state.name_hash = digest::SetNameHash(set);
+    state.bucket = digest::BucketOf(set, digest_buckets_);
+  }
   bool found = false;
   absl::Status s = ReadClockAndTombstone(
       store_, ReadOptions(), options_.keyspace, set, &state.clock,
@@ -254,8 +258,9 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   } else {
     state.keys_digest = *state.stored_clock.trailer.keys_digest;
   }
-  state.set_digest = digest::SetDigest(
-      set, state.keys_digest, state.clock_digest, state.tombstone.empty());
+  state.set_digest =
+      digest::SetDigestOfHash(state.name_hash, state.keys_digest,
+                              state.clock_digest, state.tombstone.empty());
   return state;
 }
 
@@ -400,7 +405,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                replica_internal::EncodeSweepValue(""));
   }
   if (batch->Count() == 0) {
-    AccountDigest(set, state);
+    AccountDigest(state);
     stripe.cache->Recharge(set);
     return absl::OkStatus();
   }
@@ -421,18 +426,19 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
                             std::memory_order_relaxed);
     changes.filter->Reset();
   }
-  AccountDigest(set, state);
+  AccountDigest(state);
   stripe.cache->Recharge(set);
   return absl::OkStatus();
 }
 
-void Replica::AccountDigest(std::string_view set, SetState* state) {
+void Replica::AccountDigest(SetState* state) {
   if (!options_.keep_digests) return;
-  const uint64_t now = digest::SetDigest(
-      set, state->keys_digest, state->clock_digest, state->tombstone.empty());
+  const uint64_t now =
+      digest::SetDigestOfHash(state->name_hash, state->keys_digest,
+                              state->clock_digest, state->tombstone.empty());
   if (now == state->set_digest) return;
-  buckets_[digest::BucketOf(set, digest_buckets_)].fetch_add(
-      now - state->set_digest, std::memory_order_relaxed);
+  buckets_[state->bucket].fetch_add(now - state->set_digest,
+                                    std::memory_order_relaxed);
   state->set_digest = now;
 }
 

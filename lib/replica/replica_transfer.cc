@@ -9,6 +9,7 @@
 #include "bigset/replica/replica.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
+#include "keys/keys_internal.h"
 #include "replica/presence_filter.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
@@ -48,7 +49,10 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   std::vector<Dot> fresh;
   std::vector<Dot> seen;  // Sent and seen here already: rare.
   uint64_t dots_digest = 0;
-  std::string key;  // Reused: one allocation per chunk, not per key.
+  // Every key is the set's element-key prefix, then the element and dot:
+  // the prefix is escaped once per chunk. Reused: one allocation per chunk.
+  std::string key = ElementsRange(options_.keyspace, set).start;
+  const size_t prefix_len = key.size();
   for (const ElementDots& e : chunk) {
     bool first = true;
     for (Dot dot : e.dots) {
@@ -93,8 +97,8 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
         Recount(was_present, true, state);
       }
       fresh.push_back(dot);
-      key.clear();
-      AppendElementKey(&key, options_.keyspace, set, e.element, dot);
+      key.resize(prefix_len);
+      internal::AppendElementKeyAfterPrefix(&key, e.element, dot);
       batch.Put(key, "");
       if (options_.keep_digests) {
         state->keys_digest += digest::KeyDigest(e.element, dot);

@@ -27,6 +27,9 @@ class SetState {
   uint64_t keys_digest = 0;
   uint64_t clock_digest = 0;
   uint64_t set_digest = 0;
+  // digest::SetNameHash of the set and its digest bucket, computed once.
+  uint64_t name_hash = 0;
+  uint32_t bucket = 0;
   // Elements present (ReplicaOptions::keep_counts), when known: not known
   // for a set loaded without a stored count or after a clear that covered
   // part of it, until a count scan.

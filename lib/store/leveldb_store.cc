@@ -350,17 +350,35 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
   if (read_only_) return ReadOnlyError();
   leveldb::WriteOptions o;
   o.sync = options.sync;
-  leveldb::WriteBatch native;
+  std::unique_ptr<leveldb::WriteBatch> native;
+  {
+    absl::MutexLock lock(&pool_mu_);
+    if (!pool_.empty()) {
+      native = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (native == nullptr) native = std::make_unique<leveldb::WriteBatch>();
   WriteBatch::Reader reader(batch);
   WriteBatch::Op op;
   while (reader.Next(&op)) {
     if (op.is_put) {
-      native.Put(ToSlice(op.key), ToSlice(op.value));
+      native->Put(ToSlice(op.key), ToSlice(op.value));
     } else {
-      native.Delete(ToSlice(op.key));
+      native->Delete(ToSlice(op.key));
     }
   }
-  return FromLevelDbStatus(db_->Write(o, &native));
+  const leveldb::Status s = db_->Write(o, native.get());
+  // Bulk batches (hand-off chunks) are not kept: their megabytes would
+  // stay allocated for the next one-key write.
+  constexpr size_t kMaxPooledBatches = 8;
+  constexpr size_t kMaxPooledBatchBytes = 64 << 10;
+  if (native->ApproximateSize() <= kMaxPooledBatchBytes) {
+    native->Clear();
+    absl::MutexLock lock(&pool_mu_);
+    if (pool_.size() < kMaxPooledBatches) pool_.push_back(std::move(native));
+  }
+  return FromLevelDbStatus(s);
 }
 
 absl::Status LevelDbStore::Get(const ReadOptions& options, std::string_view key,

@@ -416,7 +416,7 @@ class BIGSET_EXPORT Replica {
 
   Stripe& StripeFor(std::string_view set);
   // Re-accounts the set's digest in its bucket after a committed change.
-  void AccountDigest(std::string_view set, SetState* state);
+  void AccountDigest(SetState* state);
   // Sums the set digests of every set into the buckets (at Open).
   absl::Status BuildDigests();
   // The keys digest of `set` from a scan of its element keys.

@@ -15,11 +15,14 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "bigset/export.h"
 #include "bigset/store/store.h"
 #include "leveldb/db.h"
 #include "leveldb/status.h"
+#include "leveldb/write_batch.h"
 
 namespace leveldb {
 class Cache;
@@ -151,6 +154,12 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   std::unique_ptr<leveldb::Comparator> comparator_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
+  // LevelDB batches that Write fills from a WriteBatch, kept between
+  // writes so that their buffers keep their capacity (a write then
+  // allocates nothing here): at most a few, none over a size bound.
+  absl::Mutex pool_mu_;
+  std::vector<std::unique_ptr<leveldb::WriteBatch>> pool_
+      ABSL_GUARDED_BY(pool_mu_);
 };
 
 // Converts a LevelDB status to an absl::Status with the same meaning.
