@@ -9,6 +9,7 @@
 #   FILTER  a --benchmark_filter regex (default: the hot paths issue
 #           "Fast paths" names)
 #   ROUNDS  alternations (default 5: five repetitions of each)
+# BENCH_COMPARE_KEEP=DIR keeps every run's JSON there (a-1.json, b-1.json, ...).
 # Example: bash scripts/bench_compare.sh HEAD~3 HEAD 'BM_InsertThroughput'
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,10 @@ rounds="${4:-5}"
 bash scripts/install-deps.sh
 work=$(mktemp -d /tmp/bigset-compare.XXXXXX)
 cleanup() {
+  if [[ -n "${BENCH_COMPARE_KEEP:-}" ]]; then
+    mkdir -p "$BENCH_COMPARE_KEEP"
+    cp "$work"/*.json "$BENCH_COMPARE_KEEP"/ 2>/dev/null || true
+  fi
   git worktree remove --force "$work/a" >/dev/null 2>&1 || true
   git worktree remove --force "$work/b" >/dev/null 2>&1 || true
   rm -rf "$work"
