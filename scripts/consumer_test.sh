@@ -34,7 +34,9 @@ PY
 
 # Build and install only the installed targets (no tests or benchmarks).
 build="$work/build"
-meson setup "$build" --buildtype=release --prefix="$prefix" --libdir=lib \
+# Unoptimized (plain): this checks how the library installs and links, not
+# how fast it runs, and CI builds it once more here.
+meson setup "$build" --buildtype=plain --prefix="$prefix" --libdir=lib \
   -Dwerror=true >/dev/null
 targets=$(meson introspect "$build" --targets | python3 -c '
 import json, os, sys
@@ -99,7 +101,7 @@ project('consumer', 'cpp', default_options : ['cpp_std=c++20'])
 bigset = dependency('bigset', fallback : ['bigset', 'bigset_dep'])
 executable('consumer', 'main.cc', dependencies : bigset)
 MESON
-(cd "$proj" && meson setup build --buildtype=release >/dev/null &&
+(cd "$proj" && meson setup build --buildtype=plain >/dev/null &&
   ninja -C build consumer >/dev/null)
 run "local_sets (meson subproject)" "$proj/build/consumer" "$work/db-sub"
 

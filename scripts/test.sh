@@ -1,24 +1,44 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds bigset with warnings as errors and runs every
 # test. Usage: bash scripts/test.sh [--sanitize]
-#   --sanitize   build and test under AddressSanitizer + UBSan instead.
+#   --sanitize   build with clang under AddressSanitizer + UBSan, with
+#                clang's thread-safety analysis as errors, and run the tests
+#                there (the libFuzzer targets are built too; scripts/fuzz.sh
+#                runs them from this build when it exists).
 # Environment: BIGSET_TEST_SCALE=K multiplies the seeds of randomized tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
-
 dir=build-test
 args=(--buildtype=debugoptimized -Dwerror=true)
 if [[ "${1:-}" == "--sanitize" ]]; then
+  BIGSET_WITH_CLANG=1 bash scripts/install-deps.sh
   dir=build-asan
   args+=(-Db_sanitize=address,undefined -Db_lundef=false
-         "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer")
+         "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer -Wthread-safety -Wthread-safety-beta")
+  export CXX=clang++
+else
+  bash scripts/install-deps.sh
 fi
 if [[ ! -f "$dir/build.ninja" ]]; then
   meson setup "$dir" "${args[@]}" >/dev/null
 fi
-ninja -C "$dir"
+if [[ "$dir" == build-asan ]]; then
+  # Everything but the benchmarks (timed in release builds only).
+  targets=$(meson introspect "$dir" --targets | python3 -c '
+import json, os, sys
+build = sys.argv[1]
+src = os.path.dirname(os.path.abspath(build))
+for t in json.load(sys.stdin):
+    where = os.path.relpath(t["defined_in"], src)
+    if not where.startswith("benchmarks") and t["type"] != "custom":
+        for f in t["filename"]:
+            print(os.path.relpath(f, build))' "$dir")
+  # shellcheck disable=SC2086
+  ninja -C "$dir" $targets
+else
+  ninja -C "$dir"
+fi
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
-meson test -C "$dir" --print-errorlogs --num-processes 2
+meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2

@@ -10,12 +10,15 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bigset/keys/comparator.h"
 #include "bigset/keys/keys.h"
+#include "absl/strings/match.h"
 #include "bigset/store/leveldb_store.h"
+#include "bigset/testing/fault_env.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "test_util.h"
@@ -238,6 +241,60 @@ TEST_CASE("store: data survives reopening on disk") {
   auto again = LevelDbStore::Open(dir.path.string(), o);
   REQUIRE_FALSE(again.ok());
   CHECK(again.status().code() == absl::StatusCode::kUnavailable);
+}
+
+TEST_CASE(
+    "defect: a write acknowledged after a failed append was lost at "
+    "recovery") {
+  // A full disk leaves part of a log record behind. LevelDB logs the next
+  // write after it, and at recovery takes the partial record for the end
+  // of the log: the write after it, acknowledged, would be gone. So a store
+  // refuses writes after a failed one until it is reopened.
+  std::unique_ptr<leveldb::Env> mem(
+      leveldb::NewMemEnv(leveldb::Env::Default()));
+  FaultEnv env(mem.get());
+  LevelDbStoreOptions o;
+  o.env = &env;
+  auto key = [](int i) {
+    return ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)});
+  };
+  auto put = [&](Store& s, int i, size_t bytes) {
+    WriteBatch b;
+    b.Put(key(i), std::string(bytes, 'v'));
+    return s.Write(WriteOptions(), b);
+  };
+  std::set<int> acked;
+  {
+    auto s = LevelDbStore::Open("/full", o);
+    REQUIRE(s.ok());
+    REQUIRE(put(**s, 0, 10).ok());
+    acked.insert(0);
+    CHECK((*s)->write_error().ok());
+    env.FillDiskAfter("/full/", 10);  // Part of the next record's header.
+    const absl::Status failed = put(**s, 1, 1000);
+    REQUIRE_FALSE(failed.ok());
+    env.FreeSpace();
+    for (int i = 2; i < 5; ++i) {
+      const absl::Status later = put(**s, i, 10);
+      if (later.ok()) acked.insert(i);
+      CHECK(later.code() == failed.code());
+      CHECK(absl::StrContains(later.message(), "reopened"));
+    }
+    CHECK((*s)->write_error().code() == failed.code());
+    std::string v;
+    CHECK((*s)->Get(ReadOptions(), key(0), &v).ok());  // Reads go on.
+  }
+  auto s = LevelDbStore::Open("/full", o);
+  REQUIRE(s.ok());
+  CHECK((*s)->write_error().ok());
+  std::string v;
+  for (int i : acked) {
+    CAPTURE(i);
+    CHECK((*s)->Get(ReadOptions(), key(i), &v).ok());
+  }
+  CHECK(absl::IsNotFound((*s)->Get(ReadOptions(), key(1), &v)));
+  REQUIRE(put(**s, 5, 10).ok());
+  CHECK((*s)->Get(ReadOptions(), key(5), &v).ok());
 }
 
 TEST_CASE("store: a database made with another comparator is refused") {

@@ -348,6 +348,7 @@ std::unique_ptr<LevelDbStore> LevelDbStore::Adopt(leveldb::DB* db,
 absl::Status LevelDbStore::Write(const WriteOptions& options,
                                  const WriteBatch& batch) {
   if (read_only_) return ReadOnlyError();
+  if (write_failed_.load(std::memory_order_acquire)) return write_error();
   leveldb::WriteOptions o;
   o.sync = options.sync;
   std::unique_ptr<leveldb::WriteBatch> native;
@@ -378,7 +379,24 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
     absl::MutexLock lock(&pool_mu_);
     if (pool_.size() < kMaxPooledBatches) pool_.push_back(std::move(native));
   }
-  return FromLevelDbStatus(s);
+  if (s.ok()) return absl::OkStatus();
+  absl::Status failed = FromLevelDbStatus(s);
+  {
+    absl::MutexLock lock(&error_mu_);
+    if (write_error_.ok()) {
+      write_error_ = absl::Status(
+          failed.code(), absl::StrCat("a write failed; the store refuses "
+                                      "writes until it is reopened: ",
+                                      failed.message()));
+    }
+  }
+  write_failed_.store(true, std::memory_order_release);
+  return failed;
+}
+
+absl::Status LevelDbStore::write_error() const {
+  absl::MutexLock lock(&error_mu_);
+  return write_error_;
 }
 
 absl::Status LevelDbStore::Get(const ReadOptions& options, std::string_view key,

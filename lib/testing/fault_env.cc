@@ -1,5 +1,6 @@
 #include "bigset/testing/fault_env.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -15,8 +16,12 @@ class FaultEnv::File final : public leveldb::WritableFile {
   ~File() override = default;
 
   leveldb::Status Append(const leveldb::Slice& data) override {
-    leveldb::Status s = base_->Append(data);
-    if (s.ok()) env_->Appended(fname_, data.size());
+    const uint64_t room = env_->Room(fname_, data.size());
+    leveldb::Status s = base_->Append(leveldb::Slice(data.data(), room));
+    if (s.ok()) env_->Appended(fname_, room);
+    if (s.ok() && room < data.size()) {
+      return leveldb::Status::IOError(fname_, "No space left on device");
+    }
     return s;
   }
   leveldb::Status Close() override { return base_->Close(); }
@@ -93,6 +98,28 @@ leveldb::Status FaultEnv::RenameFile(const std::string& src,
     }
   }
   return s;
+}
+
+void FaultEnv::FillDiskAfter(const std::string& prefix, uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  disk_limited_ = true;
+  full_prefix_ = prefix;
+  room_ = bytes;
+}
+
+void FaultEnv::FreeSpace() {
+  absl::MutexLock lock(&mu_);
+  disk_limited_ = false;
+}
+
+uint64_t FaultEnv::Room(const std::string& fname, uint64_t want) {
+  absl::MutexLock lock(&mu_);
+  if (!disk_limited_ || fname.compare(0, full_prefix_.size(), full_prefix_)) {
+    return want;
+  }
+  const uint64_t got = std::min(want, room_);
+  room_ -= got;
+  return got;
 }
 
 void FaultEnv::Appended(const std::string& fname, uint64_t bytes) {

@@ -10,6 +10,7 @@
 #ifndef BIGSET_STORE_LEVELDB_STORE_H_
 #define BIGSET_STORE_LEVELDB_STORE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -125,6 +126,11 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
 
   ~LevelDbStore() override;
 
+  // After a write fails, every later Write returns that failure (with the
+  // same code) until the store is closed and reopened, as LevelDB does
+  // after a failed sync: a failed append may have left part of a record in
+  // the log, and a write logged after it could be dropped with that
+  // record's block at recovery although it was acknowledged. Reads go on.
   absl::Status Write(const WriteOptions& options,
                      const WriteBatch& batch) override;
   absl::Status Get(const ReadOptions& options, std::string_view key,
@@ -136,6 +142,8 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   absl::StatusOr<uint64_t> ApproximateSize(const KeyRange& range) override;
 
   bool read_only() const { return read_only_; }
+  // The failure that made this store refuse writes (see Write), or OK.
+  absl::Status write_error() const;
   // The underlying database, for embedders that share it.
   leveldb::DB* db() const { return db_; }
 
@@ -160,6 +168,11 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   absl::Mutex pool_mu_;
   std::vector<std::unique_ptr<leveldb::WriteBatch>> pool_
       ABSL_GUARDED_BY(pool_mu_);
+  // Set once, by the first failed write; read without the lock on every
+  // write, so that a healthy store pays one load for it.
+  std::atomic<bool> write_failed_{false};
+  mutable absl::Mutex error_mu_;
+  absl::Status write_error_ ABSL_GUARDED_BY(error_mu_);
 };
 
 // Converts a LevelDB status to an absl::Status with the same meaning.

@@ -145,7 +145,11 @@ class BIGSET_EXPORT Store {
   virtual ~Store();
 
   // Applies every operation of `batch` atomically: after a crash either all
-  // of them or none are visible.
+  // of them or none are visible. A failed write may still be found after a
+  // restart (its record may have reached the log); a write acknowledged
+  // after a failed one must not be lost, so an implementation that cannot
+  // promise that refuses writes after a failure until it is reopened
+  // (LevelDbStore does).
   virtual absl::Status Write(const WriteOptions& options,
                              const WriteBatch& batch) = 0;
 

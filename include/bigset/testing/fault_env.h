@@ -54,6 +54,13 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
   // written after the last writeback (or sync).
   void WriteBack();
 
+  // Fills the disk: once `bytes` more bytes have been appended to files
+  // under `prefix`, appends there write what still fits and fail with an
+  // I/O error, as write(2) does on a full disk (so a log record may be
+  // left in part). FreeSpace lifts the limit.
+  void FillDiskAfter(const std::string& prefix, uint64_t bytes);
+  void FreeSpace();
+
  private:
   class File;
   struct State {
@@ -61,11 +68,16 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
     uint64_t synced = 0;
     bool ever_synced = false;
   };
+  // How many of `want` bytes an append to `fname` may write.
+  uint64_t Room(const std::string& fname, uint64_t want);
   void Appended(const std::string& fname, uint64_t bytes);
   void Synced(const std::string& fname);
 
   absl::Mutex mu_;
   std::map<std::string, State> files_ ABSL_GUARDED_BY(mu_);
+  bool disk_limited_ ABSL_GUARDED_BY(mu_) = false;
+  std::string full_prefix_ ABSL_GUARDED_BY(mu_);
+  uint64_t room_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace bigset
