@@ -20,6 +20,10 @@ if [[ "${1:-}" == "--sanitize" ]]; then
 else
   bash scripts/install-deps.sh
 fi
+if [[ "$dir" == build-asan && -f "$dir/build.ninja" ]] &&
+   ! grep -q "command = clang++" "$dir/build.ninja"; then
+  rm -rf "$dir"  # Made by an older version of this script, with g++.
+fi
 if [[ ! -f "$dir/build.ninja" ]]; then
   meson setup "$dir" "${args[@]}" >/dev/null
 fi

@@ -710,7 +710,8 @@ TEST_CASE(
           d = (*r)->Update("s", std::span(&u, 1));
         } else {
           auto dots = (*r)->Contains("s", e);
-          REQUIRE(dots.ok());
+          REQUIRE(dots.ok());  // Reads go on after a failed write.
+          if (dots->empty()) continue;  // Nothing to write.
           UpdateOp u = UpdateOp::Remove(e, *dots);
           d = (*r)->Update("s", std::span(&u, 1));
         }
@@ -723,7 +724,7 @@ TEST_CASE(
           model[e] = Known::kUnknown;
         }
       }
-      env.FreeSpace();
+      env.FreeSpace("/disk/");
       (void)(*r)->Close();  // Fails after a failed write: not a clean close.
     }
     CHECK(failed == (fill_at < 300));

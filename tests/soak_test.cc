@@ -6,7 +6,9 @@
 // events due at the same time in random order and late timers; crashes,
 // power losses (writes of the last two seconds lost: the kernel writes
 // dirty pages back every two virtual seconds) and restarts with a clock
-// that went back; clients sending invalid contexts. At most one power loss
+// that went back; full disks (a node's store fails a write in the middle of
+// a log record and refuses writes until an operator makes room and
+// restarts it); clients sending invalid contexts. At most one power loss
 // happens between two full repairs (R = N reads of every set), so that an
 // acknowledged write is never lost by more than N - W replicas.
 //
@@ -62,6 +64,7 @@ struct SoakResult {
   uint64_t corrupted = 0;
   uint64_t crashes = 0;
   uint64_t power_losses = 0;
+  uint64_t disks_filled = 0;
   uint64_t clock_backs = 0;
   uint64_t invalid_contexts = 0;
   uint64_t invalid_rejected = 0;
@@ -138,10 +141,20 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     }
     return up[Uniform(rng, 0, up.size() - 1)];
   };
+  // Nodes whose disk filled and that have not been restarted since.
+  std::set<NodeId> full_disk;
   auto restart = [&](NodeId n) {
+    full_disk.erase(n);
     const bool back = Uniform(rng, 0, 1) == 1;
     result.clock_backs += back;
     REQUIRE(sim.Restart(n, back).ok());
+  };
+  // The operator makes room on full disks and restarts their nodes.
+  auto restart_full_disks = [&]() {
+    for (NodeId n : std::vector<NodeId>(full_disk.begin(), full_disk.end())) {
+      if (sim.IsUp(n)) REQUIRE(sim.Crash(n).ok());
+      restart(n);
+    }
   };
   auto full_repair = [&]() {
     // R = N reads merge every replica and repair each from the others. It
@@ -412,7 +425,11 @@ SoakResult RunSoak(uint64_t seed, int ops) {
         restart(down[Uniform(rng, 0, down.size() - 1)]);
       } else if (up.size() > 4) {
         const NodeId victim = up[Uniform(rng, 0, up.size() - 1)];
-        if (!lost_power_since_repair && Uniform(rng, 0, 2) == 0) {
+        if (full_disk.empty() && Uniform(rng, 0, 3) == 0) {
+          // Its disk fills after a few more writes; it runs on.
+          REQUIRE(sim.FillDisk(victim, Uniform(rng, 0, 20'000)).ok());
+          full_disk.insert(victim);
+        } else if (!lost_power_since_repair && Uniform(rng, 0, 2) == 0) {
           REQUIRE(sim.PowerLoss(victim).ok());
           lost_power_since_repair = true;
         } else {
@@ -426,6 +443,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
       // Heal everything; then every acknowledged write is visible to an
       // R=2 read through any node, and reads are fast.
       sim.Heal();
+      restart_full_disks();
       for (NodeId n : sim.node_ids()) {
         if (!sim.IsUp(n)) restart(n);
       }
@@ -440,6 +458,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   sim.SetDuplicate(0);
   sim.SetCorruption(0);
   sim.SetStall(0);
+  restart_full_disks();
   for (NodeId n : sim.node_ids()) {
     if (!sim.IsUp(n)) restart(n);
   }
@@ -487,6 +506,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   result.dropped = sim.messages_dropped();
   result.corrupted = sim.messages_corrupted();
   result.power_losses = sim.power_losses();
+  result.disks_filled = sim.disks_filled();
   result.stalled = sim.messages_stalled();
   return result;
 }
@@ -504,6 +524,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
     total.corrupted += r.corrupted;
     total.crashes += r.crashes;
     total.power_losses += r.power_losses;
+    total.disks_filled += r.disks_filled;
     total.clock_backs += r.clock_backs;
     total.invalid_contexts += r.invalid_contexts;
     total.invalid_rejected += r.invalid_rejected;
@@ -522,7 +543,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
   std::printf(
       "soak: %d seeds x %d ops: %llu writes acknowledged, %llu failed, "
       "%llu messages dropped, %llu corrupted, %llu crashes (%llu power "
-      "losses), %llu restarts with the clock back, %llu invalid contexts "
+      "losses), %llu full disks, %llu restarts with the clock back, %llu invalid contexts "
       "(%llu refused), %llu fast-read checks, %llu read replica switches, "
       "%llu clears (%llu acknowledged), %llu keys swept, %llu messages "
       "stalled, %llu partitions mid-write, %llu acknowledged writes "
@@ -535,6 +556,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
       static_cast<unsigned long long>(total.corrupted),
       static_cast<unsigned long long>(total.crashes),
       static_cast<unsigned long long>(total.power_losses),
+      static_cast<unsigned long long>(total.disks_filled),
       static_cast<unsigned long long>(total.clock_backs),
       static_cast<unsigned long long>(total.invalid_contexts),
       static_cast<unsigned long long>(total.invalid_rejected),
@@ -552,6 +574,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
   CHECK(total.clears_acked > 0);
   CHECK(total.keys_swept > 0);
   CHECK(total.power_losses > 0);
+  CHECK(total.disks_filled > 0);
   CHECK(total.corrupted > 0);
   CHECK(total.invalid_rejected > 0);
   CHECK(total.failovers > 0);

@@ -273,7 +273,7 @@ TEST_CASE(
     env.FillDiskAfter("/full/", 10);  // Part of the next record's header.
     const absl::Status failed = put(**s, 1, 1000);
     REQUIRE_FALSE(failed.ok());
-    env.FreeSpace();
+    env.FreeSpace("/full/");
     for (int i = 2; i < 5; ++i) {
       const absl::Status later = put(**s, i, 10);
       if (later.ok()) acked.insert(i);

@@ -102,24 +102,23 @@ leveldb::Status FaultEnv::RenameFile(const std::string& src,
 
 void FaultEnv::FillDiskAfter(const std::string& prefix, uint64_t bytes) {
   absl::MutexLock lock(&mu_);
-  disk_limited_ = true;
-  full_prefix_ = prefix;
-  room_ = bytes;
+  room_[prefix] = bytes;
 }
 
-void FaultEnv::FreeSpace() {
+void FaultEnv::FreeSpace(const std::string& prefix) {
   absl::MutexLock lock(&mu_);
-  disk_limited_ = false;
+  room_.erase(prefix);
 }
 
 uint64_t FaultEnv::Room(const std::string& fname, uint64_t want) {
   absl::MutexLock lock(&mu_);
-  if (!disk_limited_ || fname.compare(0, full_prefix_.size(), full_prefix_)) {
-    return want;
+  for (auto& [prefix, room] : room_) {
+    if (fname.compare(0, prefix.size(), prefix) != 0) continue;
+    const uint64_t got = std::min(want, room);
+    room -= got;
+    return got;
   }
-  const uint64_t got = std::min(want, room_);
-  room_ -= got;
-  return got;
+  return want;
 }
 
 void FaultEnv::Appended(const std::string& fname, uint64_t bytes) {

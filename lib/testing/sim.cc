@@ -192,6 +192,16 @@ absl::Status Simulator::PowerLoss(NodeId id) {
   return absl::OkStatus();
 }
 
+absl::Status Simulator::FillDisk(NodeId id, uint64_t bytes) {
+  NodeSlot* slot = SlotOf(id);
+  if (slot == nullptr) return absl::NotFoundError("no such node");
+  fault_env_->FillDiskAfter(StorePath(id) + "/", bytes);
+  ++disks_filled_;
+  Trace(absl::StrCat("t=", now_, " disk of node ", id, " full after ", bytes,
+                     " bytes"));
+  return absl::OkStatus();
+}
+
 absl::Status Simulator::Stop(NodeId id) {
   NodeSlot* slot = SlotOf(id);
   if (slot == nullptr) return absl::NotFoundError("no such node");
@@ -208,6 +218,7 @@ absl::Status Simulator::Restart(NodeId id, bool clock_back) {
   NodeSlot* slot = SlotOf(id);
   if (slot == nullptr) return absl::NotFoundError("no such node");
   if (slot->up) return absl::FailedPreconditionError("node is up");
+  fault_env_->FreeSpace(StorePath(id) + "/");  // The operator made room.
   if (clock_back) {
     // A monotonic clock restarts at boot: from zero, or from some earlier
     // value.

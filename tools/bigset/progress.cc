@@ -29,7 +29,9 @@ std::string Progress::Human(double n) {
     ++i;
   }
   if (i == 0) return absl::StrFormat("%.0f", n);
-  return absl::StrFormat(n < 9.95 ? "%.1f%s" : "%.0f%s", n, kSuffix[i]);
+  // Two calls: a format chosen at run time is not checked (clang refuses it).
+  if (n < 9.95) return absl::StrFormat("%.1f%s", n, kSuffix[i]);
+  return absl::StrFormat("%.0f%s", n, kSuffix[i]);
 }
 
 std::string Progress::Duration(absl::Duration d) {

@@ -54,12 +54,12 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
   // written after the last writeback (or sync).
   void WriteBack();
 
-  // Fills the disk: once `bytes` more bytes have been appended to files
-  // under `prefix`, appends there write what still fits and fail with an
-  // I/O error, as write(2) does on a full disk (so a log record may be
-  // left in part). FreeSpace lifts the limit.
+  // Fills the disk of the files under `prefix`: once `bytes` more bytes
+  // have been appended to them, appends there write what still fits and
+  // fail with an I/O error, as write(2) does on a full disk (so a log
+  // record may be left in part). FreeSpace lifts the limit of `prefix`.
   void FillDiskAfter(const std::string& prefix, uint64_t bytes);
-  void FreeSpace();
+  void FreeSpace(const std::string& prefix);
 
  private:
   class File;
@@ -75,9 +75,8 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
 
   absl::Mutex mu_;
   std::map<std::string, State> files_ ABSL_GUARDED_BY(mu_);
-  bool disk_limited_ ABSL_GUARDED_BY(mu_) = false;
-  std::string full_prefix_ ABSL_GUARDED_BY(mu_);
-  uint64_t room_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per prefix of a disk that fills: the bytes that still fit.
+  std::map<std::string, uint64_t> room_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace bigset

@@ -15,7 +15,10 @@
 //     are gone, its store survives; a restart may bring a clock that went
 //     back (a monotonic clock restarts at boot);
 //   - power loss: a crash that also loses every store write not yet synced
-//     or written back (a FaultEnv under every store).
+//     or written back (a FaultEnv under every store);
+//   - a full disk: a node's store fails its writes (the one that fills the
+//     disk in the middle of a log record) while the node runs on, until an
+//     operator makes room and restarts it.
 // All randomness comes from one seeded generator, so the same seed gives the
 // same run, and the event trace (and its hash) shows what happened.
 //
@@ -151,6 +154,10 @@ class BIGSET_EXPORT Simulator {
   // Kills a node like Crash, and its machine loses every store write that
   // was not synced (the tail of LevelDB's log, unsynced new files).
   absl::Status PowerLoss(NodeId id);
+  // Fills node `id`'s disk: once its store has appended `bytes` more bytes,
+  // its writes fail (the first one in part) and it refuses writes until
+  // it is restarted. The node keeps running. Restart makes room first.
+  absl::Status FillDisk(NodeId id, uint64_t bytes);
   // Stops a node cleanly (Node::Close), as an operator would.
   absl::Status Stop(NodeId id);
   // Reopens the store and starts a new Node on it. With `clock_back` the
@@ -200,6 +207,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t messages_corrupted() const { return corrupted_; }
   uint64_t messages_stalled() const { return stalled_; }
   uint64_t power_losses() const { return power_losses_; }
+  uint64_t disks_filled() const { return disks_filled_; }
   // Unsynced bytes power losses dropped.
   uint64_t bytes_lost() const { return bytes_lost_; }
   // Hash of every event so far: equal for equal seeds and inputs.
@@ -297,6 +305,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t corrupted_ = 0;
   uint64_t stalled_ = 0;
   uint64_t power_losses_ = 0;
+  uint64_t disks_filled_ = 0;
   uint64_t bytes_lost_ = 0;
   uint64_t trace_hash_ = 0;
   std::deque<std::string> trace_;
