@@ -429,6 +429,11 @@ SoakResult RunSoak(uint64_t seed, int ops) {
           // Its disk fills after a few more writes; it runs on.
           REQUIRE(sim.FillDisk(victim, Uniform(rng, 0, 20'000)).ok());
           full_disk.insert(victim);
+        } else if (!full_disk.empty() && Uniform(rng, 0, 3) == 0) {
+          // Room again while it runs: it still refuses writes (a write
+          // logged after the part-written record would be lost at its
+          // restart) until the restart at the next heal.
+          REQUIRE(sim.FreeDisk(*full_disk.begin()).ok());
         } else if (!lost_power_since_repair && Uniform(rng, 0, 2) == 0) {
           REQUIRE(sim.PowerLoss(victim).ok());
           lost_power_since_repair = true;
@@ -543,7 +548,8 @@ TEST_CASE("soak: random operations under every fault against the model") {
   std::printf(
       "soak: %d seeds x %d ops: %llu writes acknowledged, %llu failed, "
       "%llu messages dropped, %llu corrupted, %llu crashes (%llu power "
-      "losses), %llu full disks, %llu restarts with the clock back, %llu invalid contexts "
+      "losses), %llu full disks, %llu restarts with the clock back, %llu "
+      "invalid contexts "
       "(%llu refused), %llu fast-read checks, %llu read replica switches, "
       "%llu clears (%llu acknowledged), %llu keys swept, %llu messages "
       "stalled, %llu partitions mid-write, %llu acknowledged writes "

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "bigset/keys/comparator.h"
 #include "bigset/keys/keys.h"
-#include "absl/strings/match.h"
 #include "bigset/store/leveldb_store.h"
 #include "bigset/testing/fault_env.h"
 #include "leveldb/env.h"

@@ -202,6 +202,13 @@ absl::Status Simulator::FillDisk(NodeId id, uint64_t bytes) {
   return absl::OkStatus();
 }
 
+absl::Status Simulator::FreeDisk(NodeId id) {
+  if (SlotOf(id) == nullptr) return absl::NotFoundError("no such node");
+  fault_env_->FreeSpace(StorePath(id) + "/");
+  Trace(absl::StrCat("t=", now_, " disk of node ", id, " has room again"));
+  return absl::OkStatus();
+}
+
 absl::Status Simulator::Stop(NodeId id) {
   NodeSlot* slot = SlotOf(id);
   if (slot == nullptr) return absl::NotFoundError("no such node");

@@ -158,6 +158,9 @@ class BIGSET_EXPORT Simulator {
   // its writes fail (the first one in part) and it refuses writes until
   // it is restarted. The node keeps running. Restart makes room first.
   absl::Status FillDisk(NodeId id, uint64_t bytes);
+  // Makes room on node `id`'s disk while it runs (a log rotated, a file
+  // deleted): its store still refuses writes until the node restarts.
+  absl::Status FreeDisk(NodeId id);
   // Stops a node cleanly (Node::Close), as an operator would.
   absl::Status Stop(NodeId id);
   // Reopens the store and starts a new Node on it. With `clock_back` the
