@@ -149,6 +149,14 @@ class Runner:
         self.prefix = 0
         self.commands = []
 
+    def fresh_servers(self):
+        """Stops bigsetd and redis-server and starts them empty."""
+        self.bigsetd.stop()
+        self.redis.stop()
+        self.bigsetd = Bigsetd(self.bigsetd_bin, self.work)
+        self.bigsetd.start_all()
+        self.redis = Redis(self.work)
+
     def target(self, system):
         if system == "riak sets":
             return ["--target", "onevalue"]
@@ -337,6 +345,9 @@ def report(r, quick, args):
     steps = [m * 10 ** e for e in range(3, 8) for m in (1, 2, 5)
              if m * 10 ** e <= fill_ops]
     sample = 500 if quick else 2000
+    # Fresh servers: their resident memory is then that of this one set,
+    # not of Table 1's sets as well.
+    r.fresh_servers()
     lat, mem = [], []
     for system in ["bigset", "bigsetd", "redis"]:
         path = os.path.join(r.data, "fill-%s.intervals.csv" % system)
@@ -515,9 +526,10 @@ def markdown(r, quick, args, rel, t1, t1_sizes, t1_more, t2, t2_sizes,
              "an interval of half a second. Through a server (bigsetd, "
              "redis) the set grows in bulk (SADDs of 1,000 members) to each "
              "point, and then one worker's single SADDs measure the latency "
-             "at that cardinality; memory is the server's resident set "
-             "(bigsetd: node 1, which also holds the earlier experiments' "
-             "sets in its stores).\n")
+             "at that cardinality; memory is the server's resident set, "
+             "the servers started empty for this experiment (bigsetd: node "
+             "1 of a new cluster; LevelDB's tables are on disk, its block "
+             "cache and memtables count).\n")
     L.append("## Table 2: reads of %d sets, Pareto keys, 25 workers\n" % k)
     L.append("Throughput (ops/s), mean and 99th percentile latency "
              "(microseconds). *read* is a full read of the set; *contains*, "
