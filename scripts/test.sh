@@ -3,8 +3,10 @@
 # test. Usage: bash scripts/test.sh [--sanitize]
 #   --sanitize   build with clang under AddressSanitizer + UBSan, with
 #                clang's thread-safety analysis as errors, and run the tests
-#                there (the libFuzzer targets are built too; scripts/fuzz.sh
-#                runs them from this build when it exists).
+#                there. The libFuzzer targets are built too, and every unit
+#                carries libFuzzer's coverage instrumentation
+#                (fuzzer-no-link), so that a fuzzer sees what the library
+#                code it drives did (scripts/fuzz.sh runs them from here).
 # Environment: BIGSET_TEST_SCALE=K multiplies the seeds of randomized tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,14 +17,14 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   BIGSET_WITH_CLANG=1 bash scripts/install-deps.sh
   dir=build-asan
   args+=(-Db_sanitize=address,undefined -Db_lundef=false
-         "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer -Wthread-safety -Wthread-safety-beta")
+         "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer -Wthread-safety -Wthread-safety-beta -fsanitize=fuzzer-no-link")
   export CXX=clang++
 else
   bash scripts/install-deps.sh
 fi
 if [[ "$dir" == build-asan && -f "$dir/build.ninja" ]] &&
-   ! grep -q "command = clang++" "$dir/build.ninja"; then
-  rm -rf "$dir"  # Made by an older version of this script, with g++.
+   ! grep -q "fuzzer-no-link" "$dir/build.ninja"; then
+  rm -rf "$dir"  # Made by an older version of this script.
 fi
 if [[ ! -f "$dir/build.ninja" ]]; then
   meson setup "$dir" "${args[@]}" >/dev/null
