@@ -39,8 +39,8 @@ SimOptions TwoNodes(const std::string& directory) {
   o.max_latency_micros = 0;
   o.trace_capacity = 0;
   o.directory = directory;
-  o.node.anti_entropy_interval_micros = 0;   // Rounds started by hand.
-  o.node.anti_entropy_bytes_per_second = 0;  // No rate limit.
+  o.node.anti_entropy.interval_micros = 0;   // Rounds started by hand.
+  o.node.anti_entropy.bytes_per_second = 0;  // No rate limit.
   return o;
 }
 

@@ -15,8 +15,8 @@
 //
 // BM_HandOffCeiling/rawleveldb/1000000: the receiver's unavoidable work with
 // no bigset logic: writing the same 1,000,000 element keys, in key order, in
-// batches of max_chunk_elements, into a fresh raw LevelDB on disk. A
-// hand-off cannot beat it, since LevelDB has no way to ingest a sorted run
+// batches of HandoffOptions::chunk_elements, into a fresh raw LevelDB on disk.
+// A hand-off cannot beat it, since LevelDB has no way to ingest a sorted run
 // but its log and memtable.
 
 #include <benchmark/benchmark.h>
@@ -127,11 +127,11 @@ void HandOff(benchmark::State& state, uint64_t size) {
   state.SetItemsProcessed(static_cast<int64_t>(elements));
   state.counters["peak_rss_growth_mb"] = peak_growth;
   state.counters["chunk_mb"] =
-      static_cast<double>(node_options.max_chunk_bytes) / (1 << 20);
+      static_cast<double>(node_options.handoff.chunk_bytes) / (1 << 20);
 }
 
 void HandOffCeiling(benchmark::State& state) {
-  const uint32_t chunk = NodeOptions().max_chunk_elements;
+  const uint32_t chunk = HandoffOptions().chunk_elements;
   uint64_t written = 0;
   for (auto _ : state) {
     state.PauseTiming();

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-LAYERS = ["core", "keys", "store", "replica", "net", "cluster", "testing",
+LAYERS = ["core", "keys", "store", "net", "replica", "cluster", "testing",
           "network"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # Files that adapt bigset to LevelDB (or test on it) may include LevelDB.

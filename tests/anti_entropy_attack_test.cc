@@ -124,12 +124,12 @@ SimOptions AttackOptions(uint64_t seed) {
   o.seed = seed;
   o.nodes = 4;
   o.ring.ring_size = 8;
-  o.node.sync_writes = true;
-  o.node.anti_entropy_interval_micros = kSecond;
+  o.node.replica.sync_writes = true;
+  o.node.anti_entropy.interval_micros = kSecond;
   // Off: the digest rounds and pushes do the repair (hints would do it
   // before anything could be attacked).
-  o.node.anti_entropy_hint_bytes = 0;
-  o.node.anti_entropy_chunk_bytes = 2048;
+  o.node.anti_entropy.hint_bytes = 0;
+  o.node.anti_entropy.chunk_bytes = 2048;
   o.trace_capacity = 4000;
   return o;
 }
@@ -516,7 +516,7 @@ void GarbageRun(uint64_t seed, bool benign, AttackTotals* totals) {
   o.shuffle_ties = true;
   o.timer_jitter_micros = 20'000;
   // Hints on for some seeds: their resends mix with the pushes.
-  if (seed % 2 == 1) o.node.anti_entropy_hint_bytes = 1 << 20;
+  if (seed % 2 == 1) o.node.anti_entropy.hint_bytes = 1 << 20;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -537,7 +537,7 @@ void GarbageRun(uint64_t seed, bool benign, AttackTotals* totals) {
     return SumStat(sim, &Node::Stats::ae_pushes_running) > 0;
   });
   // With hints on, the hints may repair everything before any push.
-  if (o.node.anti_entropy_hint_bytes == 0) CHECK(pushing);
+  if (o.node.anti_entropy.hint_bytes == 0) CHECK(pushing);
   const uint64_t malformed_before =
       SumStat(sim, &Node::Stats::malformed_messages);
   // Messages between steps of the repair, to any node, from any node (or
@@ -1005,7 +1005,7 @@ void RateLimitedRun(uint64_t seed, int n, uint64_t bytes_per_second,
   SimOptions o = AttackOptions(seed);
   o.nodes = 3;
   o.ring.ring_size = 1;
-  o.node.anti_entropy_bytes_per_second = bytes_per_second;
+  o.node.anti_entropy.bytes_per_second = bytes_per_second;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -1078,10 +1078,10 @@ TEST_CASE("anti-entropy attack: power losses of unsynced writes mid-repair") {
     CAPTURE(seed);
     Rng rng(seed ^ 0x90e1);
     SimOptions o = AttackOptions(seed ^ 0x90e1);
-    o.node.sync_writes = false;
+    o.node.replica.sync_writes = false;
     o.writeback_micros = 500'000;
     o.shuffle_ties = true;
-    o.node.anti_entropy_hint_bytes = seed % 2 ? (1 << 20) : 0;
+    o.node.anti_entropy.hint_bytes = seed % 2 ? (1 << 20) : 0;
     auto created = Simulator::Create(o);
     REQUIRE(created.ok());
     Simulator& sim = **created;

@@ -150,7 +150,7 @@ TEST_CASE(
   // included, before cutting to its size bound, and took any number of
   // buckets: its memory followed the partition, not the difference.
   NodeOptions o;
-  o.anti_entropy_interval_micros = 0;
+  o.anti_entropy.interval_micros = 0;
   testing::ManualCluster c(2, 2, /*ring_size=*/1, o);
   // A clock of 1,000 actors (16 KB in memory) for every set, on both
   // replicas; one set has one dot more on node 2.
@@ -280,9 +280,9 @@ void ScaleRun(uint64_t seed, int count, ScaleTotals* totals) {
   o.shuffle_ties = true;
   o.timer_jitter_micros = 20'000;
   o.max_latency_micros = 500;  // One data centre: pushes follow each other.
-  o.node.sync_writes = true;
-  o.node.anti_entropy_interval_micros = kSecond;
-  o.node.anti_entropy_hint_bytes = 0;  // The digest rounds do it all.
+  o.node.replica.sync_writes = true;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = 0;  // The digest rounds do it all.
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;

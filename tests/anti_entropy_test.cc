@@ -90,14 +90,14 @@ void RunFaults(uint64_t seed, bool hints, Totals* totals) {
   o.shuffle_ties = true;
   o.timer_jitter_micros = 50'000;
   o.writeback_micros = 500'000;
-  o.node.sync_writes = true;
-  o.node.anti_entropy_interval_micros = kSecond;
-  o.node.anti_entropy_hint_bytes = hints ? (1 << 20) : 0;
+  o.node.replica.sync_writes = true;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = hints ? (1 << 20) : 0;
   if (!hints && (seed & 1)) {
     // A tight rate limit and small chunks: pushes of many chunks that wait
     // for tokens.
-    o.node.anti_entropy_bytes_per_second = 512;
-    o.node.anti_entropy_chunk_bytes = 128;
+    o.node.anti_entropy.bytes_per_second = 512;
+    o.node.anti_entropy.chunk_bytes = 128;
   }
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
@@ -285,8 +285,8 @@ void MissedRemoves(bool hints) {
   o.seed = 0x5eedae01;
   o.nodes = 3;
   o.ring.ring_size = 4;
-  o.node.anti_entropy_interval_micros = kSecond;
-  o.node.anti_entropy_hint_bytes = hints ? (1 << 20) : 0;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = hints ? (1 << 20) : 0;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -361,8 +361,8 @@ TEST_CASE("anti-entropy: never changes a set's merged value under writes") {
     o.nodes = 4;
     o.ring.ring_size = 8;
     o.shuffle_ties = true;
-    o.node.anti_entropy_interval_micros = 200'000;
-    o.node.anti_entropy_hint_bytes = 0;
+    o.node.anti_entropy.interval_micros = 200'000;
+    o.node.anti_entropy.hint_bytes = 0;
     auto created = Simulator::Create(o);
     REQUIRE(created.ok());
     Simulator& sim = **created;
@@ -425,9 +425,9 @@ TEST_CASE(
   o.nodes = 2;
   o.ring.ring_size = 1;
   o.ring.n = 2;
-  o.node.anti_entropy_interval_micros = kSecond;
-  o.node.anti_entropy_hint_bytes = 0;
-  o.node.digest_buckets = 64;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = 0;
+  o.node.replica.digest_buckets = 64;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -451,8 +451,8 @@ TEST_CASE(
   o.seed = 0x5eed0005;
   o.nodes = 3;
   o.ring.ring_size = 1;
-  o.node.anti_entropy_interval_micros = kSecond;
-  o.node.anti_entropy_hint_bytes = 0;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = 0;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -499,9 +499,9 @@ TEST_CASE(
   o.seed = 0x5eed0006;
   o.nodes = 3;
   o.ring.ring_size = 1;
-  o.node.anti_entropy_interval_micros = kSecond;
-  o.node.anti_entropy_hint_bytes = 0;
-  o.node.sweep_interval_micros = 5 * kSecond;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = 0;
+  o.node.sweep.tick_micros = 5 * kSecond;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -547,9 +547,9 @@ TEST_CASE(
   o.nodes = 2;
   o.ring.ring_size = 1;
   o.ring.n = 2;
-  o.node.anti_entropy_interval_micros = kSecond;
-  o.node.anti_entropy_hint_bytes = 0;
-  o.node.sweep_interval_micros = 10 * kSecond;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = 0;
+  o.node.sweep.tick_micros = 10 * kSecond;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;

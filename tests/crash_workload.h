@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bigset/replica/delta.h"
+#include "bigset/core/delta.h"
 #include "bigset/replica/replica.h"
 
 namespace bigset::testing {

@@ -117,7 +117,7 @@ TEST_CASE(
     "fences too; "
     "a delayed copy of the request after cache eviction applies twice") {
   NodeOptions o;
-  o.reply_cache_bytes = 1;
+  o.service.reply_cache_bytes = 1;
   Fx f(4, 3, o);
   const NodeId a = f.pl[0];
   f.Write({UpdateOp::Add("x")});

@@ -178,7 +178,7 @@ TEST_CASE(
   // extra to it lost until the deadline and no digest rounds, it kept one
   // dot of x where the others had two.
   NodeOptions o;
-  o.anti_entropy_interval_micros = 0;  // Only a hint can bring the extra.
+  o.anti_entropy.interval_micros = 0;  // Only a hint can bring the extra.
   Fixture f(4, 3, o);
   const NodeId a = f.pl[0];
   const NodeId b = f.pl[1];

@@ -62,9 +62,11 @@ std::unique_ptr<Simulator> MakeSim(uint64_t seed, bool late) {
   o.ring.n = 2;
   o.ring.epoch = 1;
   o.ring.placement = Placement::kRendezvous;
-  o.node.max_chunk_elements = 3;
-  o.node.handoff_max_running = 1;
-  o.node.sync_writes = true;  // Power losses take nothing acknowledged.
+  o.node.service.max_chunk_elements = 3;
+  o.node.handoff.chunk_elements = 3;
+  o.node.anti_entropy.chunk_elements = 3;
+  o.node.handoff.max_running = 1;
+  o.node.replica.sync_writes = true;  // Power losses take nothing acknowledged.
   o.min_latency_micros = 500;
   o.max_latency_micros = 3000;
   o.trace_capacity = 100;

@@ -101,8 +101,10 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   o.ring.placement = Placement::kRendezvous;
   // Many small chunks and few transfers at once: the changes take long
   // enough for crashes and partitions to hit them mid-transfer.
-  o.node.max_chunk_elements = 2;
-  o.node.handoff_max_running = 1;
+  o.node.service.max_chunk_elements = 2;
+  o.node.handoff.chunk_elements = 2;
+  o.node.anti_entropy.chunk_elements = 2;
+  o.node.handoff.max_running = 1;
   o.min_latency_micros = 1000;
   o.max_latency_micros = 6000;
   o.trace_capacity = 200;
@@ -121,8 +123,8 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
     // with a writeback every half second: a power loss may then take what
     // a machine wrote in its last writeback interval, and writes
     // acknowledged that recently become unknown in the model.
-    o.node.sync_writes = seed % 2 == 0;
-    if (!o.node.sync_writes) o.writeback_micros = kWriteback;
+    o.node.replica.sync_writes = seed % 2 == 0;
+    if (!o.node.replica.sync_writes) o.writeback_micros = kWriteback;
   }
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
@@ -205,11 +207,13 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
       // A third of the crashes lose power: unsynced writes are gone.
       if (Uniform(rng, 0, 2) == 0) {
         REQUIRE(sim.PowerLoss(down).ok());
-        if (!o.node.sync_writes) {
+        if (!o.node.replica.sync_writes) {
           const uint64_t now = sim.NowMicros();
-          const uint64_t since = now > 2 * kWriteback ? now - 2 * kWriteback : 0;
+          const uint64_t since =
+              now > 2 * kWriteback ? now - 2 * kWriteback : 0;
           for (const auto& [key, at] : acked_at) {
-            if (at >= since) model.sets[key.first][key.second] = Known::kUnknown;
+            if (at >= since)
+              model.sets[key.first][key.second] = Known::kUnknown;
           }
         }
         ++totals->power_losses;

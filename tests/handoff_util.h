@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bigset/replica/element_dots.h"
+#include "bigset/core/element_dots.h"
 #include "bigset/testing/sim.h"
 
 namespace bigset::testing {

@@ -208,7 +208,7 @@ TEST_CASE(
 
 TEST_CASE("defect 4: folds outlive their idle timeout while their read waits") {
   NodeOptions no;
-  no.fold_idle_timeout_micros = 1'000'000;
+  no.service.fold_idle_timeout_micros = 1'000'000;
   ManualCluster c(3, 3, 4, no);
   Load(c, 1, "s", Numbered(100));
   ClusterReadOptions ro;
@@ -501,8 +501,12 @@ TEST_CASE(
     "bounds: a read chunk is capped in elements and bytes, whatever "
     "batch size a peer asks for") {
   NodeOptions no;
-  no.max_chunk_elements = 50;
-  no.max_chunk_bytes = 4000;
+  no.service.max_chunk_elements = 50;
+  no.handoff.chunk_elements = 50;
+  no.anti_entropy.chunk_elements = 50;
+  no.service.max_chunk_bytes = 4000;
+  no.handoff.chunk_bytes = 4000;
+  no.anti_entropy.chunk_bytes = 4000;
   ManualCluster c(3, 3, 4, no);
   Load(c, 1, "s", Numbered(300));
   // An element with 1,000 dots (concurrent adds).
@@ -565,7 +569,7 @@ TEST_CASE(
 
 TEST_CASE("bounds: the update reply cache is bounded in bytes") {
   NodeOptions no;
-  no.reply_cache_bytes = 64 << 10;
+  no.service.reply_cache_bytes = 64 << 10;
   ManualCluster c(4, 3, 4, no);
   // Writes from a node outside the set's preference list go through
   // kUpdate, whose replies are cached.

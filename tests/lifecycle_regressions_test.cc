@@ -46,9 +46,11 @@ TEST_CASE(
   o.seed = 7;
   o.nodes = 3;
   o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
-  o.node.max_chunk_elements = 2;
-  o.node.handoff_max_running = 1;
-  o.node.anti_entropy_hint_bytes = 0;
+  o.node.service.max_chunk_elements = 2;
+  o.node.handoff.chunk_elements = 2;
+  o.node.anti_entropy.chunk_elements = 2;
+  o.node.handoff.max_running = 1;
+  o.node.anti_entropy.hint_bytes = 0;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
@@ -167,7 +169,9 @@ TEST_CASE(
     o.seed = seed;
     o.nodes = 5;
     o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
-    o.node.max_chunk_elements = 2;
+    o.node.service.max_chunk_elements = 2;
+    o.node.handoff.chunk_elements = 2;
+    o.node.anti_entropy.chunk_elements = 2;
     o.min_latency_micros = 1000;
     o.max_latency_micros = 4000;
     auto created = Simulator::Create(o);
@@ -243,7 +247,9 @@ TEST_CASE(
     o.seed = seed;
     o.nodes = 3;
     o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
-    o.node.max_chunk_elements = 4;
+    o.node.service.max_chunk_elements = 4;
+    o.node.handoff.chunk_elements = 4;
+    o.node.anti_entropy.chunk_elements = 4;
     auto created = Simulator::Create(o);
     REQUIRE(created.ok());
     Simulator& sim = **created;

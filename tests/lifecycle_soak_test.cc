@@ -109,9 +109,11 @@ class History {
     o.ring.n = 3;
     o.ring.epoch = 1;
     o.ring.placement = Placement::kRendezvous;
-    o.node.max_chunk_elements = 4;
-    o.node.handoff_max_running = 2;
-    o.node.anti_entropy_interval_micros = 300'000;
+    o.node.service.max_chunk_elements = 4;
+    o.node.handoff.chunk_elements = 4;
+    o.node.anti_entropy.chunk_elements = 4;
+    o.node.handoff.max_running = 2;
+    o.node.anti_entropy.interval_micros = 300'000;
     o.min_latency_micros = 1000;
     o.max_latency_micros = 6000;
     o.loss = 0.02;

@@ -86,7 +86,7 @@ void ManualCluster::Start(NodeId id) {
   ++slot.incarnation;
   slot.scheduler = std::make_unique<Clock>(this, id);
   NodeOptions o = options_;
-  o.actor_id_source = [this]() { return ++actor_seq_; };
+  o.replica.actor_id_source = [this]() { return ++actor_seq_; };
   auto node = Node::Open(id, ring_, slot.store->store.get(), net_.get(),
                          slot.scheduler.get(), o);
   REQUIRE(node.ok());

@@ -163,9 +163,11 @@ std::unique_ptr<Simulator> MakeSim(uint64_t seed, bool sync_writes,
   o.seed = seed;
   o.nodes = 3;
   o.ring = RingOptions{8, 2, 1, Placement::kRendezvous};
-  o.node.max_chunk_elements = 3;
-  o.node.handoff_max_running = 1;
-  o.node.sync_writes = sync_writes;
+  o.node.service.max_chunk_elements = 3;
+  o.node.handoff.chunk_elements = 3;
+  o.node.anti_entropy.chunk_elements = 3;
+  o.node.handoff.max_running = 1;
+  o.node.replica.sync_writes = sync_writes;
   o.min_latency_micros = 500;
   o.max_latency_micros = 3000;
   o.trace_capacity = 100;
@@ -750,8 +752,10 @@ TEST_CASE(
     const Ring r3 = MakeRing(thirds[seed % thirds.size()], 3);
     CAPTURE(r3.nodes());
     NodeOptions options;
-    options.max_chunk_elements = 3;
-    options.handoff_max_running = 1;
+    options.service.max_chunk_elements = 3;
+    options.handoff.chunk_elements = 3;
+    options.anti_entropy.chunk_elements = 3;
+    options.handoff.max_running = 1;
     ManualCluster c(5, r1, options);
     c.QueueMembership(true);
     Chaos chaos(&c, seed * 13 + 5);

@@ -2,8 +2,11 @@
 //
 // Every randomized test draws its seeds from Seeds(); the seed in use is
 // captured with Catch2's CAPTURE so that a failure prints it. Set
-// BIGSET_TEST_SCALE=K to multiply the number of seeds (long local soaks) and
-// BIGSET_TEST_SEED=S to rerun one seed.
+// BIGSET_TEST_SCALE=K to multiply the number of seeds (long local soaks),
+// BIGSET_TEST_SEED=S to rerun one seed, and BIGSET_TEST_SEED_STRIDE=K to run
+// every K-th seed only (the sanitizer build, whose job is finding memory
+// and undefined-behaviour errors on the paths the seeds take: it runs 5 to
+// 10 times slower, and the plain build runs every seed).
 
 #ifndef BIGSET_TESTS_TEST_UTIL_H_
 #define BIGSET_TESTS_TEST_UTIL_H_
@@ -16,7 +19,7 @@
 #include <vector>
 
 #include "bigset/cluster/ring.h"
-#include "bigset/replica/element_dots.h"
+#include "bigset/core/element_dots.h"
 #include "bigset/replica/replica.h"
 #include "bigset/store/leveldb_store.h"
 
@@ -27,7 +30,8 @@ class Env;
 namespace bigset::testing {
 
 // The seeds a randomized test should run: `base_count` seeds scaled by
-// BIGSET_TEST_SCALE, or the single seed BIGSET_TEST_SEED.
+// BIGSET_TEST_SCALE (every BIGSET_TEST_SEED_STRIDE-th of them, at least
+// one), or the single seed BIGSET_TEST_SEED.
 std::vector<uint64_t> Seeds(int base_count);
 // BIGSET_TEST_SCALE (at least 1; 1 when unset), for tests that scale their
 // size rather than their seeds.

@@ -7,76 +7,24 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/anti_entropy_internal.h"
 #include "core/digest.h"
 
 namespace bigset {
 
-struct AntiEntropy::Push {
-  uint64_t id = 0;
-  NodeId peer = 0;
-  uint32_t partition = 0;
-  std::string set;
-  Clock dots;
-  std::unique_ptr<SetReader> reader;
-  // What the reader fills and what a chunk is built from, kept from chunk
-  // to chunk: their strings and vectors keep their capacity, so a steady
-  // push allocates nothing per element.
-  std::vector<ElementDots> batch;
-  std::vector<ElementDots> chunk;
-  uint64_t seq = 0;
-  bool done = false;      // The last chunk is the one in flight.
-  std::string in_flight;  // The chunk awaiting its acknowledgement.
-  size_t in_flight_keys = 0;
-  bool waiting_tokens = false;
-  uint64_t sent_at = 0;
-  int retries = 0;
-  int restarts = 0;
-};
+using anti_entropy_internal::kMaxBucketsPerRound;
+using anti_entropy_internal::kMaxHintSends;
+using anti_entropy_internal::kMaxQueuedPushes;
+using anti_entropy_internal::kMaxRetries;
+using anti_entropy_internal::kMaxRevisitBuckets;
+using anti_entropy_internal::kMaxSummaryBytes;
+using anti_entropy_internal::kMaxSuspects;
+using anti_entropy_internal::kSuspectWaves;
+using anti_entropy_internal::SplitMix;
+using anti_entropy_internal::SummaryBytes;
 
-namespace {
-
-// Buckets and set summaries one round looks at: bounds its messages and
-// the memory that builds them; what is left is found by later rounds. At
-// most kMaxRevisitBuckets of a round's buckets are revisited ones, so that
-// the others keep being looked at too.
-constexpr size_t kMaxBucketsPerRound = 64;
-constexpr size_t kMaxRevisitBuckets = 48;
-constexpr size_t kMaxSummaryBytes = 512 << 10;
-// Pushes running at once, and queued.
-constexpr size_t kMaxRunningPushes = 4;
-constexpr size_t kMaxQueuedPushes = 1024;
-// Receiver states kept, and how long an idle one lives.
-constexpr size_t kMaxIncoming = 64;
-// Differences awaiting their second sighting, and how many waves of rounds
-// one lives unseen.
-constexpr size_t kMaxSuspects = 4096;
-constexpr uint64_t kSuspectWaves = 8;
-// Retransmissions of one chunk before the push is dropped (the next round
-// finds the difference again).
-constexpr int kMaxRetries = 30;
-constexpr int kMaxRestarts = 5;
-// Sends of one hint before it is dropped.
-constexpr int kMaxHintSends = 20;
-
-uint64_t SplitMix(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-size_t ChunkBytes(const ElementDots& e) {
-  return e.element.size() + 16 * e.dots.size() + 4;
-}
-
-// About the bytes of a summary in a message.
-size_t SummaryBytes(const SetSummary& s) {
-  return s.set.size() + 32 + (s.clock.empty() ? 0 : s.clock.Encode().size());
-}
-
-}  // namespace
-
-AntiEntropy::AntiEntropy(CoordinatorHost* host, const NodeOptions& options)
+AntiEntropy::AntiEntropy(CoordinatorHost* host,
+                         const AntiEntropyOptions& options)
     : host_(host),
       options_(options),
       alive_(std::make_shared<bool>(true)),
@@ -86,8 +34,8 @@ AntiEntropy::~AntiEntropy() = default;
 
 void AntiEntropy::Start() {
   tokens_at_ = host_->NowMicros();
-  tokens_ = static_cast<double>(options_.anti_entropy_bytes_per_second);
-  const uint64_t interval = options_.anti_entropy_interval_micros;
+  tokens_ = static_cast<double>(options_.bytes_per_second);
+  const uint64_t interval = options_.interval_micros;
   if (interval == 0) return;
   // The first round after a jittered interval: nodes started together do
   // not compare in lockstep.
@@ -99,7 +47,7 @@ void AntiEntropy::Start() {
 void AntiEntropy::EnsureTick() {
   if (tick_scheduled_) return;
   tick_scheduled_ = true;
-  host_->After(options_.handoff_retry_micros,
+  host_->After(options_.retry_micros,
                [token = std::weak_ptr<bool>(alive_), this] {
                  if (token.expired()) return;
                  tick_scheduled_ = false;
@@ -123,8 +71,7 @@ void AntiEntropy::SendReply(NodeId to, const Message& m) {
 
 bool AntiEntropy::TakeTokens(size_t bytes) {
   const uint64_t now = host_->NowMicros();
-  const double rate =
-      static_cast<double>(options_.anti_entropy_bytes_per_second);
+  const double rate = static_cast<double>(options_.bytes_per_second);
   if (rate <= 0) return true;  // Unlimited.
   tokens_ = std::min(
       rate, tokens_ + rate * static_cast<double>(now - tokens_at_) / 1e6);
@@ -137,8 +84,8 @@ bool AntiEntropy::TakeTokens(size_t bytes) {
 uint64_t AntiEntropy::RoundLifetime() const {
   // Two intervals (a round whose reply was lost is started again by the
   // next one); rounds started by hand (interval 0) live ten retries.
-  return std::max<uint64_t>(2 * options_.anti_entropy_interval_micros,
-                            10 * options_.handoff_retry_micros);
+  return std::max<uint64_t>(2 * options_.interval_micros,
+                            10 * options_.retry_micros);
 }
 
 void AntiEntropy::RunRoundsNow() {
@@ -155,7 +102,7 @@ void AntiEntropy::RunRoundsNow() {
 
 void AntiEntropy::Tick() {
   const uint64_t now = host_->NowMicros();
-  const uint64_t interval = options_.anti_entropy_interval_micros;
+  const uint64_t interval = options_.interval_micros;
   // Rounds that went silent.
   for (auto it = rounds_.begin(); it != rounds_.end();) {
     if (now - it->second.started > RoundLifetime()) {
@@ -184,7 +131,7 @@ void AntiEntropy::Tick() {
     }
     if (!TakeTokens(h.bytes.size())) break;
     ++h.sends;
-    h.next_send = now + 5 * options_.handoff_retry_micros;
+    h.next_send = now + 5 * options_.retry_micros;
     ++host_->stats().ae_updates_sent;
     SendCounted(h.peer, h.bytes);
     ++it;
@@ -196,7 +143,7 @@ void AntiEntropy::Tick() {
       SendInFlight(push.get());
       continue;
     }
-    if (now - push->sent_at < options_.handoff_retry_micros) continue;
+    if (now - push->sent_at < options_.retry_micros) continue;
     if (++push->retries > kMaxRetries) {
       ++host_->stats().ae_pushes_abandoned;
       drop.push_back(id);
@@ -226,7 +173,7 @@ void AntiEntropy::Tick() {
 
 void AntiEntropy::AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
                           const std::string& bytes) {
-  if (options_.anti_entropy_hint_bytes == 0) return;
+  if (options_.hint_bytes == 0) return;
   Hint h;
   h.peer = peer;
   h.partition = partition;
@@ -241,7 +188,7 @@ void AntiEntropy::AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
   hints_.push_back(std::move(h));
   hint_index_[key] = std::prev(hints_.end());
   EnsureTick();
-  while (hint_bytes_ > options_.anti_entropy_hint_bytes && !hints_.empty()) {
+  while (hint_bytes_ > options_.hint_bytes && !hints_.empty()) {
     EraseHint(hints_.begin());
     ++host_->stats().ae_hints_dropped;
   }
@@ -403,109 +350,10 @@ void AntiEntropy::OnSetsReply(NodeId from, const Message& m) {
   std::set<uint32_t> again;
   // Pulls sent by this reply: the peer queues at most kMaxQueuedPushes.
   size_t pulls = 0;
-  for (const auto& [r, theirs_ptr] : order) {
-    const SetSummary& theirs = *theirs_ptr;
-    const uint32_t bucket = round.buckets[r];
-    const SuspectKey key = std::make_tuple(from, round.partition, theirs.set);
-    absl::StatusOr<SetSummary> ours = replica->Summarize(theirs.set);
-    if (!ours.ok()) continue;
-    if (ours->digest == theirs.digest) {  // Converged meanwhile.
-      EraseSuspect(key);
-      continue;
+  for (const auto& [r, theirs] : order) {
+    if (ActOnSet(from, round.partition, replica, *theirs, &pulls)) {
+      again.insert(round.buckets[r]);
     }
-    Clock push = Clock::Complement(ours->clock, theirs.clock);
-    Clock pull = Clock::Complement(theirs.clock, ours->clock);
-    Suspect* suspect = SightSuspect(key);
-    if (suspect == nullptr) continue;  // No room: a later round notes it.
-    SetActed(suspect, false);
-    // A difference is acted on only when an earlier sighting saw it too:
-    // what writes and hints in flight will bring is not pushed (a push
-    // reads the whole set to find its dots).
-    bool full = false;
-    if (push.empty() && pull.empty()) {
-      suspect->dots = false;
-      suspect->push = Clock();
-      suspect->pull = Clock();
-      // Same events, different tombstone emptiness only: a sweep pending
-      // on one side, which changes nothing of the set's value.
-      if (ours->keys_digest == theirs.keys_digest) {
-        EraseSuspect(key);
-        continue;
-      }
-      // Same events, different keys: a remove or a clear one side missed
-      // (or one in flight, or keys a pending sweep has not deleted yet).
-      const uint64_t diff = ours->keys_digest - theirs.keys_digest;
-      if (!suspect->keys || suspect->keys_diff != diff) {
-        suspect->keys = true;
-        suspect->keys_diff = diff;
-        suspect->exchanged = false;
-        again.insert(bucket);
-        continue;
-      }
-      if (!ours->tombstone_empty || !theirs.tombstone_empty) {
-        // The keys under a tombstone count until swept, so the difference
-        // may be those: one exchange per difference, not one per round,
-        // while a sweep is pending (a set cleared often may never show
-        // both tombstones empty).
-        if (suspect->exchanged) {
-          SetActed(suspect, true);
-          continue;
-        }
-        suspect->exchanged = true;
-      } else {
-        suspect->keys = false;  // Another needs two more sightings.
-      }
-      full = true;
-      push = ours->clock;
-      pull = theirs.clock;
-    } else {
-      const bool first = !suspect->dots;
-      Clock seen_push = std::move(suspect->push);
-      Clock seen_pull = std::move(suspect->pull);
-      suspect->dots = true;
-      suspect->push = push;
-      suspect->pull = pull;
-      if (first) {
-        again.insert(bucket);
-        continue;
-      }
-      push = Clock::Intersection(push, seen_push);
-      pull = Clock::Intersection(pull, seen_pull);
-    }
-    bool acted = false;
-    bool deferred = false;
-    if (!push.empty()) {
-      if (QueuePush(from, round.partition, theirs.set, std::move(push))) {
-        acted = true;
-      } else {
-        deferred = true;
-      }
-    }
-    if (!pull.empty()) {
-      if (pulls < kMaxQueuedPushes) {
-        ++pulls;
-        Message out;
-        out.header = MessageHeader{MessageType::kAePull, host_->NextRequestId(),
-                                   round.partition};
-        out.set = theirs.set;
-        out.clock = std::move(pull);
-        SendReply(from, out);
-        acted = true;
-      } else {
-        deferred = true;
-      }
-    }
-    if (deferred) {
-      // Acted on at the next sighting, which the next round brings.
-      again.insert(bucket);
-      if (full) {
-        suspect->keys = true;
-        suspect->exchanged = false;
-      }
-    }
-    SetActed(suspect, acted && !deferred);
-    if (full && acted) ++host_->stats().ae_full_exchanges;
-    if (acted) ++host_->stats().ae_sets_repaired;
   }
   std::vector<uint32_t>& revisit = revisit_[{from, round.partition}];
   revisit.clear();
@@ -514,6 +362,108 @@ void AntiEntropy::OnSetsReply(NodeId from, const Message& m) {
     if (again.contains(b)) revisit.push_back(b);
   }
   StartQueuedPushes();
+}
+
+bool AntiEntropy::ActOnSet(NodeId from, uint32_t partition, Replica* replica,
+                           const SetSummary& theirs, size_t* pulls) {
+  const SuspectKey key = std::make_tuple(from, partition, theirs.set);
+  absl::StatusOr<SetSummary> ours = replica->Summarize(theirs.set);
+  if (!ours.ok()) return false;
+  if (ours->digest == theirs.digest) {  // Converged meanwhile.
+    EraseSuspect(key);
+    return false;
+  }
+  Clock push = Clock::Complement(ours->clock, theirs.clock);
+  Clock pull = Clock::Complement(theirs.clock, ours->clock);
+  Suspect* suspect = SightSuspect(key);
+  if (suspect == nullptr) return false;  // No room: a later round notes it.
+  SetActed(suspect, false);
+  // A difference is acted on only when an earlier sighting saw it too:
+  // what writes and hints in flight will bring is not pushed (a push
+  // reads the whole set to find its dots).
+  bool full = false;
+  if (push.empty() && pull.empty()) {
+    suspect->dots = false;
+    suspect->push = Clock();
+    suspect->pull = Clock();
+    // Same events, different tombstone emptiness only: a sweep pending
+    // on one side, which changes nothing of the set's value.
+    if (ours->keys_digest == theirs.keys_digest) {
+      EraseSuspect(key);
+      return false;
+    }
+    // Same events, different keys: a remove or a clear one side missed
+    // (or one in flight, or keys a pending sweep has not deleted yet).
+    const uint64_t diff = ours->keys_digest - theirs.keys_digest;
+    if (!suspect->keys || suspect->keys_diff != diff) {
+      suspect->keys = true;
+      suspect->keys_diff = diff;
+      suspect->exchanged = false;
+      return true;
+    }
+    if (!ours->tombstone_empty || !theirs.tombstone_empty) {
+      // The keys under a tombstone count until swept, so the difference
+      // may be those: one exchange per difference, not one per round,
+      // while a sweep is pending (a set cleared often may never show
+      // both tombstones empty).
+      if (suspect->exchanged) {
+        SetActed(suspect, true);
+        return false;
+      }
+      suspect->exchanged = true;
+    } else {
+      suspect->keys = false;  // Another needs two more sightings.
+    }
+    full = true;
+    push = ours->clock;
+    pull = theirs.clock;
+  } else {
+    const bool first = !suspect->dots;
+    Clock seen_push = std::move(suspect->push);
+    Clock seen_pull = std::move(suspect->pull);
+    suspect->dots = true;
+    suspect->push = push;
+    suspect->pull = pull;
+    if (first) {
+      return true;
+    }
+    push = Clock::Intersection(push, seen_push);
+    pull = Clock::Intersection(pull, seen_pull);
+  }
+  bool acted = false;
+  bool deferred = false;
+  if (!push.empty()) {
+    if (QueuePush(from, partition, theirs.set, std::move(push))) {
+      acted = true;
+    } else {
+      deferred = true;
+    }
+  }
+  if (!pull.empty()) {
+    if (*pulls < kMaxQueuedPushes) {
+      ++*pulls;
+      Message out;
+      out.header = MessageHeader{MessageType::kAePull, host_->NextRequestId(),
+                                 partition};
+      out.set = theirs.set;
+      out.clock = std::move(pull);
+      SendReply(from, out);
+      acted = true;
+    } else {
+      deferred = true;
+    }
+  }
+  if (deferred) {
+    // Acted on at the next sighting, which the next round brings.
+    if (full) {
+      suspect->keys = true;
+      suspect->exchanged = false;
+    }
+  }
+  SetActed(suspect, acted && !deferred);
+  if (full && acted) ++host_->stats().ae_full_exchanges;
+  if (acted) ++host_->stats().ae_sets_repaired;
+  return deferred;
 }
 
 AntiEntropy::Suspect* AntiEntropy::SightSuspect(const SuspectKey& key) {
@@ -666,215 +616,6 @@ void AntiEntropy::OnPull(NodeId from, const Message& m) {
   if (!Serves(m.header.partition, from)) return;
   QueuePush(from, m.header.partition, m.set, m.clock);
   StartQueuedPushes();
-}
-
-// ---- Pushes: the sender.
-
-bool AntiEntropy::QueuePush(NodeId peer, uint32_t partition,
-                            const std::string& set, Clock dots) {
-  // One push per (peer, set) at a time: the next round asks again.
-  for (const auto& [id, p] : pushes_) {
-    if (p->peer == peer && p->partition == partition && p->set == set) {
-      return true;
-    }
-  }
-  for (const auto& p : queued_) {
-    if (p->peer == peer && p->partition == partition && p->set == set) {
-      return true;
-    }
-  }
-  if (queued_.size() >= kMaxQueuedPushes) return false;
-  auto push = std::make_unique<Push>();
-  push->peer = peer;
-  push->partition = partition;
-  push->set = set;
-  push->dots = std::move(dots);
-  queued_.push_back(std::move(push));
-  EnsureTick();
-  return true;
-}
-
-void AntiEntropy::StartQueuedPushes() {
-  while (pushes_.size() < kMaxRunningPushes && !queued_.empty()) {
-    std::unique_ptr<Push> push = std::move(queued_.front());
-    queued_.pop_front();
-    push->id = host_->NextRequestId();
-    Push* p = push.get();
-    pushes_[p->id] = std::move(push);
-    if (!BeginPush(p)) DropPush(p->id);
-  }
-}
-
-bool AntiEntropy::BeginPush(Push* push) {
-  Replica* replica = host_->ServingReplica(push->partition);
-  if (replica == nullptr) return false;
-  SetReadOptions ro;
-  ro.batch_size = options_.max_chunk_elements;
-  ro.max_chunk_bytes = options_.anti_entropy_chunk_bytes;
-  absl::StatusOr<std::unique_ptr<SetReader>> reader =
-      replica->Read(push->set, ro);
-  if (!reader.ok()) return false;
-  push->reader = std::move(*reader);
-  // Only dots this snapshot has seen: a replica that lost some (power
-  // loss) must not claim them, or the receiver would take them for removed.
-  push->dots = Clock::Intersection(push->dots, push->reader->clock());
-  push->seq = 0;
-  push->done = false;
-  return SendNextChunk(push);
-}
-
-bool AntiEntropy::SendNextChunk(Push* push) {
-  std::vector<ElementDots>& elements = push->chunk;
-  size_t n = 0;
-  size_t bytes = 0;
-  bool end = false;
-  while (bytes < options_.anti_entropy_chunk_bytes) {
-    absl::StatusOr<bool> more = push->reader->Next(&push->batch);
-    if (!more.ok()) return false;
-    if (!*more) {
-      end = true;
-      break;
-    }
-    host_->stats().ae_keys_read += push->batch.size();
-    for (ElementDots& e : push->batch) {
-      std::erase_if(e.dots, [&](Dot d) { return !push->dots.Seen(d); });
-      if (e.dots.empty()) continue;
-      bytes += ChunkBytes(e);
-      // Swapped, not moved: the batch gets back an entry with capacity.
-      if (n == elements.size()) elements.emplace_back();
-      std::swap(elements[n++], e);
-    }
-  }
-  elements.resize(n);
-  Message m;
-  m.header = MessageHeader{MessageType::kAePush, push->id, push->partition};
-  m.set = push->set;
-  m.seq = push->seq;
-  m.done = end;
-  if (end) m.clock = push->dots;
-  m.elements = std::move(elements);
-  push->in_flight = m.Encode();
-  push->in_flight_keys = m.elements.size();
-  elements = std::move(m.elements);
-  push->done = end;
-  push->waiting_tokens = true;
-  SendInFlight(push);
-  return true;
-}
-
-void AntiEntropy::SendInFlight(Push* push) {
-  // Without tokens the chunk waits for a later tick: it was read from the
-  // snapshot already and must be the next one sent (the last chunk's clock
-  // claims every key before it was sent).
-  if (!TakeTokens(push->in_flight.size())) return;
-  push->waiting_tokens = false;
-  push->sent_at = host_->NowMicros();
-  push->retries = 0;
-  host_->stats().ae_keys_pushed += push->in_flight_keys;
-  SendCounted(push->peer, push->in_flight);
-}
-
-void AntiEntropy::DropPush(uint64_t id) { pushes_.erase(id); }
-
-void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
-  auto it = pushes_.find(m.header.request_id);
-  if (it == pushes_.end() || it->second->peer != from) return;
-  Push* push = it->second.get();
-  if (push->waiting_tokens || m.seq != push->seq) return;  // Stale.
-  if (!m.status.ok()) {
-    if (absl::IsNotFound(m.status) && ++push->restarts <= kMaxRestarts) {
-      // The receiver lost the push's state: again from a new snapshot,
-      // under a new id (never mixing two snapshots' chunks).
-      std::unique_ptr<Push> again = std::move(it->second);
-      pushes_.erase(it);
-      again->id = host_->NextRequestId();
-      Push* p = again.get();
-      pushes_[p->id] = std::move(again);
-      if (!BeginPush(p)) DropPush(p->id);
-      return;
-    }
-    ++host_->stats().ae_pushes_abandoned;
-    pushes_.erase(it);
-    StartQueuedPushes();
-    return;
-  }
-  if (push->done) {
-    pushes_.erase(it);
-    StartQueuedPushes();
-    return;
-  }
-  ++push->seq;
-  // A chunk waiting for the rate limit is retried by the tick.
-  if (!SendNextChunk(push)) {
-    pushes_.erase(it);
-    StartQueuedPushes();
-  }
-}
-
-// ---- Pushes: the receiver.
-
-void AntiEntropy::OnPush(NodeId from, const Message& m) {
-  Message ack;
-  ack.header = MessageHeader{MessageType::kAePushAck, m.header.request_id,
-                             m.header.partition};
-  ack.seq = m.seq;
-  Replica* replica = host_->ServingReplica(m.header.partition);
-  const auto key = std::make_pair(from, m.header.request_id);
-  auto it = incoming_.find(key);
-  if (it == incoming_.end() &&
-      std::find(finished_.begin(), finished_.end(), key) != finished_.end()) {
-    SendReply(from, ack);  // Its last chunk again: applied already.
-    return;
-  }
-  if (replica == nullptr) {
-    ack.status = absl::FailedPreconditionError("partition not held here");
-  } else if (it == incoming_.end() && m.seq != 0) {
-    ack.status = absl::NotFoundError("unknown push (restart it)");
-  } else if (it != incoming_.end() && m.seq < it->second.next_seq) {
-    // A retransmission of a chunk applied already.
-  } else if (it != incoming_.end() && m.seq > it->second.next_seq) {
-    ack.status = absl::NotFoundError("push chunks out of order");
-    incoming_.erase(it);
-  } else if (it != incoming_.end() && it->second.set != m.set) {
-    ack.status = absl::NotFoundError("push names another set");
-    incoming_.erase(it);
-  } else {
-    if (it == incoming_.end()) {
-      if (incoming_.size() >= kMaxIncoming) {
-        // Drop the idlest: its sender restarts it.
-        auto idlest = incoming_.begin();
-        for (auto i = incoming_.begin(); i != incoming_.end(); ++i) {
-          if (i->second.last_active < idlest->second.last_active) idlest = i;
-        }
-        incoming_.erase(idlest);
-      }
-      Incoming in;
-      in.set = m.set;
-      in.partition = m.header.partition;
-      it = incoming_.emplace(key, std::move(in)).first;
-    }
-    Incoming& in = it->second;
-    in.last_active = host_->NowMicros();
-    absl::Status s =
-        replica->ApplyTransferChunk(m.set, m.elements, &in.tracker);
-    if (s.ok() && m.done)
-      s = replica->FinishTransfer(m.set, m.clock, in.tracker);
-    if (s.ok()) {
-      host_->stats().ae_keys_received += m.elements.size();
-      if (m.done) {
-        incoming_.erase(it);
-        finished_.push_back(key);
-        if (finished_.size() > 256) finished_.pop_front();
-      } else {
-        ++in.next_seq;
-      }
-    } else {
-      // Not applied: the sender retries the same chunk, or gives up.
-      ack.status = s;
-      if (s.code() == absl::StatusCode::kInvalidArgument) incoming_.erase(it);
-    }
-  }
-  SendReply(from, ack);
 }
 
 void AntiEntropy::Handle(NodeId from, Message& m) {

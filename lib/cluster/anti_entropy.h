@@ -10,9 +10,10 @@
 //    until acknowledged. So a replica that missed a few updates (lost
 //    messages, a crash, a partition) gets exactly those updates, removes
 //    and clears included. Hints live in memory within
-//    NodeOptions::anti_entropy_hint_bytes; the oldest go first.
+//    AntiEntropyOptions::hint_bytes; the oldest go first.
 //
-//  - Digest rounds. Every anti_entropy_interval_micros (jittered), for each
+//  - Digest rounds. Every AntiEntropyOptions::interval_micros (jittered), for
+//  each
 //    partition it hosts and each other node serving it, the node compares
 //    digests (replica.h, "Digests for anti-entropy"): the partition digest
 //    (one message each way when equal, no element key read), then bucket
@@ -31,9 +32,9 @@
 //    buckets where the last one noted sightings, so that a difference of
 //    any size is repaired, a bounded part per round.
 //
-// Pushes are rate limited (anti_entropy_bytes_per_second, hints included),
-// chunked, one chunk in flight, retransmitted, and restarted from a new
-// snapshot under a new id when the receiver lost their state.
+// Pushes are rate limited (AntiEntropyOptions::bytes_per_second, hints
+// included), chunked, one chunk in flight, retransmitted, and restarted from a
+// new snapshot under a new id when the receiver lost their state.
 //
 // Thread-safety: runs on the node's thread.
 
@@ -63,7 +64,7 @@ namespace bigset {
 
 class AntiEntropy {
  public:
-  AntiEntropy(CoordinatorHost* host, const NodeOptions& options);
+  AntiEntropy(CoordinatorHost* host, const AntiEntropyOptions& options);
   ~AntiEntropy();
   AntiEntropy(const AntiEntropy&) = delete;
   AntiEntropy& operator=(const AntiEntropy&) = delete;
@@ -139,6 +140,12 @@ class AntiEntropy {
   void OnDigestReply(NodeId from, const Message& m);
   void OnSets(NodeId from, const Message& m);
   void OnSetsReply(NodeId from, const Message& m);
+  // Compares one set of a sets reply with this replica's and acts on a
+  // difference seen twice (a push, a pull, or a full exchange); `*pulls`
+  // counts the reply's pulls. True if the set's bucket must be revisited
+  // by the next round (a first sighting, or an action deferred).
+  bool ActOnSet(NodeId from, uint32_t partition, Replica* replica,
+                const SetSummary& theirs, size_t* pulls);
   void OnPull(NodeId from, const Message& m);
   void OnPush(NodeId from, const Message& m);
   void OnPushAck(NodeId from, const Message& m);
@@ -173,7 +180,7 @@ class AntiEntropy {
   bool Serves(uint32_t partition, NodeId node) const;
 
   CoordinatorHost* const host_;
-  const NodeOptions options_;
+  const AntiEntropyOptions options_;
   std::shared_ptr<bool> alive_;
   uint64_t rng_state_;
   uint64_t next_round_at_ = 0;

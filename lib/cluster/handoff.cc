@@ -22,7 +22,7 @@ constexpr size_t kGossipFanout = 3;
 }  // namespace
 
 HandoffManager::HandoffManager(CoordinatorHost* host, Store* store,
-                               const NodeOptions& options)
+                               const HandoffOptions& options)
     : host_(host),
       store_(store),
       options_(options),
@@ -136,7 +136,7 @@ void HandoffManager::EnsureGossipTick() {
     return;
   }
   gossip_scheduled_ = true;
-  host_->After(options_.membership_gossip_micros, [this]() {
+  host_->After(options_.gossip_micros, [this]() {
     gossip_scheduled_ = false;
     GossipTick();
   });
@@ -168,8 +168,7 @@ void HandoffManager::TellMoved(NodeId to, uint32_t partition) {
   const uint64_t now = host_->NowMicros();
   auto [it, added] = last_told_.try_emplace(to, now);
   if (!added) {
-    if (now >= it->second &&
-        now - it->second < options_.membership_gossip_micros) {
+    if (now >= it->second && now - it->second < options_.gossip_micros) {
       return;
     }
     it->second = now;
@@ -325,7 +324,7 @@ void HandoffManager::EnsureTick() {
     return;
   }
   tick_scheduled_ = true;
-  host_->After(options_.handoff_retry_micros, [this]() {
+  host_->After(options_.retry_micros, [this]() {
     tick_scheduled_ = false;
     Tick();
   });
@@ -333,7 +332,7 @@ void HandoffManager::EnsureTick() {
 
 void HandoffManager::Tick() {
   const uint64_t now = host_->NowMicros();
-  const uint64_t retry = options_.handoff_retry_micros;
+  const uint64_t retry = options_.retry_micros;
   if (hosting_retry_) {
     hosting_retry_ = false;
     HostingChanged();
@@ -345,7 +344,7 @@ void HandoffManager::Tick() {
   std::erase_if(proxied_, [&](const auto& p) {
     return now < p.second.since || now - p.second.since >= 50 * retry;
   });
-  const uint64_t idle = options_.fold_idle_timeout_micros;
+  const uint64_t idle = options_.receiver_idle_micros;
   for (auto it = incoming_.begin(); it != incoming_.end();) {
     const uint64_t last = it->second.last_activity;
     if (now >= last && now - last >= idle) {

@@ -78,7 +78,7 @@ class HandoffManager {
  public:
   // `incarnation` differs at every open of the node's store.
   HandoffManager(CoordinatorHost* host, Store* store,
-                 const NodeOptions& options);
+                 const HandoffOptions& options);
   ~HandoffManager();
   HandoffManager(const HandoffManager&) = delete;
   HandoffManager& operator=(const HandoffManager&) = delete;
@@ -154,7 +154,7 @@ class HandoffManager {
     std::string bytes;
   };
   enum class Phase {
-    kWaiting,    // Its turn has not come (handoff_max_running).
+    kWaiting,    // Its turn has not come (HandoffOptions::max_running).
     kStreaming,  // Sending sets, one chunk in flight.
     kEnding,     // The end chunk (after every set) in flight.
     kSetsDone,   // The end acknowledged; forwards draining.
@@ -242,8 +242,8 @@ class HandoffManager {
   void Confirm(const TransferKey& key, Outgoing& out);
   void Complete(const TransferKey& key);
   // Moves every transfer on that can go on now: starts runs (up to
-  // handoff_max_running), resends what is past its retry time, proposes,
-  // completes. Called by the timer and after every re-plan.
+  // HandoffOptions::max_running), resends what is past its retry time,
+  // proposes, completes. Called by the timer and after every re-plan.
   void Progress();
   // This node's replica of `partition`, even while it hands over.
   Replica* SenderReplica(uint32_t partition);
@@ -270,7 +270,7 @@ class HandoffManager {
 
   CoordinatorHost* const host_;
   Store* const store_;
-  const NodeOptions options_;
+  const HandoffOptions options_;
   MembershipState membership_;
   uint64_t incarnation_ = 0;
   std::map<TransferKey, Outgoing> outgoing_;

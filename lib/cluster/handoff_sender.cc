@@ -49,7 +49,7 @@ void HandoffManager::StartRun(const TransferKey& key, Outgoing& out) {
 void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
   Replica* replica = SenderReplica(key.first);
   if (replica == nullptr) {
-    out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+    out.backoff_until = host_->NowMicros() + options_.retry_micros;
     return;
   }
   std::optional<std::string> after;
@@ -57,7 +57,7 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
   absl::StatusOr<std::vector<std::string>> sets =
       replica->ListSets(std::move(after), 1);
   if (!sets.ok()) {
-    out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+    out.backoff_until = host_->NowMicros() + options_.retry_micros;
     return;
   }
   if (sets->empty()) {
@@ -82,13 +82,13 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
 void HandoffManager::OpenSet(const TransferKey& key, Outgoing& out) {
   Replica* replica = SenderReplica(key.first);
   SetReadOptions ro;
-  ro.batch_size = options_.max_chunk_elements;
-  ro.max_chunk_bytes = options_.max_chunk_bytes;
+  ro.batch_size = options_.chunk_elements;
+  ro.max_chunk_bytes = options_.chunk_bytes;
   absl::StatusOr<std::unique_ptr<SetReader>> reader =
       replica == nullptr ? absl::UnavailableError("no replica")
                          : replica->Read(out.set, ro);
   if (!reader.ok()) {
-    out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+    out.backoff_until = host_->NowMicros() + options_.retry_micros;
     return;
   }
   out.reader = std::move(*reader);
@@ -98,17 +98,17 @@ void HandoffManager::OpenSet(const TransferKey& key, Outgoing& out) {
 }
 
 void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
-  // Up to handoff_window chunks of the set in flight: the receiver applies
+  // Up to `window` chunks of the set in flight: the receiver applies
   // one while the next ones travel and the sender reads more.
   while (out.reader != nullptr &&
-         out.window.size() < std::max<size_t>(1, options_.handoff_window)) {
+         out.window.size() < std::max<size_t>(1, options_.window)) {
     absl::StatusOr<bool> more = out.reader->Next(&out.buffer);
     if (!more.ok()) {
       // The set restarts later, under a new index, from a new snapshot.
       out.reader.reset();
       out.window.clear();
       ++out.index;
-      out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+      out.backoff_until = host_->NowMicros() + options_.retry_micros;
       return;
     }
     const bool last = !*more || out.reader->AtEnd();
@@ -214,7 +214,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
   }
   // Not ready (an older ring there, no replica yet) or refused: the same
   // chunk again later.
-  out.backoff_until = now + 5 * options_.handoff_retry_micros;
+  out.backoff_until = now + 5 * options_.retry_micros;
 }
 
 void HandoffManager::OnApplied(uint32_t partition, const Delta& delta) {
@@ -233,7 +233,7 @@ void HandoffManager::OnApplied(uint32_t partition, const Delta& delta) {
     // While a proposal is out the receiver may accept the run: its forwards
     // must all arrive, so the bound waits (the proposal is one round trip).
     if (out.phase != Phase::kProposing &&
-        out.forward_bytes + bytes.size() > options_.handoff_forward_bytes) {
+        out.forward_bytes + bytes.size() > options_.forward_bytes) {
       // Over the bound: drop the queue; a new run sends every set again
       // (from snapshots taken after these deltas were applied).
       for (const auto& [fid, b] : out.forwards) forward_routes_.erase(fid);
@@ -315,7 +315,7 @@ void HandoffManager::Propose(const TransferKey& key, Outgoing& out) {
     // Committed first, synced: whatever happens to this node from now on,
     // it hands over to this receiver only, until the receiver refuses.
     if (!membership_.SetHandingTo(key.first, key.second).ok()) {
-      out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+      out.backoff_until = host_->NowMicros() + options_.retry_micros;
       return;
     }
     PushOwnState();
@@ -429,7 +429,7 @@ void HandoffManager::HandleDoneAck(NodeId from, const Message& m) {
     // it: unless its state shows it took this node's place after all, the
     // commitment goes and the transfer is planned again.
     SetPhase(out, Phase::kSetsDone);
-    out.backoff_until = host_->NowMicros() + 5 * options_.handoff_retry_micros;
+    out.backoff_until = host_->NowMicros() + 5 * options_.retry_micros;
     const ServeEntry* mine = membership_.Own(key.first);
     if (!membership_.ReplacedBy(key.first).has_value() && mine != nullptr &&
         mine->handing_to == from) {
@@ -440,7 +440,7 @@ void HandoffManager::HandleDoneAck(NodeId from, const Message& m) {
   } else {
     // The receiver no longer has what this run sent: send it again.
     StartRun(key, out);
-    out.backoff_until = host_->NowMicros() + options_.handoff_retry_micros;
+    out.backoff_until = host_->NowMicros() + options_.retry_micros;
   }
   if (changed || own_raised) MembershipChanged();
 }
@@ -464,7 +464,7 @@ void HandoffManager::Complete(const TransferKey& key) {
 
 void HandoffManager::Progress() {
   const uint64_t now = host_->NowMicros();
-  const uint64_t retry = options_.handoff_retry_micros;
+  const uint64_t retry = options_.retry_micros;
   size_t running = 0;
   std::vector<TransferKey> to_complete;
   std::vector<TransferKey> given_up;
@@ -488,7 +488,7 @@ void HandoffManager::Progress() {
     }
     switch (out.phase) {
       case Phase::kWaiting:
-        if (running >= options_.handoff_max_running) break;
+        if (running >= options_.max_running) break;
         if (SenderReplica(key.first) == nullptr) break;
         ++running;
         StartRun(key, out);

@@ -4,7 +4,6 @@
 #include <random>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
 #include "cluster/node_impl.h"
@@ -37,9 +36,11 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
       options_(options),
       alive_(std::make_shared<Impl*>(this)),
       replicas_(initial_ring_.ring_size()),
-      service_(this, options_),
-      handoff_(this, store, options_),
-      anti_entropy_(this, options_) {}
+      service_(this, options_.service),
+      handoff_(this, store, options_.handoff),
+      anti_entropy_(this, options_.anti_entropy) {
+  InstallRoutes();
+}
 
 Node::Impl::~Impl() {
   // Coordinators and folds go first (folds hold snapshots of the replicas'
@@ -55,6 +56,8 @@ Node::Impl::~Impl() {
 }
 
 absl::Status Node::Impl::Open() {
+  absl::Status routes = dispatcher_.CheckComplete();
+  if (!routes.ok()) return routes;
   std::string value;
   const std::string key = MetadataKey(kNodeKeyspace, kRequestIdLease);
   absl::Status s = store_->Get(ReadOptions(), key, &value);
@@ -73,8 +76,8 @@ absl::Status Node::Impl::Open() {
     // peers may still remember that store's request ids (reply caches,
     // fences, runs), so ids start at a random lease, not at 1.
     uint64_t r = 0;
-    if (options_.actor_id_source) {
-      r = options_.actor_id_source();  // Seeded in the simulator.
+    if (options_.replica.actor_id_source) {
+      r = options_.replica.actor_id_source();  // Seeded in the simulator.
     } else {
       std::random_device rd;
       r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -114,15 +117,11 @@ absl::Status Node::Impl::Open() {
 absl::Status Node::Impl::OpenReplica(uint32_t p) {
   absl::Status s = handoff_.FinishReleaseNow(p);
   if (!s.ok()) return s;
-  ReplicaOptions ro;
+  ReplicaOptions ro = options_.replica;
   ro.keyspace = p;
-  ro.lock_stripes = options_.lock_stripes;
-  ro.sync_writes = options_.sync_writes;
-  ro.actor_id_source = options_.actor_id_source;
-  ro.digest_buckets = options_.digest_buckets;
   const size_t mine = std::max<size_t>(1, ring().PartitionsOf(id_).size());
   ro.clock_cache_bytes =
-      std::max<size_t>(4096, options_.clock_cache_bytes / mine);
+      std::max<size_t>(4096, options_.replica.clock_cache_bytes / mine);
   absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
   if (!r.ok()) {
     return absl::Status(r.status().code(),
@@ -316,8 +315,8 @@ void Node::Impl::WriteTick() {
 }
 
 void Node::Impl::EnsureSweepTick(uint32_t partition) {
-  if (sweep_tick_scheduled_ || options_.sweep_interval_micros == 0 ||
-      options_.sweep_keys_per_tick == 0) {
+  if (sweep_tick_scheduled_ || options_.sweep.tick_micros == 0 ||
+      options_.sweep.keys_per_second == 0) {
     return;
   }
   bool pending = false;
@@ -330,12 +329,12 @@ void Node::Impl::EnsureSweepTick(uint32_t partition) {
   }
   if (!pending) return;
   sweep_tick_scheduled_ = true;
-  After(options_.sweep_interval_micros, [this]() { SweepTick(); });
+  After(options_.sweep.tick_micros, [this]() { SweepTick(); });
 }
 
 void Node::Impl::SweepTick() {
   sweep_tick_scheduled_ = false;
-  uint64_t budget = options_.sweep_keys_per_tick;
+  uint64_t budget = options_.sweep.KeysPerTick();
   const size_t n = replicas_.size();
   for (size_t i = 0; i < n && budget > 0; ++i) {
     const size_t p = (next_sweep_partition_ + i) % n;
@@ -356,169 +355,138 @@ void Node::Impl::SweepTick() {
 
 void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   ++stats_.messages_received;
-  MessageHeader header;
-  std::string_view body;
-  if (!ParseHeader(bytes, &header, &body).ok()) {
-    ++stats_.malformed_messages;
-    return;
-  }
+  if (!dispatcher_.Dispatch(from, bytes)) ++stats_.malformed_messages;
+}
+
+void Node::Impl::InstallRoutes() {
+  InstallHotRoutes();
+  InstallDecodedRoutes();
+}
+
+void Node::Impl::InstallHotRoutes() {
+  using T = MessageType;
+  Dispatcher& d = dispatcher_;
   // The bulk of the traffic, parsed without a Message.
-  switch (header.type) {
-    case MessageType::kReplicate:
-    case MessageType::kReplicateGivenUp:
-    case MessageType::kRepair:
-    case MessageType::kHandoffDelta:
-      service_.HandleDelta(from, header, body);
-      EnsureSweepTick(header.partition);  // A clear may have arrived.
-      return;
-    case MessageType::kHandoffDeltaAck: {
-      absl::Status status;
-      NodeId applied_by = 0;
-      if (!ParseStatusBody(body, &status, &applied_by).ok()) {
-        ++stats_.malformed_messages;
-        return;
-      }
-      handoff_.HandleDeltaAck(from, header.request_id, status, applied_by);
-      return;
-    }
-    case MessageType::kReplicateAck: {
-      absl::Status status;
-      NodeId applied_by = 0;
-      if (!ParseStatusBody(body, &status, &applied_by).ok()) {
-        ++stats_.malformed_messages;
-        return;
-      }
-      if (WriteCoordinator* write = WriteFor(header.request_id)) {
-        write->OnReplicateAck(header.request_id, from, applied_by, status);
-      } else {
-        anti_entropy_.OnReplicateAck(header.request_id, from, status);
-      }
-      return;
-    }
-    case MessageType::kReadChunk: {
-      uint64_t seq = 0;
-      bool done = false;
-      std::string_view elements;
-      if (!ParseReadChunkBody(body, &seq, &done, &elements).ok()) {
-        ++stats_.malformed_messages;
-        return;
-      }
-      if (ReadCoordinator* read = ReadForFold(header.request_id)) {
-        read->OnChunk(header.request_id, from, seq, done, elements);
-      }
-      return;
-    }
-    default:
-      break;
-  }
-  const bool bulk =
-      !bulk_busy_ && (header.type == MessageType::kTransferChunk ||
-                      header.type == MessageType::kAePush);
-  absl::StatusOr<Message> decoded;
-  if (bulk) {
-    if (!Message::DecodeInto(bytes, &bulk_).ok()) {
-      ++stats_.malformed_messages;
-      return;
-    }
-  } else {
-    decoded = Message::Decode(bytes);
-    if (!decoded.ok()) {
-      ++stats_.malformed_messages;
-      return;
-    }
-  }
-  Message& m = bulk ? bulk_ : *decoded;
-  if (bulk) bulk_busy_ = true;
-  absl::Cleanup bulk_done = [this, bulk]() {
-    if (bulk) bulk_busy_ = false;
+  auto delta = [this](NodeId from, const MessageHeader& header,
+                      std::string_view body) {
+    service_.HandleDelta(from, header, body);
+    EnsureSweepTick(header.partition);  // A clear may have arrived.
+    return true;
   };
-  switch (m.type()) {
-    case MessageType::kAeDigest:
-    case MessageType::kAeDigestReply:
-    case MessageType::kAeSets:
-    case MessageType::kAeSetsReply:
-    case MessageType::kAePull:
-    case MessageType::kAePush:
-    case MessageType::kAePushAck:
-      anti_entropy_.Handle(from, m);
-      if (m.type() == MessageType::kAePush) EnsureSweepTick(m.header.partition);
-      break;
-    case MessageType::kUpdate:
-    case MessageType::kClear:
-      service_.HandleUpdate(from, m);
-      EnsureSweepTick(m.header.partition);
-      break;
-    case MessageType::kRead:
-      service_.HandleRead(from, m);
-      break;
-    case MessageType::kChunkAck:
-      service_.HandleChunkAck(from, m);
-      break;
-    case MessageType::kStopFold:
-      service_.HandleStopFold(from, m);
-      break;
-    case MessageType::kKeepFold:
-      service_.HandleKeepFold(from, m);
-      break;
-    case MessageType::kQuery:
-      service_.HandleQuery(from, m);
-      break;
-    case MessageType::kCount:
-      service_.HandleCount(from, m);
-      break;
-    case MessageType::kCountReply: {
-      auto it = counts_.find(m.header.request_id);
-      if (it != counts_.end()) it->second->OnReply(from, m);
-      break;
+  d.OnRaw(T::kReplicate, delta);
+  d.OnRaw(T::kReplicateGivenUp, delta);
+  d.OnRaw(T::kRepair, delta);
+  d.OnRaw(T::kHandoffDelta, delta);
+  d.OnRaw(T::kHandoffDeltaAck, [this](NodeId from, const MessageHeader& header,
+                                      std::string_view body) {
+    absl::Status status;
+    NodeId applied_by = 0;
+    if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
+    handoff_.HandleDeltaAck(from, header.request_id, status, applied_by);
+    return true;
+  });
+  d.OnRaw(T::kReplicateAck, [this](NodeId from, const MessageHeader& header,
+                                   std::string_view body) {
+    absl::Status status;
+    NodeId applied_by = 0;
+    if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
+    if (WriteCoordinator* write = WriteFor(header.request_id)) {
+      write->OnReplicateAck(header.request_id, from, applied_by, status);
+    } else {
+      anti_entropy_.OnReplicateAck(header.request_id, from, status);
     }
-    case MessageType::kUpdateReply: {
-      auto it = writes_.find(m.header.request_id);
-      if (it != writes_.end()) it->second->OnUpdateReply(from, m);
-      break;
+    return true;
+  });
+  d.OnRaw(T::kReadChunk, [this](NodeId from, const MessageHeader& header,
+                                std::string_view body) {
+    uint64_t seq = 0;
+    bool done = false;
+    std::string_view elements;
+    if (!ParseReadChunkBody(body, &seq, &done, &elements).ok()) return false;
+    if (ReadCoordinator* read = ReadForFold(header.request_id)) {
+      read->OnChunk(header.request_id, from, seq, done, elements);
     }
-    case MessageType::kReplicateAckWithDelta: {
-      auto it = writes_.find(m.header.request_id);
-      if (it != writes_.end()) it->second->OnReplicateAckWithDelta(from, m);
-      break;
+    return true;
+  });
+}
+
+void Node::Impl::InstallDecodedRoutes() {
+  using T = MessageType;
+  Dispatcher& d = dispatcher_;
+  // The replica side (ReplicaService).
+  d.On(T::kUpdate, [this](NodeId from, Message& m) {
+    service_.HandleUpdate(from, m);
+    EnsureSweepTick(m.header.partition);
+  });
+  d.On(T::kClear, [this](NodeId from, Message& m) {
+    service_.HandleUpdate(from, m);
+    EnsureSweepTick(m.header.partition);
+  });
+  d.On(T::kRead, [this](NodeId f, Message& m) { service_.HandleRead(f, m); });
+  d.On(T::kChunkAck,
+       [this](NodeId f, Message& m) { service_.HandleChunkAck(f, m); });
+  d.On(T::kStopFold,
+       [this](NodeId f, Message& m) { service_.HandleStopFold(f, m); });
+  d.On(T::kKeepFold,
+       [this](NodeId f, Message& m) { service_.HandleKeepFold(f, m); });
+  d.On(T::kQuery, [this](NodeId f, Message& m) { service_.HandleQuery(f, m); });
+  d.On(T::kCount, [this](NodeId f, Message& m) { service_.HandleCount(f, m); });
+
+  // Replies, to the coordinator of the request.
+  d.On(T::kCountReply, [this](NodeId from, Message& m) {
+    auto it = counts_.find(m.header.request_id);
+    if (it != counts_.end()) it->second->OnReply(from, m);
+  });
+  d.On(T::kUpdateReply, [this](NodeId from, Message& m) {
+    auto it = writes_.find(m.header.request_id);
+    if (it != writes_.end()) it->second->OnUpdateReply(from, m);
+  });
+  d.On(T::kReplicateAckWithDelta, [this](NodeId from, Message& m) {
+    auto it = writes_.find(m.header.request_id);
+    if (it != writes_.end()) it->second->OnReplicateAckWithDelta(from, m);
+  });
+  d.On(T::kReadClock, [this](NodeId from, Message& m) {
+    if (ReadCoordinator* read = ReadForFold(m.header.request_id)) {
+      read->OnClock(m.header.request_id, from, m);
     }
-    case MessageType::kReadClock:
-      if (ReadCoordinator* read = ReadForFold(m.header.request_id)) {
-        read->OnClock(m.header.request_id, from, m);
-      }
-      break;
-    case MessageType::kQueryReply: {
-      auto it = queries_.find(m.header.request_id);
-      if (it != queries_.end()) it->second->OnReply(from, m);
-      break;
-    }
-    case MessageType::kTransferChunk:
-      handoff_.HandleChunk(from, m);
-      EnsureSweepTick(m.header.partition);  // A transfer may tombstone.
-      break;
-    case MessageType::kTransferAck:
-      handoff_.HandleTransferAck(from, m);
-      break;
-    case MessageType::kHandoffDone:
-      handoff_.HandleDone(from, m);
-      break;
-    case MessageType::kHandoffDoneAck:
-      handoff_.HandleDoneAck(from, m);
-      break;
-    case MessageType::kRingEpoch:
-      handoff_.NoteEpoch(from, m.epoch);
-      break;
-    case MessageType::kMembership:
-      handoff_.HandleMembership(from, m);
-      break;
-    case MessageType::kReplicate:
-    case MessageType::kReplicateGivenUp:
-    case MessageType::kRepair:
-    case MessageType::kReplicateAck:
-    case MessageType::kReadChunk:
-    case MessageType::kHandoffDelta:
-    case MessageType::kHandoffDeltaAck:
-      break;  // Handled above.
+  });
+  d.On(T::kQueryReply, [this](NodeId from, Message& m) {
+    auto it = queries_.find(m.header.request_id);
+    if (it != queries_.end()) it->second->OnReply(from, m);
+  });
+
+  // Hand-off and membership.
+  d.On(
+      T::kTransferChunk,
+      [this](NodeId from, Message& m) {
+        handoff_.HandleChunk(from, m);
+        EnsureSweepTick(m.header.partition);  // A transfer may tombstone.
+      },
+      /*bulk=*/true);
+  d.On(T::kTransferAck,
+       [this](NodeId f, Message& m) { handoff_.HandleTransferAck(f, m); });
+  d.On(T::kHandoffDone,
+       [this](NodeId f, Message& m) { handoff_.HandleDone(f, m); });
+  d.On(T::kHandoffDoneAck,
+       [this](NodeId f, Message& m) { handoff_.HandleDoneAck(f, m); });
+  d.On(T::kRingEpoch,
+       [this](NodeId f, Message& m) { handoff_.NoteEpoch(f, m.epoch); });
+  d.On(T::kMembership,
+       [this](NodeId f, Message& m) { handoff_.HandleMembership(f, m); });
+
+  // Anti-entropy.
+  auto ae = [this](NodeId from, Message& m) { anti_entropy_.Handle(from, m); };
+  for (T t : {T::kAeDigest, T::kAeDigestReply, T::kAeSets, T::kAeSetsReply,
+              T::kAePull, T::kAePushAck}) {
+    d.On(t, ae);
   }
+  d.On(
+      T::kAePush,
+      [this](NodeId from, Message& m) {
+        anti_entropy_.Handle(from, m);
+        EnsureSweepTick(m.header.partition);
+      },
+      /*bulk=*/true);
 }
 
 // ---- Client entry points.
@@ -625,10 +593,21 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Open(NodeId id, const Ring& ring,
   if (store == nullptr || transport == nullptr || scheduler == nullptr) {
     return absl::InvalidArgumentError("store, transport and scheduler needed");
   }
-  if (options.lock_stripes < 1 || options.max_chunk_elements < 1 ||
-      options.max_chunk_bytes < 1) {
+  if (options.replica.lock_stripes < 1 ||
+      options.service.max_chunk_elements < 1 ||
+      options.service.max_chunk_bytes < 1 ||
+      options.handoff.chunk_elements < 1 || options.handoff.chunk_bytes < 1 ||
+      options.handoff.max_running < 1 || options.handoff.window < 1 ||
+      options.handoff.release_keys_per_tick < 1 ||
+      options.anti_entropy.chunk_elements < 1 ||
+      options.anti_entropy.chunk_bytes < 1) {
     return absl::InvalidArgumentError(
-        "lock_stripes, max_chunk_elements and max_chunk_bytes must be >= 1");
+        "replica.lock_stripes, the chunk bounds (service.max_chunk_*, "
+        "handoff.chunk_*, anti_entropy.chunk_*), handoff.max_running, "
+        "handoff.window and handoff.release_keys_per_tick must be >= 1");
+  }
+  if (options.replica.read_only) {
+    return absl::InvalidArgumentError("a node's replicas cannot be read-only");
   }
   auto impl =
       std::make_unique<Impl>(id, ring, store, transport, scheduler, options);

@@ -1,7 +1,9 @@
 // Node::Impl: the node's state and message dispatch. Internal header.
 //
-// The node hosts its replicas, dispatches every message to the replica side
-// (ReplicaService) or to the coordinator it answers (by request id), offers
+// The node hosts its replicas, dispatches every message (a table from
+// message type to handler, dispatcher.h) to the replica side
+// (ReplicaService), hand-off, anti-entropy, or the coordinator it answers
+// (by request id), offers
 // the client API, and hosts the coordinators (CoordinatorHost). The
 // protocols themselves live in their own files:
 //
@@ -30,6 +32,7 @@
 #include "cluster/anti_entropy.h"
 #include "cluster/coordinator_host.h"
 #include "cluster/count_coordinator.h"
+#include "cluster/dispatcher.h"
 #include "cluster/handoff.h"
 #include "cluster/query_coordinator.h"
 #include "cluster/read_coordinator.h"
@@ -96,6 +99,8 @@ class Node::Impl final : public CoordinatorHost {
   void UnrouteWrite(uint64_t extra_id) override;
   void UnrouteFold(uint64_t fold_id) override;
 
+  // Hands the message to its protocol's handler (see InstallRoutes);
+  // counts undecodable ones.
   void Receive(NodeId from, std::string_view bytes);
   // The stats with the gauges filled in.
   Node::Stats Snapshot() const;
@@ -115,6 +120,11 @@ class Node::Impl final : public CoordinatorHost {
                    std::function<void(absl::StatusOr<Membership>)> done);
 
  private:
+  // Registers every message type's handler with dispatcher_: the hot
+  // messages' raw handlers, then the others'.
+  void InstallRoutes();
+  void InstallHotRoutes();
+  void InstallDecodedRoutes();
   // Persists the end of a new lease of request ids (synced), so that no id
   // is issued twice, whatever the clock does across restarts.
   absl::Status ExtendRequestIdLease();
@@ -167,11 +177,8 @@ class Node::Impl final : public CoordinatorHost {
   std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
   std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts_;
   Node::Stats stats_;
-  // Bulk messages (hand-off chunks, anti-entropy pushes) are decoded into
-  // this one, so that their elements' buffers are reused from chunk to
-  // chunk; busy while a handler runs (a nested Receive decodes afresh).
-  Message bulk_;
-  bool bulk_busy_ = false;
+  // Message type -> the protocol's handler (InstallRoutes).
+  Dispatcher dispatcher_;
 };
 
 }  // namespace bigset

@@ -71,7 +71,7 @@ void HandoffManager::ReleaseIfHeld(uint32_t partition) {
 void HandoffManager::EnsureReleaseTick() {
   if (release_tick_scheduled_ || releasing_.empty()) return;
   release_tick_scheduled_ = true;
-  host_->After(options_.sweep_interval_micros, [this]() {
+  host_->After(options_.release_tick_micros, [this]() {
     release_tick_scheduled_ = false;
     ReleaseTick();
   });
@@ -131,8 +131,7 @@ void HandoffManager::ReleaseTick() {
       return;
     }
   }
-  absl::StatusOr<bool> done =
-      ReleaseSome(p, std::max<uint64_t>(1000, options_.sweep_keys_per_tick));
+  absl::StatusOr<bool> done = ReleaseSome(p, options_.release_keys_per_tick);
   if (done.ok() && *done) releasing_.erase(p);
   EnsureReleaseTick();
 }

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "bigset/core/clock.h"
-#include "bigset/replica/delta.h"
-#include "bigset/replica/element_dots.h"
+#include "bigset/core/delta.h"
+#include "bigset/core/element_dots.h"
 
 namespace bigset {
 

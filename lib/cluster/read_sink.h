@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "bigset/cluster/node.h"
 #include "bigset/core/clock.h"
-#include "bigset/replica/element_dots.h"
+#include "bigset/core/element_dots.h"
 #include "bigset/replica/query.h"
 
 namespace bigset {

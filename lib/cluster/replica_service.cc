@@ -34,7 +34,7 @@ Message ReplyTo(const Message& request, MessageType type) {
 }  // namespace
 
 ReplicaService::ReplicaService(CoordinatorHost* host,
-                               const NodeOptions& options)
+                               const ReplicaServiceOptions& options)
     : host_(host), options_(options) {}
 
 ReplicaService::~ReplicaService() = default;

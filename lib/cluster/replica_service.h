@@ -36,7 +36,7 @@ namespace bigset {
 
 class ReplicaService {
  public:
-  ReplicaService(CoordinatorHost* host, const NodeOptions& options);
+  ReplicaService(CoordinatorHost* host, const ReplicaServiceOptions& options);
   ~ReplicaService();
   ReplicaService(const ReplicaService&) = delete;
   ReplicaService& operator=(const ReplicaService&) = delete;
@@ -94,7 +94,7 @@ class ReplicaService {
   void Fence(const FoldKey& key);
 
   CoordinatorHost* const host_;
-  const NodeOptions options_;
+  const ReplicaServiceOptions options_;
   std::map<FoldKey, Fold> folds_;
   // Replies to recent updates, oldest first; reply_seq_ numbers them so that
   // the index finds one in the deque.

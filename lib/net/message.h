@@ -77,11 +77,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bigset/core/clock.h"
+#include "bigset/core/delta.h"
+#include "bigset/core/element_bounds.h"
+#include "bigset/core/element_dots.h"
+#include "bigset/core/set_summary.h"
+#include "bigset/core/update_op.h"
 #include "bigset/net/transport.h"
-#include "bigset/replica/delta.h"
-#include "bigset/replica/element_bounds.h"
-#include "bigset/replica/element_dots.h"
-#include "bigset/replica/replica.h"
 
 namespace bigset {
 

@@ -372,9 +372,10 @@ absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
 
 absl::Status Replica::StartSweeper(const SweepOptions& options) {
   BIGSET_RETURN_IF_ERROR(CheckOpen());
-  if (options.keys_per_second == 0 || options.batch_keys == 0) {
+  if (options.keys_per_second == 0 || options.batch_keys == 0 ||
+      options.tick_micros == 0) {
     return absl::InvalidArgumentError(
-        "keys_per_second and batch_keys must be >= 1");
+        "keys_per_second, batch_keys and tick_micros must be >= 1");
   }
   Sweeper* sw = sweeper_.get();
   absl::MutexLock lock(&sw->thread_mu);
@@ -389,10 +390,10 @@ absl::Status Replica::StartSweeper(const SweepOptions& options) {
     sw->batch_keys = options.batch_keys;
   }
   sw->thread = std::thread([this, sw, options, stop]() {
-    // Slices of a tenth of a second's worth of keys; after each, wait
-    // until the rate allows the next (or a second when the queue is
-    // empty), waking early to stop.
-    const uint64_t slice = std::max<uint64_t>(1, options.keys_per_second / 10);
+    // Slices of a tick's worth of keys; after each, wait until the rate
+    // allows the next (or a second when the queue is empty), waking early
+    // to stop.
+    const uint64_t slice = options.KeysPerTick();
     while (true) {
       const absl::Time start = absl::Now();
       absl::StatusOr<SweepProgress> p = SweepSome(slice);

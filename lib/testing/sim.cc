@@ -104,7 +104,7 @@ absl::Status Simulator::StartNode(NodeId id) {
   slot.store = std::move(*store);
   slot.scheduler = std::make_unique<SimScheduler>(this, id);
   NodeOptions no = options_.node;
-  no.actor_id_source = [this]() {
+  no.replica.actor_id_source = [this]() {
     ActorId a = 0;
     while (a == 0) a = rng_();
     return a;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "bigset/replica/delta.h"
+#include "bigset/core/delta.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -137,9 +137,9 @@ int Main(int argc, char** argv) {
   o.data_dir = data;
   o.ring = *ring;
   o.addresses = book;
-  o.node.sync_writes = sync;
-  o.node.anti_entropy_interval_micros = ae_ms * 1000;
-  o.node.membership_gossip_micros = gossip_ms * 1000;
+  o.node.replica.sync_writes = sync;
+  o.node.anti_entropy.interval_micros = ae_ms * 1000;
+  o.node.handoff.gossip_micros = gossip_ms * 1000;
   o.transport.listen_host = self->host;
   o.transport.listen_port = self->port;
   o.transport.plaintext = plaintext;

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "bigset/replica/element_bounds.h"
+#include "bigset/core/element_bounds.h"
 
 namespace bigset::server {
 

@@ -122,10 +122,10 @@ int Run(const DaemonConfig& c) {
   o.data_dir = c.data_dir;
   o.ring = map->ring;
   o.addresses = book;
-  o.node.sync_writes = c.sync_writes;
-  o.node.clock_cache_bytes = c.clock_cache_bytes;
-  o.node.anti_entropy_interval_micros = c.anti_entropy_interval_micros;
-  o.node.on_stale_ring = [&membership](uint64_t epoch, NodeId from) {
+  o.node.replica.sync_writes = c.sync_writes;
+  o.node.replica.clock_cache_bytes = c.clock_cache_bytes;
+  o.node.anti_entropy.interval_micros = c.anti_entropy_interval_micros;
+  o.node.handoff.on_stale_ring = [&membership](uint64_t epoch, NodeId from) {
     membership.OnStaleRing(epoch, from);
   };
   o.transport.cluster_name = c.cluster_name;

@@ -6,7 +6,7 @@
 // map is saved before the ring is installed, so a crash between the two
 // reopens with the newer ring), then pushes the map to every other node's
 // client port (BIGSET.CLUSTER INSTALL). A node that missed the push hears
-// of the higher epoch from a peer's message (NodeOptions::on_stale_ring)
+// of the higher epoch from a peer's message (HandoffOptions::on_stale_ring)
 // and fetches the map from that peer (BIGSET.CLUSTER GET), so a node that
 // was down catches up by itself.
 //

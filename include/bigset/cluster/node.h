@@ -31,99 +31,19 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "bigset/cluster/node_options.h"
 #include "bigset/cluster/ring.h"
 #include "bigset/core/clock.h"
+#include "bigset/core/delta.h"
+#include "bigset/core/element_bounds.h"
+#include "bigset/core/element_dots.h"
 #include "bigset/export.h"
 #include "bigset/net/transport.h"
-#include "bigset/replica/delta.h"
-#include "bigset/replica/element_bounds.h"
-#include "bigset/replica/element_dots.h"
 #include "bigset/replica/query.h"
 #include "bigset/replica/replica.h"
 #include "bigset/store/store.h"
 
 namespace bigset {
-
-struct NodeOptions {
-  // Memory for cached set-clocks, shared by the node's replicas.
-  size_t clock_cache_bytes = 64 << 20;
-  // Lock stripes of each replica (see ReplicaOptions::lock_stripes).
-  int lock_stripes = 4;
-  // fsync every replica write before acknowledging it. Without it a W
-  // acknowledgement means "applied in W processes" (a process crash loses
-  // nothing, a machine losing power may lose the most recent writes of its
-  // replicas); with it, "on disk in W machines".
-  bool sync_writes = false;
-  // See ReplicaOptions::actor_id_source.
-  std::function<ActorId()> actor_id_source;
-  // A fold nobody acknowledged or kept alive for this long is dropped (its
-  // coordinator is presumed gone), releasing its snapshot. Coordinators
-  // keep the folds they wait on alive (ClusterReadOptions::keepalive_micros),
-  // so this must exceed their keepalive interval.
-  uint64_t fold_idle_timeout_micros = 30'000'000;
-  // Upper bound on a read chunk a replica sends, whatever batch size the
-  // coordinator asks for: in elements, and in bytes (element bytes plus 16
-  // per dot; a chunk holds at least one element). Bulk streams (hand-off,
-  // full exchanges) pay a fixed cost per chunk (the receiver rewrites the
-  // stored clock's windows the chunk reached): the byte bound is usually
-  // the one that binds.
-  uint32_t max_chunk_elements = 40'000;
-  size_t max_chunk_bytes = 1 << 20;
-  // Bytes of recent update replies kept, so that a retransmitted update is
-  // answered again instead of applied twice. Oldest replies go first.
-  size_t reply_cache_bytes = 8 << 20;
-  // The sweeper (docs/DESIGN.md, "Clear and sweep"): while a replica's
-  // sweep queue may hold entries, a timer every sweep_interval_micros
-  // sweeps up to sweep_keys_per_tick keys over the node's replicas in turn
-  // (the default is about 100,000 keys a second). No timer runs while
-  // every queue is empty. An interval of 0 switches it off (the embedder
-  // then calls Replica::SweepSome on LocalReplica itself).
-  uint64_t sweep_interval_micros = 100'000;
-  uint64_t sweep_keys_per_tick = 10'000;
-
-  // Membership changes (docs/DESIGN.md, "Membership changes and hand-off").
-  // Called (on the node's thread) the first time a message shows that
-  // another node has installed a ring with a higher epoch than this node's
-  // latest: the embedder should fetch that ring from its membership
-  // authority and install it (Node::InstallRing). Bigset never guesses one.
-  std::function<void(uint64_t epoch, NodeId from)> on_stale_ring;
-  // Retransmit interval of hand-off chunks, forwarded deltas and
-  // proposals (and the back-off after a refusal, times five).
-  uint64_t handoff_retry_micros = 200'000;
-  // Membership gossip (docs/ARCHITECTURE.md, "Membership"): while a
-  // partition moves in this node's view, and for a while after any change,
-  // every this often the node sends the state versions it knows to a few
-  // peers in turn (a few bytes per node), and peers that are behind, or
-  // ahead, answer with the states the other side lacks.
-  uint64_t membership_gossip_micros = 500'000;
-  // Transfers this node sends at once (each holds one set snapshot and up
-  // to handoff_window chunks); the others wait their turn.
-  size_t handoff_max_running = 4;
-  // Chunks of a set a transfer keeps in flight (at least 1): the receiver
-  // applies one while the next travel, so sender and receiver work at once.
-  size_t handoff_window = 4;
-  // Bytes of forwarded deltas a transfer keeps until its receiver
-  // acknowledges them. Past it the queue is dropped and the transfer
-  // starts again from its first set (which carries those deltas).
-  size_t handoff_forward_bytes = 16 << 20;
-
-  // Anti-entropy (docs/ARCHITECTURE.md, "Anti-entropy"): every interval
-  // (jittered between half and one and a half of it) the node compares each
-  // partition it holds with the other nodes serving it and repairs both
-  // sides; 0 switches the rounds off (hints are still resent). Writes that
-  // end with replicas that never acknowledged leave hints (their delta, in
-  // memory, at most anti_entropy_hint_bytes; the oldest go first), resent
-  // until acknowledged. Pushes and hints share a rate limit, in bytes per
-  // second (0: none), so that foreground requests keep their latency; a
-  // push's chunks hold at most anti_entropy_chunk_bytes. Replicas keep
-  // digest_buckets bucket digests each (8 bytes per bucket); every node of
-  // a cluster must use the same number.
-  uint64_t anti_entropy_interval_micros = 10'000'000;
-  uint64_t anti_entropy_bytes_per_second = 8 << 20;
-  size_t anti_entropy_hint_bytes = 16 << 20;
-  size_t anti_entropy_chunk_bytes = 1 << 20;
-  uint32_t digest_buckets = 256;
-};
 
 struct ClusterWriteOptions {
   // Acknowledgements before success (the coordinating replica's too).
@@ -172,7 +92,7 @@ struct ClusterReadOptions {
   uint64_t replica_timeout_micros = 700'000;
   // Interval at which the coordinator tells the replicas it reads from that
   // it is still there (while it waits on the client or on other replicas).
-  // Keep it well under NodeOptions::fold_idle_timeout_micros.
+  // Keep it well under ReplicaServiceOptions::fold_idle_timeout_micros.
   uint64_t keepalive_micros = 5'000'000;
 };
 

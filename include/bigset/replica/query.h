@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "bigset/replica/element_bounds.h"
-#include "bigset/replica/element_dots.h"
+#include "bigset/core/element_bounds.h"
+#include "bigset/core/element_dots.h"
 
 namespace bigset {
 

@@ -48,42 +48,19 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "bigset/core/clock.h"
+#include "bigset/core/delta.h"
 #include "bigset/core/dot.h"
+#include "bigset/core/element_dots.h"
+#include "bigset/core/set_summary.h"
+#include "bigset/core/update_op.h"
 #include "bigset/export.h"
 #include "bigset/keys/keys.h"
-#include "bigset/replica/delta.h"
-#include "bigset/replica/element_dots.h"
 #include "bigset/replica/query.h"
 #include "bigset/replica/replica_stats.h"
 #include "bigset/replica/set_reader.h"
 #include "bigset/store/store.h"
 
 namespace bigset {
-
-// One operation of an update.
-struct UpdateOp {
-  enum class Kind { kAdd, kRemove };
-
-  Kind kind = Kind::kAdd;
-  std::string element;
-  // The dots observed for `element`: removed by a remove, replaced by an add.
-  // REQUIRES: each is a dot some replica returned for this same element (a
-  // dot names one add of one element; an invented dot could later name
-  // another element's add, which would then be lost).
-  std::vector<Dot> context;
-  // Use the element's dots currently on this replica as the context (read
-  // under the set's lock, so nothing slips in between). For single-node
-  // use; `context` is then ignored.
-  bool context_from_replica = false;
-
-  static UpdateOp Add(std::string element, std::vector<Dot> context = {}) {
-    return UpdateOp{Kind::kAdd, std::move(element), std::move(context), false};
-  }
-  static UpdateOp Remove(std::string element, std::vector<Dot> context) {
-    return UpdateOp{Kind::kRemove, std::move(element), std::move(context),
-                    false};
-  }
-};
 
 struct ReplicaOptions {
   // The replica's keyspace in the store (several replicas may share one).
@@ -140,17 +117,6 @@ struct SetCount {
   uint64_t tombstone_digest = 0;
 };
 
-// What anti-entropy compares of one set (see Replica::Summarize).
-struct SetSummary {
-  std::string set;
-  // Mixes the name, keys digest, clock digest and tombstone emptiness.
-  uint64_t digest = 0;
-  // Sum of the hashes of the set's element keys on disk.
-  uint64_t keys_digest = 0;
-  bool tombstone_empty = true;
-  Clock clock;  // Only if asked for.
-};
-
 class SetState;
 class ClockCache;
 class PresenceFilter;
@@ -161,6 +127,19 @@ struct SweepOptions {
   // Rate limit of the background sweeper, in keys read per second, so that
   // foreground writes keep their latency.
   uint64_t keys_per_second = 100'000;
+  // The sweeper works in ticks: every tick_micros it sweeps up to
+  // keys_per_second * tick_micros / 1e6 keys (at least one). Used by the
+  // replica's own sweeper thread (StartSweeper) and by a node's sweep timer.
+  uint64_t tick_micros = 100'000;
+
+  // Keys one tick sweeps.
+  uint64_t KeysPerTick() const {
+    const double keys = static_cast<double>(keys_per_second) *
+                        static_cast<double>(tick_micros) / 1e6;
+    if (keys < 1) return 1;
+    if (keys >= 1e18) return uint64_t{1} << 60;
+    return static_cast<uint64_t>(keys);
+  }
 };
 
 // What one call of SweepSome did.

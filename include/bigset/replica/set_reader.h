@@ -18,9 +18,9 @@
 
 #include "absl/status/statusor.h"
 #include "bigset/core/clock.h"
+#include "bigset/core/element_bounds.h"
+#include "bigset/core/element_dots.h"
 #include "bigset/export.h"
-#include "bigset/replica/element_bounds.h"
-#include "bigset/replica/element_dots.h"
 
 namespace bigset {
 

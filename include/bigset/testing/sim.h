@@ -90,11 +90,11 @@ struct SimOptions {
   LevelDbStoreOptions store;
   // Its actor_id_source is replaced by a seeded one. Anti-entropy rounds
   // are off here by default (their timer never stops, so RunUntilIdle would
-  // never return): set node.anti_entropy_interval_micros and drive the
+  // never return): set node.anti_entropy.interval_micros and drive the
   // simulator with RunFor or RunUntil.
   NodeOptions node = [] {
     NodeOptions o;
-    o.anti_entropy_interval_micros = 0;
+    o.anti_entropy.interval_micros = 0;
     return o;
   }();
   // Trace lines kept (the hash covers every event).

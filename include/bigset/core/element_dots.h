@@ -4,8 +4,8 @@
 // element's context: pass them back in an UpdateOp to remove the element or
 // to replace it with a new add.
 
-#ifndef BIGSET_REPLICA_ELEMENT_DOTS_H_
-#define BIGSET_REPLICA_ELEMENT_DOTS_H_
+#ifndef BIGSET_CORE_ELEMENT_DOTS_H_
+#define BIGSET_CORE_ELEMENT_DOTS_H_
 
 #include <string>
 #include <vector>
@@ -25,4 +25,4 @@ struct ElementDots {
 
 }  // namespace bigset
 
-#endif  // BIGSET_REPLICA_ELEMENT_DOTS_H_
+#endif  // BIGSET_CORE_ELEMENT_DOTS_H_

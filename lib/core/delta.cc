@@ -1,4 +1,4 @@
-#include "bigset/replica/delta.h"
+#include "bigset/core/delta.h"
 
 #include <cstring>
 

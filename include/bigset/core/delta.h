@@ -11,8 +11,8 @@
 //
 // Thread-safety: value types.
 
-#ifndef BIGSET_REPLICA_DELTA_H_
-#define BIGSET_REPLICA_DELTA_H_
+#ifndef BIGSET_CORE_DELTA_H_
+#define BIGSET_CORE_DELTA_H_
 
 #include <optional>
 #include <string>
@@ -66,4 +66,4 @@ struct BIGSET_EXPORT Delta {
 
 }  // namespace bigset
 
-#endif  // BIGSET_REPLICA_DELTA_H_
+#endif  // BIGSET_CORE_DELTA_H_

@@ -3,8 +3,8 @@
 // The one bounds type of reads, range queries and the read messages between
 // replicas. A value type.
 
-#ifndef BIGSET_REPLICA_ELEMENT_BOUNDS_H_
-#define BIGSET_REPLICA_ELEMENT_BOUNDS_H_
+#ifndef BIGSET_CORE_ELEMENT_BOUNDS_H_
+#define BIGSET_CORE_ELEMENT_BOUNDS_H_
 
 #include <optional>
 #include <string>
@@ -41,4 +41,4 @@ struct ElementBounds {
 
 }  // namespace bigset
 
-#endif  // BIGSET_REPLICA_ELEMENT_BOUNDS_H_
+#endif  // BIGSET_CORE_ELEMENT_BOUNDS_H_

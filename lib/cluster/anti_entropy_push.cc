@@ -1,0 +1,225 @@
+// AntiEntropy's pushes: the sender (a set's dots the peer lacks, read in
+// chunks under the rate limit, one chunk in flight) and the receiver.
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/anti_entropy.h"
+#include "cluster/anti_entropy_internal.h"
+
+namespace bigset {
+
+using anti_entropy_internal::ChunkBytes;
+using anti_entropy_internal::kMaxIncoming;
+using anti_entropy_internal::kMaxQueuedPushes;
+using anti_entropy_internal::kMaxRestarts;
+using anti_entropy_internal::kMaxRunningPushes;
+
+bool AntiEntropy::QueuePush(NodeId peer, uint32_t partition,
+                            const std::string& set, Clock dots) {
+  // One push per (peer, set) at a time: the next round asks again.
+  for (const auto& [id, p] : pushes_) {
+    if (p->peer == peer && p->partition == partition && p->set == set) {
+      return true;
+    }
+  }
+  for (const auto& p : queued_) {
+    if (p->peer == peer && p->partition == partition && p->set == set) {
+      return true;
+    }
+  }
+  if (queued_.size() >= kMaxQueuedPushes) return false;
+  auto push = std::make_unique<Push>();
+  push->peer = peer;
+  push->partition = partition;
+  push->set = set;
+  push->dots = std::move(dots);
+  queued_.push_back(std::move(push));
+  EnsureTick();
+  return true;
+}
+
+void AntiEntropy::StartQueuedPushes() {
+  while (pushes_.size() < kMaxRunningPushes && !queued_.empty()) {
+    std::unique_ptr<Push> push = std::move(queued_.front());
+    queued_.pop_front();
+    push->id = host_->NextRequestId();
+    Push* p = push.get();
+    pushes_[p->id] = std::move(push);
+    if (!BeginPush(p)) DropPush(p->id);
+  }
+}
+
+bool AntiEntropy::BeginPush(Push* push) {
+  Replica* replica = host_->ServingReplica(push->partition);
+  if (replica == nullptr) return false;
+  SetReadOptions ro;
+  ro.batch_size = options_.chunk_elements;
+  ro.max_chunk_bytes = options_.chunk_bytes;
+  absl::StatusOr<std::unique_ptr<SetReader>> reader =
+      replica->Read(push->set, ro);
+  if (!reader.ok()) return false;
+  push->reader = std::move(*reader);
+  // Only dots this snapshot has seen: a replica that lost some (power
+  // loss) must not claim them, or the receiver would take them for removed.
+  push->dots = Clock::Intersection(push->dots, push->reader->clock());
+  push->seq = 0;
+  push->done = false;
+  return SendNextChunk(push);
+}
+
+bool AntiEntropy::SendNextChunk(Push* push) {
+  std::vector<ElementDots>& elements = push->chunk;
+  size_t n = 0;
+  size_t bytes = 0;
+  bool end = false;
+  while (bytes < options_.chunk_bytes) {
+    absl::StatusOr<bool> more = push->reader->Next(&push->batch);
+    if (!more.ok()) return false;
+    if (!*more) {
+      end = true;
+      break;
+    }
+    host_->stats().ae_keys_read += push->batch.size();
+    for (ElementDots& e : push->batch) {
+      std::erase_if(e.dots, [&](Dot d) { return !push->dots.Seen(d); });
+      if (e.dots.empty()) continue;
+      bytes += ChunkBytes(e);
+      // Swapped, not moved: the batch gets back an entry with capacity.
+      if (n == elements.size()) elements.emplace_back();
+      std::swap(elements[n++], e);
+    }
+  }
+  elements.resize(n);
+  Message m;
+  m.header = MessageHeader{MessageType::kAePush, push->id, push->partition};
+  m.set = push->set;
+  m.seq = push->seq;
+  m.done = end;
+  if (end) m.clock = push->dots;
+  m.elements = std::move(elements);
+  push->in_flight = m.Encode();
+  push->in_flight_keys = m.elements.size();
+  elements = std::move(m.elements);
+  push->done = end;
+  push->waiting_tokens = true;
+  SendInFlight(push);
+  return true;
+}
+
+void AntiEntropy::SendInFlight(Push* push) {
+  // Without tokens the chunk waits for a later tick: it was read from the
+  // snapshot already and must be the next one sent (the last chunk's clock
+  // claims every key before it was sent).
+  if (!TakeTokens(push->in_flight.size())) return;
+  push->waiting_tokens = false;
+  push->sent_at = host_->NowMicros();
+  push->retries = 0;
+  host_->stats().ae_keys_pushed += push->in_flight_keys;
+  SendCounted(push->peer, push->in_flight);
+}
+
+void AntiEntropy::DropPush(uint64_t id) { pushes_.erase(id); }
+
+void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
+  auto it = pushes_.find(m.header.request_id);
+  if (it == pushes_.end() || it->second->peer != from) return;
+  Push* push = it->second.get();
+  if (push->waiting_tokens || m.seq != push->seq) return;  // Stale.
+  if (!m.status.ok()) {
+    if (absl::IsNotFound(m.status) && ++push->restarts <= kMaxRestarts) {
+      // The receiver lost the push's state: again from a new snapshot,
+      // under a new id (never mixing two snapshots' chunks).
+      std::unique_ptr<Push> again = std::move(it->second);
+      pushes_.erase(it);
+      again->id = host_->NextRequestId();
+      Push* p = again.get();
+      pushes_[p->id] = std::move(again);
+      if (!BeginPush(p)) DropPush(p->id);
+      return;
+    }
+    ++host_->stats().ae_pushes_abandoned;
+    pushes_.erase(it);
+    StartQueuedPushes();
+    return;
+  }
+  if (push->done) {
+    pushes_.erase(it);
+    StartQueuedPushes();
+    return;
+  }
+  ++push->seq;
+  // A chunk waiting for the rate limit is retried by the tick.
+  if (!SendNextChunk(push)) {
+    pushes_.erase(it);
+    StartQueuedPushes();
+  }
+}
+
+// ---- Pushes: the receiver.
+
+void AntiEntropy::OnPush(NodeId from, const Message& m) {
+  Message ack;
+  ack.header = MessageHeader{MessageType::kAePushAck, m.header.request_id,
+                             m.header.partition};
+  ack.seq = m.seq;
+  Replica* replica = host_->ServingReplica(m.header.partition);
+  const auto key = std::make_pair(from, m.header.request_id);
+  auto it = incoming_.find(key);
+  if (it == incoming_.end() &&
+      std::find(finished_.begin(), finished_.end(), key) != finished_.end()) {
+    SendReply(from, ack);  // Its last chunk again: applied already.
+    return;
+  }
+  if (replica == nullptr) {
+    ack.status = absl::FailedPreconditionError("partition not held here");
+  } else if (it == incoming_.end() && m.seq != 0) {
+    ack.status = absl::NotFoundError("unknown push (restart it)");
+  } else if (it != incoming_.end() && m.seq < it->second.next_seq) {
+    // A retransmission of a chunk applied already.
+  } else if (it != incoming_.end() && m.seq > it->second.next_seq) {
+    ack.status = absl::NotFoundError("push chunks out of order");
+    incoming_.erase(it);
+  } else if (it != incoming_.end() && it->second.set != m.set) {
+    ack.status = absl::NotFoundError("push names another set");
+    incoming_.erase(it);
+  } else {
+    if (it == incoming_.end()) {
+      if (incoming_.size() >= kMaxIncoming) {
+        // Drop the idlest: its sender restarts it.
+        auto idlest = incoming_.begin();
+        for (auto i = incoming_.begin(); i != incoming_.end(); ++i) {
+          if (i->second.last_active < idlest->second.last_active) idlest = i;
+        }
+        incoming_.erase(idlest);
+      }
+      Incoming in;
+      in.set = m.set;
+      in.partition = m.header.partition;
+      it = incoming_.emplace(key, std::move(in)).first;
+    }
+    Incoming& in = it->second;
+    in.last_active = host_->NowMicros();
+    absl::Status s =
+        replica->ApplyTransferChunk(m.set, m.elements, &in.tracker);
+    if (s.ok() && m.done)
+      s = replica->FinishTransfer(m.set, m.clock, in.tracker);
+    if (s.ok()) {
+      host_->stats().ae_keys_received += m.elements.size();
+      if (m.done) {
+        incoming_.erase(it);
+        finished_.push_back(key);
+        if (finished_.size() > 256) finished_.pop_front();
+      } else {
+        ++in.next_seq;
+      }
+    } else {
+      // Not applied: the sender retries the same chunk, or gives up.
+      ack.status = s;
+      if (s.code() == absl::StatusCode::kInvalidArgument) incoming_.erase(it);
+    }
+  }
+  SendReply(from, ack);
+}
+}  // namespace bigset

@@ -1,0 +1,156 @@
+// TcpTransport::Impl: the transport's connections and their state
+// machines, shared by tcp_transport.cc (start, stop, the outbound side)
+// and tcp_transport_inbound.cc (accepting, reading and parsing frames).
+// Internal to lib/network.
+//
+// Thread-safety: everything but Stats() runs on the io_context's thread.
+
+#ifndef BIGSET_LIB_NETWORK_TCP_TRANSPORT_IMPL_H_
+#define BIGSET_LIB_NETWORK_TCP_TRANSPORT_IMPL_H_
+
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "bigset/network/tcp_transport.h"
+#include "network/framing.h"
+#include "network/stream.h"
+
+namespace bigset {
+namespace tcp_internal {
+
+// A write gathers at most this many queued frames (and about this many
+// bytes): many small messages cross in one system call.
+inline constexpr size_t kMaxFramesPerWrite = 256;
+inline constexpr size_t kMaxBytesPerWrite = 1 << 20;
+inline constexpr size_t kReadChunk = 64 << 10;
+inline constexpr size_t kMaxHandshakeBytes = framing::kMaxHandshakeBytes;
+
+inline uint64_t NowMicros() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+}  // namespace tcp_internal
+
+class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(asio::io_context* io, NodeId self,
+       std::shared_ptr<const AddressBook> addresses,
+       TcpTransportOptions options)
+      : io_(*io),
+        self_(self),
+        addresses_(std::move(addresses)),
+        options_(std::move(options)),
+        acceptor_(io_),
+        rng_(std::random_device()()) {}
+
+  absl::Status Start(Receiver receiver);
+  void Stop();
+  uint16_t port() const { return port_; }
+  void SetRingEpoch(uint64_t epoch) { epoch_ = epoch; }
+  void Send(NodeId to, std::string bytes);
+  TransportStats Stats() const;
+
+ private:
+  // One peer's outbound connection and send queue.
+  struct Outbound {
+    explicit Outbound(asio::io_context& io) : timer(io), watchdog(io) {}
+    enum class State {
+      kIdle,
+      kConnecting,
+      kReady,
+      kBackoff
+    } state = State::kIdle;
+    NodeId peer = 0;
+    std::unique_ptr<tcp_internal::Stream> stream;
+    // Incremented at every reset: handlers of an older connection stop.
+    uint64_t generation = 0;
+    std::deque<std::string> queue;  // Whole frames.
+    size_t queued_bytes = 0;
+    size_t writing = 0;  // Frames of the queue's front being written.
+    uint64_t write_started = 0;
+    uint64_t last_sent = 0;
+    uint64_t backoff = 0;
+    std::string handshake_in;  // The peer's answer, as it arrives.
+    std::string write_buffer;  // The frames being written, gathered.
+    std::vector<char> read_buffer;
+    asio::steady_timer timer;     // Back-off, handshake deadline.
+    asio::steady_timer watchdog;  // Keep-alives and hung writes.
+  };
+  // One inbound connection from a peer.
+  struct Inbound {
+    explicit Inbound(asio::io_context& io) : timer(io) {}
+    std::unique_ptr<tcp_internal::Stream> stream;
+    bool closed = false;
+    bool handshake_done = false;
+    NodeId peer = 0;
+    std::string buffer;  // Bytes read, not yet parsed.
+    std::vector<char> read_buffer;
+    uint64_t last_activity = 0;
+    std::string reply;  // Our handshake frame, while it is written.
+    asio::steady_timer timer;
+  };
+
+  std::unique_ptr<tcp_internal::Stream> NewStream();
+  void Log(std::string_view line) {
+    if (options_.log) options_.log(line);
+  }
+  PeerStats& StatsOf(NodeId peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(stats_mu_) {
+    PeerStats& s = peers_[peer];
+    s.node = peer;
+    return s;
+  }
+
+  // Outbound.
+  void Connect(const std::shared_ptr<Outbound>& out);
+  void OnConnected(const std::shared_ptr<Outbound>& out);
+  void ReadHandshakeReply(const std::shared_ptr<Outbound>& out,
+                          uint64_t generation);
+  void WatchOutbound(const std::shared_ptr<Outbound>& out, uint64_t generation);
+  void WriteSome(const std::shared_ptr<Outbound>& out);
+  void Reset(const std::shared_ptr<Outbound>& out, std::string_view why);
+
+  // Inbound.
+  void Accept();
+  void ReadInbound(const std::shared_ptr<Inbound>& in);
+  // Parses the frames in in->buffer; false if the connection was closed.
+  bool ParseInbound(const std::shared_ptr<Inbound>& in);
+  void CloseInbound(const std::shared_ptr<Inbound>& in, std::string_view why);
+  void WatchInbound(const std::shared_ptr<Inbound>& in);
+
+  asio::io_context& io_;
+  const NodeId self_;
+  const std::shared_ptr<const AddressBook> addresses_;
+  const TcpTransportOptions options_;
+  std::unique_ptr<asio::ssl::context> tls_;
+  asio::ip::tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  Receiver receiver_;
+  bool stopped_ = true;
+  std::atomic<uint64_t> epoch_{0};
+  std::mt19937_64 rng_;
+  std::map<NodeId, std::shared_ptr<Outbound>> outbound_;
+  std::vector<std::weak_ptr<Inbound>> inbound_;
+
+  mutable absl::Mutex stats_mu_;
+  std::map<NodeId, PeerStats> peers_ ABSL_GUARDED_BY(stats_mu_);
+  TransportStats totals_ ABSL_GUARDED_BY(stats_mu_);
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_NETWORK_TCP_TRANSPORT_IMPL_H_
