@@ -64,7 +64,8 @@ void Load(Simulator& sim, const std::string& set, uint64_t n, bool both,
 }
 
 uint64_t KeysRead(Simulator& sim) {
-  return sim.node(1)->stats().ae_keys_read + sim.node(2)->stats().ae_keys_read;
+  return Counter(sim.node(1)->stats(), "anti_entropy.keys_read") +
+         Counter(sim.node(2)->stats(), "anti_entropy.keys_read");
 }
 
 void Converged(Simulator& sim) {
@@ -137,7 +138,7 @@ void Equal(benchmark::State& state, uint64_t sets) {
     Load(sim, absl::StrCat("set-", i), 3, /*both=*/true, i);
   }
   uint64_t bytes = 0, keys_read = 0, equal_before = 0;
-  equal_before = sim.node(1)->stats().ae_rounds_equal;
+  equal_before = Counter(sim.node(1)->stats(), "anti_entropy.rounds_equal");
   for (auto _ : state) {
     const uint64_t b = sim.bytes_delivered();
     const uint64_t k = KeysRead(sim);
@@ -147,7 +148,8 @@ void Equal(benchmark::State& state, uint64_t sets) {
     keys_read += KeysRead(sim) - k;
   }
   // Every round must have found the replicas equal.
-  if (sim.node(1)->stats().ae_rounds_equal - equal_before !=
+  if (Counter(sim.node(1)->stats(), "anti_entropy.rounds_equal") -
+          equal_before !=
       static_cast<uint64_t>(state.iterations())) {
     std::abort();
   }

@@ -33,6 +33,16 @@ std::string RandomElement(Rng& rng) {
   return e;
 }
 
+uint64_t Counter(const NodeStats& stats, std::string_view name) {
+  uint64_t value = 0;
+  if (!stats.Get(name, &value)) {
+    std::fprintf(stderr, "no node counter named %.*s\n",
+                 static_cast<int>(name.size()), name.data());
+    std::abort();
+  }
+  return value;
+}
+
 void Check(const absl::Status& s) {
   if (!s.ok()) {
     std::fprintf(stderr, "benchmark failed: %s\n",

@@ -11,9 +11,11 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "bigset/cluster/node_stats.h"
 #include "bigset/replica/replica.h"
 #include "bigset/store/leveldb_store.h"
 #include "leveldb/cache.h"
@@ -46,6 +48,8 @@ std::string RandomElement(Rng& rng);
 // Aborts, printing the status, unless it is OK.
 void Check(const absl::Status& s);
 void Check(const leveldb::Status& s);
+// A node counter by name; aborts for a name the node does not have.
+uint64_t Counter(const NodeStats& stats, std::string_view name);
 
 // ---- bigset: one replica on disk, default options.
 

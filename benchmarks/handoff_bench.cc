@@ -111,8 +111,9 @@ void HandOff(benchmark::State& state, uint64_t size) {
     const bool done = sim.RunUntil([&]() {
       if (++polls % 64 == 0) rss_peak = std::max(rss_peak, ResidentBytes());
       Node* receiver = sim.node(2);
-      return receiver != nullptr && receiver->stats().partitions_moving == 0 &&
-             sim.node(1)->stats().partitions_moving == 0;
+      return receiver != nullptr &&
+             Counter(receiver->stats(), "handoff.partitions_moving") == 0 &&
+             Counter(sim.node(1)->stats(), "handoff.partitions_moving") == 0;
     });
     state.PauseTiming();
     if (!done) std::abort();

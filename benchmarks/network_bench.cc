@@ -290,7 +290,10 @@ void TcpHandOff(benchmark::State& state, uint64_t kSize) {
     while (true) {
       auto s = c->node->Stats();
       if (!s.ok()) std::abort();
-      if (s->partitions_moving == 0 && s->handoffs_done > 0) break;
+      if (Counter(*s, "handoff.partitions_moving") == 0 &&
+          Counter(*s, "handoff.done") > 0) {
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     state.PauseTiming();

@@ -14,11 +14,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bigset/testing/sim.h"
 
 namespace {
+
+// A node counter by name (bigset/cluster/node_stats.h lists them).
+uint64_t Counter(const bigset::NodeStats& stats, std::string_view name) {
+  uint64_t value = 0;
+  if (!stats.Get(name, &value)) {
+    std::fprintf(stderr, "no node counter named %.*s\n",
+                 static_cast<int>(name.size()), name.data());
+    std::abort();
+  }
+  return value;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -73,9 +85,11 @@ bool Settled(bigset::Simulator& sim, uint64_t epoch) {
     bigset::Node* node = sim.node(id);
     if (node == nullptr) continue;
     const auto s = node->stats();
-    if (s.ring_epoch != epoch || s.partitions_moving != 0 ||
-        s.handoffs_pending != 0 || s.handoffs_running != 0 ||
-        s.partitions_releasing != 0) {
+    if (Counter(s, "handoff.ring_epoch") != epoch ||
+        Counter(s, "handoff.partitions_moving") != 0 ||
+        Counter(s, "handoff.pending") != 0 ||
+        Counter(s, "handoff.running") != 0 ||
+        Counter(s, "handoff.partitions_releasing") != 0) {
       return false;
     }
   }
@@ -101,8 +115,8 @@ absl::StatusOr<std::vector<std::string>> ChangeMembership(
   for (bigset::NodeId id = 1; id <= sim.node_count(); ++id) {
     if (sim.node(id) != nullptr) {
       std::printf(" node %u: %llu", id,
-                  static_cast<unsigned long long>(
-                      sim.node(id)->stats().partitions_moving));
+                  static_cast<unsigned long long>(Counter(
+                      sim.node(id)->stats(), "handoff.partitions_moving")));
     }
   }
   std::printf("\n");
@@ -127,7 +141,8 @@ absl::StatusOr<std::vector<std::string>> ChangeMembership(
     bool moving = false;
     for (bigset::NodeId id = 1; id <= sim.node_count(); ++id) {
       if (sim.node(id) != nullptr) {
-        moving = moving || sim.node(id)->stats().partitions_moving != 0;
+        moving = moving || Counter(sim.node(id)->stats(),
+                                   "handoff.partitions_moving") != 0;
       }
     }
     sim.RunFor(moving ? 20'000 : 500'000);
@@ -137,11 +152,11 @@ absl::StatusOr<std::vector<std::string>> ChangeMembership(
       for (bigset::NodeId id = 1; id <= sim.node_count(); ++id) {
         if (sim.node(id) == nullptr) continue;
         const auto s = sim.node(id)->stats();
-        done += s.handoffs_done;
-        running += s.handoffs_running;
-        sent += s.handoff_keys_sent;
-        received += s.handoff_keys_received;
-        released += s.handoff_keys_released;
+        done += Counter(s, "handoff.done");
+        running += Counter(s, "handoff.running");
+        sent += Counter(s, "handoff.keys_sent");
+        received += Counter(s, "handoff.keys_received");
+        released += Counter(s, "handoff.keys_released");
       }
       std::printf(
           "  %5.1f s: transfers done %3llu, running %llu; keys sent %8llu, "
@@ -288,7 +303,8 @@ int main(int argc, char** argv) {
   std::printf(
       "read with R=3 (%.1f s) sent %llu repair ops; node %u's replica "
       "now holds %llu elements\n",
-      Seconds(t), static_cast<unsigned long long>(stats.repair_ops_sent),
+      Seconds(t),
+      static_cast<unsigned long long>(Counter(stats, "read.repair_ops_sent")),
       victim, static_cast<unsigned long long>(LocalCount(sim, victim, set)));
   const bool converged = LocalCount(sim, victim, set) == *repaired &&
                          LocalCount(sim, pl[1], set) == *repaired &&
@@ -374,11 +390,11 @@ int main(int argc, char** argv) {
   uint64_t hints = 0, repaired_sets = 0, pushed = 0, ae_bytes = 0, rounds = 0;
   for (bigset::NodeId id : sim.node_ids()) {
     const auto st = sim.node(id)->stats();
-    hints += st.ae_updates_sent;
-    repaired_sets += st.ae_sets_repaired;
-    pushed += st.ae_keys_pushed;
-    ae_bytes += st.ae_bytes_sent;
-    rounds += st.ae_rounds;
+    hints += Counter(st, "anti_entropy.updates_sent");
+    repaired_sets += Counter(st, "anti_entropy.sets_repaired");
+    pushed += Counter(st, "anti_entropy.keys_pushed");
+    ae_bytes += Counter(st, "anti_entropy.bytes_sent");
+    rounds += Counter(st, "anti_entropy.rounds");
   }
   const bool ae_converged =
       digests_equal() &&

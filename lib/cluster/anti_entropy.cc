@@ -646,7 +646,7 @@ void AntiEntropy::Handle(NodeId from, Message& m) {
   }
 }
 
-void AntiEntropy::FillStats(Node::Stats* stats) const {
+void AntiEntropy::FillStats(NodeCounters* stats) const {
   stats->ae_hints = hints_.size();
   stats->ae_hint_bytes = hint_bytes_;
   stats->ae_pushes_running = pushes_.size() + queued_.size();

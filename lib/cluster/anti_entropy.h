@@ -81,7 +81,7 @@ class AntiEntropy {
   bool OnReplicateAck(uint64_t request_id, NodeId from,
                       const absl::Status& status);
   // Gauges into *stats.
-  void FillStats(Node::Stats* stats) const;
+  void FillStats(NodeCounters* stats) const;
   // Runs one digest round per (partition, peer) now (tests, tools).
   void RunRoundsNow();
 

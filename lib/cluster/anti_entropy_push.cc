@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/anti_entropy.h"
 #include "cluster/anti_entropy_internal.h"
+#include "cluster/set_stream.h"
 
 namespace bigset {
 
@@ -128,7 +129,7 @@ void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
   Push* push = it->second.get();
   if (push->waiting_tokens || m.seq != push->seq) return;  // Stale.
   if (!m.status.ok()) {
-    if (absl::IsNotFound(m.status) && ++push->restarts <= kMaxRestarts) {
+    if (IsStreamStateLost(m.status) && ++push->restarts <= kMaxRestarts) {
       // The receiver lost the push's state: again from a new snapshot,
       // under a new id (never mixing two snapshots' chunks).
       std::unique_ptr<Push> again = std::move(it->second);
@@ -173,16 +174,16 @@ void AntiEntropy::OnPush(NodeId from, const Message& m) {
     return;
   }
   if (replica == nullptr) {
-    ack.status = absl::FailedPreconditionError("partition not held here");
+    ack.status = absl::UnavailableError("partition not held here");
   } else if (it == incoming_.end() && m.seq != 0) {
-    ack.status = absl::NotFoundError("unknown push (restart it)");
+    ack.status = StreamStateLost("unknown push: send the set again");
   } else if (it != incoming_.end() && m.seq < it->second.next_seq) {
     // A retransmission of a chunk applied already.
   } else if (it != incoming_.end() && m.seq > it->second.next_seq) {
-    ack.status = absl::NotFoundError("push chunks out of order");
+    ack.status = StreamStateLost("push chunks out of order");
     incoming_.erase(it);
   } else if (it != incoming_.end() && it->second.set != m.set) {
-    ack.status = absl::NotFoundError("push names another set");
+    ack.status = StreamStateLost("push names another set");
     incoming_.erase(it);
   } else {
     if (it == incoming_.end()) {

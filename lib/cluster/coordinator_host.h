@@ -23,6 +23,7 @@
 #include "bigset/cluster/ring.h"
 #include "bigset/net/transport.h"
 #include "bigset/replica/replica.h"
+#include "cluster/node_counters.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -66,7 +67,7 @@ class CoordinatorHost {
   // now.
   virtual bool ProxyDelta(NodeId from, const MessageHeader& header,
                           const Delta& delta) = 0;
-  virtual Node::Stats& stats() = 0;
+  virtual NodeCounters& stats() = 0;
   // This node's replica of `partition` applied `delta` (coordinated,
   // replicated or repaired): hand-offs forward it.
   virtual void OnApplied(uint32_t partition, const Delta& delta) = 0;

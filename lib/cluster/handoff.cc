@@ -358,7 +358,7 @@ void HandoffManager::Tick() {
 
 // ---- Stats.
 
-void HandoffManager::FillStats(Node::Stats* stats) const {
+void HandoffManager::FillStats(NodeCounters* stats) const {
   stats->handoffs_pending = 0;
   stats->handoffs_running = 0;
   for (const auto& [key, out] : outgoing_) {

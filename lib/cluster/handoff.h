@@ -142,7 +142,7 @@ class HandoffManager {
   absl::Status FinishReleaseNow(uint32_t partition);
 
   // Adds the gauges to *stats.
-  void FillStats(Node::Stats* stats) const;
+  void FillStats(NodeCounters* stats) const;
   // Why each partition still moves, in this node's view.
   std::vector<PartitionMove> Moving() const;
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/handoff.h"
+#include "cluster/set_stream.h"
 
 namespace bigset {
 
@@ -57,7 +58,7 @@ void HandoffManager::HandleChunk(NodeId from, Message& m) {
   if (it == incoming_.end() || m.index > it->second.index) {
     // This node lost the set's state (a restart, or it expired).
     SendAck(from, m,
-            absl::FailedPreconditionError("transfer state lost; restart"));
+            StreamStateLost("transfer state lost; send the set again"));
     return;
   }
   if (m.index == it->second.index && m.seq > it->second.next_seq) {
@@ -80,7 +81,7 @@ void HandoffManager::HandleChunk(NodeId from, Message& m) {
     SendAck(from, m, s);
     return;
   }
-  Node::Stats& stats = host_->stats();
+  NodeCounters& stats = host_->stats();
   stats.handoff_keys_received += m.elements.size();
   ++in.next_seq;
   if (m.done) ++stats.handoff_sets_received;

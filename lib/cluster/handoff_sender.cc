@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/handoff.h"
+#include "cluster/set_stream.h"
 
 namespace bigset {
 namespace {
@@ -127,7 +128,7 @@ void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
     chunk.bytes = m.Encode();
     out.buffer = std::move(m.elements);
     out.last_send = host_->NowMicros();
-    Node::Stats& stats = host_->stats();
+    NodeCounters& stats = host_->stats();
     stats.handoff_keys_sent += out.buffer.size();
     stats.handoff_bytes_sent += chunk.bytes.size();
     if (last) out.reader.reset();
@@ -201,7 +202,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
     }
     return;
   }
-  if (absl::IsFailedPrecondition(m.status)) {
+  if (IsStreamStateLost(m.status)) {
     // The receiver lost the set's state (it restarted, or expired it): the
     // set again, from a new snapshot, under a new index.
     ++host_->stats().handoff_restarts;

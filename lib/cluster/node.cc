@@ -202,8 +202,8 @@ uint64_t Node::Impl::NextRequestId() {
   return next_request_id_++;
 }
 
-Node::Stats Node::Impl::Snapshot() const {
-  Node::Stats s = stats_;
+NodeCounters Node::Impl::Snapshot() const {
+  NodeCounters s = stats_;
   anti_entropy_.FillStats(&s);
   s.folds_open = service_.folds_open();
   s.replicas_open = retired_.size();
@@ -687,7 +687,9 @@ Replica* Node::LocalReplica(uint32_t partition) {
   return impl_->LocalReplica(partition);
 }
 
-Node::Stats Node::stats() const { return impl_->Snapshot(); }
+NodeStats Node::stats() const {
+  return NodeStats::FromCounters(impl_->Snapshot());
+}
 
 void Node::RunAntiEntropy() { impl_->RunAntiEntropy(); }
 

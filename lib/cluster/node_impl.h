@@ -89,7 +89,7 @@ class Node::Impl final : public CoordinatorHost {
     return handoff_.Serves(partition) ? LocalReplica(partition) : nullptr;
   }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
-  Node::Stats& stats() override { return stats_; }
+  NodeCounters& stats() override { return stats_; }
   void FinishWrite(uint64_t id) override;
   void FinishRead(uint64_t id) override;
   void FinishQuery(uint64_t id) override;
@@ -103,7 +103,7 @@ class Node::Impl final : public CoordinatorHost {
   // counts undecodable ones.
   void Receive(NodeId from, std::string_view bytes);
   // The stats with the gauges filled in.
-  Node::Stats Snapshot() const;
+  NodeCounters Snapshot() const;
 
   // Client entry points.
   // An update (`clear` empty) or a clear (`ops` empty).
@@ -176,7 +176,7 @@ class Node::Impl final : public CoordinatorHost {
   absl::flat_hash_map<uint64_t, uint64_t> write_routes_;
   std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
   std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts_;
-  Node::Stats stats_;
+  NodeCounters stats_;
   // Message type -> the protocol's handler (InstallRoutes).
   Dispatcher dispatcher_;
 };

@@ -128,7 +128,10 @@ const char* MessageTypeName(MessageType type);
 // Version 2: every message ends with a CRC32C of all its bytes before it.
 // Version 3: membership by node-authored states (kMembership, episodes in
 // proposals), incarnations in transfer acks, appliers in delta acks.
-inline constexpr uint8_t kMessageFormatVersion = 3;
+// Version 4: set streams (transfer and push acknowledgements) answer
+// Aborted, and only Aborted, when the receiver lost the stream's state
+// (cluster/set_stream.h).
+inline constexpr uint8_t kMessageFormatVersion = 4;
 
 // One partition a node serves, in that node's own membership state (see
 // cluster/membership.h). Only the node itself changes its state.

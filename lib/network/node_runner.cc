@@ -321,9 +321,9 @@ absl::Status NodeRunner::InstallRing(const Ring& ring) {
   return done.status();
 }
 
-absl::StatusOr<Node::Stats> NodeRunner::Stats() {
-  return impl_->Call<Node::Stats>(
-      [](Node& node) -> absl::StatusOr<Node::Stats> { return node.stats(); });
+absl::StatusOr<NodeStats> NodeRunner::Stats() {
+  return impl_->Call<NodeStats>(
+      [](Node& node) -> absl::StatusOr<NodeStats> { return node.stats(); });
 }
 
 absl::StatusOr<std::vector<PartitionMove>> NodeRunner::Moving() {

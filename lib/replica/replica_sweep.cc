@@ -109,6 +109,34 @@ using replica_internal::DecodeSweepValue;
 using replica_internal::EncodeSweepValue;
 using replica_internal::SnapshotKey;
 
+// The snapshot and cursor an interrupted sweep of `set` persisted, into
+// *snapshot and *cursor; NotFound if no sweep of the set is under way.
+absl::Status ReadSweepPosition(Store* store, std::string_view set,
+                               const std::string& snapshot_key,
+                               const std::string& cursor_key, Clock* snapshot,
+                               std::string* cursor) {
+  std::string value;
+  absl::Status s = store->Get(ReadOptions(), snapshot_key, &value);
+  if (!s.ok()) return s;
+  std::optional<std::string_view> bytes = DecodeSweepValue(value);
+  if (!bytes.has_value()) {
+    return SetCorruption(set, "sweep snapshot", "unknown version");
+  }
+  absl::StatusOr<Clock> c = Clock::Decode(*bytes);
+  if (!c.ok()) {
+    return SetCorruption(set, "sweep snapshot", c.status().message());
+  }
+  *snapshot = std::move(*c);
+  s = store->Get(ReadOptions(), cursor_key, &value);
+  if (!s.ok()) return SetCorruption(set, "sweep cursor", s.message());
+  std::optional<std::string_view> at = DecodeSweepValue(value);
+  if (!at.has_value()) {
+    return SetCorruption(set, "sweep cursor", "unknown version");
+  }
+  cursor->assign(*at);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
@@ -121,59 +149,12 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
   // (or persisted by an earlier, interrupted sweep).
   Clock snapshot;
   std::string cursor;
-  std::string value;
-  absl::Status s = store_->Get(ReadOptions(), snapshot_key, &value);
-  if (s.ok()) {
-    std::optional<std::string_view> bytes = DecodeSweepValue(value);
-    if (!bytes.has_value()) {
-      return SetCorruption(set, "sweep snapshot", "unknown version");
-    }
-    absl::StatusOr<Clock> c = Clock::Decode(*bytes);
-    if (!c.ok()) {
-      return SetCorruption(set, "sweep snapshot", c.status().message());
-    }
-    snapshot = std::move(*c);
-    s = store_->Get(ReadOptions(), cursor_key, &value);
-    if (!s.ok()) return SetCorruption(set, "sweep cursor", s.message());
-    std::optional<std::string_view> at = DecodeSweepValue(value);
-    if (!at.has_value()) {
-      return SetCorruption(set, "sweep cursor", "unknown version");
-    }
-    cursor.assign(*at);
-  } else if (!absl::IsNotFound(s)) {
-    return s;
-  }
-  {
-    Stripe& stripe = StripeFor(set);
-    absl::MutexLock lock(&stripe.mu);
-    BIGSET_RETURN_IF_ERROR(CheckOpen());
-    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-    if (!loaded.ok()) return loaded.status();
-    const Clock& tombstone = (*loaded)->tombstone;
-    if (s.ok()) {
-      // Only the finish shrinks the tombstone, and it deletes the snapshot
-      // in the same batch: a snapshot the tombstone does not cover is not
-      // one this sweeper wrote, and sweeping with it could delete live keys.
-      if (!tombstone.Descends(snapshot)) {
-        return SetCorruption(set, "sweep snapshot",
-                             "not covered by the set-tombstone");
-      }
-    } else {
-      WriteBatch batch;
-      if (tombstone.empty()) {
-        // Nothing to sweep (the entry outlived its dots): done.
-        batch.Delete(replica_internal::SweepQueueKey(ks, set));
-        BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
-        ++progress->entries_done;
-        counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
-        return true;
-      }
-      snapshot = tombstone;
-      batch.Put(snapshot_key, EncodeSweepValue(snapshot.Encode()));
-      batch.Put(cursor_key, EncodeSweepValue(""));
-      BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
-    }
-  }
+  absl::Status s = ReadSweepPosition(store_, set, snapshot_key, cursor_key,
+                                     &snapshot, &cursor);
+  if (!s.ok() && !absl::IsNotFound(s)) return s;
+  absl::StatusOr<bool> nothing = BeginSweep(set, s.ok(), &snapshot, progress);
+  if (!nothing.ok()) return nothing.status();
+  if (*nothing) return true;
   // A cursor that is not one of the set's element keys is not one this
   // sweeper wrote.
   const KeyRange elements = ElementsRange(ks, set);
@@ -249,25 +230,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
 
   // 3. Finish: the snapshot's keys are gone and can never be written again
   // (the set-clock has seen their dots), so its dots leave the tombstone.
-  // Dots added since stay, with the queue entry that came with them.
-  {
-    Stripe& stripe = StripeFor(set);
-    absl::MutexLock lock(&stripe.mu);
-    BIGSET_RETURN_IF_ERROR(CheckOpen());
-    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-    if (!loaded.ok()) return loaded.status();
-    SetState* state = *loaded;
-    StateChanges changes;
-    state->tombstone.Subtract(snapshot);
-    changes.tombstone.TouchClock(snapshot);
-    WriteBatch batch;
-    batch.Delete(snapshot_key);
-    batch.Delete(cursor_key);
-    if (state->tombstone.empty()) {
-      batch.Delete(replica_internal::SweepQueueKey(ks, set));
-    }
-    BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
-  }
+  BIGSET_RETURN_IF_ERROR(FinishSweep(set, snapshot));
   ++progress->entries_done;
   counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
   // Give the space back (not for a set this sweep deleted nothing from:
@@ -276,6 +239,64 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
     BIGSET_RETURN_IF_ERROR(store_->CompactRange(elements));
   }
   return true;
+}
+
+absl::StatusOr<bool> Replica::BeginSweep(std::string_view set, bool resuming,
+                                         Clock* snapshot,
+                                         SweepProgress* progress) {
+  const KeyspaceId ks = options_.keyspace;
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  const Clock& tombstone = (*loaded)->tombstone;
+  if (resuming) {
+    // Only the finish shrinks the tombstone, and it deletes the snapshot
+    // in the same batch: a snapshot the tombstone does not cover is not
+    // one this sweeper wrote, and sweeping with it could delete live keys.
+    if (!tombstone.Descends(*snapshot)) {
+      return SetCorruption(set, "sweep snapshot",
+                           "not covered by the set-tombstone");
+    }
+  } else {
+    WriteBatch batch;
+    if (tombstone.empty()) {
+      // Nothing to sweep (the entry outlived its dots): done.
+      batch.Delete(replica_internal::SweepQueueKey(ks, set));
+      BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+      ++progress->entries_done;
+      counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    *snapshot = tombstone;
+    batch.Put(SnapshotKey(ks, set), EncodeSweepValue(snapshot->Encode()));
+    batch.Put(CursorKey(ks, set), EncodeSweepValue(""));
+    BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+  }
+  return false;
+}
+
+absl::Status Replica::FinishSweep(std::string_view set, const Clock& snapshot) {
+  // Dots added since the snapshot stay, with the queue entry that came with
+  // them.
+  const KeyspaceId ks = options_.keyspace;
+  Stripe& stripe = StripeFor(set);
+  absl::MutexLock lock(&stripe.mu);
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
+  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
+  if (!loaded.ok()) return loaded.status();
+  SetState* state = *loaded;
+  StateChanges changes;
+  state->tombstone.Subtract(snapshot);
+  changes.tombstone.TouchClock(snapshot);
+  WriteBatch batch;
+  batch.Delete(SnapshotKey(ks, set));
+  batch.Delete(CursorKey(ks, set));
+  if (state->tombstone.empty()) {
+    batch.Delete(replica_internal::SweepQueueKey(ks, set));
+  }
+  return Commit(stripe, set, state, &batch, changes);
 }
 
 absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {

@@ -50,6 +50,41 @@ void ClockChanges::TouchSorted(std::span<const Dot> dots) {
   }
 }
 
+namespace {
+
+// The windows of one actor's segments that counter ranges `ranges` may
+// have changed: those on disk in the ranges (`persisted`, some may now be
+// empty), and those of the cloud's intervals that reach into them.
+absl::btree_set<uint64_t> DirtyWindows(
+    const IntervalSet& ranges, const IntervalSet* cloud,
+    const absl::btree_set<uint64_t>* persisted) {
+  using clock_storage::SegmentOf;
+  absl::btree_set<uint64_t> windows;
+  for (const auto& [a, b] : ranges) {
+    const uint64_t after = b == kMax ? kMax : b + 1;
+    if (persisted != nullptr) {
+      for (auto w = persisted->lower_bound(SegmentOf(a));
+           w != persisted->end() && *w <= SegmentOf(after); ++w) {
+        windows.insert(*w);
+      }
+    }
+    if (cloud == nullptr) continue;
+    // The interval that reaches into the range from below, and those
+    // starting in it (or just after: one may have merged into another).
+    if (a > 0 && cloud->Contains(a - 1)) {
+      windows.insert(SegmentOf(cloud->IntervalStart(a - 1)));
+    }
+    for (auto it = cloud->LowerBound(a);
+         it != cloud->end() && it->first <= after; ++it) {
+      windows.insert(SegmentOf(it->first));
+      if (it->second == kMax) break;
+    }
+  }
+  return windows;
+}
+
+}  // namespace
+
 void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
                 const Clock& clock, const ClockChanges& changes,
                 StoredClock* stored, WriteBatch* batch,
@@ -151,31 +186,11 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
   }
   for (const auto& [actor, ranges] : dirty) {
     if (whole.contains(actor)) continue;
-    const IntervalSet* cloud = clock.cloud().Find(actor);
     const auto persisted = stored->windows.find(actor);
-    absl::btree_set<uint64_t> windows;
-    for (const auto& [a, b] : ranges) {
-      const uint64_t after = b == kMax ? kMax : b + 1;
-      // Segments already on disk in the range (some may now be empty).
-      if (persisted != stored->windows.end()) {
-        for (auto w = persisted->second.lower_bound(SegmentOf(a));
-             w != persisted->second.end() && *w <= SegmentOf(after); ++w) {
-          windows.insert(*w);
-        }
-      }
-      if (cloud == nullptr) continue;
-      // The interval that reaches into the range from below, and those
-      // starting in it (or just after: one may have merged into another).
-      if (a > 0 && cloud->Contains(a - 1)) {
-        windows.insert(SegmentOf(cloud->IntervalStart(a - 1)));
-      }
-      for (auto it = cloud->LowerBound(a);
-           it != cloud->end() && it->first <= after; ++it) {
-        windows.insert(SegmentOf(it->first));
-        if (it->second == kMax) break;
-      }
-    }
-    rewrite(actor, windows);
+    rewrite(actor, DirtyWindows(ranges, clock.cloud().Find(actor),
+                                persisted == stored->windows.end()
+                                    ? nullptr
+                                    : &persisted->second));
   }
 }
 

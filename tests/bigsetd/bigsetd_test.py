@@ -936,7 +936,7 @@ def bigset_commands(c, raw, r):
 
     # Stats and verification.
     st = flat_pairs(raw.command("BIGSET.STATS"))
-    check("counts_agreed" in st, "BIGSET.STATS: %s" % short(st))
+    check("read.counts_agreed" in st, "BIGSET.STATS: %s" % short(st))
     for k, v in st.items():
         check(isinstance(v, int), "BIGSET.STATS %s = %r" % (k, v))
     for i, n in ((1, raw), (2, n2), (3, n3)):
@@ -982,7 +982,7 @@ def test_resp3():
         v = raw.command("BIGSET.RANGE", "k", "-", "+")
         eq(v, [b"0", [b"a", b"b", b"c"]], "BIGSET.RANGE in RESP3")
         st = flat_pairs(raw.command("BIGSET.STATS"))
-        check("counts_agreed" in st, "BIGSET.STATS in RESP3: %s" % short(st))
+        check("read.counts_agreed" in st, "BIGSET.STATS in RESP3: %s" % short(st))
     # Back to RESP2.
     h = flat_pairs(raw.command("HELLO", "2"))
     eq((raw.kind, h["proto"]), ("*", 2), "HELLO 2 after HELLO 3")
@@ -1937,7 +1937,7 @@ def settled(nodes, epoch):
     for node in nodes:
         st = cluster_status(node)
         if st is None or st.get("ring_epoch") != str(epoch) or \
-                st.get("partitions_moving") != "0":
+                st.get("handoff.partitions_moving") != "0":
             return False
     return True
 

@@ -30,7 +30,7 @@ absl::StatusOr<NodeAddresses> ParseAddresses(const std::string& peer,
 }
 
 std::string Status(const ClusterMap& map, NodeId self,
-                   const absl::StatusOr<Node::Stats>& stats,
+                   const absl::StatusOr<NodeStats>& stats,
                    const absl::StatusOr<std::vector<PartitionMove>>& moving) {
   std::string out;
   absl::StrAppend(&out, "node:", self, "\nring_epoch:", map.ring.epoch(),
@@ -47,15 +47,23 @@ std::string Status(const ClusterMap& map, NodeId self,
                     id == self ? " (this node)" : "", "\n");
   }
   if (stats.ok()) {
-    absl::StrAppend(&out, "partitions_moving:", stats->partitions_moving,
-                    "\nhandoffs_running:", stats->handoffs_running,
-                    "\nhandoffs_pending:", stats->handoffs_pending,
-                    "\nhandoffs_incoming:", stats->handoffs_incoming,
-                    "\nhandoffs_done:", stats->handoffs_done,
-                    "\nhandoff_keys_sent:", stats->handoff_keys_sent,
-                    "\nhandoff_keys_received:", stats->handoff_keys_received,
-                    "\npartitions_releasing:", stats->partitions_releasing,
-                    "\n");
+    // The hand-off counters an operator watches during a membership change.
+    for (const auto& [name, value] : stats->All()) {
+      static constexpr std::string_view kShown[] = {
+          "handoff.partitions_moving",
+          "handoff.running",
+          "handoff.pending",
+          "handoff.incoming",
+          "handoff.done",
+          "handoff.keys_sent",
+          "handoff.keys_received",
+          "handoff.partitions_releasing"};
+      for (std::string_view shown : kShown) {
+        if (name == shown) {
+          absl::StrAppend(&out, name, ":", value, "\n");
+        }
+      }
+    }
   }
   if (moving.ok()) {
     for (const PartitionMove& m : *moving) {

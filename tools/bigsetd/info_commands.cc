@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl_compat.h"
 #include "session.h"
 
@@ -15,47 +16,15 @@ namespace {
 
 using Fields = std::vector<std::pair<std::string, uint64_t>>;
 
-Fields NodeFields(const Node::Stats& s) {
-  return {
-      {"messages_received", s.messages_received},
-      {"malformed_messages", s.malformed_messages},
-      {"retransmits", s.retransmits},
-      {"repairs_sent", s.repairs_sent},
-      {"repairs_applied", s.repairs_applied},
-      {"coordinator_switches", s.coordinator_switches},
-      {"late_coordinator_replies", s.late_coordinator_replies},
-      {"extra_dots", s.extra_dots},
-      {"failovers_unsettled", s.failovers_unsettled},
-      {"duplicate_updates", s.duplicate_updates},
-      {"deltas_rejected", s.deltas_rejected},
-      {"read_replica_switches", s.read_replica_switches},
-      {"counts_agreed", s.counts_agreed},
-      {"counts_merged", s.counts_merged},
-      {"folds_open", s.folds_open},
-      {"folds_expired", s.folds_expired},
-      {"replicas_open", s.replicas_open},
-      {"sweep_queue_length", s.sweep_queue_length},
-      {"sweep_keys_deleted", s.sweep_keys_deleted},
-      {"sweep_errors", s.sweep_errors},
-      {"ring_epoch", s.ring_epoch},
-      {"partitions_moving", s.partitions_moving},
-      {"handoffs_pending", s.handoffs_pending},
-      {"handoffs_running", s.handoffs_running},
-      {"handoffs_incoming", s.handoffs_incoming},
-      {"handoffs_done", s.handoffs_done},
-      {"handoff_keys_sent", s.handoff_keys_sent},
-      {"handoff_keys_received", s.handoff_keys_received},
-      {"partitions_releasing", s.partitions_releasing},
-      {"stale_ring_reports", s.stale_ring_reports},
-      {"ae_hints", s.ae_hints},
-      {"ae_hint_bytes", s.ae_hint_bytes},
-      {"ae_rounds", s.ae_rounds},
-      {"ae_rounds_equal", s.ae_rounds_equal},
-      {"ae_sets_repaired", s.ae_sets_repaired},
-      {"ae_keys_pushed", s.ae_keys_pushed},
-      {"ae_keys_received", s.ae_keys_received},
-      {"ae_hints_dropped", s.ae_hints_dropped},
-  };
+// Every node counter, by its name ("read.counts_agreed"; see
+// bigset/cluster/node_stats.h).
+Fields NodeFields(const NodeStats& s) { return s.All(); }
+
+// One node counter; 0 if the node has none of that name.
+uint64_t NodeStat(const NodeStats& s, std::string_view name) {
+  uint64_t v = 0;
+  s.Get(name, &v);
+  return v;
 }
 
 Fields ServerFields(const ServerStats& s) {
@@ -103,13 +72,13 @@ std::string Human(uint64_t bytes) {
 // What the worker gathers from the node for INFO and BIGSET.STATS.
 struct NodeSnapshot {
   absl::Status status;
-  Node::Stats stats;
+  NodeStats stats;
   TransportStats transport;
   std::string ring_nodes;
 };
 
 void Gather(NodeRunner* runner, NodeSnapshot* out) {
-  absl::StatusOr<Node::Stats> stats = runner->Stats();
+  absl::StatusOr<NodeStats> stats = runner->Stats();
   if (!stats.ok()) {
     out->status = stats.status();
     return;
@@ -167,91 +136,95 @@ void Session::CmdInfo(Args& a) {
     return false;
   };
   NodeRunner* runner = ctx_->runner;
-  auto reply = Later<std::shared_ptr<NodeSnapshot>>(
-      [this, want](std::shared_ptr<NodeSnapshot> snap) {
-        const DaemonConfig& c = *ctx_->config;
-        const auto uptime =
-            std::chrono::duration_cast<std::chrono::seconds>(
-                std::chrono::steady_clock::now() - ctx_->started)
-                .count();
-        std::string text;
-        auto line = [&text](std::string_view k, const auto& v) {
-          absl::StrAppend(&text, AV(k), ":", v, "\r\n");
-        };
-        if (want("server")) {
-          text += "# Server\r\n";
-          line("redis_version", "7.0.0");
-          line("bigset_version", "0.2.0");
-          line("redis_mode", "standalone");
-          line("os", "Linux");
-          line("process_id", getpid());
-          line("tcp_port", ctx_->port);
-          line("uptime_in_seconds", uptime);
-          line("uptime_in_days", uptime / 86400);
-          text += "\r\n";
+  auto reply = Later<
+      std::shared_ptr<NodeSnapshot>>([this, want](
+                                         std::shared_ptr<NodeSnapshot> snap) {
+    const DaemonConfig& c = *ctx_->config;
+    const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now() - ctx_->started)
+                            .count();
+    std::string text;
+    auto line = [&text](std::string_view k, const auto& v) {
+      absl::StrAppend(&text, AV(k), ":", v, "\r\n");
+    };
+    if (want("server")) {
+      text += "# Server\r\n";
+      line("redis_version", "7.0.0");
+      line("bigset_version", "0.2.0");
+      line("redis_mode", "standalone");
+      line("os", "Linux");
+      line("process_id", getpid());
+      line("tcp_port", ctx_->port);
+      line("uptime_in_seconds", uptime);
+      line("uptime_in_days", uptime / 86400);
+      text += "\r\n";
+    }
+    if (want("clients")) {
+      text += "# Clients\r\n";
+      line("connected_clients", ctx_->sessions.size());
+      line("maxclients", c.max_clients);
+      line("blocked_clients", 0);
+      text += "\r\n";
+    }
+    if (want("memory")) {
+      const uint64_t rss = ResidentBytes();
+      text += "# Memory\r\n";
+      line("used_memory", rss);
+      line("used_memory_human", Human(rss));
+      line("used_memory_rss", rss);
+      line("used_memory_rss_human", Human(rss));
+      line("maxmemory", 0);
+      line("clock_cache_bytes", c.clock_cache_bytes);
+      line("sscan_cursors", ctx_->cursors->size());
+      line("sscan_cursor_bytes", ctx_->cursors->bytes());
+      text += "\r\n";
+    }
+    if (want("replication")) {
+      // Every node is a primary of the sets it holds (leaderless).
+      text += "# Replication\r\n";
+      line("role", "master");
+      line("connected_slaves", 0);
+      text += "\r\n";
+    }
+    if (want("cluster")) {
+      text += "# Cluster\r\n";
+      line("cluster_enabled", 0);  // Not the Redis Cluster protocol.
+      line("bigset_node_id", c.id);
+      line("bigset_n", c.n);
+      line("bigset_w", c.w);
+      line("bigset_r", c.r);
+      if (snap->status.ok()) {
+        line("bigset_ring_nodes", snap->ring_nodes);
+        line("bigset_ring_epoch", NodeStat(snap->stats, "handoff.ring_epoch"));
+        line("bigset_partitions_moving",
+             NodeStat(snap->stats, "handoff.partitions_moving"));
+        line("bigset_handoffs_running",
+             NodeStat(snap->stats, "handoff.running"));
+        line("bigset_handoffs_pending",
+             NodeStat(snap->stats, "handoff.pending"));
+        uint64_t connected = 0;
+        for (const PeerStats& p : snap->transport.peers)
+          connected += p.connected;
+        line("bigset_peers", snap->transport.peers.size());
+        line("bigset_peers_connected", connected);
+      }
+      text += "\r\n";
+    }
+    if (want("stats")) {
+      text += "# Stats\r\n";
+      for (const auto& [k, v] : ServerFields(ctx_->stats)) line(k, v);
+      if (snap->status.ok()) {
+        for (const auto& [k, v] : NodeFields(snap->stats)) {
+          // INFO's fields are words: "node_read_counts_agreed".
+          line(absl::StrCat("node_", absl::StrReplaceAll(k, {{".", "_"}})), v);
         }
-        if (want("clients")) {
-          text += "# Clients\r\n";
-          line("connected_clients", ctx_->sessions.size());
-          line("maxclients", c.max_clients);
-          line("blocked_clients", 0);
-          text += "\r\n";
-        }
-        if (want("memory")) {
-          const uint64_t rss = ResidentBytes();
-          text += "# Memory\r\n";
-          line("used_memory", rss);
-          line("used_memory_human", Human(rss));
-          line("used_memory_rss", rss);
-          line("used_memory_rss_human", Human(rss));
-          line("maxmemory", 0);
-          line("clock_cache_bytes", c.clock_cache_bytes);
-          line("sscan_cursors", ctx_->cursors->size());
-          line("sscan_cursor_bytes", ctx_->cursors->bytes());
-          text += "\r\n";
-        }
-        if (want("replication")) {
-          // Every node is a primary of the sets it holds (leaderless).
-          text += "# Replication\r\n";
-          line("role", "master");
-          line("connected_slaves", 0);
-          text += "\r\n";
-        }
-        if (want("cluster")) {
-          text += "# Cluster\r\n";
-          line("cluster_enabled", 0);  // Not the Redis Cluster protocol.
-          line("bigset_node_id", c.id);
-          line("bigset_n", c.n);
-          line("bigset_w", c.w);
-          line("bigset_r", c.r);
-          if (snap->status.ok()) {
-            line("bigset_ring_nodes", snap->ring_nodes);
-            line("bigset_ring_epoch", snap->stats.ring_epoch);
-            line("bigset_partitions_moving", snap->stats.partitions_moving);
-            line("bigset_handoffs_running", snap->stats.handoffs_running);
-            line("bigset_handoffs_pending", snap->stats.handoffs_pending);
-            uint64_t connected = 0;
-            for (const PeerStats& p : snap->transport.peers)
-              connected += p.connected;
-            line("bigset_peers", snap->transport.peers.size());
-            line("bigset_peers_connected", connected);
-          }
-          text += "\r\n";
-        }
-        if (want("stats")) {
-          text += "# Stats\r\n";
-          for (const auto& [k, v] : ServerFields(ctx_->stats)) line(k, v);
-          if (snap->status.ok()) {
-            for (const auto& [k, v] : NodeFields(snap->stats)) {
-              line(absl::StrCat("node_", k), v);
-            }
-          }
-          text += "\r\n";
-        }
-        if (want("keyspace")) text += "# Keyspace\r\n";
-        Out().Bulk(text);
-        Done();
-      });
+      }
+      text += "\r\n";
+    }
+    if (want("keyspace")) text += "# Keyspace\r\n";
+    Out().Bulk(text);
+    Done();
+  });
   ctx_->worker->Run([runner, reply]() {
     auto snap = std::make_shared<NodeSnapshot>();
     Gather(runner, snap.get());

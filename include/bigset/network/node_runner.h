@@ -107,7 +107,7 @@ class BIGSET_EXPORT NodeRunner {
   absl::StatusOr<ReadResult> ReadAndWait(std::string set,
                                          const ClusterReadOptions& options);
   absl::Status InstallRing(const Ring& ring);
-  absl::StatusOr<Node::Stats> Stats();
+  absl::StatusOr<NodeStats> Stats();
   absl::StatusOr<std::vector<PartitionMove>> Moving();
   TransportStats TransportStatistics() const;
   // Compacts the store's keys of `partition` (after a bulk load, say), on

@@ -413,6 +413,15 @@ class BIGSET_EXPORT Replica {
   uint64_t SweepQueueLength() const;
   // Sweeps one queued set, reading at most `budget` keys; true when the set
   // is done (its entry handled).
+  // The start of a sweep of `set`: checks that a resumed sweep's snapshot
+  // is covered by the tombstone, or persists the tombstone as a new
+  // sweep's snapshot (*snapshot) with an empty cursor. True if there is
+  // nothing to sweep (the queue entry is then gone).
+  absl::StatusOr<bool> BeginSweep(std::string_view set, bool resuming,
+                                  Clock* snapshot, SweepProgress* progress);
+  // The end of a sweep of `set`: the snapshot's dots leave the tombstone,
+  // the snapshot and cursor go, and the queue entry if nothing is left.
+  absl::Status FinishSweep(std::string_view set, const Clock& snapshot);
   absl::StatusOr<bool> SweepSet(std::string_view set, uint64_t budget,
                                 uint64_t batch_keys, SweepProgress* progress);
   // Adds the clock and tombstone keys `changes` calls for to `batch`, writes

@@ -61,6 +61,7 @@ using testing::RequireVerified;
 using testing::Rng;
 using testing::Seeds;
 using testing::SnapshotKey;
+using testing::Stat;
 using testing::SweepValue;
 using testing::ToModel;
 using testing::Uniform;
@@ -1242,7 +1243,8 @@ TEST_CASE("attack: garbage, truncated and crafted kClear messages") {
   REQUIRE(r != nullptr);
   auto clock = r->GetClock(set);
   REQUIRE(clock.ok());
-  const uint64_t malformed_before = c.node(2).stats().malformed_messages;
+  const uint64_t malformed_before =
+      Stat(c.node(2).stats(), "node.malformed_messages");
   int sent = 0;
   auto deliver = [&](const std::string& bytes) {
     c.node(2).Receive(1, bytes);
@@ -1280,7 +1282,7 @@ TEST_CASE("attack: garbage, truncated and crafted kClear messages") {
     }
     deliver(b);
   }
-  CHECK(c.node(2).stats().malformed_messages - malformed_before ==
+  CHECK(Stat(c.node(2).stats(), "node.malformed_messages") - malformed_before ==
         static_cast<uint64_t>(sent));
   // Nothing was cleared, nothing queued beyond what was.
   CHECK(*r->Count(set) == 2);

@@ -38,6 +38,7 @@ using testing::Seeds;
 using testing::Uniform;
 using Model = testing::KnownModel;
 using testing::Settled;
+using testing::Stat;
 using testing::Unsettled;
 
 // kBackAndForth: a node joins and leaves again at once, the second ring
@@ -330,12 +331,12 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
     Node* node = sim.node(id);
     REQUIRE(node != nullptr);
-    const Node::Stats s = node->stats();
-    totals->transfers += s.handoffs_done;
-    totals->restarts += s.handoff_restarts;
-    totals->forwarded += s.handoff_deltas_forwarded;
-    totals->keys_sent += s.handoff_keys_sent;
-    totals->released += s.partitions_released;
+    const NodeStats s = node->stats();
+    totals->transfers += Stat(s, "handoff.done");
+    totals->restarts += Stat(s, "handoff.restarts");
+    totals->forwarded += Stat(s, "handoff.deltas_forwarded");
+    totals->keys_sent += Stat(s, "handoff.keys_sent");
+    totals->released += Stat(s, "handoff.partitions_released");
     for (uint32_t p = 0; p < ring.ring_size(); ++p) {
       CAPTURE(id, p);
       const auto& list = ring.PreferenceList(p);

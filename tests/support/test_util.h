@@ -12,12 +12,14 @@
 #define BIGSET_TESTS_TEST_UTIL_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bigset/cluster/node_stats.h"
 #include "bigset/cluster/ring.h"
 #include "bigset/core/element_dots.h"
 #include "bigset/replica/replica.h"
@@ -36,6 +38,13 @@ std::vector<uint64_t> Seeds(int base_count);
 // BIGSET_TEST_SCALE (at least 1; 1 when unset), for tests that scale their
 // size rather than their seeds.
 int TestScale();
+
+// Counter `name` of a node's stats; fails the test if the node has no
+// counter of that name (a misspelt name must not read as 0).
+uint64_t Stat(const NodeStats& stats, std::string_view name);
+// The same of counters summed by name (e.g. over nodes).
+uint64_t Stat(const std::map<std::string, uint64_t>& stats,
+              std::string_view name);
 
 using Rng = std::mt19937_64;
 

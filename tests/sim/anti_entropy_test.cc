@@ -31,6 +31,7 @@ using testing::Merge;
 using testing::ReplicaView;
 using testing::SameAs;
 using testing::SetsOnlyOn;
+using testing::Stat;
 using testing::Value;
 using testing::View;
 using testing::Views;
@@ -51,17 +52,14 @@ struct Totals {
            keys_pushed = 0, divergences = 0;
 };
 
-Node::Stats SumStats(Simulator& sim) {
-  Node::Stats sum;
+// Every counter, summed over the nodes that are up.
+std::map<std::string, uint64_t> SumStats(Simulator& sim) {
+  std::map<std::string, uint64_t> sum;
   for (NodeId id : sim.node_ids()) {
     if (!sim.IsUp(id)) continue;
-    Node::Stats s = sim.node(id)->stats();
-    sum.ae_rounds += s.ae_rounds;
-    sum.ae_sets_repaired += s.ae_sets_repaired;
-    sum.ae_full_exchanges += s.ae_full_exchanges;
-    sum.ae_updates_sent += s.ae_updates_sent;
-    sum.ae_keys_pushed += s.ae_keys_pushed;
-    sum.ae_bytes_sent += s.ae_bytes_sent;
+    for (const auto& [name, value] : sim.node(id)->stats().All()) {
+      sum[name] += value;
+    }
   }
   return sum;
 }
@@ -228,12 +226,12 @@ void RunFaults(uint64_t seed, bool hints, Totals* totals) {
       CHECK(r->BucketDigests() == first->BucketDigests());
     }
   }
-  const Node::Stats s = SumStats(sim);
-  totals->rounds += s.ae_rounds;
-  totals->repaired += s.ae_sets_repaired;
-  totals->full += s.ae_full_exchanges;
-  totals->hints += s.ae_updates_sent;
-  totals->keys_pushed += s.ae_keys_pushed;
+  const auto s = SumStats(sim);
+  totals->rounds += Stat(s, "anti_entropy.rounds");
+  totals->repaired += Stat(s, "anti_entropy.sets_repaired");
+  totals->full += Stat(s, "anti_entropy.full_exchanges");
+  totals->hints += Stat(s, "anti_entropy.updates_sent");
+  totals->keys_pushed += Stat(s, "anti_entropy.keys_pushed");
   for (NodeId id : sim.node_ids()) {
     std::vector<std::vector<uint64_t>> kept;
     for (uint32_t p : sim.ring().PartitionsOf(id)) {
@@ -329,12 +327,12 @@ void MissedRemoves(bool hints) {
   }
   CHECK(View(sim, 3, "s").value.size() == 30);
   CHECK(View(sim, 3, "t").value.empty());
-  Node::Stats s = SumStats(sim);
+  const auto s = SumStats(sim);
   if (hints) {
-    CHECK(s.ae_updates_sent > 0);
+    CHECK(Stat(s, "anti_entropy.updates_sent") > 0);
   } else {
-    CHECK(s.ae_updates_sent == 0);
-    CHECK(s.ae_full_exchanges > 0);
+    CHECK(Stat(s, "anti_entropy.updates_sent") == 0);
+    CHECK(Stat(s, "anti_entropy.full_exchanges") > 0);
   }
   (void)ps;
 }
@@ -433,8 +431,9 @@ TEST_CASE(
   Simulator& sim = **created;
   const std::vector<std::string> sets = SetsOnlyOn(sim, 1, 0, "only", 6000);
   sim.RunFor(30 * kSecond);
-  const Node::Stats s = SumStats(sim);
-  CAPTURE(s.ae_rounds, s.ae_sets_repaired, s.ae_keys_pushed);
+  const auto s = SumStats(sim);
+  CAPTURE(Stat(s, "anti_entropy.rounds"), Stat(s, "anti_entropy.sets_repaired"),
+          Stat(s, "anti_entropy.keys_pushed"));
   CHECK(SameAs(sim, 2, 1, sets) == sets.size());
   CHECK(sim.node(2)->LocalReplica(0)->PartitionDigest() ==
         sim.node(1)->LocalReplica(0)->PartitionDigest());
@@ -475,8 +474,9 @@ TEST_CASE(
             .ok());
     sim.RunFor(200'000);
   }
-  const Node::Stats s = SumStats(sim);
-  CAPTURE(s.ae_rounds, s.ae_full_exchanges);
+  const auto s = SumStats(sim);
+  CAPTURE(Stat(s, "anti_entropy.rounds"),
+          Stat(s, "anti_entropy.full_exchanges"));
   CHECK_FALSE(View(sim, 3, "s").value.contains("gone"));
   sim.RunFor(5 * kSecond);
   const ReplicaView one = View(sim, 1, "s");
@@ -580,7 +580,7 @@ TEST_CASE(
   CHECK(View(sim, 2, "t").value.empty());
   CHECK(View(sim, 1, "t").clock == View(sim, 2, "t").clock);
   CHECK(r1->PartitionDigest() == r2->PartitionDigest());
-  CHECK(SumStats(sim).ae_full_exchanges > 0);
+  CHECK(Stat(SumStats(sim), "anti_entropy.full_exchanges") > 0);
 }
 
 TEST_CASE(

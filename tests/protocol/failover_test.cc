@@ -16,6 +16,7 @@
 #include "failover_fixture.h"
 #include "manual_cluster.h"
 #include "net/message.h"
+#include "test_util.h"
 
 namespace bigset {
 namespace {
@@ -24,6 +25,7 @@ using testing::And;
 using testing::From;
 using testing::OfType;
 using testing::Or;
+using testing::Stat;
 using testing::To;
 
 constexpr NodeId kClient = 4;  // Holds no replica of the test's set.
@@ -41,15 +43,15 @@ TEST_CASE("failover: a given-up coordinator's late reply is replicated") {
   f.c.Hold(Or(To(a), From(a)));
   f.AdvanceUntilAnswered();
   REQUIRE(f.result->ok());
-  CHECK(f.ClientStats().coordinator_switches == 1);
+  CHECK(Stat(f.ClientStats(), "write.coordinator_switches") == 1);
   const Dot chosen = *(*f.result)->ops.at(0).add;
   // The late reply arrives: A's dot goes to the others.
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  const Node::Stats st = f.ClientStats();
-  CHECK(st.late_coordinator_replies == 1);
-  CHECK(st.extra_dots == 1);
+  const NodeStats st = f.ClientStats();
+  CHECK(Stat(st, "write.late_coordinator_replies") == 1);
+  CHECK(Stat(st, "write.extra_dots") == 1);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 2);
@@ -88,9 +90,9 @@ TEST_CASE(
   // The write retransmits its delta to A as kReplicateGivenUp; A answers
   // with its own delta, which the write replicates.
   f.c.Advance(100'000, 3);
-  const Node::Stats st = f.ClientStats();
-  CHECK(st.late_coordinator_replies == 1);
-  CHECK(st.extra_dots == 1);
+  const NodeStats st = f.ClientStats();
+  CHECK(Stat(st, "write.late_coordinator_replies") == 1);
+  CHECK(Stat(st, "write.extra_dots") == 1);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 2);
@@ -110,10 +112,10 @@ TEST_CASE(
   // The chosen delta overtakes them; then they arrive.
   REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
   REQUIRE(f.c.DeliverAll(And(To(a), OfType(MessageType::kUpdate))) >= 1);
-  CHECK(f.c.node(a).stats().updates_fenced >= 1);
+  CHECK(Stat(f.c.node(a).stats(), "service.updates_fenced") >= 1);
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.ClientStats().late_coordinator_replies == 0);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 0);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 1);
@@ -128,9 +130,9 @@ TEST_CASE("failover: refused, the write fails instead of switching") {
   f.c.Hold(To(a));
   f.AdvanceUntilAnswered();
   CHECK(f.result->status().code() == absl::StatusCode::kUnavailable);
-  Node::Stats st = f.ClientStats();
-  CHECK(st.coordinator_switches == 0);
-  CHECK(st.failovers_refused == 1);
+  NodeStats st = f.ClientStats();
+  CHECK(Stat(st, "write.coordinator_switches") == 0);
+  CHECK(Stat(st, "write.failovers_refused") == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").empty());
   // A gets the request after all and applies it: the write, still waiting
   // for a late answer, replicates it, so no dot stays on A alone.
@@ -160,8 +162,8 @@ TEST_CASE("failover: a remove through failover is idempotent") {
   f.c.Advance(100'000, 3);
   // A removed x too, and its late delta was replicated: x is gone
   // everywhere, y untouched, and no add dot was created.
-  CHECK(f.ClientStats().late_coordinator_replies == 1);
-  CHECK(f.ClientStats().extra_dots == 0);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
+  CHECK(Stat(f.ClientStats(), "write.extra_dots") == 0);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").empty());
@@ -187,7 +189,7 @@ TEST_CASE(
   f.c.Hold(Or(To(a), From(a)));
   f.AdvanceUntilAnswered();
   REQUIRE(f.result->ok());
-  REQUIRE(f.ClientStats().coordinator_switches == 1);
+  REQUIRE(Stat(f.ClientStats(), "write.coordinator_switches") == 1);
   REQUIRE(f.DotsOn(b, "x").size() == 1);  // B coordinated the write.
   // A's late reply: its dot becomes an extra delta, for B and C.
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
@@ -203,14 +205,14 @@ TEST_CASE(
   }
   f.c.Drop(extra_to_b);
   REQUIRE(f.DotsOn(b, "x").size() == 1);
-  CHECK(f.ClientStats().ae_hints == 1);
+  CHECK(Stat(f.ClientStats(), "anti_entropy.hints") == 1);
   f.c.Unhold();
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 2);
   }
-  CHECK(f.ClientStats().ae_hints == 0);  // Acknowledged.
+  CHECK(Stat(f.ClientStats(), "anti_entropy.hints") == 0);  // Acknowledged.
 }
 
 TEST_CASE("failover: a given-up replica silent past the deadline is counted") {
@@ -221,9 +223,9 @@ TEST_CASE("failover: a given-up replica silent past the deadline is counted") {
   f.c.Hold(Or(To(a), From(a)));
   f.AdvanceUntilAnswered();
   REQUIRE(f.result->ok());
-  CHECK(f.ClientStats().failovers_unsettled == 0);
+  CHECK(Stat(f.ClientStats(), "write.failovers_unsettled") == 0);
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
-  CHECK(f.ClientStats().failovers_unsettled == 1);
+  CHECK(Stat(f.ClientStats(), "write.failovers_unsettled") == 1);
   // Its dot stays on A alone until a read that includes A repairs it.
   CHECK(f.DotsOn(a, "x").size() == 1);
   f.c.Unhold();

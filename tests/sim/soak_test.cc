@@ -52,6 +52,7 @@ using testing::ModelValue;
 using testing::OrswotModel;
 using testing::Rng;
 using testing::Seeds;
+using testing::Stat;
 using testing::ToModel;
 using testing::Uniform;
 
@@ -181,14 +182,15 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   // (failovers_unsettled: the element is uncertain from then on). The extra
   // dots are the client's too: a quorum read shows them, and the model
   // takes them (at most one per given-up replica).
-  auto settle_failover = [&](NodeId via, const Node::Stats& before,
+  auto settle_failover = [&](NodeId via, const NodeStats& before,
                              const std::string& set, const std::string& e) {
     ++result.failovers;
     sim.RunFor(3 * wo.timeout_micros);
-    const Node::Stats after = sim.node(via)->stats();
-    result.late_replies +=
-        after.late_coordinator_replies - before.late_coordinator_replies;
-    if (after.failovers_unsettled != before.failovers_unsettled) {
+    const NodeStats after = sim.node(via)->stats();
+    result.late_replies += Stat(after, "write.late_coordinator_replies") -
+                           Stat(before, "write.late_coordinator_replies");
+    if (Stat(after, "write.failovers_unsettled") !=
+        Stat(before, "write.failovers_unsettled")) {
       uncertain[set].insert(e);
       return;
     }
@@ -201,7 +203,8 @@ SoakResult RunSoak(uint64_t seed, int ops) {
       return;
     }
     const std::set<Dot> known = model[set].Value()[e];
-    const uint64_t extra = after.extra_dots - before.extra_dots;
+    const uint64_t extra =
+        Stat(after, "write.extra_dots") - Stat(before, "write.extra_dots");
     uint64_t unknown = 0;
     for (Dot dot : m->elements[0].dots) {
       if (known.count(dot)) continue;
@@ -309,7 +312,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
           observed_all = false;
         }
       }
-      const Node::Stats before = sim.node(via)->stats();
+      const NodeStats before = sim.node(via)->stats();
       absl::StatusOr<Delta> d = absl::UnknownError("not run");
       if (Uniform(rng, 0, 3) != 0) {
         d = sim.Update(via, set, {op}, wo);
@@ -359,8 +362,9 @@ SoakResult RunSoak(uint64_t seed, int ops) {
         ++result.failed;
         uncertain[set].insert(e);
       }
-      if (d.ok() && sim.node(via)->stats().coordinator_switches !=
-                        before.coordinator_switches) {
+      if (d.ok() &&
+          Stat(sim.node(via)->stats(), "write.coordinator_switches") !=
+              Stat(before, "write.coordinator_switches")) {
         settle_failover(via, before, set, e);
       }
     } else if (dice < 60) {
@@ -504,8 +508,8 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     result.values[set] = *first;
   }
   for (NodeId n : sim.node_ids()) {
-    result.read_switches += sim.node(n)->stats().read_replica_switches;
-    result.keys_swept += sim.node(n)->stats().sweep_keys_deleted;
+    result.read_switches += Stat(sim.node(n)->stats(), "read.replica_switches");
+    result.keys_swept += Stat(sim.node(n)->stats(), "sweep.keys_deleted");
   }
   result.trace_hash = sim.TraceHash();
   result.dropped = sim.messages_dropped();

@@ -55,6 +55,7 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
 }
 
 using testing::Has;
+using testing::Stat;
 
 // ---- A manual cluster, driven until it settles.
 
@@ -65,14 +66,16 @@ std::string Unsettled(ManualCluster& c, int count, const Ring& ring) {
   std::string out;
   for (NodeId id = 1; id <= static_cast<NodeId>(count); ++id) {
     Node& node = c.node(id);
-    const Node::Stats s = node.stats();
-    if (s.ring_epoch != ring.epoch() || s.partitions_moving != 0 ||
-        s.handoffs_running != 0 || s.handoffs_pending != 0 ||
-        s.partitions_releasing != 0) {
-      absl::StrAppend(&out, "node ", id, ": epoch ", s.ring_epoch, ", moving ",
-                      s.partitions_moving, ", running ", s.handoffs_running,
-                      ", pending ", s.handoffs_pending, ", releasing ",
-                      s.partitions_releasing, "\n");
+    const NodeStats s = node.stats();
+    if (Stat(s, "handoff.ring_epoch") != ring.epoch() ||
+        Stat(s, "handoff.partitions_moving") != 0 ||
+        Stat(s, "handoff.running") != 0 || Stat(s, "handoff.pending") != 0 ||
+        Stat(s, "handoff.partitions_releasing") != 0) {
+      absl::StrAppend(
+          &out, "node ", id, ": epoch ", Stat(s, "handoff.ring_epoch"),
+          ", moving ", Stat(s, "handoff.partitions_moving"), ", running ",
+          Stat(s, "handoff.running"), ", pending ", Stat(s, "handoff.pending"),
+          ", releasing ", Stat(s, "handoff.partitions_releasing"), "\n");
       for (const PartitionMove& m : node.Moving()) {
         absl::StrAppend(&out, "  p", m.partition, ": ", m.state, "\n");
       }
@@ -248,10 +251,10 @@ class Writer {
   Rng rng_;
 };
 
-uint64_t Sum(Simulator& sim, uint64_t Node::Stats::*field) {
+uint64_t Sum(Simulator& sim, std::string_view field) {
   uint64_t total = 0;
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
-    if (sim.node(id) != nullptr) total += sim.node(id)->stats().*field;
+    if (sim.node(id) != nullptr) total += Stat(sim.node(id)->stats(), field);
   }
   return total;
 }
@@ -320,7 +323,7 @@ std::string PlausibleGossip(Simulator& sim, Rng& rng) {
   std::vector<NodeServing> states;
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
     if (sim.node(id) == nullptr) continue;
-    const uint64_t v = sim.node(id)->stats().membership_version;
+    const uint64_t v = Stat(sim.node(id)->stats(), "membership.version");
     versions.emplace_back(id, v);
     if (Uniform(rng, 0, 1) == 0) continue;
     NodeServing st;
@@ -387,8 +390,7 @@ TEST_CASE(
     Rng rng(seed);
     for (int i = 0; i < 60; ++i) writer.Op();
     REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
-    const uint64_t malformed_before =
-        Sum(sim, &Node::Stats::malformed_messages);
+    const uint64_t malformed_before = Sum(sim, "node.malformed_messages");
     uint64_t sent = 0;
     auto deliver = [&](const std::string& bytes) {
       if (Message::Decode(bytes).ok()) {
@@ -426,8 +428,7 @@ TEST_CASE(
     }
     // Every one was counted (no crash was needed to get here), and none was
     // applied: the change settles as if none had been sent.
-    CHECK(Sum(sim, &Node::Stats::malformed_messages) - malformed_before ==
-          sent);
+    CHECK(Sum(sim, "node.malformed_messages") - malformed_before == sent);
     delivered += sent;
     SettleAndCheck(sim, model, /*copies=*/true);
     ++runs;
@@ -460,11 +461,12 @@ TEST_CASE(
       REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
       sim.RunFor(20'000);  // The change under way.
       Node& one = *sim.node(1);
-      const uint64_t v2 = sim.node(2)->stats().membership_version;
-      const uint64_t v3 = sim.node(3)->stats().membership_version;
-      const uint64_t own_before = one.stats().membership_version;
+      const uint64_t v2 = Stat(sim.node(2)->stats(), "membership.version");
+      const uint64_t v3 = Stat(sim.node(3)->stats(), "membership.version");
+      const uint64_t own_before = Stat(one.stats(), "membership.version");
       const auto lists_before = Lists(one, 8);
-      const uint64_t malformed_before = one.stats().malformed_messages;
+      const uint64_t malformed_before =
+          Stat(one.stats(), "node.malformed_messages");
       std::string bytes;
       bool ignored = false;  // The view must not change at all.
       switch (attack) {
@@ -527,14 +529,15 @@ TEST_CASE(
       one.Receive(2, bytes);
       if (ignored) {
         CHECK(Lists(one, 8) == lists_before);
-        CHECK(one.stats().malformed_messages == malformed_before + 1);
+        CHECK(Stat(one.stats(), "node.malformed_messages") ==
+              malformed_before + 1);
       }
       // A node's own version never goes back.
-      CHECK(one.stats().membership_version >= own_before);
+      CHECK(Stat(one.stats(), "membership.version") >= own_before);
       for (int i = 0; i < 40; ++i) {
         writer.Op();
         sim.RunFor(20'000);
-        CHECK(sim.node(1)->stats().membership_version >= own_before);
+        CHECK(Stat(sim.node(1)->stats(), "membership.version") >= own_before);
       }
       SettleAndCheck(sim, model, /*copies=*/true);
       ++runs;
@@ -551,20 +554,20 @@ TEST_CASE(
   // they had), until gossip happened to remind it of its real version.
   ManualCluster c(3, 2);
   c.Advance(100'000, 5);
-  const uint64_t before = c.node(1).stats().membership_version;
-  const uint64_t malformed = c.node(1).stats().malformed_messages;
+  const uint64_t before = Stat(c.node(1).stats(), "membership.version");
+  const uint64_t malformed = Stat(c.node(1).stats(), "node.malformed_messages");
   for (uint64_t v : {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 1000}) {
     c.node(1).Receive(2, Gossip(1, {{1, v}}, {NodeServing{1, v, {}}}));
   }
-  CHECK(c.node(1).stats().membership_version == before);
-  CHECK(c.node(1).stats().malformed_messages == malformed + 3);
+  CHECK(Stat(c.node(1).stats(), "membership.version") == before);
+  CHECK(Stat(c.node(1).stats(), "node.malformed_messages") == malformed + 3);
   // Its own entries stand, and it still outranks a merely large claim.
   for (uint32_t p = 0; p < 4; ++p) {
     CHECK(c.node(1).ServingList(p) == c.ring().PreferenceList(p));
   }
   const uint64_t large = before + (uint64_t{1} << 40);
   c.node(1).Receive(2, Gossip(1, {{1, large}}, {NodeServing{1, large, {}}}));
-  CHECK(c.node(1).stats().membership_version == large + 1);
+  CHECK(Stat(c.node(1).stats(), "membership.version") == large + 1);
   c.Advance(100'000, 10);
   for (NodeId id = 1; id <= 3; ++id) {
     for (uint32_t p = 0; p < 4; ++p) {
@@ -581,12 +584,12 @@ TEST_CASE(
   // Stats::malformed_messages.
   ManualCluster c(3, 2);
   c.Advance(100'000, 5);
-  const uint64_t malformed = c.node(1).stats().malformed_messages;
-  const uint64_t changes = c.node(1).stats().membership_changes;
+  const uint64_t malformed = Stat(c.node(1).stats(), "node.malformed_messages");
+  const uint64_t changes = Stat(c.node(1).stats(), "membership.changes");
   NodeServing st{2, uint64_t{1} << 50, {ServeEntry{4, 1, 0, 0, 0}}};
   c.node(1).Receive(2, Gossip(1, {{2, st.version}}, {st}));
-  CHECK(c.node(1).stats().malformed_messages == malformed + 1);
-  CHECK(c.node(1).stats().membership_changes == changes);
+  CHECK(Stat(c.node(1).stats(), "node.malformed_messages") == malformed + 1);
+  CHECK(Stat(c.node(1).stats(), "membership.changes") == changes);
 }
 
 // ---- Wiped restarts and episodes.
@@ -919,16 +922,17 @@ TEST_CASE(
           NodeId from = 0, to = 0;
           auto at_step = [&]() {
             if (phases[phase] == "done") {
-              if (Sum(sim, &Node::Stats::handoffs_done) == 0) return false;
+              if (Sum(sim, "handoff.done") == 0) return false;
               for (NodeId id = 1; id <= sim.node_count(); ++id) {
-                if (sim.node(id)->stats().handoffs_done > 0) from = id;
+                if (Stat(sim.node(id)->stats(), "handoff.done") > 0) from = id;
               }
               to = 4;
               return true;
             }
             if (phases[phase] == "releasing") {
               for (NodeId id = 1; id <= sim.node_count(); ++id) {
-                if (sim.node(id)->stats().partitions_releasing > 0) {
+                if (Stat(sim.node(id)->stats(),
+                         "handoff.partitions_releasing") > 0) {
                   from = id;
                   to = 4;
                   return true;

@@ -34,7 +34,7 @@ struct FailoverFixture {
   // An R-quorum membership query of `element` through node `via`.
   std::vector<Dot> QuorumDots(NodeId via, const std::string& element,
                               int r = 2);
-  Node::Stats ClientStats() { return c.node(client).stats(); }
+  NodeStats ClientStats() { return c.node(client).stats(); }
 
   ManualCluster c;
   NodeId client = 0;

@@ -127,6 +127,7 @@ using testing::Rng;
 using testing::SameAs;
 using testing::Seeds;
 using testing::SetsOnlyOn;
+using testing::Stat;
 using testing::Uniform;
 using testing::Value;
 using testing::View;
@@ -235,16 +236,13 @@ struct ScaleTotals {
            max_converge_micros = 0, divergent = 0;
 };
 
-Node::Stats SumStats(Simulator& sim) {
-  Node::Stats sum;
+// Every counter, summed over the nodes.
+std::map<std::string, uint64_t> SumStats(Simulator& sim) {
+  std::map<std::string, uint64_t> sum;
   for (NodeId id : sim.node_ids()) {
-    const Node::Stats s = sim.node(id)->stats();
-    sum.ae_rounds += s.ae_rounds;
-    sum.ae_sets_compared += s.ae_sets_compared;
-    sum.ae_sets_repaired += s.ae_sets_repaired;
-    sum.ae_full_exchanges += s.ae_full_exchanges;
-    sum.ae_keys_pushed += s.ae_keys_pushed;
-    sum.ae_pushes_abandoned += s.ae_pushes_abandoned;
+    for (const auto& [name, value] : sim.node(id)->stats().All()) {
+      sum[name] += value;
+    }
   }
   return sum;
 }
@@ -392,15 +390,15 @@ void ScaleRun(uint64_t seed, int count, ScaleTotals* totals) {
     REQUIRE(report.ok());
     CHECK(report->ok());
   }
-  const Node::Stats s = SumStats(sim);
+  const auto s = SumStats(sim);
   ++totals->runs;
   totals->sets += total;
-  totals->rounds += s.ae_rounds;
-  totals->compared += s.ae_sets_compared;
-  totals->repaired += s.ae_sets_repaired;
-  totals->full += s.ae_full_exchanges;
-  totals->keys_pushed += s.ae_keys_pushed;
-  totals->abandoned += s.ae_pushes_abandoned;
+  totals->rounds += Stat(s, "anti_entropy.rounds");
+  totals->compared += Stat(s, "anti_entropy.sets_compared");
+  totals->repaired += Stat(s, "anti_entropy.sets_repaired");
+  totals->full += Stat(s, "anti_entropy.full_exchanges");
+  totals->keys_pushed += Stat(s, "anti_entropy.keys_pushed");
+  totals->abandoned += Stat(s, "anti_entropy.pushes_abandoned");
   totals->max_converge_micros = std::max(totals->max_converge_micros, took);
 }
 

@@ -70,6 +70,7 @@ using testing::ManualCluster;
 using testing::Not;
 using testing::OfType;
 using testing::Or;
+using testing::Stat;
 using testing::To;
 using Sent = ManualCluster::Sent;
 
@@ -131,7 +132,7 @@ TEST_CASE(
   REQUIRE(!delayed.empty());
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  REQUIRE(f.ClientStats().late_coordinator_replies == 1);
+  REQUIRE(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
   for (NodeId n : f.pl) REQUIRE(f.DotsOn(n, "x").size() == 2);
   f.CheckClientIdle();
   // A coordinates the next write: its cache forgets x's reply.
@@ -141,7 +142,7 @@ TEST_CASE(
   // The delayed copy arrives.
   f.c.queue().push_back(delayed.front());
   f.c.Advance(100'000, 3);
-  CHECK(f.c.node(a).stats().updates_fenced == 1);
+  CHECK(Stat(f.c.node(a).stats(), "service.updates_fenced") == 1);
   CHECK(f.DotsOn(a, "x").size() == 2);  // No third dot, on A alone.
   CHECK(f.DotsOn(f.pl[1], "x").size() == 2);
 }
@@ -160,10 +161,10 @@ TEST_CASE(
   // B coordinates; only B acknowledges (W = 2 not reached).
   for (int i = 0; i < 15; ++i) f.c.Advance(100'000);
   REQUIRE(!f.result.has_value());
-  REQUIRE(f.ClientStats().coordinator_switches == 1);
+  REQUIRE(Stat(f.ClientStats(), "write.coordinator_switches") == 1);
   // A's late reply at t = 1.5 s.
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
-  REQUIRE(f.ClientStats().late_coordinator_replies == 1);
+  REQUIRE(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
   for (int i = 0; i < 7 && !f.result.has_value(); ++i) f.c.Advance(100'000);
   INFO("elapsed " << f.c.Now(f.client) - start << " us, timeout "
                   << f.wo.timeout_micros << " us");
@@ -198,8 +199,8 @@ TEST_CASE(
     m.delta = **f.result;
     f.c.queue().push_back(Sent{b, f.client, m.Encode()});
     REQUIRE(f.c.DeliverOne(To(f.client)));
-    CHECK(f.ClientStats().late_coordinator_replies == 0);
-    CHECK(f.ClientStats().extra_dots == 0);
+    CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 0);
+    CHECK(Stat(f.ClientStats(), "write.extra_dots") == 0);
   }
   SECTION("another set's delta") {
     std::string other;
@@ -219,7 +220,7 @@ TEST_CASE(
     f.c.Unhold();
     f.c.Drop(To(a));
     f.c.Advance(100'000, 3);
-    CHECK(f.ClientStats().late_coordinator_replies == 0);
+    CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 0);
     CHECK(f.DotsOn(b, "ghost", &other).empty());
   }
 }
@@ -248,9 +249,9 @@ TEST_CASE(
     f.DuplicateQueue();
     f.c.Advance(100'000);
   }
-  const Node::Stats st = f.ClientStats();
-  CHECK(st.late_coordinator_replies == 1);
-  CHECK(st.extra_dots == 1);
+  const NodeStats st = f.ClientStats();
+  CHECK(Stat(st, "write.late_coordinator_replies") == 1);
+  CHECK(Stat(st, "write.extra_dots") == 1);
   CHECK(f.calls == 1);
   for (NodeId n : f.pl) {
     INFO("node " << n);
@@ -270,14 +271,14 @@ TEST_CASE("failover attack: late kUpdateReply after the AckWithDelta") {
   REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
   REQUIRE(f.c.DeliverOne(
       And(From(a), OfType(MessageType::kReplicateAckWithDelta))));
-  REQUIRE(f.ClientStats().late_coordinator_replies == 1);
+  REQUIRE(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
   // Extra delta fully acked before the late reply comes.
   REQUIRE(f.c.DeliverAll(Not(Or(To(a), From(a)))) > 0);
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.ClientStats().late_coordinator_replies == 1);
-  CHECK(f.ClientStats().extra_dots == 1);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
+  CHECK(Stat(f.ClientStats(), "write.extra_dots") == 1);
   CHECK(f.calls == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
   f.CheckClientIdle();
@@ -342,8 +343,8 @@ TEST_CASE(
   f.c.Unhold();
   f.c.Drop(To(a));
   f.c.Advance(100'000, 5);
-  CHECK(f.ClientStats().late_coordinator_replies == 0);
-  CHECK(f.ClientStats().malformed_messages > 0);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 0);
+  CHECK(Stat(f.ClientStats(), "node.malformed_messages") > 0);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "ghost").empty());
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
   CHECK(f.calls == 1);
@@ -357,10 +358,11 @@ TEST_CASE("failover attack: the write cycles back to the first candidate") {
   // Every candidate applies the update, every reply is lost, until the
   // write is back at A.
   f.c.Hold(OfType(MessageType::kUpdateReply));
-  for (int i = 0; i < 30 && f.ClientStats().coordinator_switches < 3; ++i) {
+  for (int i = 0;
+       i < 30 && Stat(f.ClientStats(), "write.coordinator_switches") < 3; ++i) {
     f.c.Advance(100'000);
   }
-  REQUIRE(f.ClientStats().coordinator_switches == 3);
+  REQUIRE(Stat(f.ClientStats(), "write.coordinator_switches") == 3);
   REQUIRE(!f.result.has_value());
   for (NodeId n : f.pl) REQUIRE(f.DotsOn(n, "x").size() == 1);
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
@@ -369,8 +371,8 @@ TEST_CASE("failover attack: the write cycles back to the first candidate") {
   f.AdvanceUntilAnswered();
   REQUIRE(f.result->ok());
   f.c.Advance(100'000, 3);
-  CHECK(f.ClientStats().late_coordinator_replies == 2);
-  CHECK(f.ClientStats().extra_dots == 2);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 2);
+  CHECK(Stat(f.ClientStats(), "write.extra_dots") == 2);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 3);
@@ -388,11 +390,11 @@ TEST_CASE("failover attack: N = 5, two given-up candidates applied the write") {
   f.c.Hold(And(OfType(MessageType::kUpdateReply), Or(From(a), From(b))));
   f.AdvanceUntilAnswered();
   REQUIRE(f.result->ok());
-  CHECK(f.ClientStats().coordinator_switches == 2);
+  CHECK(Stat(f.ClientStats(), "write.coordinator_switches") == 2);
   f.c.Drop(And(OfType(MessageType::kUpdateReply), Or(From(a), From(b))));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.ClientStats().late_coordinator_replies == 2);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 2);
   for (NodeId n : f.pl) {
     INFO("node " << n);
     CHECK(f.DotsOn(n, "x").size() == 3);
@@ -415,7 +417,7 @@ TEST_CASE("failover attack: failover off, duplicated late answers") {
   f.c.Advance(100'000, 3);
   CHECK(f.calls == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 1);
-  CHECK(f.ClientStats().coordinator_switches == 0);
+  CHECK(Stat(f.ClientStats(), "write.coordinator_switches") == 0);
   f.CheckClientIdle();
 }
 
@@ -443,8 +445,8 @@ TEST_CASE("failover attack: a clear through failover") {
   f.c.Drop(And(To(a), OfType(MessageType::kClear)));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.ClientStats().late_coordinator_replies == 1);
-  CHECK(f.ClientStats().extra_dots == 0);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
+  CHECK(Stat(f.ClientStats(), "write.extra_dots") == 0);
   for (NodeId n : f.pl) {
     CHECK(f.DotsOn(n, "x").empty());
     CHECK(f.DotsOn(n, "y").empty());
@@ -489,7 +491,7 @@ TEST_CASE("failover attack: the given-up replica restarts after its answer") {
   f.c.Restart(a, f.c.Now(a));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(f.ClientStats().late_coordinator_replies == 1);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
   f.CheckClientIdle();
 }
@@ -515,7 +517,8 @@ TEST_CASE(
   for (int i = 0; i < 25; ++i) f.c.Advance(100'000);
   f.c.Drop(From(cc));
   f.CheckClientIdle();
-  CHECK(f.ClientStats().failovers_unsettled == 0);  // A and B acked: W reached.
+  CHECK(Stat(f.ClientStats(), "write.failovers_unsettled") ==
+        0);  // A and B acked: W reached.
   CHECK(f.calls == 1);
   for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
 }
@@ -541,7 +544,7 @@ TEST_CASE(
   f.c.Unhold();
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
   CHECK(answered == 4);
-  CHECK(f.ClientStats().late_coordinator_replies == 4);
+  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 4);
   for (int r = 0; r < 4; ++r) {
     for (NodeId n : f.pl) CHECK(f.DotsOn(n, absl::StrCat("r", r)).size() == 2);
   }

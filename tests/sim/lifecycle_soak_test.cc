@@ -49,6 +49,7 @@ using testing::CheckKnown;
 using testing::Known;
 using testing::Rng;
 using testing::Seeds;
+using testing::Stat;
 using testing::Uniform;
 using Model = testing::KnownModel;
 
@@ -215,9 +216,9 @@ class History {
   // Adds a node's counters to the totals before it stops (they do not
   // survive a restart).
   void Harvest(NodeId id) {
-    const Node::Stats s = sim_->node(id)->stats();
-    totals_->transfers += s.handoffs_done;
-    totals_->receiver_restarts += s.handoff_receiver_restarts;
+    const NodeStats s = sim_->node(id)->stats();
+    totals_->transfers += Stat(s, "handoff.done");
+    totals_->receiver_restarts += Stat(s, "handoff.receiver_restarts");
   }
 
   // One node down at a time, restarted a few operations later.
@@ -334,10 +335,11 @@ class History {
     const Ring& ring = sim_->ring();
     for (NodeId id = 1; id <= sim_->node_count(); ++id) {
       Node* node = sim_->node(id);
-      const Node::Stats s = node->stats();
-      if (s.ring_epoch != ring.epoch() || s.partitions_moving != 0 ||
-          s.handoffs_pending != 0 || s.handoffs_running != 0 ||
-          s.partitions_releasing != 0) {
+      const NodeStats s = node->stats();
+      if (Stat(s, "handoff.ring_epoch") != ring.epoch() ||
+          Stat(s, "handoff.partitions_moving") != 0 ||
+          Stat(s, "handoff.pending") != 0 || Stat(s, "handoff.running") != 0 ||
+          Stat(s, "handoff.partitions_releasing") != 0) {
         *why = absl::StrCat("node ", id, " still moving");
         return false;
       }

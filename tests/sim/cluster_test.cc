@@ -27,6 +27,7 @@ using testing::ModelValue;
 using testing::OrswotModel;
 using testing::Rng;
 using testing::Seeds;
+using testing::Stat;
 using testing::ToModel;
 using testing::Uniform;
 
@@ -180,6 +181,41 @@ TEST_CASE(
   CHECK(*local == 4);
 }
 
+TEST_CASE("node stats: counters by name, each once, and no other name") {
+  auto sim = MakeSim(1);
+  REQUIRE(sim->Update(1, "s", {UpdateOp::Add("a")}).ok());
+  REQUIRE(sim->Read(2, "s").ok());
+  const NodeStats stats = sim->node(1)->stats();
+  const auto all = stats.All();
+  REQUIRE(all.size() >= 60);
+  std::set<std::string> names;
+  for (const auto& [name, value] : all) {
+    CAPTURE(name);
+    // "<protocol>.<counter>", lower case.
+    const size_t dot = name.find('.');
+    REQUIRE(dot != std::string::npos);
+    CHECK(name.find('.', dot + 1) == std::string::npos);
+    CHECK(std::all_of(name.begin(), name.end(), [](char c) {
+      return c == '.' || c == '_' || (c >= 'a' && c <= 'z');
+    }));
+    CHECK(names.insert(name).second);
+    uint64_t got = 0;
+    REQUIRE(stats.Get(name, &got));
+    CHECK(got == value);
+  }
+  // What the write and the read did shows under the protocols' names.
+  CHECK(Stat(stats, "node.messages_received") > 0);
+  CHECK(Stat(stats, "node.replicas_open") > 0);
+  uint64_t untouched = 12345;
+  CHECK_FALSE(stats.Get("node.no_such_counter", &untouched));
+  CHECK_FALSE(stats.Get("messages_received", &untouched));
+  CHECK_FALSE(stats.Get("", &untouched));
+  CHECK(untouched == 12345);
+  // A default NodeStats has no counters.
+  CHECK(NodeStats().All().empty());
+  CHECK_FALSE(NodeStats().Get("node.messages_received", &untouched));
+}
+
 TEST_CASE("cluster: a write's answer never runs inside Update") {
   // The coordinator's own replica coordinates synchronously; with W=1 (or
   // every replica already acked) the write is done within Update, but the
@@ -298,9 +334,9 @@ TEST_CASE("cluster: Clear removes what the read saw, everywhere") {
   for (uint64_t keys : KeysOnReplicas(*sim, set)) CHECK(keys == 1);
   uint64_t swept = 0;
   for (NodeId n : sim->node_ids()) {
-    const Node::Stats st = sim->node(n)->stats();
-    swept += st.sweep_keys_deleted;
-    CHECK(st.sweep_queue_length == 0);
+    const NodeStats st = sim->node(n)->stats();
+    swept += Stat(st, "sweep.keys_deleted");
+    CHECK(Stat(st, "sweep.queue_length") == 0);
   }
   CHECK(swept == 3 * 300);
   const uint32_t p = sim->ring().PartitionOf(set);
@@ -364,12 +400,12 @@ TEST_CASE("sim: timers a node sets while it opens fire (regression)") {
                              done = true;
                            });
   REQUIRE(sim->RunUntil([&done]() { return done; }));
-  REQUIRE(sim->node(victim)->stats().sweep_queue_length == 1);
+  REQUIRE(Stat(sim->node(victim)->stats(), "sweep.queue_length") == 1);
   REQUIRE(sim->Crash(victim).ok());
   REQUIRE(sim->Restart(victim).ok());
   sim->RunUntilIdle();
-  CHECK(sim->node(victim)->stats().sweep_queue_length == 0);
-  CHECK(sim->node(victim)->stats().sweep_keys_deleted == 40);
+  CHECK(Stat(sim->node(victim)->stats(), "sweep.queue_length") == 0);
+  CHECK(Stat(sim->node(victim)->stats(), "sweep.keys_deleted") == 40);
 }
 
 // ---- Counts.
@@ -377,7 +413,8 @@ TEST_CASE("sim: timers a node sets while it opens fire (regression)") {
 uint64_t CountsAgreed(Simulator& sim) {
   uint64_t n = 0;
   for (NodeId id : sim.node_ids()) {
-    if (sim.node(id) != nullptr) n += sim.node(id)->stats().counts_agreed;
+    if (sim.node(id) != nullptr)
+      n += Stat(sim.node(id)->stats(), "read.counts_agreed");
   }
   return n;
 }
@@ -385,7 +422,8 @@ uint64_t CountsAgreed(Simulator& sim) {
 uint64_t CountsMerged(Simulator& sim) {
   uint64_t n = 0;
   for (NodeId id : sim.node_ids()) {
-    if (sim.node(id) != nullptr) n += sim.node(id)->stats().counts_merged;
+    if (sim.node(id) != nullptr)
+      n += Stat(sim.node(id)->stats(), "read.counts_merged");
   }
   return n;
 }
@@ -524,12 +562,14 @@ TEST_CASE("cluster: counts equal merged reads under faults (randomized)") {
         ClusterReadOptions all;
         all.r = 3;
         const NodeId via = up_node();
-        const Node::Stats before = sim->node(via)->stats();
+        const NodeStats before = sim->node(via)->stats();
         auto count = sim->Count(via, set, all);
         REQUIRE(count.ok());
-        const Node::Stats after = sim->node(via)->stats();
-        agreed += after.counts_agreed - before.counts_agreed;
-        merged += after.counts_merged - before.counts_merged;
+        const NodeStats after = sim->node(via)->stats();
+        agreed += Stat(after, "read.counts_agreed") -
+                  Stat(before, "read.counts_agreed");
+        merged += Stat(after, "read.counts_merged") -
+                  Stat(before, "read.counts_merged");
         auto read = sim->Read(up_node(), set, all);
         REQUIRE(read.ok());
         CHECK(*count == read->elements.size());

@@ -35,6 +35,7 @@ using testing::Seeds;
 using testing::Uniform;
 using Model = testing::KnownModel;
 using testing::Settled;
+using testing::Stat;
 using testing::Unsettled;
 
 const std::vector<std::string>& SetNames() {
@@ -200,10 +201,10 @@ void SettleAndCheck(Simulator& sim, const Model& model) {
   }
 }
 
-uint64_t Sum(Simulator& sim, uint64_t Node::Stats::*field) {
+uint64_t Sum(Simulator& sim, std::string_view field) {
   uint64_t total = 0;
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
-    if (sim.node(id) != nullptr) total += sim.node(id)->stats().*field;
+    if (sim.node(id) != nullptr) total += Stat(sim.node(id)->stats(), field);
   }
   return total;
 }
@@ -288,7 +289,7 @@ void RunGarbage(uint64_t seed, GarbageTotals* totals) {
           from, Uniform(rng, 0, 3) == 0 ? bytes : Mangle(rng, bytes));
     }
   }
-  totals->malformed += Sum(sim, &Node::Stats::malformed_messages);
+  totals->malformed += Sum(sim, "node.malformed_messages");
   totals->stalled += sim.messages_stalled();
   SettleAndCheck(sim, model);
   ++totals->runs;
@@ -370,13 +371,13 @@ TEST_CASE("handoff attack: a sender or the receiver dies at each stage") {
               case Stage::kStart:
                 return true;
               case Stage::kMidSet:
-                return Sum(sim, &Node::Stats::handoff_keys_received) > 0;
+                return Sum(sim, "handoff.keys_received") > 0;
               case Stage::kSetDone:
-                return Sum(sim, &Node::Stats::handoff_sets_received) > 0;
+                return Sum(sim, "handoff.sets_received") > 0;
               case Stage::kCompleted:
-                return Sum(sim, &Node::Stats::handoffs_done) > 0;
+                return Sum(sim, "handoff.done") > 0;
               case Stage::kReleasing:
-                return Sum(sim, &Node::Stats::handoff_keys_released) > 0;
+                return Sum(sim, "handoff.keys_released") > 0;
             }
             return true;
           };
@@ -392,9 +393,10 @@ TEST_CASE("handoff attack: a sender or the receiver dies at each stage") {
           if (!receiver) {
             victim = 0;
             for (NodeId id = 1; id <= 3 && victim == 0; ++id) {
-              const Node::Stats s = sim.node(id)->stats();
-              if (s.handoffs_running > 0 || s.handoffs_done > 0 ||
-                  s.partitions_releasing > 0) {
+              const NodeStats s = sim.node(id)->stats();
+              if (Stat(s, "handoff.running") > 0 ||
+                  Stat(s, "handoff.done") > 0 ||
+                  Stat(s, "handoff.partitions_releasing") > 0) {
                 victim = id;
               }
             }

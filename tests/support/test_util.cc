@@ -32,6 +32,19 @@ int TestScale() {
   return 1;
 }
 
+uint64_t Stat(const NodeStats& stats, std::string_view name) {
+  uint64_t value = 0;
+  if (!stats.Get(name, &value)) FAIL("no node counter named " << name);
+  return value;
+}
+
+uint64_t Stat(const std::map<std::string, uint64_t>& stats,
+              std::string_view name) {
+  auto it = stats.find(std::string(name));
+  if (it == stats.end()) FAIL("no node counter named " << name);
+  return it->second;
+}
+
 uint64_t Uniform(Rng& rng, uint64_t lo, uint64_t hi) {
   return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
 }

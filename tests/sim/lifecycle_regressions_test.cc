@@ -29,6 +29,7 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
 }
 
 using testing::Has;
+using testing::Stat;
 
 void SettleOrFail(Simulator& sim, uint64_t bound = 600 * kSecond) {
   const uint64_t deadline = sim.NowMicros() + bound;
@@ -93,7 +94,7 @@ TEST_CASE(
   const uint64_t deadline = sim.NowMicros() + 60 * kSecond;
   while (!has_x() && sim.NowMicros() < deadline) sim.RunFor(500);
   REQUIRE(has_x());
-  REQUIRE(sim.node(3)->stats().handoffs_done == 0);
+  REQUIRE(Stat(sim.node(3)->stats(), "handoff.done") == 0);
   REQUIRE(sim.PowerLoss(4).ok());
   REQUIRE(sim.Restart(4).ok());
   SettleOrFail(sim);
@@ -106,7 +107,7 @@ TEST_CASE(
     REQUIRE(m.ok());
     CHECK(m->all_present);
   }
-  CHECK(sim.node(3)->stats().handoff_receiver_restarts >= 1);
+  CHECK(Stat(sim.node(3)->stats(), "handoff.receiver_restarts") >= 1);
 }
 
 TEST_CASE(
@@ -261,18 +262,18 @@ TEST_CASE(
     REQUIRE(sim.Crash(3).ok());
     REQUIRE(sim.InstallRing(MakeRing({2, 3, 4}, 2), {1, 2, 3, 4}).ok());
     const uint64_t deadline = sim.NowMicros() + 120 * kSecond;
-    while (sim.node(1)->stats().handoffs_done < 8 &&
+    while (Stat(sim.node(1)->stats(), "handoff.done") < 8 &&
            sim.NowMicros() < deadline) {
       sim.RunFor(10'000);
     }
-    REQUIRE(sim.node(1)->stats().handoffs_done == 8);
+    REQUIRE(Stat(sim.node(1)->stats(), "handoff.done") == 8);
     REQUIRE(sim.Crash(1).ok());
     REQUIRE(sim.InstallRing(MakeRing({2, 3, 5}, 3), {1, 2, 3, 4, 5}).ok());
-    while (sim.node(4)->stats().handoffs_done < 8 &&
+    while (Stat(sim.node(4)->stats(), "handoff.done") < 8 &&
            sim.NowMicros() < deadline + 120 * kSecond) {
       sim.RunFor(10'000);
     }
-    REQUIRE(sim.node(4)->stats().handoffs_done == 8);
+    REQUIRE(Stat(sim.node(4)->stats(), "handoff.done") == 8);
     REQUIRE(sim.Restart(3).ok());
     sim.RunFor(3'000);  // It hears something, not everything.
     REQUIRE(sim.Crash(3).ok());
@@ -410,7 +411,7 @@ TEST_CASE("handoff regression: retired replicas are never freed") {
     sim.RunFor(kSecond);
     for (NodeId id = 1; id <= 4; ++id) {
       CAPTURE(round, id);
-      CHECK(sim.node(id)->stats().replicas_open == hosted(id));
+      CHECK(Stat(sim.node(id)->stats(), "node.replicas_open") == hosted(id));
     }
   }
 }

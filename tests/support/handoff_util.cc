@@ -4,8 +4,11 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "test_util.h"
 
 namespace bigset::testing {
+
+using testing::Stat;
 
 void CheckKnown(const std::string& set, const std::vector<ElementDots>& read,
                 const KnownModel& model) {
@@ -26,16 +29,18 @@ std::string Unsettled(Simulator& sim) {
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
     Node* node = sim.node(id);
     if (node == nullptr) continue;
-    const Node::Stats s = node->stats();
-    if (s.ring_epoch == ring.epoch() && s.partitions_moving == 0 &&
-        s.handoffs_pending == 0 && s.handoffs_running == 0 &&
-        s.partitions_releasing == 0) {
+    const NodeStats s = node->stats();
+    if (Stat(s, "handoff.ring_epoch") == ring.epoch() &&
+        Stat(s, "handoff.partitions_moving") == 0 &&
+        Stat(s, "handoff.pending") == 0 && Stat(s, "handoff.running") == 0 &&
+        Stat(s, "handoff.partitions_releasing") == 0) {
       continue;
     }
-    absl::StrAppend(&out, "node ", id, ": epoch ", s.ring_epoch, ", moving ",
-                    s.partitions_moving, ", pending ", s.handoffs_pending,
-                    ", running ", s.handoffs_running, ", releasing ",
-                    s.partitions_releasing, "\n");
+    absl::StrAppend(
+        &out, "node ", id, ": epoch ", Stat(s, "handoff.ring_epoch"),
+        ", moving ", Stat(s, "handoff.partitions_moving"), ", pending ",
+        Stat(s, "handoff.pending"), ", running ", Stat(s, "handoff.running"),
+        ", releasing ", Stat(s, "handoff.partitions_releasing"), "\n");
     for (uint32_t p = 0; p < ring.ring_size(); ++p) {
       if (node->ServingList(p) == ring.PreferenceList(p)) continue;
       absl::StrAppend(&out, "  p", p, " serving");

@@ -34,6 +34,7 @@ using testing::From;
 using testing::ManualCluster;
 using testing::MemStore;
 using testing::OfType;
+using testing::Stat;
 using testing::To;
 
 // A ReadHandler that collects a read, asking for the next chunk at once
@@ -157,9 +158,10 @@ TEST_CASE(
       break;
     }
     REQUIRE(replaced);
-    const uint64_t malformed = c.node(1).stats().malformed_messages;
+    const uint64_t malformed =
+        Stat(c.node(1).stats(), "node.malformed_messages");
     c.DeliverAll(To(1));
-    CHECK(c.node(1).stats().malformed_messages == malformed + 1);
+    CHECK(Stat(c.node(1).stats(), "node.malformed_messages") == malformed + 1);
     c.Settle();
     REQUIRE(read.status.has_value());
     REQUIRE(read.status->ok());
@@ -275,7 +277,7 @@ TEST_CASE("defect 5: a chunk that overtakes its clock is kept, not dropped") {
   REQUIRE(read.status.has_value());
   REQUIRE(read.status->ok());
   CHECK(read.Names() == Numbered(10));
-  CHECK(c.node(1).stats().retransmits == 0);
+  CHECK(Stat(c.node(1).stats(), "node.retransmits") == 0);
 }
 
 TEST_CASE("defect 6: ContainsAll with notfound_ok off answers like Read") {
@@ -596,7 +598,8 @@ TEST_CASE("bounds: the update reply cache is bounded in bytes") {
   }
   uint64_t cached = 0;
   for (NodeId n : c.ring().nodes()) {
-    cached = std::max(cached, c.node(n).stats().reply_cache_bytes);
+    cached =
+        std::max(cached, Stat(c.node(n).stats(), "service.reply_cache_bytes"));
   }
   CHECK(cached > 0);
   CHECK(cached <= (64 << 10) + 8000);  // The budget, plus the newest reply.
@@ -617,11 +620,11 @@ TEST_CASE(
   c.DeliverOne(And(From(2), OfType(MessageType::kReadClock)));  // R = 2.
   c.DeliverAll(From(2));
   c.DeliverAll(And(From(1), To(2)));
-  REQUIRE(c.node(3).stats().folds_open == 1);
+  REQUIRE(Stat(c.node(3).stats(), "service.folds_open") == 1);
   // Node 3's clock comes late: its fold is stopped at once.
   c.DeliverAll(From(3));
   c.DeliverAll(And(From(1), To(3)));
-  CHECK(c.node(3).stats().folds_open == 0);
+  CHECK(Stat(c.node(3).stats(), "service.folds_open") == 0);
   CHECK_FALSE(read.status.has_value());
   read.hold = false;
   read.pending();
@@ -663,7 +666,7 @@ TEST_CASE("liveness: a read survives the loss of a replica at any point") {
     // Kill whichever remote replica is serving a fold now.
     NodeId victim = 0;
     for (NodeId n : {NodeId{2}, NodeId{3}}) {
-      if (sim.node(n)->stats().folds_open > 0) victim = n;
+      if (Stat(sim.node(n)->stats(), "service.folds_open") > 0) victim = n;
     }
     REQUIRE(victim != 0);
     REQUIRE(sim.Crash(victim).ok());
@@ -672,7 +675,7 @@ TEST_CASE("liveness: a read survives the loss of a replica at any point") {
     REQUIRE(sim.RunUntil([&] { return read.status.has_value(); }));
     REQUIRE(read.status->ok());
     CHECK(read.Names() == Numbered(500));
-    CHECK(sim.node(1)->stats().read_replica_switches >= 1);
+    CHECK(Stat(sim.node(1)->stats(), "read.replica_switches") >= 1);
   }
 }
 

@@ -48,6 +48,7 @@ constexpr uint64_t kConvergeMicros = 60 * kSecond;
 
 using testing::Merge;
 using testing::ReplicaView;
+using testing::Stat;
 using testing::Value;
 using testing::View;
 using testing::Views;
@@ -80,12 +81,12 @@ bool StepUntil(Simulator& sim, uint64_t max_micros,
   return true;
 }
 
-uint64_t Stat(Simulator& sim, NodeId id, uint64_t Node::Stats::*field) {
+uint64_t Stat(Simulator& sim, NodeId id, std::string_view field) {
   if (!sim.IsUp(id)) return 0;
-  return sim.node(id)->stats().*field;
+  return Stat(sim.node(id)->stats(), field);
 }
 
-uint64_t SumStat(Simulator& sim, uint64_t Node::Stats::*field) {
+uint64_t SumStat(Simulator& sim, std::string_view field) {
   uint64_t sum = 0;
   for (NodeId id : sim.node_ids()) sum += Stat(sim, id, field);
   return sum;
@@ -309,9 +310,11 @@ std::string RandomSetName(Rng& rng, const std::vector<std::string>& sets) {
 }
 
 absl::Status RandomStatus(Rng& rng) {
-  switch (Uniform(rng, 0, 5)) {
+  switch (Uniform(rng, 0, 6)) {
     case 0:
       return absl::NotFoundError("forged");
+    case 4:
+      return absl::AbortedError("forged");
     case 1:
       return absl::InvalidArgumentError("forged");
     case 2:
@@ -534,12 +537,11 @@ void GarbageRun(uint64_t seed, bool benign, AttackTotals* totals) {
   sim.SetStall(o.stall);
   // Until pushes run (the second round that sees a difference).
   const bool pushing = StepUntil(sim, 40 * kSecond, [&] {
-    return SumStat(sim, &Node::Stats::ae_pushes_running) > 0;
+    return SumStat(sim, "anti_entropy.pushes_running") > 0;
   });
   // With hints on, the hints may repair everything before any push.
   if (o.node.anti_entropy.hint_bytes == 0) CHECK(pushing);
-  const uint64_t malformed_before =
-      SumStat(sim, &Node::Stats::malformed_messages);
+  const uint64_t malformed_before = SumStat(sim, "node.malformed_messages");
   // Messages between steps of the repair, to any node, from any node (or
   // none), about partitions it holds or not.
   const int kInjections = 400;
@@ -561,7 +563,7 @@ void GarbageRun(uint64_t seed, bool benign, AttackTotals* totals) {
     ++totals->injected;
   }
   totals->malformed +=
-      SumStat(sim, &Node::Stats::malformed_messages) - malformed_before;
+      SumStat(sim, "node.malformed_messages") - malformed_before;
   // A crash in the middle, now and then.
   if (Uniform(rng, 0, 1)) {
     const NodeId victim = static_cast<NodeId>(Uniform(rng, 1, 4));
@@ -573,8 +575,8 @@ void GarbageRun(uint64_t seed, bool benign, AttackTotals* totals) {
   sim.SetDuplicate(0);
   sim.SetStall(0);
   sim.RunFor(kConvergeMicros);
-  totals->keys_received += SumStat(sim, &Node::Stats::ae_keys_received);
-  totals->abandoned += SumStat(sim, &Node::Stats::ae_pushes_abandoned);
+  totals->keys_received += SumStat(sim, "anti_entropy.keys_received");
+  totals->abandoned += SumStat(sim, "anti_entropy.pushes_abandoned");
   totals->divergent += CheckConverged(sim, sets, &merged, &model);
   ++totals->runs;
 }
@@ -692,7 +694,7 @@ TEST_CASE(
             &model);
     sim.SetDuplicate(o.duplicate);
     const bool pushing = StepUntil(sim, 40 * kSecond, [&] {
-      return SumStat(sim, &Node::Stats::ae_pushes_running) > 0;
+      return SumStat(sim, "anti_entropy.pushes_running") > 0;
     });
     CHECK(pushing);
     for (int i = 0; i < 300; ++i) {
@@ -749,7 +751,7 @@ TEST_CASE(
             &model);
     const std::map<std::string, Value> merged = MergedValues(sim, sets);
     const bool pushing = StepUntil(sim, 40 * kSecond, [&] {
-      return SumStat(sim, &Node::Stats::ae_pushes_running) > 0;
+      return SumStat(sim, "anti_entropy.pushes_running") > 0;
     });
     CHECK(pushing);
     for (int i = 0; i < 300; ++i) {
@@ -932,7 +934,7 @@ void CrashRun(uint64_t seed, Stage stage, bool kill_receiver, bool power_loss,
     case Stage::kMidPush: {
       const uint64_t threshold = Uniform(rng, 500, total - 2000);
       reached = StepUntil(sim, 40 * kSecond, [&] {
-        return Stat(sim, receiver, &Node::Stats::ae_keys_received) >= threshold;
+        return Stat(sim, receiver, "anti_entropy.keys_received") >= threshold;
       });
       if (reached) {
         auto s = LatestWith(sim, "AePush", receiver, healed_at);
@@ -945,7 +947,7 @@ void CrashRun(uint64_t seed, Stage stage, bool kill_receiver, bool power_loss,
       // may or may not have happened yet.
       reached = StepUntil(sim, 40 * kSecond, [&] {
         for (NodeId id : {NodeId{1}, NodeId{2}}) {
-          if (Stat(sim, id, &Node::Stats::ae_keys_pushed) >= total) {
+          if (Stat(sim, id, "anti_entropy.keys_pushed") >= total) {
             pusher = id;
             return true;
           }
@@ -961,7 +963,7 @@ void CrashRun(uint64_t seed, Stage stage, bool kill_receiver, bool power_loss,
   if (reached) ++totals->reached;
   const NodeId victim = kill_receiver ? receiver : pusher;
   CAPTURE(victim);
-  totals->keys_received += Stat(sim, receiver, &Node::Stats::ae_keys_received);
+  totals->keys_received += Stat(sim, receiver, "anti_entropy.keys_received");
   if (power_loss) {
     REQUIRE(sim.PowerLoss(victim).ok());
   } else {
@@ -1031,9 +1033,9 @@ void RateLimitedRun(uint64_t seed, int n, uint64_t bytes_per_second,
   sim.RunFor(2 * kConvergeMicros);
   // Keys read to push vs. keys sent: a chunk that waited for tokens and
   // was dropped shows as keys read and never sent.
-  const uint64_t keys_read = SumStat(sim, &Node::Stats::ae_keys_read);
-  const uint64_t keys_pushed = SumStat(sim, &Node::Stats::ae_keys_pushed);
-  const uint64_t keys_received = SumStat(sim, &Node::Stats::ae_keys_received);
+  const uint64_t keys_read = SumStat(sim, "anti_entropy.keys_read");
+  const uint64_t keys_pushed = SumStat(sim, "anti_entropy.keys_pushed");
+  const uint64_t keys_received = SumStat(sim, "anti_entropy.keys_received");
   CAPTURE(keys_read, keys_pushed, keys_received);
   *divergent += CheckConverged(sim, sets, &merged, /*model=*/nullptr);
   // Acknowledged adds missing, per replica (counted: thousands may be).
@@ -1178,7 +1180,7 @@ TEST_CASE("anti-entropy attack: reordering, stalls and late timers") {
     sim.SetStall(0);
     sim.SetDuplicate(0);
     sim.RunFor(kConvergeMicros);
-    keys_received += SumStat(sim, &Node::Stats::ae_keys_received);
+    keys_received += SumStat(sim, "anti_entropy.keys_received");
     divergent += CheckConverged(sim, sets, &merged, &model);
   }
   CHECK(keys_received > 0);
@@ -1238,7 +1240,7 @@ TEST_CASE("anti-entropy attack: writes during repairs, reordered") {
     sim.SetDuplicate(0);
     sim.SetLoss(0);
     sim.RunFor(kConvergeMicros);
-    keys_received += SumStat(sim, &Node::Stats::ae_keys_received);
+    keys_received += SumStat(sim, "anti_entropy.keys_received");
     divergent += CheckConverged(sim, sets, &merged, &model);
   }
   CHECK(keys_received > 0);
