@@ -227,7 +227,7 @@ void AntiEntropy::StartRound(uint32_t partition, NodeId peer) {
   Message m;
   m.header = MessageHeader{MessageType::kAeDigest, id, partition};
   m.digest = replica->PartitionDigest();
-  m.index = replica->digest_buckets();
+  m.bucket_count = replica->digest_buckets();
   SendReply(peer, m);
 }
 
@@ -236,13 +236,13 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = it->second;
   Replica* replica = host_->ServingReplica(round.partition);
-  if (!m.status.ok() || m.done || replica == nullptr) {
-    if (m.status.ok() && m.done) ++host_->stats().ae_rounds_equal;
+  if (!m.status.ok() || m.digests_equal || replica == nullptr) {
+    if (m.status.ok() && m.digests_equal) ++host_->stats().ae_rounds_equal;
     rounds_.erase(it);
     return;
   }
   const std::vector<uint64_t> ours = replica->BucketDigests();
-  if (m.numbers.size() != ours.size()) {
+  if (m.bucket_digests.size() != ours.size()) {
     rounds_.erase(it);
     return;
   }
@@ -256,7 +256,7 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
       again != revisit_.end()) {
     for (uint32_t b : again->second) {
       if (differ.size() >= kMaxRevisitBuckets) break;
-      if (b < n && !taken[b] && ours[b] != m.numbers[b]) {
+      if (b < n && !taken[b] && ours[b] != m.bucket_digests[b]) {
         taken[b] = true;
         differ.push_back(b);
       }
@@ -265,7 +265,7 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
   const size_t start = SplitMix(&rng_state_) % n;
   for (size_t k = 0; k < n && differ.size() < kMaxBucketsPerRound; ++k) {
     const size_t b = (start + k) % n;
-    if (!taken[b] && ours[b] != m.numbers[b]) {
+    if (!taken[b] && ours[b] != m.bucket_digests[b]) {
       taken[b] = true;
       differ.push_back(static_cast<uint32_t>(b));
     }
@@ -311,7 +311,7 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
   Message out;
   out.header =
       MessageHeader{MessageType::kAeSets, m.header.request_id, round.partition};
-  out.numbers.assign(differ.begin(), differ.end());
+  out.bucket_ids.assign(differ.begin(), differ.end());
   for (size_t r = 0; r < kept; ++r) {
     for (SetSummary& summary : per[r]) {
       out.summaries.push_back(std::move(summary));
@@ -523,13 +523,14 @@ void AntiEntropy::OnDigest(NodeId from, const Message& m) {
   Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     out.status = absl::FailedPreconditionError("partition not held here");
-  } else if (m.index != replica->digest_buckets()) {
-    out.status = absl::InvalidArgumentError(absl::StrCat(
-        "digest buckets differ: ", m.index, " vs ", replica->digest_buckets()));
+  } else if (m.bucket_count != replica->digest_buckets()) {
+    out.status = absl::InvalidArgumentError(
+        absl::StrCat("digest buckets differ: ", m.bucket_count, " vs ",
+                     replica->digest_buckets()));
   } else if (m.digest == replica->PartitionDigest()) {
-    out.done = true;
+    out.digests_equal = true;
   } else {
-    out.numbers = replica->BucketDigests();
+    out.bucket_digests = replica->BucketDigests();
   }
   SendReply(from, out);
 }
@@ -544,16 +545,16 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
     SendReply(from, out);
     return;
   }
-  if (m.numbers.size() > kMaxBucketsPerRound) {
+  if (m.bucket_ids.size() > kMaxBucketsPerRound) {
     // A round asks about at most that many: the work of an answer follows
     // the difference, never the partition.
     out.status = absl::InvalidArgumentError(
-        absl::StrCat("too many buckets: ", m.numbers.size()));
+        absl::StrCat("too many buckets: ", m.bucket_ids.size()));
     SendReply(from, out);
     return;
   }
   std::vector<uint32_t> buckets;
-  for (uint64_t b : m.numbers) {
+  for (uint64_t b : m.bucket_ids) {
     if (b < replica->digest_buckets())
       buckets.push_back(static_cast<uint32_t>(b));
   }

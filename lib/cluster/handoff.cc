@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace bigset {
 namespace {
@@ -59,8 +60,7 @@ absl::Status HandoffManager::Load(const Ring& ring, uint64_t incarnation) {
   // A new store's first membership version: its first incarnation, which
   // no earlier store of this node id had (random, see Node::Impl::Open), so
   // that its episodes never match those of a store it replaced.
-  absl::Status s = membership_.Load(ring, incarnation);
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(membership_.Load(ring, incarnation));
   return LoadReleaseMarkers();
 }
 
@@ -75,8 +75,7 @@ void HandoffManager::Start() {
 }
 
 absl::Status HandoffManager::InstallRing(const Ring& ring) {
-  absl::Status s = membership_.InstallRing(ring);
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(membership_.InstallRing(ring));
   ++host_->stats().rings_installed;
   for (NodeId peer : membership_.Peers()) SendMembership(peer, {});
   MembershipChanged();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/handoff.h"
 #include "cluster/set_stream.h"
+#include "core/status_macros.h"
 
 namespace bigset {
 
@@ -152,8 +153,7 @@ absl::Status HandoffManager::Accept(NodeId from, const Message& m) {
       return absl::AbortedError(absl::StrCat(
           "the latest ring does not place partition ", p, " on node ", me));
     }
-    absl::Status s = membership_.BeginServing(p, from, m.episode);
-    if (!s.ok()) return s;
+    BIGSET_RETURN_IF_ERROR(membership_.BeginServing(p, from, m.episode));
     PushOwnState(from);
     MembershipChanged();
     return absl::OkStatus();

@@ -9,6 +9,7 @@
 #include "bigset/keys/keys.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
+#include "core/status_macros.h"
 
 namespace bigset {
 namespace {
@@ -193,8 +194,7 @@ absl::Status MembershipState::Load(const Ring& ring, uint64_t first_version) {
     absl::Status s = store_->Get(
         ReadOptions(), MetadataKey(kMetaKeyspace, kOldServingKey), &serving);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
-    s = LoadOldFormat(serving);
-    if (!s.ok()) return s;
+    BIGSET_RETURN_IF_ERROR(LoadOldFormat(serving));
   } else {
     if (!base.ok()) return base.status();
     if (base->ring_size() != latest_->ring_size()) {
@@ -202,11 +202,10 @@ absl::Status MembershipState::Load(const Ring& ring, uint64_t first_version) {
     }
     base_.emplace(std::move(*base));
     std::string value;
-    absl::Status s = store_->Get(
-        ReadOptions(), MetadataKey(kMetaKeyspace, kMembershipKey), &value);
-    if (!s.ok()) return s;
-    s = DecodeMembershipRecord(value, &ring_nodes_, &states_);
-    if (!s.ok()) return s;
+    BIGSET_RETURN_IF_ERROR(store_->Get(
+        ReadOptions(), MetadataKey(kMetaKeyspace, kMembershipKey), &value));
+    BIGSET_RETURN_IF_ERROR(
+        DecodeMembershipRecord(value, &ring_nodes_, &states_));
     for (const auto& [node, state] : states_) {
       for (const ServeEntry& e : state.entries) {
         if (e.partition >= latest_->ring_size()) {

@@ -9,6 +9,7 @@
 #include "cluster/node_impl.h"
 #include "cluster/read_sink.h"
 #include "core/coding.h"
+#include "core/status_macros.h"
 #include "net/message.h"
 #include "replica/continuation.h"
 
@@ -46,10 +47,7 @@ Node::Impl::~Impl() {
   // Coordinators and folds go first (folds hold snapshots of the replicas'
   // store), then the replicas.
   alive_.reset();
-  writes_.clear();
-  spare_writes_.clear();
-  reads_.clear();
-  queries_.clear();
+  requests_.Clear();
   service_.Clear();
   replicas_.clear();
   retired_.clear();
@@ -93,19 +91,16 @@ absl::Status Node::Impl::Open() {
   } else {
     return s;
   }
-  s = ExtendRequestIdLease();
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(ExtendRequestIdLease());
   // The lease's end differs at every open: the node's incarnation.
-  s = handoff_.Load(initial_ring_, request_id_lease_end_);
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(handoff_.Load(initial_ring_, request_id_lease_end_));
   // Open every hosted replica now, so a corrupt store fails here.
   for (uint32_t p = 0; p < ring().ring_size(); ++p) {
     if (!handoff_.Hosts(p)) {
       handoff_.ReleaseIfHeld(p);
       continue;
     }
-    s = OpenReplica(p);
-    if (!s.ok()) return s;
+    BIGSET_RETURN_IF_ERROR(OpenReplica(p));
   }
   handoff_.Start();
   anti_entropy_.Start();
@@ -115,8 +110,7 @@ absl::Status Node::Impl::Open() {
 }
 
 absl::Status Node::Impl::OpenReplica(uint32_t p) {
-  absl::Status s = handoff_.FinishReleaseNow(p);
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(handoff_.FinishReleaseNow(p));
   ReplicaOptions ro = options_.replica;
   ro.keyspace = p;
   const size_t mine = std::max<size_t>(1, ring().PartitionsOf(id_).size());
@@ -155,8 +149,7 @@ bool Node::Impl::HostingChanged() {
 }
 
 absl::Status Node::Impl::InstallRing(const Ring& ring) {
-  absl::Status s = handoff_.InstallRing(ring);
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(handoff_.InstallRing(ring));
   HostingChanged();
   handoff_.Start();
   return absl::OkStatus();
@@ -164,9 +157,7 @@ absl::Status Node::Impl::InstallRing(const Ring& ring) {
 
 absl::Status Node::Impl::Close() {
   // No coordinator may write after the replicas are closed.
-  writes_.clear();
-  reads_.clear();
-  queries_.clear();
+  requests_.Clear();
   service_.Clear();
   absl::Status first = absl::OkStatus();
   for (auto& replica : replicas_) {
@@ -246,56 +237,8 @@ Replica* Node::Impl::LocalReplica(uint32_t partition) {
   return replicas_[partition].get();
 }
 
-void Node::Impl::FinishWrite(uint64_t id) {
-  auto it = writes_.find(id);
-  if (it == writes_.end()) return;
-  std::unique_ptr<WriteCoordinator> op = std::move(it->second);
-  writes_.erase(it);
-  // A few idle coordinators cover a steady stream of writes.
-  constexpr size_t kMaxSpareWrites = 16;
-  if (spare_writes_.size() < kMaxSpareWrites) {
-    op->Release();
-    spare_writes_.push_back(std::move(op));
-  }
-}
-
-void Node::Impl::FinishRead(uint64_t id) { reads_.erase(id); }
-
-void Node::Impl::FinishQuery(uint64_t id) { queries_.erase(id); }
-void Node::Impl::FinishCount(uint64_t id) { counts_.erase(id); }
-
-void Node::Impl::RouteFold(uint64_t fold_id, uint64_t read_id) {
-  fold_routes_[fold_id] = read_id;
-}
-
-void Node::Impl::UnrouteFold(uint64_t fold_id) { fold_routes_.erase(fold_id); }
-
-void Node::Impl::RouteWrite(uint64_t extra_id, uint64_t write_id) {
-  write_routes_[extra_id] = write_id;
-}
-
-void Node::Impl::UnrouteWrite(uint64_t extra_id) {
-  write_routes_.erase(extra_id);
-}
-
-WriteCoordinator* Node::Impl::WriteFor(uint64_t request_id) {
-  auto it = writes_.find(request_id);
-  if (it != writes_.end()) return it->second.get();
-  auto route = write_routes_.find(request_id);
-  if (route == write_routes_.end()) return nullptr;
-  it = writes_.find(route->second);
-  return it == writes_.end() ? nullptr : it->second.get();
-}
-
-ReadCoordinator* Node::Impl::ReadForFold(uint64_t fold_id) {
-  auto route = fold_routes_.find(fold_id);
-  if (route == fold_routes_.end()) return nullptr;
-  auto it = reads_.find(route->second);
-  return it == reads_.end() ? nullptr : it->second.get();
-}
-
 void Node::Impl::EnsureWriteTick() {
-  if (write_tick_scheduled_ || writes_.empty()) return;
+  if (write_tick_scheduled_ || requests_.writes_empty()) return;
   write_tick_scheduled_ = true;
   After(write_tick_micros_, [this]() { WriteTick(); });
 }
@@ -303,13 +246,9 @@ void Node::Impl::EnsureWriteTick() {
 void Node::Impl::WriteTick() {
   write_tick_scheduled_ = false;
   const uint64_t now = scheduler_->NowMicros();
-  std::vector<uint64_t> ids;
-  ids.reserve(writes_.size());
-  for (const auto& [id, op] : writes_) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  for (uint64_t id : ids) {
-    auto it = writes_.find(id);
-    if (it != writes_.end()) it->second->OnTick(now);
+  for (uint64_t id : requests_.WriteIds()) {
+    // A write may finish (or start others) during another's tick.
+    if (WriteCoordinator* write = requests_.Write(id)) write->OnTick(now);
   }
   EnsureWriteTick();
 }
@@ -390,7 +329,7 @@ void Node::Impl::InstallHotRoutes() {
     absl::Status status;
     NodeId applied_by = 0;
     if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
-    if (WriteCoordinator* write = WriteFor(header.request_id)) {
+    if (WriteCoordinator* write = requests_.WriteFor(header.request_id)) {
       write->OnReplicateAck(header.request_id, from, applied_by, status);
     } else {
       anti_entropy_.OnReplicateAck(header.request_id, from, status);
@@ -403,7 +342,7 @@ void Node::Impl::InstallHotRoutes() {
     bool done = false;
     std::string_view elements;
     if (!ParseReadChunkBody(body, &seq, &done, &elements).ok()) return false;
-    if (ReadCoordinator* read = ReadForFold(header.request_id)) {
+    if (ReadCoordinator* read = requests_.ReadForFold(header.request_id)) {
       read->OnChunk(header.request_id, from, seq, done, elements);
     }
     return true;
@@ -434,25 +373,29 @@ void Node::Impl::InstallDecodedRoutes() {
 
   // Replies, to the coordinator of the request.
   d.On(T::kCountReply, [this](NodeId from, Message& m) {
-    auto it = counts_.find(m.header.request_id);
-    if (it != counts_.end()) it->second->OnReply(from, m);
+    if (CountCoordinator* count = requests_.Count(m.header.request_id)) {
+      count->OnReply(from, m);
+    }
   });
   d.On(T::kUpdateReply, [this](NodeId from, Message& m) {
-    auto it = writes_.find(m.header.request_id);
-    if (it != writes_.end()) it->second->OnUpdateReply(from, m);
+    if (WriteCoordinator* write = requests_.Write(m.header.request_id)) {
+      write->OnUpdateReply(from, m);
+    }
   });
   d.On(T::kReplicateAckWithDelta, [this](NodeId from, Message& m) {
-    auto it = writes_.find(m.header.request_id);
-    if (it != writes_.end()) it->second->OnReplicateAckWithDelta(from, m);
+    if (WriteCoordinator* write = requests_.Write(m.header.request_id)) {
+      write->OnReplicateAckWithDelta(from, m);
+    }
   });
   d.On(T::kReadClock, [this](NodeId from, Message& m) {
-    if (ReadCoordinator* read = ReadForFold(m.header.request_id)) {
+    if (ReadCoordinator* read = requests_.ReadForFold(m.header.request_id)) {
       read->OnClock(m.header.request_id, from, m);
     }
   });
   d.On(T::kQueryReply, [this](NodeId from, Message& m) {
-    auto it = queries_.find(m.header.request_id);
-    if (it != queries_.end()) it->second->OnReply(from, m);
+    if (QueryCoordinator* query = requests_.Query(m.header.request_id)) {
+      query->OnReply(from, m);
+    }
   });
 
   // Hand-off and membership.
@@ -501,17 +444,11 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
   }
   const uint64_t id = NextRequestId();
   const bool is_clear = clear.has_value();
-  std::unique_ptr<WriteCoordinator> op;
-  if (spare_writes_.empty()) {
-    op = std::make_unique<WriteCoordinator>(this);
-  } else {
-    op = std::move(spare_writes_.back());
-    spare_writes_.pop_back();
-  }
+  std::unique_ptr<WriteCoordinator> op = requests_.TakeIdleWrite();
+  if (op == nullptr) op = std::make_unique<WriteCoordinator>(this);
   op->Reset(id, set, std::move(ops), std::move(clear), options,
             std::move(done));
-  WriteCoordinator* raw = op.get();
-  writes_[id] = std::move(op);
+  WriteCoordinator* raw = requests_.AddWrite(id, std::move(op));
   write_tick_micros_ = write_tick_micros_ == 0
                            ? options.retry_micros
                            : std::min(write_tick_micros_, options.retry_micros);
@@ -533,9 +470,7 @@ void Node::Impl::StartRead(std::string_view set,
   auto op = std::make_unique<ReadCoordinator>(this, id, std::string(set),
                                               options, std::move(bounds), limit,
                                               std::move(sink));
-  ReadCoordinator* raw = op.get();
-  reads_[id] = std::move(op);
-  raw->Start();
+  requests_.AddRead(id, std::move(op))->Start();
 }
 
 void Node::Impl::ContainsAll(
@@ -550,9 +485,7 @@ void Node::Impl::ContainsAll(
   auto op = std::make_unique<QueryCoordinator>(this, id, std::string(set),
                                                std::move(elements), options,
                                                std::move(done));
-  QueryCoordinator* raw = op.get();
-  queries_[id] = std::move(op);
-  raw->Start();
+  requests_.AddQuery(id, std::move(op))->Start();
 }
 
 void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
@@ -578,9 +511,7 @@ void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
                     NewCountSink(std::move(done)));
         }
       });
-  CountCoordinator* raw = op.get();
-  counts_[id] = std::move(op);
-  raw->Start();
+  requests_.AddCount(id, std::move(op))->Start();
 }
 
 // ---- Node (the public face).
@@ -611,8 +542,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Open(NodeId id, const Ring& ring,
   }
   auto impl =
       std::make_unique<Impl>(id, ring, store, transport, scheduler, options);
-  absl::Status s = impl->Open();
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(impl->Open());
   return std::unique_ptr<Node>(new Node(std::move(impl)));
 }
 

@@ -1,18 +1,22 @@
 // Node::Impl: the node's state and message dispatch. Internal header.
 //
-// The node hosts its replicas, dispatches every message (a table from
-// message type to handler, dispatcher.h) to the replica side
-// (ReplicaService), hand-off, anti-entropy, or the coordinator it answers
-// (by request id), offers
-// the client API, and hosts the coordinators (CoordinatorHost). The
-// protocols themselves live in their own files:
+// The node hosts its replicas, offers the client API, hosts the
+// coordinators (CoordinatorHost), and routes every message (a table from
+// message type to handler) to the protocol that owns it. The protocols
+// live in their own files:
 //
+//   dispatcher.{h,cc}          message type -> handler
+//   request_registry.{h,cc}    the client requests' coordinators, by id
 //   replica_service.{h,cc}     the replica side of every protocol
 //   write_coordinator.{h,cc}   client updates (N, W)
 //   read_coordinator.{h,cc}    streaming reads, ranges, counts (R-way merge)
 //   query_coordinator.{h,cc}   membership queries
+//   count_coordinator.{h,cc}   counts the replicas agree on
 //   read_merger.{h,cc}         the R-way streaming ORSWOT merge
 //   read_sink.{h,cc}           where a read's merged elements go
+//   handoff*.{h,cc}, membership.{h,cc}, partition_release.cc
+//                              membership changes and hand-off
+//   anti_entropy*.{h,cc}       anti-entropy rounds, hints and pushes
 //
 // Thread-safety: not thread-safe; see node.h.
 
@@ -37,6 +41,7 @@
 #include "cluster/query_coordinator.h"
 #include "cluster/read_coordinator.h"
 #include "cluster/replica_service.h"
+#include "cluster/request_registry.h"
 #include "cluster/write_coordinator.h"
 
 namespace bigset {
@@ -90,14 +95,22 @@ class Node::Impl final : public CoordinatorHost {
   }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
   NodeCounters& stats() override { return stats_; }
-  void FinishWrite(uint64_t id) override;
-  void FinishRead(uint64_t id) override;
-  void FinishQuery(uint64_t id) override;
-  void FinishCount(uint64_t id) override;
-  void RouteFold(uint64_t fold_id, uint64_t read_id) override;
-  void RouteWrite(uint64_t extra_id, uint64_t write_id) override;
-  void UnrouteWrite(uint64_t extra_id) override;
-  void UnrouteFold(uint64_t fold_id) override;
+  void FinishWrite(uint64_t id) override { requests_.FinishWrite(id); }
+  void FinishRead(uint64_t id) override { requests_.FinishRead(id); }
+  void FinishQuery(uint64_t id) override { requests_.FinishQuery(id); }
+  void FinishCount(uint64_t id) override { requests_.FinishCount(id); }
+  void RouteFold(uint64_t fold_id, uint64_t read_id) override {
+    requests_.RouteFold(fold_id, read_id);
+  }
+  void RouteWrite(uint64_t extra_id, uint64_t write_id) override {
+    requests_.RouteWrite(extra_id, write_id);
+  }
+  void UnrouteWrite(uint64_t extra_id) override {
+    requests_.UnrouteWrite(extra_id);
+  }
+  void UnrouteFold(uint64_t fold_id) override {
+    requests_.UnrouteFold(fold_id);
+  }
 
   // Hands the message to its protocol's handler (see InstallRoutes);
   // counts undecodable ones.
@@ -128,9 +141,6 @@ class Node::Impl final : public CoordinatorHost {
   // Persists the end of a new lease of request ids (synced), so that no id
   // is issued twice, whatever the clock does across restarts.
   absl::Status ExtendRequestIdLease();
-  ReadCoordinator* ReadForFold(uint64_t fold_id);
-  // The write that request id belongs to: its own, or an extra delta's.
-  WriteCoordinator* WriteFor(uint64_t request_id);
   // One timer per node drives every write's retries and deadline (cheaper
   // than a timer per write).
   void EnsureWriteTick();
@@ -163,19 +173,12 @@ class Node::Impl final : public CoordinatorHost {
   ReplicaService service_;
   HandoffManager handoff_;
   AntiEntropy anti_entropy_;
-  // Unordered for speed; a tick sorts the ids (deterministic order).
-  absl::flat_hash_map<uint64_t, std::unique_ptr<WriteCoordinator>> writes_;
-  std::vector<std::unique_ptr<WriteCoordinator>> spare_writes_;
+  // The client requests this node coordinates.
+  RequestRegistry requests_;
   bool write_tick_scheduled_ = false;
   uint64_t write_tick_micros_ = 0;
   bool sweep_tick_scheduled_ = false;
   size_t next_sweep_partition_ = 0;  // Round-robin over replicas_.
-  std::map<uint64_t, std::unique_ptr<ReadCoordinator>> reads_;
-  absl::flat_hash_map<uint64_t, uint64_t> fold_routes_;  // fold -> read id
-  // Extra deltas' request ids -> the write replicating them.
-  absl::flat_hash_map<uint64_t, uint64_t> write_routes_;
-  std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
-  std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts_;
   NodeCounters stats_;
   // Message type -> the protocol's handler (InstallRoutes).
   Dispatcher dispatcher_;

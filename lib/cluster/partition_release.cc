@@ -8,6 +8,7 @@
 #include "bigset/keys/keys.h"
 #include "cluster/handoff.h"
 #include "core/coding.h"
+#include "core/status_macros.h"
 
 namespace bigset {
 namespace {
@@ -92,8 +93,7 @@ absl::StatusOr<bool> HandoffManager::ReleaseSome(uint32_t partition,
   if (!it->status().ok()) return it->status();
   const bool done = n < max_keys;
   if (done) batch.Delete(MetadataKey(kMetaKeyspace, ReleaseName(partition)));
-  absl::Status s = store_->Write(WriteOptions(), batch);
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(store_->Write(WriteOptions(), batch));
   host_->stats().handoff_keys_released += n;
   host_->stats().handoff_bytes_released += bytes;
   if (done) {

@@ -236,11 +236,15 @@ struct Message {
   std::vector<NodeServing> states;
   // kReplicateAck, kHandoffDeltaAck: the node that applied the delta.
   NodeId applied_by = 0;
-  // kAeDigest: the partition digest, and `index` its number of buckets.
+  // kAeDigest: the partition digest, and its number of buckets.
   uint64_t digest = 0;
-  // kAeDigestReply: bucket digests (`done`: the digests were equal);
+  uint64_t bucket_count = 0;
+  // kAeDigestReply: whether the partition digests were equal, and if not
+  // the bucket digests.
+  bool digests_equal = false;
+  std::vector<uint64_t> bucket_digests;
   // kAeSets: the ids of the buckets that differ.
-  std::vector<uint64_t> numbers;
+  std::vector<uint64_t> bucket_ids;
   // kAeSets (without clocks), kAeSetsReply (with clocks).
   std::vector<SetSummary> summaries;
   // kCountReply: whether the replica holds the set, its count, its set

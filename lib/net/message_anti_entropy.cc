@@ -12,17 +12,17 @@ void EncodeAntiEntropyBody(const Message& m, std::string* dst) {
   switch (m.type()) {
     case MessageType::kAeDigest:
       coding::PutFixed64BE(dst, m.digest);
-      coding::PutVarint64(dst, m.index);
+      coding::PutVarint64(dst, m.bucket_count);
       break;
     case MessageType::kAeDigestReply:
       PutStatus(dst, m.status);
-      dst->push_back(static_cast<char>(m.done ? 1 : 0));
-      coding::PutVarint64(dst, m.numbers.size());
-      for (uint64_t v : m.numbers) coding::PutFixed64BE(dst, v);
+      dst->push_back(static_cast<char>(m.digests_equal ? 1 : 0));
+      coding::PutVarint64(dst, m.bucket_digests.size());
+      for (uint64_t v : m.bucket_digests) coding::PutFixed64BE(dst, v);
       break;
     case MessageType::kAeSets:
-      coding::PutVarint64(dst, m.numbers.size());
-      for (uint64_t v : m.numbers) coding::PutVarint64(dst, v);
+      coding::PutVarint64(dst, m.bucket_ids.size());
+      for (uint64_t v : m.bucket_ids) coding::PutVarint64(dst, v);
       PutSummaries(dst, m.summaries, /*with_clocks=*/false);
       break;
     case MessageType::kAeSetsReply:
@@ -58,9 +58,9 @@ bool DecodeDigestReply(BodyReader* d, Message* m) {
       !d->Count(8, &n)) {
     return false;
   }
-  m->done = equal == 1;
-  m->numbers.resize(static_cast<size_t>(n));
-  for (uint64_t& v : m->numbers) {
+  m->digests_equal = equal == 1;
+  m->bucket_digests.resize(static_cast<size_t>(n));
+  for (uint64_t& v : m->bucket_digests) {
     if (!d->Fixed64(&v)) return false;
   }
   return true;
@@ -69,8 +69,8 @@ bool DecodeDigestReply(BodyReader* d, Message* m) {
 bool DecodeSets(BodyReader* d, Message* m) {
   uint64_t n = 0;
   if (!d->Count(1, &n)) return false;
-  m->numbers.resize(static_cast<size_t>(n));
-  for (uint64_t& v : m->numbers) {
+  m->bucket_ids.resize(static_cast<size_t>(n));
+  for (uint64_t& v : m->bucket_ids) {
     if (!d->Varint(&v)) return false;
   }
   return d->Summaries(&m->summaries, /*with_clocks=*/false);
@@ -93,7 +93,7 @@ bool DecodeAntiEntropyBody(BodyReader* d, Message* m,
                            std::vector<ElementDots>* spare) {
   switch (m->type()) {
     case MessageType::kAeDigest:
-      return d->Fixed64(&m->digest) && d->Varint(&m->index);
+      return d->Fixed64(&m->digest) && d->Varint(&m->bucket_count);
     case MessageType::kAeDigestReply:
       return DecodeDigestReply(d, m);
     case MessageType::kAeSets:

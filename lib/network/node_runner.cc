@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/network/asio_scheduler.h"
+#include "core/status_macros.h"
 
 namespace bigset {
 namespace {
@@ -199,8 +200,7 @@ absl::Status NodeRunner::Impl::Close() {
 absl::StatusOr<std::unique_ptr<NodeRunner>> NodeRunner::Start(
     NodeRunnerOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
-  absl::Status s = impl->Start();
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(impl->Start());
   return std::unique_ptr<NodeRunner>(new NodeRunner(std::move(impl)));
 }
 
@@ -313,8 +313,7 @@ absl::StatusOr<NodeRunner::ReadResult> NodeRunner::ReadAndWait(
 absl::Status NodeRunner::InstallRing(const Ring& ring) {
   absl::StatusOr<bool> done =
       impl_->Call<bool>([this, &ring](Node& node) -> absl::StatusOr<bool> {
-        absl::Status s = node.InstallRing(ring);
-        if (!s.ok()) return s;
+        BIGSET_RETURN_IF_ERROR(node.InstallRing(ring));
         impl_->transport().SetRingEpoch(ring.epoch());
         return true;
       });

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
+#include "core/status_macros.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 
@@ -77,8 +78,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   sim->fault_env_ = std::make_unique<FaultEnv>(
       sim->mem_env_ != nullptr ? sim->mem_env_.get() : leveldb::Env::Default());
   for (NodeId id : ids) {
-    absl::Status s = sim->StartNode(id);
-    if (!s.ok()) return s;
+    BIGSET_RETURN_IF_ERROR(sim->StartNode(id));
   }
   if (options.writeback_micros > 0) sim->ScheduleWriteBack();
   return sim;
@@ -181,8 +181,7 @@ absl::Status Simulator::Crash(NodeId id) {
 }
 
 absl::Status Simulator::PowerLoss(NodeId id) {
-  absl::Status s = Crash(id);
-  if (!s.ok()) return s;
+  BIGSET_RETURN_IF_ERROR(Crash(id));
   absl::StatusOr<uint64_t> lost = fault_env_->DropUnsynced(StorePath(id) + "/");
   if (!lost.ok()) return lost.status();
   ++power_losses_;
@@ -248,8 +247,7 @@ absl::Status Simulator::CompactAll() {
     if (!slot.up) continue;
     for (uint32_t p = 0; p < ring_->ring_size(); ++p) {
       if (slot.node->LocalReplica(p) == nullptr) continue;
-      absl::Status s = slot.store->CompactRange(KeyspaceRange(p));
-      if (!s.ok()) return s;
+      BIGSET_RETURN_IF_ERROR(slot.store->CompactRange(KeyspaceRange(p)));
     }
   }
   return absl::OkStatus();
@@ -287,8 +285,7 @@ absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
       }
       Trace(absl::StrCat("t=", now_, " node ", id, " joins at epoch ",
                          ring.epoch()));
-      absl::Status s = StartNode(id);
-      if (!s.ok()) return s;
+      BIGSET_RETURN_IF_ERROR(StartNode(id));
       if (nodes_.back().ring->epoch() == ring.epoch()) continue;
     }
     NodeSlot* slot = SlotOf(id);
@@ -300,8 +297,7 @@ absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
     Trace(absl::StrCat("t=", now_, " node ", id, " installs ring epoch ",
                        ring.epoch()));
     if (slot->up) {
-      absl::Status s = slot->node->InstallRing(ring);
-      if (!s.ok()) return s;
+      BIGSET_RETURN_IF_ERROR(slot->node->InstallRing(ring));
     }
   }
   if (!ring_.has_value() || ring.epoch() > ring_->epoch()) {

@@ -49,7 +49,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
-// The node's internal tables (write_routes_, writes_, the replica service's
+// The node's internal tables (its request registry, the replica service's
 // fences) are private; the attack looks at them to find what is never freed.
 #define private public
 #include "bigset/cluster/node.h"
@@ -105,8 +105,8 @@ struct Fx : testing::FailoverFixture {
 
   // What the coordinating node keeps once every write has ended.
   void CheckClientIdle() {
-    CHECK(I(client).writes_.empty());
-    CHECK(I(client).write_routes_.empty());
+    CHECK(I(client).requests_.writes_running() == 0);
+    CHECK(I(client).requests_.write_routes() == 0);
   }
 };
 
@@ -510,7 +510,7 @@ TEST_CASE(
   // From now on C's acks are lost (A stays unreachable: the write lives).
   f.c.Hold(Or(Or(To(a), From(a)), And(From(cc), To(f.client))));
   while (f.c.Now(f.client) < 1'500'000) f.c.Advance(100'000);
-  REQUIRE(f.I(f.client).writes_.size() == 1);
+  REQUIRE(f.I(f.client).requests_.writes_running() == 1);
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
   f.c.Hold(And(From(cc), To(f.client)));
   // The extra delta gets one timeout; C never acks it.
@@ -572,7 +572,7 @@ TEST_CASE("failover attack: many failover writes leave no routes or writes") {
     }
   }
   f.CheckClientIdle();
-  CHECK(f.I(f.client).spare_writes_.size() <= 16);
+  CHECK(f.I(f.client).requests_.idle_writes() <= 16);
   // Every kReplicateGivenUp fences its request, answered with a delta or
   // not.
   CHECK(f.I(a).service_.fenced_.size() == 40);

@@ -336,15 +336,15 @@ Message Forge(Simulator& sim, Rng& rng, MessageType t, uint32_t partition,
     case MessageType::kAeDigest:
       m.digest = Uniform(rng, 0, UINT64_MAX);
       // The right bucket count, or another one.
-      m.index = Uniform(rng, 0, 1) ? 256 : Uniform(rng, 0, 100000);
+      m.bucket_count = Uniform(rng, 0, 1) ? 256 : Uniform(rng, 0, 100000);
       break;
     case MessageType::kAeDigestReply:
       m.status = RandomStatus(rng);
-      m.done = Uniform(rng, 0, 3) == 0;
+      m.digests_equal = Uniform(rng, 0, 3) == 0;
       for (int k = static_cast<int>(Uniform(rng, 0, 1) ? 256
                                                        : Uniform(rng, 0, 300));
            k > 0; --k) {
-        m.numbers.push_back(Uniform(rng, 0, UINT64_MAX));
+        m.bucket_digests.push_back(Uniform(rng, 0, UINT64_MAX));
       }
       break;
     case MessageType::kAeSets:
@@ -352,8 +352,9 @@ Message Forge(Simulator& sim, Rng& rng, MessageType t, uint32_t partition,
       if (t == MessageType::kAeSetsReply) m.status = RandomStatus(rng);
       for (int k = static_cast<int>(Uniform(rng, 0, 80)); k > 0; --k) {
         // Bucket ids in and far out of range.
-        m.numbers.push_back(Uniform(rng, 0, 2) ? Uniform(rng, 0, 300)
-                                               : Uniform(rng, 0, UINT64_MAX));
+        m.bucket_ids.push_back(Uniform(rng, 0, 2)
+                                   ? Uniform(rng, 0, 300)
+                                   : Uniform(rng, 0, UINT64_MAX));
       }
       for (int k = static_cast<int>(Uniform(rng, 0, 4)); k > 0; --k) {
         SetSummary s;
@@ -472,12 +473,12 @@ std::string Benign(Simulator& sim, Rng& rng, uint32_t partition,
   switch (Uniform(rng, 0, 6)) {
     case 0: {
       Message m = Forge(sim, rng, MessageType::kAeDigest, partition, id, sets);
-      m.index = Uniform(rng, 0, 1) ? 0 : Uniform(rng, 257, 1u << 20);
+      m.bucket_count = Uniform(rng, 0, 1) ? 0 : Uniform(rng, 257, 1u << 20);
       return m.Encode();
     }
     case 1: {
       Message m = Forge(sim, rng, MessageType::kAeSets, partition, id, sets);
-      for (uint64_t& b : m.numbers) b = 256 + b % (UINT64_MAX - 256);
+      for (uint64_t& b : m.bucket_ids) b = 256 + b % (UINT64_MAX - 256);
       return m.Encode();
     }
     case 2:

@@ -176,7 +176,7 @@ TEST_CASE(
   for (uint32_t b = 0; chosen.size() < 64; ++b) chosen.insert(b);
   Message m;
   m.header = MessageHeader{MessageType::kAeSets, 1000, 0};
-  m.numbers.assign(chosen.begin(), chosen.end());
+  m.bucket_ids.assign(chosen.begin(), chosen.end());
   std::vector<std::string> asked;
   for (const std::string& set : sets) {
     if (!chosen.contains(digest::BucketOf(set, n))) continue;
@@ -219,8 +219,8 @@ TEST_CASE(
   CHECK(answered.summaries[0].clock == *r2->GetClock(odd));
   // More buckets than a round asks about: refused, nothing read.
   m.header.request_id = 1002;
-  m.numbers.clear();
-  for (uint32_t b = 0; b < n; ++b) m.numbers.push_back(b);
+  m.bucket_ids.clear();
+  for (uint32_t b = 0; b < n; ++b) m.bucket_ids.push_back(b);
   const std::string all = m.Encode();
   const int64_t refused = PeakGrowth([&] { c.node(2).Receive(1, all); });
   CAPTURE(refused);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -179,6 +180,55 @@ TEST_CASE(
   local = sim->node(pl[0])->LocalReplica(p)->Count(set);
   REQUIRE(local.ok());
   CHECK(*local == 4);
+}
+
+TEST_CASE("node options: a bound of 0 or a read-only replica is refused") {
+  using Edit = std::function<void(NodeOptions&)>;
+  const std::vector<std::pair<std::string, Edit>> bad = {
+      {"replica.lock_stripes",
+       [](NodeOptions& o) { o.replica.lock_stripes = 0; }},
+      {"replica.read_only", [](NodeOptions& o) { o.replica.read_only = true; }},
+      {"service.max_chunk_elements",
+       [](NodeOptions& o) { o.service.max_chunk_elements = 0; }},
+      {"service.max_chunk_bytes",
+       [](NodeOptions& o) { o.service.max_chunk_bytes = 0; }},
+      {"handoff.chunk_elements",
+       [](NodeOptions& o) { o.handoff.chunk_elements = 0; }},
+      {"handoff.chunk_bytes",
+       [](NodeOptions& o) { o.handoff.chunk_bytes = 0; }},
+      {"handoff.max_running",
+       [](NodeOptions& o) { o.handoff.max_running = 0; }},
+      {"handoff.window", [](NodeOptions& o) { o.handoff.window = 0; }},
+      {"handoff.release_keys_per_tick",
+       [](NodeOptions& o) { o.handoff.release_keys_per_tick = 0; }},
+      {"anti_entropy.chunk_elements",
+       [](NodeOptions& o) { o.anti_entropy.chunk_elements = 0; }},
+      {"anti_entropy.chunk_bytes",
+       [](NodeOptions& o) { o.anti_entropy.chunk_bytes = 0; }},
+  };
+  for (const auto& [name, edit] : bad) {
+    CAPTURE(name);
+    SimOptions o;
+    o.nodes = 3;
+    o.ring.ring_size = 8;
+    edit(o.node);
+    absl::StatusOr<std::unique_ptr<Simulator>> sim = Simulator::Create(o);
+    REQUIRE_FALSE(sim.ok());
+    CHECK(sim.status().code() == absl::StatusCode::kInvalidArgument);
+  }
+  // The defaults are the replica's own: one default per setting.
+  const NodeOptions defaults;
+  CHECK(defaults.replica.lock_stripes == ReplicaOptions().lock_stripes);
+  CHECK(defaults.replica.digest_buckets == ReplicaOptions().digest_buckets);
+  CHECK(defaults.sweep.tick_micros == SweepOptions().tick_micros);
+  // A sweep tick sweeps keys_per_second's share of a second, at least one.
+  SweepOptions sweep;
+  CHECK(sweep.KeysPerTick() == 10'000);  // 100,000/s every 100 ms.
+  sweep.keys_per_second = 5;
+  CHECK(sweep.KeysPerTick() == 1);
+  sweep.keys_per_second = UINT64_MAX;
+  sweep.tick_micros = UINT64_MAX;
+  CHECK(sweep.KeysPerTick() == uint64_t{1} << 60);
 }
 
 TEST_CASE("node stats: counters by name, each once, and no other name") {

@@ -203,13 +203,13 @@ Message RandomMessage(Rng& rng) {
       break;
     case MessageType::kAeDigest:
       m.digest = rng();
-      m.index = rng();
+      m.bucket_count = rng();
       break;
     case MessageType::kAeDigestReply:
       if (Uniform(rng, 0, 1)) m.status = err;
-      m.done = Uniform(rng, 0, 1);
+      m.digests_equal = Uniform(rng, 0, 1);
       for (int i = 0, n = Uniform(rng, 0, 5); i < n; ++i) {
-        m.numbers.push_back(rng());
+        m.bucket_digests.push_back(rng());
       }
       break;
     case MessageType::kAeSets:
@@ -218,7 +218,7 @@ Message RandomMessage(Rng& rng) {
       if (clocks && Uniform(rng, 0, 1)) m.status = err;
       if (!clocks) {
         for (int i = 0, n = Uniform(rng, 0, 5); i < n; ++i) {
-          m.numbers.push_back(Uniform(rng, 0, ~0ull));
+          m.bucket_ids.push_back(Uniform(rng, 0, ~0ull));
         }
       }
       for (int i = 0, n = Uniform(rng, 0, 3); i < n; ++i) {
@@ -285,7 +285,10 @@ void CheckSame(const Message& back, const Message& m) {
   CHECK(back.from_node == m.from_node);
   CHECK(back.to_node == m.to_node);
   CHECK(back.digest == m.digest);
-  CHECK(back.numbers == m.numbers);
+  CHECK(back.bucket_count == m.bucket_count);
+  CHECK(back.digests_equal == m.digests_equal);
+  CHECK(back.bucket_digests == m.bucket_digests);
+  CHECK(back.bucket_ids == m.bucket_ids);
   CHECK(back.episode == m.episode);
   CHECK(back.supplement == m.supplement);
   CHECK(back.incarnation == m.incarnation);

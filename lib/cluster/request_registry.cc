@@ -1,0 +1,102 @@
+#include "cluster/request_registry.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace bigset {
+
+std::unique_ptr<WriteCoordinator> RequestRegistry::TakeIdleWrite() {
+  if (idle_writes_.empty()) return nullptr;
+  std::unique_ptr<WriteCoordinator> op = std::move(idle_writes_.back());
+  idle_writes_.pop_back();
+  return op;
+}
+
+WriteCoordinator* RequestRegistry::AddWrite(
+    uint64_t id, std::unique_ptr<WriteCoordinator> op) {
+  WriteCoordinator* raw = op.get();
+  writes_[id] = std::move(op);
+  return raw;
+}
+
+ReadCoordinator* RequestRegistry::AddRead(uint64_t id,
+                                          std::unique_ptr<ReadCoordinator> op) {
+  ReadCoordinator* raw = op.get();
+  reads_[id] = std::move(op);
+  return raw;
+}
+
+QueryCoordinator* RequestRegistry::AddQuery(
+    uint64_t id, std::unique_ptr<QueryCoordinator> op) {
+  QueryCoordinator* raw = op.get();
+  queries_[id] = std::move(op);
+  return raw;
+}
+
+CountCoordinator* RequestRegistry::AddCount(
+    uint64_t id, std::unique_ptr<CountCoordinator> op) {
+  CountCoordinator* raw = op.get();
+  counts_[id] = std::move(op);
+  return raw;
+}
+
+void RequestRegistry::FinishWrite(uint64_t id) {
+  auto it = writes_.find(id);
+  if (it == writes_.end()) return;
+  std::unique_ptr<WriteCoordinator> op = std::move(it->second);
+  writes_.erase(it);
+  // A few idle coordinators cover a steady stream of writes.
+  constexpr size_t kMaxIdleWrites = 16;
+  if (idle_writes_.size() < kMaxIdleWrites) {
+    op->Release();
+    idle_writes_.push_back(std::move(op));
+  }
+}
+
+WriteCoordinator* RequestRegistry::Write(uint64_t id) {
+  auto it = writes_.find(id);
+  return it == writes_.end() ? nullptr : it->second.get();
+}
+
+WriteCoordinator* RequestRegistry::WriteFor(uint64_t id) {
+  if (WriteCoordinator* own = Write(id)) return own;
+  auto route = write_routes_.find(id);
+  return route == write_routes_.end() ? nullptr : Write(route->second);
+}
+
+ReadCoordinator* RequestRegistry::ReadForFold(uint64_t fold_id) {
+  auto route = fold_routes_.find(fold_id);
+  if (route == fold_routes_.end()) return nullptr;
+  auto it = reads_.find(route->second);
+  return it == reads_.end() ? nullptr : it->second.get();
+}
+
+QueryCoordinator* RequestRegistry::Query(uint64_t id) {
+  auto it = queries_.find(id);
+  return it == queries_.end() ? nullptr : it->second.get();
+}
+
+CountCoordinator* RequestRegistry::Count(uint64_t id) {
+  auto it = counts_.find(id);
+  return it == counts_.end() ? nullptr : it->second.get();
+}
+
+std::vector<uint64_t> RequestRegistry::WriteIds() const {
+  std::vector<uint64_t> ids;
+  ids.reserve(writes_.size());
+  for (const auto& [id, op] : writes_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void RequestRegistry::Clear() {
+  writes_.clear();
+  idle_writes_.clear();
+  reads_.clear();
+  queries_.clear();
+  counts_.clear();
+  fold_routes_.clear();
+  write_routes_.clear();
+}
+
+}  // namespace bigset
