@@ -128,6 +128,7 @@ using testing::SameAs;
 using testing::Seeds;
 using testing::SetsOnlyOn;
 using testing::Stat;
+using testing::SumStats;
 using testing::Uniform;
 using testing::Value;
 using testing::View;
@@ -235,17 +236,6 @@ struct ScaleTotals {
            repaired = 0, full = 0, keys_pushed = 0, abandoned = 0,
            max_converge_micros = 0, divergent = 0;
 };
-
-// Every counter, summed over the nodes.
-std::map<std::string, uint64_t> SumStats(Simulator& sim) {
-  std::map<std::string, uint64_t> sum;
-  for (NodeId id : sim.node_ids()) {
-    for (const auto& [name, value] : sim.node(id)->stats().All()) {
-      sum[name] += value;
-    }
-  }
-  return sum;
-}
 
 size_t SetCount(Replica* r) {
   auto sets = r->ListSets(std::nullopt, 0);

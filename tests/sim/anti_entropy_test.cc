@@ -32,6 +32,7 @@ using testing::ReplicaView;
 using testing::SameAs;
 using testing::SetsOnlyOn;
 using testing::Stat;
+using testing::SumStats;
 using testing::Value;
 using testing::View;
 using testing::Views;
@@ -51,18 +52,6 @@ struct Totals {
            partitions = 0, rounds = 0, repaired = 0, full = 0, hints = 0,
            keys_pushed = 0, divergences = 0;
 };
-
-// Every counter, summed over the nodes that are up.
-std::map<std::string, uint64_t> SumStats(Simulator& sim) {
-  std::map<std::string, uint64_t> sum;
-  for (NodeId id : sim.node_ids()) {
-    if (!sim.IsUp(id)) continue;
-    for (const auto& [name, value] : sim.node(id)->stats().All()) {
-      sum[name] += value;
-    }
-  }
-  return sum;
-}
 
 constexpr uint64_t kSecond = 1'000'000;
 // After healing: every replica of every set must equal the merged value

@@ -79,4 +79,15 @@ size_t SameAs(Simulator& sim, NodeId node, NodeId reference,
   return same;
 }
 
+std::map<std::string, uint64_t> SumStats(Simulator& sim) {
+  std::map<std::string, uint64_t> sum;
+  for (NodeId id : sim.node_ids()) {
+    if (!sim.IsUp(id)) continue;
+    for (const auto& [name, value] : sim.node(id)->stats().All()) {
+      sum[name] += value;
+    }
+  }
+  return sum;
+}
+
 }  // namespace bigset::testing

@@ -44,6 +44,8 @@ std::vector<std::string> SetsOnlyOn(Simulator& sim, NodeId holder, uint32_t p,
 // (same clock, same elements and dots).
 size_t SameAs(Simulator& sim, NodeId node, NodeId reference,
               const std::vector<std::string>& sets);
+// Every node counter (NodeStats), summed over the nodes that are up.
+std::map<std::string, uint64_t> SumStats(Simulator& sim);
 
 }  // namespace bigset::testing
 
