@@ -28,7 +28,10 @@ AntiEntropy::AntiEntropy(CoordinatorHost* host,
     : host_(host),
       options_(options),
       alive_(std::make_shared<bool>(true)),
-      rng_state_(0x5eedae00ULL ^ host->node_id()) {}
+      rng_state_(0x5eedae00ULL ^ host->node_id()),
+      receiver_(SetStreamReceiver::Limits{
+          .max_streams = anti_entropy_internal::kMaxIncoming,
+          .max_finished = anti_entropy_internal::kMaxFinishedPushes}) {}
 
 AntiEntropy::~AntiEntropy() = default;
 
@@ -150,21 +153,16 @@ void AntiEntropy::Tick() {
       continue;
     }
     push->sent_at = now;
-    SendCounted(push->peer, push->in_flight);
+    push->window.ForEach(
+        [&](const std::string& bytes) { SendCounted(push->peer, bytes); });
   }
   for (uint64_t id : drop) DropPush(id);
   StartQueuedPushes();
   // Receiver states of pushes that went silent.
-  for (auto it = incoming_.begin(); it != incoming_.end();) {
-    if (now - it->second.last_active > RoundLifetime()) {
-      it = incoming_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  receiver_.Expire(now, RoundLifetime() + 1);
   // Rounds run for ever; without them the timer runs while work is left.
   if (interval > 0 || !hints_.empty() || !pushes_.empty() || !queued_.empty() ||
-      !rounds_.empty() || !incoming_.empty()) {
+      !rounds_.empty() || !receiver_.empty()) {
     EnsureTick();
   }
 }

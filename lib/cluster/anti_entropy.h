@@ -58,6 +58,7 @@
 #include "bigset/core/clock.h"
 #include "bigset/replica/set_reader.h"
 #include "cluster/coordinator_host.h"
+#include "cluster/set_stream_receiver.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -114,13 +115,6 @@ class AntiEntropy {
     std::list<SuspectKey>::iterator lru;  // In waiting_ or acted_.
   };
   struct Push;
-  struct Incoming {
-    std::string set;
-    uint32_t partition = 0;
-    Clock tracker;
-    uint64_t next_seq = 0;
-    uint64_t last_active = 0;
-  };
   struct Hint {
     NodeId peer = 0;
     uint32_t partition = 0;
@@ -189,10 +183,10 @@ class AntiEntropy {
   std::map<uint64_t, Round> rounds_;                  // By request id.
   std::map<uint64_t, std::unique_ptr<Push>> pushes_;  // Running, by id.
   std::deque<std::unique_ptr<Push>> queued_;
-  std::map<std::pair<NodeId, uint64_t>, Incoming> incoming_;
-  // Pushes received whole lately: a retransmitted last chunk is answered
-  // again, not taken for an unknown push.
-  std::deque<std::pair<NodeId, uint64_t>> finished_;
+  // Pushes being received; those received whole lately are remembered, so
+  // that a retransmitted last chunk is answered again, not taken for an
+  // unknown push.
+  SetStreamReceiver receiver_;
   // At most kMaxSuspects. When full, a new sighting takes the place of one
   // acted on already, else waits for a later round (never a wholesale
   // clear, which would forget every first sighting before its second).

@@ -12,6 +12,7 @@
 
 #include "bigset/replica/set_reader.h"
 #include "cluster/anti_entropy.h"
+#include "cluster/set_stream_window.h"
 
 namespace bigset {
 
@@ -27,9 +28,9 @@ struct AntiEntropy::Push {
   // push allocates nothing per element.
   std::vector<ElementDots> batch;
   std::vector<ElementDots> chunk;
-  uint64_t seq = 0;
-  bool done = false;      // The last chunk is the one in flight.
-  std::string in_flight;  // The chunk awaiting its acknowledgement.
+  // The chunk awaiting its acknowledgement (one at a time: pushes are
+  // rate limited), and its keys.
+  SetStreamWindow window{1};
   size_t in_flight_keys = 0;
   bool waiting_tokens = false;
   uint64_t sent_at = 0;
@@ -51,6 +52,8 @@ inline constexpr size_t kMaxRunningPushes = 4;
 inline constexpr size_t kMaxQueuedPushes = 1024;
 // Receiver states kept, and how long an idle one lives.
 inline constexpr size_t kMaxIncoming = 64;
+// Pushes remembered as received whole.
+inline constexpr size_t kMaxFinishedPushes = 256;
 // Differences awaiting their second sighting, and how many waves of rounds
 // one lives unseen.
 inline constexpr size_t kMaxSuspects = 4096;

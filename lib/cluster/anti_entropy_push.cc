@@ -8,11 +8,11 @@
 #include "cluster/anti_entropy.h"
 #include "cluster/anti_entropy_internal.h"
 #include "cluster/set_stream.h"
+#include "cluster/set_stream_receiver.h"
 
 namespace bigset {
 
 using anti_entropy_internal::ChunkBytes;
-using anti_entropy_internal::kMaxIncoming;
 using anti_entropy_internal::kMaxQueuedPushes;
 using anti_entropy_internal::kMaxRestarts;
 using anti_entropy_internal::kMaxRunningPushes;
@@ -65,8 +65,7 @@ bool AntiEntropy::BeginPush(Push* push) {
   // Only dots this snapshot has seen: a replica that lost some (power
   // loss) must not claim them, or the receiver would take them for removed.
   push->dots = Clock::Intersection(push->dots, push->reader->clock());
-  push->seq = 0;
-  push->done = false;
+  push->window.Restart();
   return SendNextChunk(push);
 }
 
@@ -96,14 +95,13 @@ bool AntiEntropy::SendNextChunk(Push* push) {
   Message m;
   m.header = MessageHeader{MessageType::kAePush, push->id, push->partition};
   m.set = push->set;
-  m.seq = push->seq;
+  m.seq = push->window.next_seq();
   m.done = end;
   if (end) m.clock = push->dots;
   m.elements = std::move(elements);
-  push->in_flight = m.Encode();
+  push->window.Add(end, m.Encode());
   push->in_flight_keys = m.elements.size();
   elements = std::move(m.elements);
-  push->done = end;
   push->waiting_tokens = true;
   SendInFlight(push);
   return true;
@@ -113,12 +111,13 @@ void AntiEntropy::SendInFlight(Push* push) {
   // Without tokens the chunk waits for a later tick: it was read from the
   // snapshot already and must be the next one sent (the last chunk's clock
   // claims every key before it was sent).
-  if (!TakeTokens(push->in_flight.size())) return;
+  if (!TakeTokens(push->window.bytes())) return;
   push->waiting_tokens = false;
   push->sent_at = host_->NowMicros();
   push->retries = 0;
   host_->stats().ae_keys_pushed += push->in_flight_keys;
-  SendCounted(push->peer, push->in_flight);
+  push->window.ForEach(
+      [&](const std::string& bytes) { SendCounted(push->peer, bytes); });
 }
 
 void AntiEntropy::DropPush(uint64_t id) { pushes_.erase(id); }
@@ -127,7 +126,7 @@ void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
   auto it = pushes_.find(m.header.request_id);
   if (it == pushes_.end() || it->second->peer != from) return;
   Push* push = it->second.get();
-  if (push->waiting_tokens || m.seq != push->seq) return;  // Stale.
+  if (push->waiting_tokens || !push->window.Holds(m.seq)) return;  // Stale.
   if (!m.status.ok()) {
     if (IsStreamStateLost(m.status) && ++push->restarts <= kMaxRestarts) {
       // The receiver lost the push's state: again from a new snapshot,
@@ -145,12 +144,11 @@ void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
     StartQueuedPushes();
     return;
   }
-  if (push->done) {
+  if (push->window.Acknowledge(m.seq)) {  // The last chunk: done.
     pushes_.erase(it);
     StartQueuedPushes();
     return;
   }
-  ++push->seq;
   // A chunk waiting for the rate limit is retried by the tick.
   if (!SendNextChunk(push)) {
     pushes_.erase(it);
@@ -161,66 +159,27 @@ void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
 // ---- Pushes: the receiver.
 
 void AntiEntropy::OnPush(NodeId from, const Message& m) {
+  const uint32_t p = m.header.partition;
+  const SetStreamChunk chunk{.from = from,
+                             .stream = m.header.request_id,
+                             .partition = p,
+                             .index = 0,  // One set per push.
+                             .seq = m.seq,
+                             .set = m.set,
+                             .last = m.done,
+                             .clock = &m.clock,
+                             .elements = m.elements};
+  const SetStreamReceiver::Received r =
+      receiver_.Receive(chunk, host_->ring().PartitionOf(m.set),
+                        host_->ServingReplica(p), host_->NowMicros());
+  if (!r.answer.has_value()) return;  // Past a gap: the sender goes back.
+  host_->stats().ae_keys_received += r.keys;
+  if (r.set_done) receiver_.Finish(from, m.header.request_id, p);
   Message ack;
-  ack.header = MessageHeader{MessageType::kAePushAck, m.header.request_id,
-                             m.header.partition};
+  ack.header = MessageHeader{MessageType::kAePushAck, m.header.request_id, p};
   ack.seq = m.seq;
-  Replica* replica = host_->ServingReplica(m.header.partition);
-  const auto key = std::make_pair(from, m.header.request_id);
-  auto it = incoming_.find(key);
-  if (it == incoming_.end() &&
-      std::find(finished_.begin(), finished_.end(), key) != finished_.end()) {
-    SendReply(from, ack);  // Its last chunk again: applied already.
-    return;
-  }
-  if (replica == nullptr) {
-    ack.status = absl::UnavailableError("partition not held here");
-  } else if (it == incoming_.end() && m.seq != 0) {
-    ack.status = StreamStateLost("unknown push: send the set again");
-  } else if (it != incoming_.end() && m.seq < it->second.next_seq) {
-    // A retransmission of a chunk applied already.
-  } else if (it != incoming_.end() && m.seq > it->second.next_seq) {
-    ack.status = StreamStateLost("push chunks out of order");
-    incoming_.erase(it);
-  } else if (it != incoming_.end() && it->second.set != m.set) {
-    ack.status = StreamStateLost("push names another set");
-    incoming_.erase(it);
-  } else {
-    if (it == incoming_.end()) {
-      if (incoming_.size() >= kMaxIncoming) {
-        // Drop the idlest: its sender restarts it.
-        auto idlest = incoming_.begin();
-        for (auto i = incoming_.begin(); i != incoming_.end(); ++i) {
-          if (i->second.last_active < idlest->second.last_active) idlest = i;
-        }
-        incoming_.erase(idlest);
-      }
-      Incoming in;
-      in.set = m.set;
-      in.partition = m.header.partition;
-      it = incoming_.emplace(key, std::move(in)).first;
-    }
-    Incoming& in = it->second;
-    in.last_active = host_->NowMicros();
-    absl::Status s =
-        replica->ApplyTransferChunk(m.set, m.elements, &in.tracker);
-    if (s.ok() && m.done)
-      s = replica->FinishTransfer(m.set, m.clock, in.tracker);
-    if (s.ok()) {
-      host_->stats().ae_keys_received += m.elements.size();
-      if (m.done) {
-        incoming_.erase(it);
-        finished_.push_back(key);
-        if (finished_.size() > 256) finished_.pop_front();
-      } else {
-        ++in.next_seq;
-      }
-    } else {
-      // Not applied: the sender retries the same chunk, or gives up.
-      ack.status = s;
-      if (s.code() == absl::StatusCode::kInvalidArgument) incoming_.erase(it);
-    }
-  }
+  ack.status = *r.answer;
   SendReply(from, ack);
 }
+
 }  // namespace bigset

@@ -19,6 +19,10 @@ bool Contains(const std::vector<NodeId>& list, NodeId n) {
 // Gossip ticks that follow any change, and peers per tick.
 constexpr int kGossipQuietTicks = 20;
 constexpr size_t kGossipFanout = 3;
+// Runs received at once (beyond, the idlest restarts its set), and runs
+// remembered as received whole for their proposals.
+constexpr size_t kMaxReceivedRuns = 1024;
+constexpr size_t kMaxFinishedRuns = 4096;
 
 }  // namespace
 
@@ -27,7 +31,9 @@ HandoffManager::HandoffManager(CoordinatorHost* host, Store* store,
     : host_(host),
       store_(store),
       options_(options),
-      membership_(host->node_id(), store) {}
+      membership_(host->node_id(), store),
+      receiver_(SetStreamReceiver::Limits{.max_streams = kMaxReceivedRuns,
+                                          .max_finished = kMaxFinishedRuns}) {}
 
 HandoffManager::~HandoffManager() = default;
 
@@ -253,6 +259,7 @@ void HandoffManager::Replan() {
     if (added) {
       it->second.supplement = supplement;
       it->second.phase_since = host_->NowMicros();
+      it->second.window = SetStreamWindow(options_.window);
     }
   }
   EnsureTick();
@@ -318,7 +325,7 @@ bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
 
 void HandoffManager::EnsureTick() {
   if (tick_scheduled_) return;
-  if (outgoing_.empty() && incoming_.empty() && proxied_.empty() &&
+  if (outgoing_.empty() && receiver_.empty() && proxied_.empty() &&
       !hosting_retry_) {
     return;
   }
@@ -343,15 +350,7 @@ void HandoffManager::Tick() {
   std::erase_if(proxied_, [&](const auto& p) {
     return now < p.second.since || now - p.second.since >= 50 * retry;
   });
-  const uint64_t idle = options_.receiver_idle_micros;
-  for (auto it = incoming_.begin(); it != incoming_.end();) {
-    const uint64_t last = it->second.last_activity;
-    if (now >= last && now - last >= idle) {
-      it = incoming_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  receiver_.Expire(now, options_.receiver_idle_micros);
   EnsureTick();
 }
 
@@ -368,7 +367,7 @@ void HandoffManager::FillStats(NodeCounters* stats) const {
     }
     stats->handoff_forward_bytes += out.forward_bytes;
   }
-  stats->handoffs_incoming = incoming_.size();
+  stats->handoffs_incoming = receiver_.size();
   stats->partitions_releasing = releasing_.size();
   stats->ring_epoch = ring().epoch();
   stats->partitions_moving = membership_.PartitionsMoving();
@@ -405,15 +404,14 @@ std::vector<PartitionMove> HandoffManager::Moving() const {
     } else if (!membership_.Serves(p) &&
                Contains(move.target, host_->node_id())) {
       move.state = "joining: waiting for a sender";
-      for (const auto& [key, in] : incoming_) {
-        if (ring().PartitionOf(in.set) == p) {
-          move.peer = key.first;
-          move.state = absl::StrCat("receiving from ", key.first, " (set #",
+      receiver_.ForEach([&](const SetStreamReceiver::View& in) {
+        if (in.partition == p) {
+          move.peer = in.from;
+          move.state = absl::StrCat("receiving from ", in.from, " (set #",
                                     in.index, ")");
-          move.since_micros =
-              now >= in.last_activity ? now - in.last_activity : 0;
+          move.since_micros = now >= in.last_active ? now - in.last_active : 0;
         }
-      }
+      });
     } else {
       move.state = "waiting for other nodes' transfers";
     }

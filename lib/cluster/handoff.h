@@ -70,6 +70,8 @@
 #include "bigset/store/store.h"
 #include "cluster/coordinator_host.h"
 #include "cluster/membership.h"
+#include "cluster/set_stream_receiver.h"
+#include "cluster/set_stream_window.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -148,11 +150,6 @@ class HandoffManager {
 
  private:
   using TransferKey = std::pair<uint32_t, NodeId>;  // (partition, to)
-  struct InFlightChunk {
-    uint64_t seq = 0;
-    bool last = false;  // The set's last chunk (carries its clock).
-    std::string bytes;
-  };
   enum class Phase {
     kWaiting,    // Its turn has not come (HandoffOptions::max_running).
     kStreaming,  // Sending sets, one chunk in flight.
@@ -182,9 +179,8 @@ class HandoffManager {
     bool have_set = false;  // `set` names a set of this run ("" is a name).
     std::string set;
     std::unique_ptr<SetReader> reader;
-    uint64_t seq = 0;  // The next chunk's sequence number in the set.
-    // The set's chunks sent and not yet acknowledged, in order.
-    std::deque<InFlightChunk> window;
+    // The set's chunks sent and not yet acknowledged.
+    SetStreamWindow window;
     // The end chunk, proposal or confirmation sent and not answered.
     std::string inflight;
     bool inflight_last = false;
@@ -197,13 +193,6 @@ class HandoffManager {
     // Forwarded deltas not yet acknowledged: request id -> message.
     std::map<uint64_t, std::string> forwards;
     size_t forward_bytes = 0;
-  };
-  struct Incoming {
-    uint64_t index = 0;
-    std::string set;
-    uint64_t next_seq = 0;
-    Clock tracker;
-    uint64_t last_activity = 0;
   };
 
   // ---- Membership and planning (handoff.cc).
@@ -274,10 +263,10 @@ class HandoffManager {
   MembershipState membership_;
   uint64_t incarnation_ = 0;
   std::map<TransferKey, Outgoing> outgoing_;
-  std::map<std::pair<NodeId, uint64_t>, Incoming> incoming_;
-  // Runs (sender, run) whose end this node received, with their partition,
-  // while it keeps that replica: a proposal is accepted only for these.
-  std::map<std::pair<NodeId, uint64_t>, uint32_t> finished_runs_;
+  // The runs being received. Runs (sender, run) whose end this node
+  // received are remembered there, with their partition, while it keeps
+  // that replica: a proposal is accepted only for these.
+  SetStreamReceiver receiver_;
   // The latest run (request id) each sender proposed for each partition:
   // an older proposal arriving late is refused, so that once a sender's
   // probe was answered "not taken", no earlier proposal takes its place.

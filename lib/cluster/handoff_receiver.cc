@@ -2,11 +2,11 @@
 // proposal (see handoff.h).
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/handoff.h"
-#include "cluster/set_stream.h"
 #include "core/status_macros.h"
 
 namespace bigset {
@@ -33,60 +33,28 @@ void HandoffManager::HandleChunk(NodeId from, Message& m) {
                                                 " holds no replica of ", p)));
     return;
   }
-  const std::pair<NodeId, uint64_t> key{from, m.header.request_id};
   if (m.end) {
-    incoming_.erase(key);
-    finished_runs_[key] = p;
-    // Bounded: a sender whose run is forgotten sends it again.
-    if (finished_runs_.size() > 4096) {
-      finished_runs_.erase(finished_runs_.begin());
-    }
+    // After every set: the run is whole here (its proposal may come).
+    receiver_.Finish(from, m.header.request_id, p);
     SendAck(from, m, absl::OkStatus());
     return;
   }
-  if (ring().PartitionOf(m.set) != p) {
-    SendAck(from, m,
-            absl::InvalidArgumentError("set does not belong to the partition"));
-    return;
-  }
-  auto it = incoming_.find(key);
-  if (m.seq == 0 && (it == incoming_.end() || m.index > it->second.index)) {
-    Incoming fresh;
-    fresh.index = m.index;
-    fresh.set = m.set;
-    it = incoming_.insert_or_assign(key, std::move(fresh)).first;
-  }
-  if (it == incoming_.end() || m.index > it->second.index) {
-    // This node lost the set's state (a restart, or it expired).
-    SendAck(from, m,
-            StreamStateLost("transfer state lost; send the set again"));
-    return;
-  }
-  if (m.index == it->second.index && m.seq > it->second.next_seq) {
-    // Past a gap (a chunk before it lost or late: the sender keeps several
-    // in flight): ignored, the sender sends it again after the gap.
-    return;
-  }
-  Incoming& in = it->second;
-  in.last_activity = host_->NowMicros();
-  if (m.index < in.index || m.seq < in.next_seq || m.set != in.set) {
-    if (m.index == in.index && m.set == in.set) {
-      SendAck(from, m, absl::OkStatus());  // A duplicate: applied already.
-    }
-    return;
-  }
-  absl::Status s = replica->ApplyTransferChunk(m.set, m.elements, &in.tracker);
-  if (s.ok() && m.done) s = replica->FinishTransfer(m.set, m.clock, in.tracker);
-  if (!s.ok()) {
-    incoming_.erase(it);
-    SendAck(from, m, s);
-    return;
-  }
+  const SetStreamChunk chunk{.from = from,
+                             .stream = m.header.request_id,
+                             .partition = p,
+                             .index = m.index,
+                             .seq = m.seq,
+                             .set = m.set,
+                             .last = m.done,
+                             .clock = &m.clock,
+                             .elements = m.elements};
+  const SetStreamReceiver::Received r = receiver_.Receive(
+      chunk, ring().PartitionOf(m.set), replica, host_->NowMicros());
+  if (!r.answer.has_value()) return;  // Past a gap: the sender goes back.
   NodeCounters& stats = host_->stats();
-  stats.handoff_keys_received += m.elements.size();
-  ++in.next_seq;
-  if (m.done) ++stats.handoff_sets_received;
-  SendAck(from, m, absl::OkStatus());
+  stats.handoff_keys_received += r.keys;
+  if (r.set_done) ++stats.handoff_sets_received;
+  SendAck(from, m, *r.answer);
   EnsureTick();  // Expires the state if the sender goes away.
 }
 
@@ -117,9 +85,9 @@ absl::Status HandoffManager::Accept(NodeId from, const Message& m) {
                      " came first"));
   }
   latest = m.header.request_id;
-  auto run = finished_runs_.find({from, m.header.request_id});
-  if (run == finished_runs_.end() || run->second != p ||
-      host_->LocalReplica(p) == nullptr) {
+  const std::optional<uint32_t> run =
+      receiver_.FinishedPartition(from, m.header.request_id);
+  if (run != p || host_->LocalReplica(p) == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", me, " did not keep run ", m.header.request_id,
                      " of partition ", p, "; send the partition again"));

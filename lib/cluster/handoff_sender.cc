@@ -39,9 +39,8 @@ void HandoffManager::StartRun(const TransferKey& key, Outgoing& out) {
   out.set.clear();
   out.reader.reset();
   out.inflight.clear();
-  out.window.clear();
+  out.window.Restart();
   out.backoff_until = 0;
-  out.seq = 0;
   // Deltas forwarded before this run are in the snapshots it sends; the
   // ones not yet acknowledged are still retransmitted (harmless).
   NextSet(key, out);
@@ -70,7 +69,6 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
     out.inflight = end.Encode();
     out.inflight_last = false;
     SetPhase(out, Phase::kEnding);
-    out.seq = 0;
     out.last_send = host_->NowMicros();
     host_->Send(key.second, out.inflight);
     return;
@@ -93,21 +91,19 @@ void HandoffManager::OpenSet(const TransferKey& key, Outgoing& out) {
     return;
   }
   out.reader = std::move(*reader);
-  out.seq = 0;
-  out.window.clear();
+  out.window.Restart();
   SendNextChunk(key, out);
 }
 
 void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
   // Up to `window` chunks of the set in flight: the receiver applies
   // one while the next ones travel and the sender reads more.
-  while (out.reader != nullptr &&
-         out.window.size() < std::max<size_t>(1, options_.window)) {
+  while (out.reader != nullptr && !out.window.full()) {
     absl::StatusOr<bool> more = out.reader->Next(&out.buffer);
     if (!more.ok()) {
       // The set restarts later, under a new index, from a new snapshot.
       out.reader.reset();
-      out.window.clear();
+      out.window.Restart();
       ++out.index;
       out.backoff_until = host_->NowMicros() + options_.retry_micros;
       return;
@@ -118,21 +114,18 @@ void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
     m.epoch = ring().epoch();
     m.set = out.set;
     m.index = out.index;
-    m.seq = out.seq++;
+    m.seq = out.window.next_seq();
     m.done = last;
     if (last) m.clock = out.reader->clock();
     m.elements = std::move(out.buffer);
-    InFlightChunk& chunk = out.window.emplace_back();
-    chunk.seq = m.seq;
-    chunk.last = last;
-    chunk.bytes = m.Encode();
+    const std::string& bytes = out.window.Add(last, m.Encode());
     out.buffer = std::move(m.elements);
     out.last_send = host_->NowMicros();
     NodeCounters& stats = host_->stats();
     stats.handoff_keys_sent += out.buffer.size();
-    stats.handoff_bytes_sent += chunk.bytes.size();
+    stats.handoff_bytes_sent += bytes.size();
     if (last) out.reader.reset();
-    host_->Send(key.second, chunk.bytes);
+    host_->Send(key.second, bytes);
   }
 }
 
@@ -146,9 +139,8 @@ void HandoffManager::Resend(const TransferKey& key, Outgoing& out) {
   }
   // Go-back-N: the receiver applies chunks in order and ignores those past
   // a gap, so every unacknowledged chunk goes again.
-  for (const InFlightChunk& chunk : out.window) {
-    host_->Send(key.second, chunk.bytes);
-  }
+  out.window.ForEach(
+      [&](const std::string& bytes) { host_->Send(key.second, bytes); });
 }
 
 void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
@@ -162,10 +154,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
       return;  // Stale or duplicate.
     }
   } else if (out.phase != Phase::kStreaming || out.run != m.header.request_id ||
-             m.index != out.index ||
-             std::none_of(
-                 out.window.begin(), out.window.end(),
-                 [&](const InFlightChunk& c) { return c.seq == m.seq; })) {
+             m.index != out.index || !out.window.Holds(m.seq)) {
     return;  // Stale or duplicate.
   }
   out.silent = 0;
@@ -189,12 +178,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
       return;
     }
     // The receiver applies in order: this chunk and every one before it.
-    bool set_done = false;
-    while (!out.window.empty() && out.window.front().seq <= m.seq) {
-      set_done |= out.window.front().last;
-      out.window.pop_front();
-    }
-    if (set_done) {
+    if (out.window.Acknowledge(m.seq)) {
       ++out.index;
       NextSet(key, out);
     } else {
@@ -207,7 +191,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
     // set again, from a new snapshot, under a new index.
     ++host_->stats().handoff_restarts;
     out.inflight.clear();
-    out.window.clear();
+    out.window.Restart();
     out.reader.reset();
     ++out.index;
     OpenSet(key, out);

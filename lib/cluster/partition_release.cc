@@ -43,8 +43,7 @@ absl::Status HandoffManager::LoadReleaseMarkers() {
 
 void HandoffManager::StartRelease(uint32_t partition) {
   // Runs received into this replica no longer count for a completion.
-  std::erase_if(finished_runs_,
-                [&](const auto& run) { return run.second == partition; });
+  receiver_.ForgetFinished(partition);
   if (!releasing_.insert(partition).second) return;
   unmarked_.insert(partition);
   WriteReleaseMarker(partition);

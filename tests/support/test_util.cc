@@ -76,6 +76,14 @@ MemStore::MemStore(size_t write_buffer_bytes)
 
 MemStore::~MemStore() { store.reset(); }
 
+MemReplica::MemReplica(ActorId actor) {
+  ReplicaOptions o;
+  o.actor_id_source = [actor] { return actor; };
+  auto r = Replica::Open(mem.store.get(), o);
+  REQUIRE(r.ok());
+  replica = std::move(*r);
+}
+
 std::vector<ElementDots> ReadAll(Replica& replica, std::string_view set,
                                  size_t batch_size, Clock* clock) {
   SetReadOptions o;

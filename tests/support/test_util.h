@@ -64,6 +64,14 @@ struct MemStore {
   std::unique_ptr<LevelDbStore> store;
 };
 
+// A replica of actor `actor` over its own MemStore (REQUIREs that it
+// opens).
+struct MemReplica {
+  explicit MemReplica(ActorId actor);
+  MemStore mem;
+  std::unique_ptr<Replica> replica;
+};
+
 // Every element of `set` on `replica`, read in chunks of `batch_size`;
 // checks the stream's invariants (ascending elements, non-empty ascending
 // unique dots, chunk sizes) as it goes. `clock` receives the read's clock.

@@ -55,8 +55,9 @@ struct HandoffOptions {
   // Transfers this node sends at once (each holds one set snapshot and up
   // to `window` chunks); the others wait their turn. >= 1.
   size_t max_running = 4;
-  // Chunks of a set a transfer keeps in flight (>= 1): the receiver applies
-  // one while the next travel, so sender and receiver work at once.
+  // Chunks of a set a transfer keeps in flight (>= 1), once the set's first
+  // is acknowledged: the receiver applies one while the next travel, so
+  // sender and receiver work at once.
   size_t window = 4;
   // A transfer's chunks: at most this many elements and bytes (element
   // bytes plus 16 per dot; at least one element). The receiver pays a fixed

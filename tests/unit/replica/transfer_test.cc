@@ -21,7 +21,6 @@
 namespace bigset {
 namespace {
 
-using testing::MemStore;
 using testing::ReadAll;
 using testing::Rng;
 using testing::Seeds;
@@ -57,17 +56,7 @@ Value Join(const Value& a, const Clock& ca, const Value& b, const Clock& cb) {
   return out;
 }
 
-struct Node {
-  MemStore mem;
-  std::unique_ptr<Replica> replica;
-  explicit Node(ActorId actor) {
-    ReplicaOptions o;
-    o.actor_id_source = [actor] { return actor; };
-    auto r = Replica::Open(mem.store.get(), o);
-    REQUIRE(r.ok());
-    replica = std::move(*r);
-  }
-};
+using Node = testing::MemReplica;
 
 // One sender's transfer in progress.
 struct Transfer {
