@@ -304,7 +304,7 @@ def report(r, quick, args):
     rel = os.path.relpath(out, os.path.dirname(os.path.abspath(
         args.md or os.path.join(out, "REPORT.md"))))
     t1_sizes = [5000, 10000, 45000]
-    t1_more = [200000] if quick else [1000000, 10000000]
+    t1_more = [100000] if quick else [1000000, 10000000]
     measured = {"riak sets": 40 if quick else 200, "deltas": 40 if quick else 200}
     big_ops = 2000 if quick else 20000
     t1 = {}
@@ -323,7 +323,7 @@ def report(r, quick, args):
                   flush=True)
 
     # Figure 1: one set filling, each system for the same time.
-    fill_s = 10 if quick else 60
+    fill_s = 5 if quick else 60
     fig1 = []
     for system in ["riak sets", "deltas", "bigset", "bigsetd", "redis"]:
         rows = r.run("fig1-%s" % system.replace(" ", "_"), system,

@@ -81,6 +81,12 @@ class AntiEntropy {
   // A kReplicateAck no write claimed: true if it answered a hint.
   bool OnReplicateAck(uint64_t request_id, NodeId from,
                       const absl::Status& status);
+  // This node's replica of `partition` is retired: pushes received into it
+  // are forgotten (their next chunks are answered Aborted; see
+  // SetStreamReceiver::ForgetPartition).
+  void PartitionRetired(uint32_t partition) {
+    receiver_.ForgetPartition(partition);
+  }
   // Gauges into *stats.
   void FillStats(NodeCounters* stats) const;
   // Runs one digest round per (partition, peer) now (tests, tools).

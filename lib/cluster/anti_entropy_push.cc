@@ -180,6 +180,7 @@ void AntiEntropy::OnPush(NodeId from, const Message& m) {
   ack.seq = m.seq;
   ack.status = *r.answer;
   SendReply(from, ack);
+  EnsureTick();  // Expires the state if the sender goes away.
 }
 
 }  // namespace bigset

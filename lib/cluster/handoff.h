@@ -242,6 +242,10 @@ class HandoffManager {
   // why not.
   absl::Status Accept(NodeId from, const Message& m);
   void SendAck(NodeId to, const Message& chunk, const absl::Status& status);
+  // The incarnation a transfer ack for `partition` carries: the node's,
+  // changed by every release of the partition since it opened (the
+  // replica that took the run's sets so far is gone).
+  uint64_t IncarnationOf(uint32_t partition) const;
 
   // ---- Timers.
   void EnsureTick();
@@ -262,6 +266,9 @@ class HandoffManager {
   const HandoffOptions options_;
   MembershipState membership_;
   uint64_t incarnation_ = 0;
+  // Releases of each partition since the node opened: the incarnation a
+  // transfer's acknowledgements carry changes with them (IncarnationOf).
+  std::map<uint32_t, uint64_t> releases_;
   std::map<TransferKey, Outgoing> outgoing_;
   // The runs being received. Runs (sender, run) whose end this node
   // received are remembered there, with their partition, while it keeps

@@ -19,8 +19,16 @@ void HandoffManager::SendAck(NodeId to, const Message& chunk,
   ack.status = status;
   ack.index = chunk.index;
   ack.seq = chunk.seq;
-  ack.incarnation = incarnation_;
+  ack.incarnation = IncarnationOf(chunk.header.partition);
   host_->Send(to, ack.Encode());
+}
+
+uint64_t HandoffManager::IncarnationOf(uint32_t partition) const {
+  auto it = releases_.find(partition);
+  if (it == releases_.end()) return incarnation_;
+  // Another value for every release of the partition since the node opened.
+  const uint64_t mixed = incarnation_ ^ (it->second * 0x9e3779b97f4a7c15ULL);
+  return mixed == 0 ? 1 : mixed;
 }
 
 void HandoffManager::HandleChunk(NodeId from, Message& m) {

@@ -133,6 +133,7 @@ bool Node::Impl::HostingChanged() {
     if (replicas_[p] != nullptr && !want) {
       retired_.push_back(std::move(replicas_[p]));
       handoff_.StartRelease(p);
+      anti_entropy_.PartitionRetired(p);
       // Freed from the scheduler, not here: a caller up the stack may still
       // hold the replica (reads hold only store snapshots, not replicas).
       if (retired_.size() == 1) {

@@ -42,8 +42,13 @@ absl::Status HandoffManager::LoadReleaseMarkers() {
 }
 
 void HandoffManager::StartRelease(uint32_t partition) {
-  // Runs received into this replica no longer count for a completion.
-  receiver_.ForgetFinished(partition);
+  // Runs received into this replica no longer count for a completion, and
+  // no chunk of a run in progress may be applied to a replica opened later
+  // under what this one received. The receiver's incarnation for the
+  // partition changes, so that a sender of a run in progress sends it all
+  // again (its sets finished so far went to this replica).
+  receiver_.ForgetPartition(partition);
+  ++releases_[partition];
   if (!releasing_.insert(partition).second) return;
   unmarked_.insert(partition);
   WriteReleaseMarker(partition);

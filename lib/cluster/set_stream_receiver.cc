@@ -1,5 +1,6 @@
 #include "cluster/set_stream_receiver.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -37,8 +38,12 @@ SetStreamReceiver::Received SetStreamReceiver::Receive(
     return out;
   }
   State& state = it->second;
-  if (chunk.index < state.index || chunk.seq > state.next_seq) {
-    return out;  // An earlier set's, or past a gap: no answer.
+  if (chunk.index < state.index) return out;  // An earlier set's.
+  if (chunk.seq > state.next_seq) {
+    if (NotePastGap(state, chunk.seq)) return out;  // No answer.
+    streams_.erase(it);
+    out.answer = StreamStateLost("set stream gap never filled");
+    return out;
   }
   if (chunk.set != state.set) {
     streams_.erase(it);
@@ -89,10 +94,26 @@ SetStreamReceiver::Received SetStreamReceiver::Apply(
     return out;
   }
   ++state.next_seq;
+  state.gap_low = state.gap_high = state.gap_repeats = 0;
   out.answer = absl::OkStatus();
   out.keys = chunk.elements.size();
   out.set_done = chunk.last;
   return out;
+}
+
+bool SetStreamReceiver::NotePastGap(State& state, uint64_t seq) {
+  if (state.gap_high == 0) {  // The first since the last chunk applied.
+    state.gap_low = state.gap_high = seq;
+    return true;
+  }
+  if (seq >= state.gap_low && seq <= state.gap_high) {
+    ++state.gap_repeats;
+  } else {
+    state.gap_low = std::min(state.gap_low, seq);
+    state.gap_high = std::max(state.gap_high, seq);
+  }
+  const uint64_t chunks = state.gap_high - state.gap_low + 1;
+  return state.gap_repeats / kGapRounds < chunks;  // Cannot overflow.
 }
 
 void SetStreamReceiver::Finish(NodeId from, uint64_t stream,
@@ -115,7 +136,10 @@ std::optional<uint32_t> SetStreamReceiver::FinishedPartition(
   return it->second;
 }
 
-void SetStreamReceiver::ForgetFinished(uint32_t partition) {
+void SetStreamReceiver::ForgetPartition(uint32_t partition) {
+  std::erase_if(streams_, [&](const auto& entry) {
+    return entry.second.partition == partition;
+  });
   std::erase_if(finished_order_, [&](const Key& key) {
     auto it = finished_.find(key);
     if (it == finished_.end() || it->second != partition) return false;

@@ -20,7 +20,11 @@
 //     sends the set again from a new snapshot under a new index or id;
 //   - a chunk past a gap (an earlier one lost or late: a sender may keep
 //     several in flight), or of a set before the current one: no answer;
-//     the sender sends every unacknowledged chunk again (go-back-N);
+//     the sender sends every unacknowledged chunk again (go-back-N). If the
+//     chunks past the gap come again kGapRounds times over and the gap is
+//     never filled, the state is one the sender no longer follows (it was
+//     lost, and a late duplicate of the set's first chunk started it
+//     again): Aborted, and the state is dropped;
 //   - a chunk naming another set than the current one at its index:
 //     Aborted, and the state is dropped;
 //   - no replica of the partition here: Unavailable (later, or never);
@@ -104,8 +108,13 @@ class SetStreamReceiver {
   // The partition of a stream Finish ended, if still remembered.
   std::optional<uint32_t> FinishedPartition(NodeId from, uint64_t stream) const;
 
-  // Forgets the ended streams of `partition` (its replica goes away).
-  void ForgetFinished(uint32_t partition);
+  // Forgets every stream of `partition`, in progress or ended: its replica
+  // goes away. A state must never outlive the replica it applied chunks to:
+  // its tracker lists dots that replica stored, and a set's last chunk
+  // applied to another replica under it would make that replica's clock
+  // claim dots it never stored (elements taken for removed). The next chunk
+  // of such a stream is answered Aborted.
+  void ForgetPartition(uint32_t partition);
 
   // Drops the states idle for `idle_micros` or longer (a clock that went
   // back expires nothing until it passes the last activity again).
@@ -135,11 +144,20 @@ class SetStreamReceiver {
 
  private:
   using Key = std::pair<NodeId, uint64_t>;
+  // Retransmissions of the chunks past a gap (each of them, on average)
+  // before the state is taken for one its sender does not follow.
+  static constexpr uint64_t kGapRounds = 3;
+
   struct State {
     uint32_t partition = 0;
     uint64_t index = 0;
     std::string set;
     uint64_t next_seq = 0;
+    // The chunks seen past the gap since the last one applied: their range,
+    // and how many came again.
+    uint64_t gap_low = 0;
+    uint64_t gap_high = 0;
+    uint64_t gap_repeats = 0;
     Clock tracker;  // Every dot of the set sent so far (FinishTransfer).
     uint64_t last_active = 0;
   };
@@ -148,6 +166,8 @@ class SetStreamReceiver {
   State& Start(const Key& key, const SetStreamChunk& chunk, uint64_t now);
   Received Apply(const Key& key, State& state, const SetStreamChunk& chunk,
                  Replica* replica);
+  // A chunk past the gap: false once the gap is taken for one never filled.
+  static bool NotePastGap(State& state, uint64_t seq);
 
   Limits limits_;
   std::map<Key, State> streams_;

@@ -14,15 +14,19 @@ std::vector<uint64_t> Seeds(int base_count) {
     return {std::strtoull(one, nullptr, 10)};
   }
   const int scale = TestScale();
-  int stride = 1;
-  if (const char* s = std::getenv("BIGSET_TEST_SEED_STRIDE")) {
-    stride = std::max(1, std::atoi(s));
-  }
+  const int stride = SeedStride();
   std::vector<uint64_t> seeds;
   for (int i = 0; i < base_count * scale; i += stride) {
     seeds.push_back(0x5eed0000u + static_cast<uint64_t>(i));
   }
   return seeds;
+}
+
+int SeedStride() {
+  if (const char* s = std::getenv("BIGSET_TEST_SEED_STRIDE")) {
+    return std::max(1, std::atoi(s));
+  }
+  return 1;
 }
 
 int TestScale() {

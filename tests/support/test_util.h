@@ -38,6 +38,9 @@ std::vector<uint64_t> Seeds(int base_count);
 // BIGSET_TEST_SCALE (at least 1; 1 when unset), for tests that scale their
 // size rather than their seeds.
 int TestScale();
+// BIGSET_TEST_SEED_STRIDE (at least 1; 1 when unset), for tests that scale
+// their size rather than their seeds and run in the sanitizer build too.
+int SeedStride();
 
 // Counter `name` of a node's stats; fails the test if the node has no
 // counter of that name (a misspelt name must not read as 0).

@@ -433,9 +433,30 @@ TEST_CASE("set stream receiver: bounded states, expiry, ended streams") {
     rx.Finish(kSender, 3, 1);
     CHECK_FALSE(rx.FinishedPartition(kSender, 1).has_value());
     CHECK(rx.FinishedPartition(kSender, 2) == 1u);
-    rx.ForgetFinished(1);
+    rx.ForgetPartition(1);
     CHECK_FALSE(rx.FinishedPartition(kSender, 2).has_value());
     CHECK_FALSE(rx.FinishedPartition(kSender, 3).has_value());
+  }
+  SECTION("a partition's replica goes away: its streams in progress too") {
+    // Regression (found by the set stream attack): a state outlived the
+    // replica it applied chunks to, and the set's next chunks went to the
+    // replica opened later under its tracker.
+    SetStreamReceiver rx(SetStreamReceiver::Limits{});
+    const SetStreamChunk other{.from = kSender,
+                               .stream = 9,
+                               .partition = kPartition + 1,
+                               .set = "b",
+                               .elements = c.elements};
+    REQUIRE(rx.Receive(c.Of(0, 0, "a", false, 1), kPartition, r, 1).answer);
+    REQUIRE(rx.Receive(other, kPartition + 1, r, 1).answer);
+    rx.Finish(kSender, 2, kPartition);
+    rx.ForgetPartition(kPartition);
+    CHECK(rx.size() == 1);  // The other partition's stream goes on.
+    CHECK_FALSE(rx.FinishedPartition(kSender, 2).has_value());
+    auto out = rx.Receive(c.Of(0, 1, "a", false, 1), kPartition, r, 2);
+    REQUIRE(out.answer.has_value());
+    CHECK(IsStreamStateLost(*out.answer));
+    CHECK(out.keys == 0);
   }
 }
 
@@ -474,6 +495,81 @@ TEST_CASE(
   one.Acknowledge(0);
   one.Add(false, "y");
   CHECK(one.full());
+}
+
+// A receiver that lost a stream's state (a restart, an expiry, an
+// eviction) and then gets a late duplicate of the set's first chunk starts
+// the set from it; the sender acknowledged that chunk long ago and has
+// chunks further on in flight. Those are past a gap for the new state, so
+// they get no answer; the sender retransmits them and hears nothing until
+// the state expires (hand-off: receiver_idle_micros, 30 s by default, the
+// whole transfer stalled; a push: abandoned after its retries). The first
+// retransmission that finds such a state should learn that the set must
+// start over.
+TEST_CASE(
+    "set stream regression: a late first chunk after a lost state does not "
+    "silence the chunks in flight") {
+  Node node(0xB2);
+  Replica* r = node.replica.get();
+  SetStreamReceiver rx(SetStreamReceiver::Limits{});
+  const Chunk c0 = MakeChunk(1, 2);
+  const Chunk c1 = MakeChunk(3, 2);
+  const Chunk c2 = MakeChunk(5, 2);
+  const Chunk c3 = MakeChunk(7, 2);
+  REQUIRE(rx.Receive(c0.Of(0, 0, "s", false), kPartition, r, 1).answer ==
+          absl::OkStatus());
+  REQUIRE(rx.Receive(c1.Of(0, 1, "s", false), kPartition, r, 2).answer ==
+          absl::OkStatus());
+  REQUIRE(rx.Receive(c2.Of(0, 2, "s", false), kPartition, r, 3).answer ==
+          absl::OkStatus());
+  rx.Clear();  // The receiving node restarted (or expired the state).
+  // The late duplicate of chunk 0: a new state; its ack is stale for the
+  // sender, whose window holds chunk 3 only.
+  REQUIRE(rx.Receive(c0.Of(0, 0, "s", false), kPartition, r, 4).answer ==
+          absl::OkStatus());
+  int answered = 0;
+  for (uint64_t now = 5; now < 15; ++now) {  // Retransmissions of chunk 3.
+    answered += rx.Receive(c3.Of(0, 3, "s", true), kPartition, r, now)
+                    .answer.has_value();
+  }
+  CHECK(answered > 0);
+  // Nothing was lost meanwhile: what was applied is there.
+  CHECK(ValueOf(*r, "s").size() == 6);
+}
+
+// A push (one set, index 0, one chunk) retransmitted after the receiver
+// forgot that it ended (the bound on ended streams) is applied again from
+// the start: it must not bring back an element removed here since.
+TEST_CASE(
+    "set stream receiver: a one-chunk push replayed after its end was "
+    "forgotten resurrects nothing") {
+  Node node(0xB2);
+  Replica* r = node.replica.get();
+  SetStreamReceiver rx(SetStreamReceiver::Limits{.max_finished = 1});
+  const Chunk push = MakeChunk(1, 3);  // x1..x3, clock {A1:1..3}.
+  auto out = rx.Receive(push.Of(0, 0, "s", true, 40), kPartition, r, 1);
+  REQUIRE(out.answer == absl::OkStatus());
+  REQUIRE(out.set_done);
+  rx.Finish(kSender, 40, kPartition);
+  REQUIRE(ValueOf(*r, "s").size() == 3);
+  // x2 removed here (its observed dots as context).
+  UpdateOp rm = UpdateOp::Remove("x2", {});
+  rm.context_from_replica = true;
+  REQUIRE(r->Update("s", std::span(&rm, 1)).ok());
+  REQUIRE_FALSE(ValueOf(*r, "s").contains("x2"));
+  rx.Finish(kSender, 41, kPartition);  // Push 40 is forgotten.
+  REQUIRE_FALSE(rx.FinishedPartition(kSender, 40).has_value());
+  // Its retransmission: a new state, the chunk applied again.
+  out = rx.Receive(push.Of(0, 0, "s", true, 40), kPartition, r, 2);
+  REQUIRE(out.answer == absl::OkStatus());
+  const Value v = ValueOf(*r, "s");
+  CHECK(v.size() == 2);
+  CHECK_FALSE(v.contains("x2"));
+  // And a later chunk of a forgotten multi-chunk push (39, ended before
+  // 40) is Aborted (its sender, done, ignores it), applying nothing.
+  out = rx.Receive(push.Of(0, 1, "s", true, 39), kPartition, r, 3);
+  REQUIRE(out.answer.has_value());
+  CHECK(IsStreamStateLost(*out.answer));
 }
 
 }  // namespace
