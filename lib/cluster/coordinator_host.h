@@ -3,8 +3,9 @@
 //
 // Coordinators see this narrow interface, never the node's internals: they
 // send bytes, set timers, read the time, take request ids, use the node's
-// own replica of a partition, count what they do, and say when they are
-// done. Node::Impl implements it.
+// own replica of a partition, count what they do, say when they are done
+// (requests()), and reach the node's other protocols only through
+// ProtocolHooks. Node::Impl implements it.
 //
 // Thread-safety: a node and its coordinators run on the one thread that
 // drives the node (see node.h).
@@ -24,9 +25,12 @@
 #include "bigset/net/transport.h"
 #include "bigset/replica/replica.h"
 #include "cluster/node_counters.h"
+#include "cluster/protocol_hooks.h"
 #include "net/message.h"
 
 namespace bigset {
+
+class RequestRegistry;
 
 class CoordinatorHost {
  public:
@@ -59,44 +63,14 @@ class CoordinatorHost {
   // a coordinator whose list names it is behind, and an answer or an
   // acknowledgement from it would count a replica that holds no place.
   virtual Replica* ServingReplica(uint32_t partition) = 0;
-  // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
-  // arrived for a partition this node has no replica of: true if the node
-  // handed the partition to another node, passed the delta on to it, and
-  // answers `from` itself (with the new owner's status), so that a coordinator
-  // with an old serving list still reaches the replica that holds the partition
-  // now.
-  virtual bool ProxyDelta(NodeId from, const MessageHeader& header,
-                          const Delta& delta) = 0;
   virtual NodeCounters& stats() = 0;
-  // This node's replica of `partition` applied `delta` (coordinated,
-  // replicated or repaired): hand-offs forward it.
-  virtual void OnApplied(uint32_t partition, const Delta& delta) = 0;
-  // The partitions this node hosts may have changed: open the replicas of
-  // new ones, retire and release the others. False if a replica failed to
-  // open (the caller calls again later).
-  virtual bool HostingChanged() = 0;
-  // `to` asked about a partition this node holds no replica of: tell it
-  // this node's ring epoch (it may be behind).
-  virtual void TellMoved(NodeId to, uint32_t partition) = 0;
-  // A write ended with `peer` not having acknowledged its delta message
-  // `bytes` (request id `request_id`): anti-entropy resends it (a hint).
-  virtual void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
-                       const std::string& bytes) = 0;
-
-  // A coordinator is done: the host destroys (or recycles) it at once, so
-  // the caller touches none of its members after the call.
-  virtual void FinishWrite(uint64_t id) = 0;
-  virtual void FinishRead(uint64_t id) = 0;
-  virtual void FinishQuery(uint64_t id) = 0;
-  virtual void FinishCount(uint64_t id) = 0;
-  // Read replies carry the request id of one fold; these route a fold's
-  // replies to the read coordinator that opened it.
-  virtual void RouteFold(uint64_t fold_id, uint64_t read_id) = 0;
-  virtual void UnrouteFold(uint64_t fold_id) = 0;
-  // A write replicating an extra delta (a given-up coordinator's) under a
-  // request id of its own gets that id's acknowledgements too.
-  virtual void RouteWrite(uint64_t extra_id, uint64_t write_id) = 0;
-  virtual void UnrouteWrite(uint64_t extra_id) = 0;
+  // The coordinators this node runs, by request id, and the routes of
+  // their sub-requests. A coordinator that is done calls
+  // requests().Finish*(its id), which destroys (or recycles) it at once: the
+  // caller touches none of its members after the call.
+  virtual RequestRegistry& requests() = 0;
+  // The other protocols of this node (hand-off, anti-entropy, hosting).
+  virtual ProtocolHooks& hooks() = 0;
 };
 
 // Base of the coordinators: their host, request id, and timers that do

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/request_registry.h"
 
 namespace bigset {
 
@@ -114,7 +115,7 @@ void CountCoordinator::OnTimer() {
 
 void CountCoordinator::Finish(absl::StatusOr<std::optional<uint64_t>> result) {
   auto done = std::move(done_);
-  host_->FinishCount(id_);  // Destroys this.
+  host_->requests().FinishCount(id_);  // Destroys this.
   done(std::move(result));
 }
 

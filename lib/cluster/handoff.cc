@@ -268,7 +268,7 @@ void HandoffManager::Replan() {
 }
 
 void HandoffManager::HostingChanged() {
-  if (!host_->HostingChanged()) {
+  if (!host_->hooks().HostingChanged()) {
     hosting_retry_ = true;
     EnsureTick();
   }

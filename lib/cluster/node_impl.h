@@ -50,7 +50,7 @@ namespace bigset {
 // partition: rings have fewer partitions).
 inline constexpr KeyspaceId kNodeKeyspace = 0xFFFFFFFF;
 
-class Node::Impl final : public CoordinatorHost {
+class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
  public:
   Impl(NodeId id, Ring ring, Store* store, Transport* transport,
        Scheduler* scheduler, const NodeOptions& options);
@@ -67,6 +67,10 @@ class Node::Impl final : public CoordinatorHost {
   const std::vector<NodeId>& ServingList(uint32_t partition) const override {
     return handoff_.ServingList(partition);
   }
+  RequestRegistry& requests() override { return requests_; }
+  ProtocolHooks& hooks() override { return *this; }
+
+  // ProtocolHooks.
   void OnApplied(uint32_t partition, const Delta& delta) override {
     handoff_.OnApplied(partition, delta);
   }
@@ -95,22 +99,6 @@ class Node::Impl final : public CoordinatorHost {
   }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
   NodeCounters& stats() override { return stats_; }
-  void FinishWrite(uint64_t id) override { requests_.FinishWrite(id); }
-  void FinishRead(uint64_t id) override { requests_.FinishRead(id); }
-  void FinishQuery(uint64_t id) override { requests_.FinishQuery(id); }
-  void FinishCount(uint64_t id) override { requests_.FinishCount(id); }
-  void RouteFold(uint64_t fold_id, uint64_t read_id) override {
-    requests_.RouteFold(fold_id, read_id);
-  }
-  void RouteWrite(uint64_t extra_id, uint64_t write_id) override {
-    requests_.RouteWrite(extra_id, write_id);
-  }
-  void UnrouteWrite(uint64_t extra_id) override {
-    requests_.UnrouteWrite(extra_id);
-  }
-  void UnrouteFold(uint64_t fold_id) override {
-    requests_.UnrouteFold(fold_id);
-  }
 
   // Hands the message to its protocol's handler (see InstallRoutes);
   // counts undecodable ones.

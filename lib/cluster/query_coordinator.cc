@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/read_merger.h"
+#include "cluster/request_registry.h"
 
 namespace bigset {
 
@@ -154,7 +155,7 @@ void QueryCoordinator::OnTimer() {
 
 void QueryCoordinator::Finish(absl::StatusOr<Membership> result) {
   auto done = std::move(done_);
-  host_->FinishQuery(id_);  // Destroys this.
+  host_->requests().FinishQuery(id_);  // Destroys this.
   done(std::move(result));
 }
 

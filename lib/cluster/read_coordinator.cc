@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/request_registry.h"
 
 namespace bigset {
 
@@ -41,7 +42,7 @@ void ReadCoordinator::Start() {
 
 void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
   Slot& slot = slots_[i];
-  if (slot.fold_id != 0) host_->UnrouteFold(slot.fold_id);
+  if (slot.fold_id != 0) host_->requests().UnrouteFold(slot.fold_id);
   slot.fold_id = host_->NextRequestId();
   slot.state = SlotState::kAsked;
   slot.merger_index = -1;
@@ -52,7 +53,7 @@ void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
   slot.clock.clear();
   slot.last_heard = host_->NowMicros();
   if (OpenLocal(i, bounds)) return;
-  host_->RouteFold(slot.fold_id, id_);
+  host_->requests().RouteFold(slot.fold_id, id_);
   SendRead(slot, bounds);
 }
 
@@ -113,7 +114,7 @@ void ReadCoordinator::StopFold(Slot& slot) {
     SendControl(slot, MessageType::kStopFold);
   }
   if (slot.fold_id != 0 && slot.node != host_->node_id()) {
-    host_->UnrouteFold(slot.fold_id);
+    host_->requests().UnrouteFold(slot.fold_id);
   }
   slot.state = SlotState::kStopped;
   slot.merger_index = -1;
@@ -463,7 +464,7 @@ void ReadCoordinator::Finish(absl::Status status) {
     }
   }
   std::unique_ptr<ReadSink> sink = std::move(sink_);
-  host_->FinishRead(id_);  // Destroys this.
+  host_->requests().FinishRead(id_);  // Destroys this.
   sink->OnDone(status);
 }
 

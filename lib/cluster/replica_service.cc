@@ -66,7 +66,7 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
         AnswerGivenUp(from, header)) {
       return;
     }
-    if (host_->ProxyDelta(from, header, scratch_delta_)) return;
+    if (host_->hooks().ProxyDelta(from, header, scratch_delta_)) return;
   }
   absl::Status applied;
   if (replica == nullptr) {
@@ -76,9 +76,10 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     applied = WrongPartition(scratch_delta_.set, header.partition);
   } else {
     applied = replica->Apply(scratch_delta_);
-    if (applied.ok()) host_->OnApplied(header.partition, scratch_delta_);
+    if (applied.ok())
+      host_->hooks().OnApplied(header.partition, scratch_delta_);
   }
-  if (replica == nullptr) host_->TellMoved(from, header.partition);
+  if (replica == nullptr) host_->hooks().TellMoved(from, header.partition);
   if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
   if (header.type == MessageType::kRepair) {
     // Repairs are not acknowledged: the next read finds what is missing.
@@ -142,7 +143,7 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
   Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->TellMoved(from, m.header.partition);
+    host_->hooks().TellMoved(from, m.header.partition);
   } else if (host_->ring().PartitionOf(m.set) != m.header.partition) {
     reply.status = WrongPartition(m.set, m.header.partition);
   } else {
@@ -150,7 +151,7 @@ void ReplicaService::HandleUpdate(NodeId from, Message& m) {
                                       ? replica->Clear(m.set, m.clock)
                                       : replica->Update(m.set, m.ops);
     if (delta.ok()) {
-      host_->OnApplied(m.header.partition, *delta);
+      host_->hooks().OnApplied(m.header.partition, *delta);
       reply.delta = std::move(*delta);
     } else {
       reply.status = delta.status();
@@ -195,7 +196,7 @@ void ReplicaService::HandleQuery(NodeId from, Message& m) {
   Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->TellMoved(from, m.header.partition);
+    host_->hooks().TellMoved(from, m.header.partition);
   } else {
     absl::StatusOr<Membership> result =
         replica->ContainsAll(m.set, m.query, &reply.clock);
@@ -213,7 +214,7 @@ void ReplicaService::HandleCount(NodeId from, Message& m) {
   Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->TellMoved(from, m.header.partition);
+    host_->hooks().TellMoved(from, m.header.partition);
   } else {
     absl::StatusOr<SetCount> count = replica->CountSummary(m.set);
     if (count.ok()) {
@@ -243,7 +244,7 @@ void ReplicaService::HandleRead(NodeId from, Message& m) {
   Replica* replica = host_->ServingReplica(m.header.partition);
   if (replica == nullptr) {
     clock.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->TellMoved(from, m.header.partition);
+    host_->hooks().TellMoved(from, m.header.partition);
     Reply(from, clock);
     return;
   }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/request_registry.h"
 
 namespace bigset {
 namespace {
@@ -51,7 +52,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   extra_taken_.assign(preference_.size(), false);
   acks_ = 0;
   refused_ = false;
-  for (const Extra& e : extras_) host_->UnrouteWrite(e.id);
+  for (const Extra& e : extras_) host_->requests().UnrouteWrite(e.id);
   extras_.clear();
   deadline_ = client_deadline_ = next_retry_ = 0;
   starting_ = deferred_ = false;
@@ -126,7 +127,7 @@ void WriteCoordinator::CoordinateLocally() {
     absl::StatusOr<Delta> delta = clear_.has_value()
                                       ? replica->Clear(set_, *clear_)
                                       : replica->Update(set_, ops_);
-    if (delta.ok()) host_->OnApplied(partition_, *delta);
+    if (delta.ok()) host_->hooks().OnApplied(partition_, *delta);
     OnCoordinated(host_->node_id(), std::move(delta));
   }
 }
@@ -217,7 +218,7 @@ void WriteCoordinator::OnExtraDelta(int index, Delta delta) {
   }
   Extra& e = extras_.emplace_back();
   e.id = host_->NextRequestId();
-  host_->RouteWrite(e.id, id_);
+  host_->requests().RouteWrite(e.id, id_);
   EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, e.id, partition_},
                      delta, &e.bytes);
   e.acked.assign(preference_.size(), false);
@@ -283,7 +284,7 @@ void WriteCoordinator::LeaveHints() {
     // A given-up candidate got the delta as kReplicateGivenUp, whose answer
     // only this write can take: the digest rounds cover it.
     if (asked_[i]) continue;
-    host_->AddHint(preference_[i], partition_, id_, replicate_bytes_);
+    host_->hooks().AddHint(preference_[i], partition_, id_, replicate_bytes_);
   }
   // An extra delta goes to every replica but its own as a plain
   // kReplicate under its own id (the chosen coordinator and other given-up
@@ -291,15 +292,15 @@ void WriteCoordinator::LeaveHints() {
   for (const Extra& e : extras_) {
     for (size_t i = 0; i < preference_.size() && i < e.acked.size(); ++i) {
       if (!e.acked[i])
-        host_->AddHint(preference_[i], partition_, e.id, e.bytes);
+        host_->hooks().AddHint(preference_[i], partition_, e.id, e.bytes);
     }
   }
 }
 
 void WriteCoordinator::End() {
-  for (const Extra& e : extras_) host_->UnrouteWrite(e.id);
+  for (const Extra& e : extras_) host_->requests().UnrouteWrite(e.id);
   extras_.clear();
-  host_->FinishWrite(id_);  // Destroys this.
+  host_->requests().FinishWrite(id_);  // Destroys this.
 }
 
 int WriteCoordinator::IndexOf(NodeId node) const {
