@@ -153,8 +153,9 @@ void AntiEntropy::Tick() {
       continue;
     }
     push->sent_at = now;
+    const NodeId peer = push->peer;
     push->window.ForEach(
-        [&](const std::string& bytes) { SendCounted(push->peer, bytes); });
+        [&](const std::string& bytes) { SendCounted(peer, bytes); });
   }
   for (uint64_t id : drop) DropPush(id);
   StartQueuedPushes();

@@ -268,7 +268,9 @@ void FaultRun(uint64_t seed, Fault fault, uint64_t at, int* lost_runs,
   Simulator& sim = **created;
   Rng rng(seed ^ static_cast<uint64_t>(fault) * 0x9e37);
   const Ring r2 = MakeRing({1, 2, 3, 4}, 2);
-  const auto [p, set] = MovingSet(r2);
+  const auto moving = MovingSet(r2);
+  const uint32_t p = moving.first;
+  const std::string set = moving.second;
   CAPTURE(p, set);
   const std::vector<std::string> added = Fill(sim, set, 400);
   REQUIRE(sim.InstallRing(r2).ok());
