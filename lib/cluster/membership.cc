@@ -412,14 +412,33 @@ bool MembershipState::Replaced(NodeId node, uint32_t partition) const {
 
 absl::Status MembershipState::PruneDeparted() {
   // A departed entry tells the node whose place it took that the place is
-  // gone; once that node no longer serves the episode, nobody needs it.
+  // gone, and where it went; once nobody follows the place through it any
+  // more, nobody needs it. The place (from, since) is followed while
+  // `from` serves that episode, or while `from` handed it on too (its own
+  // departed entry of that episode) and the place `from` took is still
+  // followed: a node whose place was taken and that has not finished
+  // handing over (it restarted after the acceptance) follows the chain of
+  // takers to the holder, so every departed link of it stays until that
+  // node stops serving, whatever the order in which the links hand on.
+  std::function<bool(uint32_t, NodeId, uint64_t, size_t)> followed =
+      [&](uint32_t partition, NodeId from, uint64_t since,
+          size_t depth) -> bool {
+    if (from == 0) return false;
+    auto it = states_.find(from);
+    if (it == states_.end()) return true;  // Never heard of: keep.
+    const ServeEntry* live = FindEntry(it->second, partition);
+    if (live != nullptr && live->since == since) return true;
+    if (depth > states_.size()) return true;  // Bounded; keep.
+    for (const ServeEntry& x : it->second.entries) {
+      if (x.partition == partition && x.departed && x.since == since) {
+        return followed(partition, x.took_from, x.took_since, depth + 1);
+      }
+    }
+    return false;
+  };
   auto needed = [&](const ServeEntry& e) {
     if (!e.departed) return true;
-    if (e.took_from == 0) return false;
-    auto it = states_.find(e.took_from);
-    if (it == states_.end()) return true;  // Never heard of: keep.
-    const ServeEntry* live = FindEntry(it->second, e.partition);
-    return live != nullptr && live->since == e.took_since;
+    return followed(e.partition, e.took_from, e.took_since, 0);
   };
   const NodeServing& own = states_.at(self_);
   if (std::all_of(own.entries.begin(), own.entries.end(), needed)) {

@@ -92,8 +92,9 @@ class MembershipState {
   bool Replaced(NodeId node, uint32_t partition) const;
   // Whether some node serving `partition` hands it over to `node`.
   bool Claimed(uint32_t partition, NodeId node) const;
-  // Drops this node's departed entries nobody needs any more (the node
-  // whose place each took no longer serves that episode).
+  // Drops this node's departed entries nobody needs any more: the node
+  // whose place each took no longer serves that episode, nor follows the
+  // place through a departed entry of its own that is still needed.
   absl::Status PruneDeparted();
 
   // Own changes, persisted with a synced write; on failure nothing

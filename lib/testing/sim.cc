@@ -267,16 +267,36 @@ absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
     std::sort(on.begin(), on.end());
     on.erase(std::unique(on.begin(), on.end()), on.end());
   }
+  // The ring each node runs before this install: a node that joins now is
+  // opened with the newest of them that does not name it.
+  std::vector<Ring> running;
+  for (const NodeSlot& slot : nodes_) {
+    if (slot.ring.has_value()) running.push_back(*slot.ring);
+  }
+  std::optional<Ring> opened_with;
   for (NodeId id : on) {
     if (id == nodes_.size() + 1) {
+      const Ring* newest = nullptr;
+      for (const Ring& r : running) {
+        const std::vector<NodeId>& names = r.nodes();
+        if (std::find(names.begin(), names.end(), id) != names.end()) continue;
+        if (newest == nullptr || r.epoch() > newest->epoch()) newest = &r;
+      }
+      if (newest != nullptr) opened_with = *newest;
       nodes_.emplace_back();
       if (!group_.empty()) {
         group_.push_back(*std::max_element(group_.begin(), group_.end()) + 1);
       }
       // A node joins as an embedder joins one: opened with the ring the
       // cluster runs (serving lists as the others have them), then given
-      // the ring that adds it.
-      if (ring_.has_value() && ring_->epoch() < ring.epoch()) {
+      // the ring that adds it. Not ring_ (or previous_ring_) blindly: a
+      // ring installed on some nodes only may name the joiner (one that
+      // removes another node, given to that node alone first), and a new
+      // store opened with a ring that places partitions on it serves them
+      // at once, as an original member, without their data.
+      if (opened_with.has_value()) {
+        nodes_.back().ring = *opened_with;
+      } else if (ring_.has_value() && ring_->epoch() < ring.epoch()) {
         nodes_.back().ring = *ring_;
       } else if (previous_ring_.has_value()) {
         nodes_.back().ring = *previous_ring_;  // `ring` is on some nodes.

@@ -379,6 +379,90 @@ TEST_CASE(
   CHECK(f.QuorumDots(f.pl[0], "y", 3).size() == 1);
 }
 
+TEST_CASE(
+    "handoff regression: a node that joins while one node alone runs a ring "
+    "naming it serves nothing before it takes a place") {
+  // Node 4 alone gets a ring that removes it and adds node 5 (an operator
+  // removed 4 and put it back, and 4 saw the removal first); then the ring
+  // with both goes to every node, and node 5 starts. Node 5 must be opened
+  // with the ring the cluster runs (epoch 1), not with the one only node 4
+  // ran (epoch 2), which places partitions on it: a new store serves what
+  // its first ring places on it at once, as an original member, with no
+  // data, and the leaver it displaces waits for ever for a joiner.
+  SimOptions o;
+  o.seed = 11;
+  o.nodes = 4;
+  o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  for (int i = 0; i < 16; ++i) {
+    REQUIRE(sim.Update(1 + i % 4, absl::StrCat("s", i),
+                       {UpdateOp::Add(absl::StrCat("e", i))})
+                .ok());
+  }
+  REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 5}, 2), {4}).ok());
+  REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4, 5}, 3)).ok());
+  REQUIRE(sim.RingOf(5) != nullptr);
+  for (uint32_t p = 0; p < 8; ++p) {
+    const std::vector<NodeId> list = sim.node(5)->ServingList(p);
+    CAPTURE(p, list);
+    CHECK(std::find(list.begin(), list.end(), 5) == list.end());
+  }
+  SettleOrFail(sim, 60 * kSecond);
+  for (int i = 0; i < 16; ++i) {
+    absl::StatusOr<SimReadResult> r = sim.Read(1, absl::StrCat("s", i));
+    REQUIRE(r.ok());
+    REQUIRE(r->elements.size() == 1);
+  }
+}
+
+TEST_CASE(
+    "handoff regression: a node whose place was taken finds the holder "
+    "after the place was handed on twice") {
+  // Node 3 hands partition 0 over to node 4, which accepts; node 3 is cut
+  // off before it hears so (it still serves, its place taken). Node 4 then
+  // hands the place on to 5, and 5 to 6. Node 3 follows the chain of
+  // takers (4's departed entry, then 5's) to the holder, 6, to send it its
+  // data as a supplement: 5's departed entry must stay although 4, whose
+  // place it took, serves no more.
+  SimOptions o;
+  o.seed = 5;
+  o.nodes = 3;
+  o.ring = RingOptions{4, 3, 1, Placement::kRendezvous};
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(sim.Update(1 + i % 3, absl::StrCat("s", i),
+                       {UpdateOp::Add(absl::StrCat("e", i))})
+                .ok());
+  }
+  REQUIRE(sim.InstallRing(MakeRing({1, 2, 4}, 2, 4)).ok());
+  auto serves = [&](NodeId id, uint32_t p) {
+    const std::vector<NodeId> l = sim.node(id)->ServingList(p);
+    return std::find(l.begin(), l.end(), id) != l.end();
+  };
+  REQUIRE(sim.RunUntil([&] { return serves(4, 0); }));
+  sim.Partition({{1, 2, 4, 5, 6}, {3}});
+  REQUIRE(serves(3, 0));  // Its place taken, and it does not know yet.
+  // (A node created now starts in a group of its own: the groups again.)
+  REQUIRE(sim.InstallRing(MakeRing({1, 2, 5}, 3, 4), {1, 2, 4, 5}).ok());
+  sim.Partition({{1, 2, 4, 5, 6}, {3}});
+  sim.RunFor(5 * kSecond);
+  REQUIRE(sim.InstallRing(MakeRing({1, 2, 6}, 4, 4), {1, 2, 4, 5, 6}).ok());
+  sim.Partition({{1, 2, 4, 5, 6}, {3}});
+  sim.RunFor(5 * kSecond);
+  REQUIRE(sim.InstallRing(MakeRing({1, 2, 6}, 4, 4), {3}).ok());
+  sim.Heal();
+  SettleOrFail(sim, 60 * kSecond);
+  for (int i = 0; i < 8; ++i) {
+    absl::StatusOr<SimReadResult> r = sim.Read(1, absl::StrCat("s", i));
+    REQUIRE(r.ok());
+    CHECK(r->elements.size() == 1);
+  }
+}
+
 TEST_CASE("handoff regression: retired replicas are never freed") {
   // A node that hands partitions off and gets them back again must not
   // keep a replica object per hand-off until it closes.

@@ -64,7 +64,7 @@ struct Totals {
   uint64_t histories = 0, ops = 0, acked = 0, failed = 0, changes = 0;
   uint64_t crashes = 0, power_losses = 0, copy_checks = 0, transfers = 0;
   uint64_t slowest_settle = 0, total_settle = 0;
-  uint64_t supplements = 0, receiver_restarts = 0;
+  uint64_t supplements = 0, receiver_restarts = 0, flaps = 0;
 };
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
@@ -262,6 +262,7 @@ class History {
       next.erase(next.begin() + Uniform(rng_, 0, next.size() - 1));
     }
     members_ = next;
+    if (next.size() > 3 && Uniform(rng_, 0, 3) == 0) Flap(next, join);
     const Ring ring = MakeRing(next, ++epoch_);
     // Every node ever started gets the ring, those that left too (they
     // may still hand off; one that is down gets it when it restarts).
@@ -284,6 +285,30 @@ class History {
       REQUIRE(sim_->InstallRing(ring, all).ok());
     }
     check_copies_in_ = 12;
+  }
+
+  // One node, alone, first gets a ring that leaves it out (an operator
+  // removed it and put it back at once, and it saw the removal before the
+  // others, or alone): it retires the replicas it was receiving into, and
+  // the ring that puts it back (installed next) opens them anew while the
+  // senders, which never saw the removal, go on streaming. It found the
+  // receiver applying a set's next chunks into the new replica under the
+  // old one's state (removed elements came back here; "set stream
+  // regression: a receiver's replica released and hosted again mid-set
+  // loses no element"), the simulator opening a joiner with a ring that
+  // names it (the flap ring: it served at once, without data), and a
+  // departed entry pruned while a node whose place was taken still followed
+  // the chain of takers through it (lifecycle_regressions_test).
+  void Flap(const std::vector<NodeId>& next, bool join) {
+    std::vector<NodeId> existing = next;
+    if (join) existing.pop_back();  // The joiner does not exist yet.
+    const NodeId x = existing[Uniform(rng_, 0, existing.size() - 1)];
+    std::vector<NodeId> without;
+    for (NodeId id : next) {
+      if (id != x) without.push_back(id);
+    }
+    REQUIRE(sim_->InstallRing(MakeRing(without, ++epoch_), {x}).ok());
+    ++totals_->flaps;
   }
 
   void InstallLate() {
@@ -441,10 +466,11 @@ class History {
 void Report(const char* name, const Totals& t) {
   WARN(name << ": " << t.histories << " histories, " << t.ops << " ops ("
             << t.acked << " acknowledged, " << t.failed << " failed), "
-            << t.changes << " membership changes, " << t.crashes << " crashes ("
-            << t.power_losses << " power losses), " << t.copy_checks
-            << " single-replica checks, " << t.transfers << " transfers, "
-            << t.receiver_restarts
+            << t.changes << " membership changes (" << t.flaps
+            << " seen removed and back by one node first), " << t.crashes
+            << " crashes (" << t.power_losses << " power losses), "
+            << t.copy_checks << " single-replica checks, " << t.transfers
+            << " transfers, " << t.receiver_restarts
             << " runs restarted for a receiver restart; settle: slowest "
             << t.slowest_settle / 1000 << " ms, mean "
             << (t.histories ? t.total_settle / t.histories / 1000 : 0)
