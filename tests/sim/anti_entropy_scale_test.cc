@@ -399,8 +399,8 @@ TEST_CASE(
   // 10,000 sets in the sanitizer build (every bound the test is about,
   // 4,096 suspects and 1,024 queued pushes, is still passed): it runs there
   // for its memory and undefined-behaviour checks, 5 to 10 times slower.
-  const int count = (testing::SeedStride() > 1 ? 10'000 : 30'000) *
-                    testing::TestScale();
+  const int count =
+      (testing::SeedStride() > 1 ? 10'000 : 30'000) * testing::TestScale();
   for (uint64_t seed : Seeds(1)) ScaleRun(seed, count, &totals);
   CHECK(totals.repaired >= static_cast<uint64_t>(count));
   CHECK(totals.full > 0);
