@@ -68,10 +68,6 @@ void AntiEntropy::SendCounted(NodeId to, std::string bytes) {
   host_->Send(to, std::move(bytes));
 }
 
-void AntiEntropy::SendReply(NodeId to, const Message& m) {
-  SendCounted(to, m.Encode());
-}
-
 bool AntiEntropy::TakeTokens(size_t bytes) {
   const uint64_t now = host_->NowMicros();
   const double rate = static_cast<double>(options_.bytes_per_second);
@@ -223,15 +219,14 @@ void AntiEntropy::StartRound(uint32_t partition, NodeId peer) {
   rounds_[id] = Round{partition, peer, host_->NowMicros(), {}};
   EnsureTick();
   ++host_->stats().ae_rounds;
-  Message m;
-  m.header = MessageHeader{MessageType::kAeDigest, id, partition};
-  m.digest = replica->PartitionDigest();
-  m.bucket_count = replica->digest_buckets();
-  SendReply(peer, m);
+  SendMessage(peer, id, partition,
+              msg::AeDigest{.digest = replica->PartitionDigest(),
+                            .bucket_count = replica->digest_buckets()});
 }
 
-void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
-  auto it = rounds_.find(m.header.request_id);
+void AntiEntropy::OnDigestReply(NodeId from, const MessageHeader& header,
+                                const msg::AeDigestReply& m) {
+  auto it = rounds_.find(header.request_id);
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = it->second;
   Replica* replica = host_->ServingReplica(round.partition);
@@ -307,9 +302,7 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
   }
   differ.resize(kept);
   it->second.buckets = differ;
-  Message out;
-  out.header =
-      MessageHeader{MessageType::kAeSets, m.header.request_id, round.partition};
+  msg::AeSets out;
   out.bucket_ids.assign(differ.begin(), differ.end());
   for (size_t r = 0; r < kept; ++r) {
     for (SetSummary& summary : per[r]) {
@@ -317,11 +310,12 @@ void AntiEntropy::OnDigestReply(NodeId from, const Message& m) {
     }
   }
   host_->stats().ae_sets_compared += out.summaries.size();
-  SendReply(from, out);
+  SendMessage(from, header.request_id, round.partition, out);
 }
 
-void AntiEntropy::OnSetsReply(NodeId from, const Message& m) {
-  auto it = rounds_.find(m.header.request_id);
+void AntiEntropy::OnSetsReply(NodeId from, const MessageHeader& header,
+                              const msg::AeSetsReply& m) {
+  auto it = rounds_.find(header.request_id);
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = std::move(it->second);
   rounds_.erase(it);
@@ -441,12 +435,8 @@ bool AntiEntropy::ActOnSet(NodeId from, uint32_t partition, Replica* replica,
   if (!pull.empty()) {
     if (*pulls < kMaxQueuedPushes) {
       ++*pulls;
-      Message out;
-      out.header = MessageHeader{MessageType::kAePull, host_->NextRequestId(),
-                                 partition};
-      out.set = theirs.set;
-      out.clock = std::move(pull);
-      SendReply(from, out);
+      SendMessage(from, host_->NextRequestId(), partition,
+                  msg::AePull{.set = theirs.set, .dots = std::move(pull)});
       acted = true;
     } else {
       deferred = true;
@@ -515,11 +505,10 @@ void AntiEntropy::ExpireSuspects() {
 
 // ---- Digest rounds: the peer.
 
-void AntiEntropy::OnDigest(NodeId from, const Message& m) {
-  Message out;
-  out.header = MessageHeader{MessageType::kAeDigestReply, m.header.request_id,
-                             m.header.partition};
-  Replica* replica = host_->ServingReplica(m.header.partition);
+void AntiEntropy::OnDigest(NodeId from, const MessageHeader& header,
+                           const msg::AeDigest& m) {
+  msg::AeDigestReply out;
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
     out.status = absl::FailedPreconditionError("partition not held here");
   } else if (m.bucket_count != replica->digest_buckets()) {
@@ -531,17 +520,19 @@ void AntiEntropy::OnDigest(NodeId from, const Message& m) {
   } else {
     out.bucket_digests = replica->BucketDigests();
   }
-  SendReply(from, out);
+  SendMessage(from, header.request_id, header.partition, out);
 }
 
-void AntiEntropy::OnSets(NodeId from, const Message& m) {
-  Message out;
-  out.header = MessageHeader{MessageType::kAeSetsReply, m.header.request_id,
-                             m.header.partition};
-  Replica* replica = host_->ServingReplica(m.header.partition);
+void AntiEntropy::OnSets(NodeId from, const MessageHeader& header,
+                         const msg::AeSets& m) {
+  msg::AeSetsReply out;
+  auto reply = [&]() {
+    SendMessage(from, header.request_id, header.partition, out);
+  };
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
     out.status = absl::FailedPreconditionError("partition not held here");
-    SendReply(from, out);
+    reply();
     return;
   }
   if (m.bucket_ids.size() > kMaxBucketsPerRound) {
@@ -549,7 +540,7 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
     // the difference, never the partition.
     out.status = absl::InvalidArgumentError(
         absl::StrCat("too many buckets: ", m.bucket_ids.size()));
-    SendReply(from, out);
+    reply();
     return;
   }
   std::vector<uint32_t> buckets;
@@ -593,7 +584,7 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
   if (!listed.ok()) {
     out.status = listed;
     out.summaries.clear();
-    SendReply(from, out);
+    reply();
     return;
   }
   // Sets only the initiator has: an empty summary (it pushes them all).
@@ -608,42 +599,15 @@ void AntiEntropy::OnSets(NodeId from, const Message& m) {
     add(std::move(empty));
   }
   host_->stats().ae_sets_compared += compared;
-  SendReply(from, out);
+  reply();
 }
 
-void AntiEntropy::OnPull(NodeId from, const Message& m) {
-  if (host_->ServingReplica(m.header.partition) == nullptr) return;
-  if (!Serves(m.header.partition, from)) return;
-  QueuePush(from, m.header.partition, m.set, m.clock);
+void AntiEntropy::OnPull(NodeId from, const MessageHeader& header,
+                         const msg::AePull& m) {
+  if (host_->ServingReplica(header.partition) == nullptr) return;
+  if (!Serves(header.partition, from)) return;
+  QueuePush(from, header.partition, m.set, m.dots);
   StartQueuedPushes();
-}
-
-void AntiEntropy::Handle(NodeId from, Message& m) {
-  switch (m.type()) {
-    case MessageType::kAeDigest:
-      OnDigest(from, m);
-      break;
-    case MessageType::kAeDigestReply:
-      OnDigestReply(from, m);
-      break;
-    case MessageType::kAeSets:
-      OnSets(from, m);
-      break;
-    case MessageType::kAeSetsReply:
-      OnSetsReply(from, m);
-      break;
-    case MessageType::kAePull:
-      OnPull(from, m);
-      break;
-    case MessageType::kAePush:
-      OnPush(from, m);
-      break;
-    case MessageType::kAePushAck:
-      OnPushAck(from, m);
-      break;
-    default:
-      break;
-  }
 }
 
 void AntiEntropy::FillStats(NodeCounters* stats) const {

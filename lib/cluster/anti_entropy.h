@@ -72,8 +72,18 @@ class AntiEntropy {
 
   // Starts the timer (no-op if anti-entropy is off).
   void Start();
-  // A message of kAeDigest .. kAePushAck.
-  void Handle(NodeId from, Message& m);
+  // The anti-entropy messages (net/anti_entropy_messages.h).
+  void OnDigest(NodeId from, const MessageHeader& header,
+                const msg::AeDigest& m);
+  void OnDigestReply(NodeId from, const MessageHeader& header,
+                     const msg::AeDigestReply& m);
+  void OnSets(NodeId from, const MessageHeader& header, const msg::AeSets& m);
+  void OnSetsReply(NodeId from, const MessageHeader& header,
+                   const msg::AeSetsReply& m);
+  void OnPull(NodeId from, const MessageHeader& header, const msg::AePull& m);
+  void OnPush(NodeId from, const MessageHeader& header, msg::AePush& m);
+  void OnPushAck(NodeId from, const MessageHeader& header,
+                 const msg::AePushAck& m);
   // A write ended with `peer` not having acknowledged its delta message
   // `bytes` (kReplicate, request id `request_id`).
   void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
@@ -136,19 +146,12 @@ class AntiEntropy {
   void EnsureTick();
   uint64_t RoundLifetime() const;
   void StartRound(uint32_t partition, NodeId peer);
-  void OnDigest(NodeId from, const Message& m);
-  void OnDigestReply(NodeId from, const Message& m);
-  void OnSets(NodeId from, const Message& m);
-  void OnSetsReply(NodeId from, const Message& m);
   // Compares one set of a sets reply with this replica's and acts on a
   // difference seen twice (a push, a pull, or a full exchange); `*pulls`
   // counts the reply's pulls. True if the set's bucket must be revisited
   // by the next round (a first sighting, or an action deferred).
   bool ActOnSet(NodeId from, uint32_t partition, Replica* replica,
                 const SetSummary& theirs, size_t* pulls);
-  void OnPull(NodeId from, const Message& m);
-  void OnPush(NodeId from, const Message& m);
-  void OnPushAck(NodeId from, const Message& m);
   // The suspect of `key`, marked seen now, or a new one if there is room
   // (made by evicting one acted on if need be); null if the map is full of
   // suspects awaiting their second sighting.
@@ -176,7 +179,11 @@ class AntiEntropy {
   // Takes `bytes` from the rate limit; false if it must wait.
   bool TakeTokens(size_t bytes);
   void SendCounted(NodeId to, std::string bytes);
-  void SendReply(NodeId to, const Message& m);
+  template <typename Body>
+  void SendMessage(NodeId to, uint64_t request_id, uint32_t partition,
+                   const Body& body) {
+    SendCounted(to, EncodeMessage(request_id, partition, body));
+  }
   bool Serves(uint32_t partition, NodeId node) const;
 
   CoordinatorHost* const host_;

@@ -92,14 +92,13 @@ bool AntiEntropy::SendNextChunk(Push* push) {
     }
   }
   elements.resize(n);
-  Message m;
-  m.header = MessageHeader{MessageType::kAePush, push->id, push->partition};
+  msg::AePush m;
   m.set = push->set;
   m.seq = push->window.next_seq();
-  m.done = end;
-  if (end) m.clock = push->dots;
+  m.last = end;
+  if (end) m.set_clock = push->dots;
   m.elements = std::move(elements);
-  push->window.Add(end, m.Encode());
+  push->window.Add(end, EncodeMessage(push->id, push->partition, m));
   push->in_flight_keys = m.elements.size();
   elements = std::move(m.elements);
   push->waiting_tokens = true;
@@ -122,8 +121,9 @@ void AntiEntropy::SendInFlight(Push* push) {
 
 void AntiEntropy::DropPush(uint64_t id) { pushes_.erase(id); }
 
-void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
-  auto it = pushes_.find(m.header.request_id);
+void AntiEntropy::OnPushAck(NodeId from, const MessageHeader& header,
+                            const msg::AePushAck& m) {
+  auto it = pushes_.find(header.request_id);
   if (it == pushes_.end() || it->second->peer != from) return;
   Push* push = it->second.get();
   if (push->waiting_tokens || !push->window.Holds(m.seq)) return;  // Stale.
@@ -158,28 +158,26 @@ void AntiEntropy::OnPushAck(NodeId from, const Message& m) {
 
 // ---- Pushes: the receiver.
 
-void AntiEntropy::OnPush(NodeId from, const Message& m) {
-  const uint32_t p = m.header.partition;
+void AntiEntropy::OnPush(NodeId from, const MessageHeader& header,
+                         msg::AePush& m) {
+  const uint32_t p = header.partition;
   const SetStreamChunk chunk{.from = from,
-                             .stream = m.header.request_id,
+                             .stream = header.request_id,
                              .partition = p,
                              .index = 0,  // One set per push.
                              .seq = m.seq,
                              .set = m.set,
-                             .last = m.done,
-                             .clock = &m.clock,
+                             .last = m.last,
+                             .clock = &m.set_clock,
                              .elements = m.elements};
   const SetStreamReceiver::Received r =
       receiver_.Receive(chunk, host_->ring().PartitionOf(m.set),
                         host_->ServingReplica(p), host_->NowMicros());
   if (!r.answer.has_value()) return;  // Past a gap: the sender goes back.
   host_->stats().ae_keys_received += r.keys;
-  if (r.set_done) receiver_.Finish(from, m.header.request_id, p);
-  Message ack;
-  ack.header = MessageHeader{MessageType::kAePushAck, m.header.request_id, p};
-  ack.seq = m.seq;
-  ack.status = *r.answer;
-  SendReply(from, ack);
+  if (r.set_done) receiver_.Finish(from, header.request_id, p);
+  SendMessage(from, header.request_id, p,
+              msg::AePushAck{.status = *r.answer, .seq = m.seq});
   EnsureTick();  // Expires the state if the sender goes away.
 }
 

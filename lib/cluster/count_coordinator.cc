@@ -27,13 +27,10 @@ void CountCoordinator::Start() {
 }
 
 std::string CountCoordinator::CountBytes() const {
-  Message m;
-  m.header = MessageHeader{MessageType::kCount, id_, partition_};
-  m.set = set_;
-  return m.Encode();
+  return EncodeMessage(id_, partition_, msg::Count{.set = set_});
 }
 
-void CountCoordinator::OnReply(NodeId from, const Message& m) {
+void CountCoordinator::OnReply(NodeId from, const msg::CountReply& m) {
   if (found_.count(from) || not_found_.count(from) || failed_.count(from)) {
     return;  // A duplicate.
   }
@@ -51,7 +48,7 @@ void CountCoordinator::OnReply(NodeId from, const Message& m) {
   }
   const size_t r = static_cast<size_t>(options_.r);
   const size_t answered = found_.size() + not_found_.size() + failed_.size();
-  std::vector<const Message*> quorum;
+  std::vector<const msg::CountReply*> quorum;
   if (found_.size() >= r) {
     for (NodeId n : found_order_) {
       if (quorum.size() < r) quorum.push_back(&found_[n]);
@@ -75,16 +72,18 @@ void CountCoordinator::OnReply(NodeId from, const Message& m) {
   Answer(quorum);
 }
 
-void CountCoordinator::Answer(const std::vector<const Message*>& replies) {
+void CountCoordinator::Answer(
+    const std::vector<const msg::CountReply*>& replies) {
   // Replicas without the set hold nothing: they agree with each other, and
   // with no replica that holds some.
-  const Message* first = replies.front();
-  for (const Message* m : replies) {
+  const msg::CountReply* first = replies.front();
+  for (const msg::CountReply* m : replies) {
     const bool same =
         m->found == first->found &&
-        (!m->found || (m->digest != 0 && m->digest == first->digest &&
-                       m->tombstone_digest == first->tombstone_digest &&
-                       m->count == first->count));
+        (!m->found ||
+         (m->set_digest != 0 && m->set_digest == first->set_digest &&
+          m->tombstone_digest == first->tombstone_digest &&
+          m->count == first->count));
     if (!same) {
       Finish(std::optional<uint64_t>());
       return;

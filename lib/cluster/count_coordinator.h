@@ -41,13 +41,13 @@ class CountCoordinator : public Coordinator {
       const ClusterReadOptions& options,
       std::function<void(absl::StatusOr<std::optional<uint64_t>>)> done);
   void Start();
-  void OnReply(NodeId from, const Message& m);
+  void OnReply(NodeId from, const msg::CountReply& m);
 
  private:
   void ScheduleTimer();
   void OnTimer();
   std::string CountBytes() const;
-  void Answer(const std::vector<const Message*>& replies);
+  void Answer(const std::vector<const msg::CountReply*>& replies);
   void Finish(absl::StatusOr<std::optional<uint64_t>> result);
 
   const std::string set_;
@@ -57,8 +57,8 @@ class CountCoordinator : public Coordinator {
   std::vector<NodeId> preference_;
   // Replies: found (count towards R), not found (with notfound_ok off),
   // in arrival order.
-  std::map<NodeId, Message> found_;
-  std::map<NodeId, Message> not_found_;
+  std::map<NodeId, msg::CountReply> found_;
+  std::map<NodeId, msg::CountReply> not_found_;
   std::vector<NodeId> found_order_;
   std::set<NodeId> failed_;
   uint64_t deadline_ = 0;

@@ -15,7 +15,7 @@ void Dispatcher::OnRaw(MessageType type, RawHandler handler) {
   RouteOf(type).raw = std::move(handler);
 }
 
-void Dispatcher::On(MessageType type, Handler handler, bool bulk) {
+void Dispatcher::OnDecoded(MessageType type, Handler handler, bool bulk) {
   Route& route = RouteOf(type);
   route.decoded = std::move(handler);
   route.bulk = bulk;
@@ -41,13 +41,13 @@ bool Dispatcher::Dispatch(NodeId from, std::string_view bytes) {
   if (route.raw != nullptr) return route.raw(from, header, body);
   if (route.decoded == nullptr) return false;
   if (route.bulk && !bulk_busy_) {
-    if (!Message::DecodeInto(bytes, &bulk_).ok()) return false;
+    if (!DecodeMessageInto(bytes, &bulk_).ok()) return false;
     bulk_busy_ = true;
     absl::Cleanup done = [this]() { bulk_busy_ = false; };
     route.decoded(from, bulk_);
     return true;
   }
-  absl::StatusOr<Message> m = Message::Decode(bytes);
+  absl::StatusOr<Message> m = DecodeMessage(bytes);
   if (!m.ok()) return false;
   route.decoded(from, *m);
   return true;

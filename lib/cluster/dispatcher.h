@@ -8,12 +8,12 @@
 //
 //   - raw: the bulk of the traffic (replicated deltas, read chunks, their
 //     acknowledgements), parsed by the handler from the body without a
-//     Message; it returns false for a malformed body;
-//   - decoded: every other message, decoded into a Message first. A "bulk"
-//     type (hand-off chunks, anti-entropy pushes) is decoded into one
-//     message kept for the purpose, so that a stream of chunks reuses its
-//     element storage; a nested Dispatch while such a handler runs decodes
-//     afresh.
+//     struct; it returns false for a malformed body;
+//   - typed: every other message, decoded into its struct (net/message.h)
+//     first, which the handler gets with the header. A "bulk" type
+//     (hand-off chunks, anti-entropy pushes) is decoded into one message
+//     kept for the purpose, so that a stream of chunks reuses its element
+//     storage; a nested Dispatch while such a handler runs decodes afresh.
 //
 // Thread-safety: not thread-safe (the node's thread).
 
@@ -23,6 +23,7 @@
 #include <array>
 #include <functional>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "net/message.h"
@@ -33,11 +34,22 @@ class Dispatcher {
  public:
   using RawHandler = std::function<bool(
       NodeId from, const MessageHeader& header, std::string_view body)>;
-  using Handler = std::function<void(NodeId from, Message& m)>;
+  template <typename Body>
+  using TypedHandler =
+      std::function<void(NodeId from, const MessageHeader& header, Body& body)>;
 
-  // Registers the handler of `type`. REQUIRES: none registered yet.
+  // Registers the handler of `type`, or of Body::kType. REQUIRES: none
+  // registered yet.
   void OnRaw(MessageType type, RawHandler handler);
-  void On(MessageType type, Handler handler, bool bulk = false);
+  template <typename Body>
+  void On(TypedHandler<Body> handler, bool bulk = false) {
+    OnDecoded(
+        Body::kType,
+        [handler = std::move(handler)](NodeId from, Message& m) {
+          handler(from, m.header, *m.As<Body>());
+        },
+        bulk);
+  }
 
   // Internal if some type has no handler (names the first).
   absl::Status CheckComplete() const;
@@ -47,6 +59,9 @@ class Dispatcher {
   bool Dispatch(NodeId from, std::string_view bytes);
 
  private:
+  using Handler = std::function<void(NodeId from, Message& m)>;
+  void OnDecoded(MessageType type, Handler handler, bool bulk);
+
   struct Route {
     RawHandler raw;
     Handler decoded;

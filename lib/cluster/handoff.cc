@@ -92,13 +92,11 @@ absl::Status HandoffManager::InstallRing(const Ring& ring) {
 
 void HandoffManager::SendMembership(NodeId to,
                                     std::vector<NodeServing> states) {
-  Message m;
-  m.header = MessageHeader{MessageType::kMembership, 0, 0};
-  m.epoch = ring().epoch();
-  m.versions = membership_.Versions();
-  m.states = std::move(states);
+  const msg::Membership m{.epoch = ring().epoch(),
+                          .versions = membership_.Versions(),
+                          .states = std::move(states)};
   ++host_->stats().membership_messages_sent;
-  host_->Send(to, m.Encode());
+  host_->Send(to, EncodeMessage(0, 0, m));
 }
 
 void HandoffManager::PushOwnState(NodeId also) {
@@ -111,7 +109,7 @@ void HandoffManager::PushOwnState(NodeId also) {
   for (NodeId peer : membership_.Peers()) SendMembership(peer, states);
 }
 
-void HandoffManager::HandleMembership(NodeId from, const Message& m) {
+void HandoffManager::HandleMembership(NodeId from, const msg::Membership& m) {
   NoteEpoch(from, m.epoch);
   bool own_raised = false;
   size_t refused = 0;

@@ -125,13 +125,17 @@ class HandoffManager {
   void OnApplied(uint32_t partition, const Delta& delta);
 
   // Messages.
-  void HandleChunk(NodeId from, Message& m);
-  void HandleTransferAck(NodeId from, const Message& m);
+  void HandleChunk(NodeId from, const MessageHeader& header,
+                   msg::TransferChunk& m);
+  void HandleTransferAck(NodeId from, const MessageHeader& header,
+                         const msg::TransferAck& m);
   void HandleDeltaAck(NodeId from, uint64_t request_id,
                       const absl::Status& status, NodeId applied_by);
-  void HandleDone(NodeId from, const Message& m);
-  void HandleDoneAck(NodeId from, const Message& m);
-  void HandleMembership(NodeId from, const Message& m);
+  void HandleDone(NodeId from, const MessageHeader& header,
+                  const msg::HandoffDone& m);
+  void HandleDoneAck(NodeId from, const MessageHeader& header,
+                     const msg::HandoffDoneAck& m);
+  void HandleMembership(NodeId from, const msg::Membership& m);
   // A message carried the sender's ring epoch.
   void NoteEpoch(NodeId from, uint64_t epoch);
   // Tells `to`, which asked about a partition this node does not serve,
@@ -229,6 +233,9 @@ class HandoffManager {
   void Propose(const TransferKey& key, Outgoing& out);
   void Probe(const TransferKey& key, Outgoing& out);
   void Confirm(const TransferKey& key, Outgoing& out);
+  // The encoded HandoffDone of run `out`, for this node's place `mine`.
+  std::string Proposal(const TransferKey& key, const Outgoing& out,
+                       const ServeEntry& mine, bool supplement) const;
   void Complete(const TransferKey& key);
   // Moves every transfer on that can go on now: starts runs (up to
   // HandoffOptions::max_running), resends what is past its retry time,
@@ -240,8 +247,10 @@ class HandoffManager {
   // ---- Receiver (handoff_receiver.cc).
   // Answers a proposal: OK (accepted, or the data of a supplement taken) or
   // why not.
-  absl::Status Accept(NodeId from, const Message& m);
-  void SendAck(NodeId to, const Message& chunk, const absl::Status& status);
+  absl::Status Accept(NodeId from, const MessageHeader& header,
+                      const msg::HandoffDone& m);
+  void SendAck(NodeId to, const MessageHeader& header,
+               const msg::TransferChunk& chunk, const absl::Status& status);
   // The incarnation a transfer ack for `partition` carries: the node's,
   // changed by every release of the partition since it opened (the
   // replica that took the run's sets so far is gone).

@@ -11,16 +11,14 @@
 
 namespace bigset {
 
-void HandoffManager::SendAck(NodeId to, const Message& chunk,
+void HandoffManager::SendAck(NodeId to, const MessageHeader& header,
+                             const msg::TransferChunk& chunk,
                              const absl::Status& status) {
-  Message ack;
-  ack.header = MessageHeader{MessageType::kTransferAck, chunk.header.request_id,
-                             chunk.header.partition};
-  ack.status = status;
-  ack.index = chunk.index;
-  ack.seq = chunk.seq;
-  ack.incarnation = IncarnationOf(chunk.header.partition);
-  host_->Send(to, ack.Encode());
+  const msg::TransferAck ack{.status = status,
+                             .index = chunk.index,
+                             .seq = chunk.seq,
+                             .incarnation = IncarnationOf(header.partition)};
+  host_->Send(to, EncodeMessage(header.request_id, header.partition, ack));
 }
 
 uint64_t HandoffManager::IncarnationOf(uint32_t partition) const {
@@ -31,30 +29,31 @@ uint64_t HandoffManager::IncarnationOf(uint32_t partition) const {
   return mixed == 0 ? 1 : mixed;
 }
 
-void HandoffManager::HandleChunk(NodeId from, Message& m) {
+void HandoffManager::HandleChunk(NodeId from, const MessageHeader& header,
+                                 msg::TransferChunk& m) {
   NoteEpoch(from, m.epoch);
-  const uint32_t p = m.header.partition;
+  const uint32_t p = header.partition;
   Replica* replica = host_->LocalReplica(p);
   if (replica == nullptr) {
-    SendAck(from, m,
+    SendAck(from, header, m,
             absl::UnavailableError(absl::StrCat("node ", host_->node_id(),
                                                 " holds no replica of ", p)));
     return;
   }
   if (m.end) {
     // After every set: the run is whole here (its proposal may come).
-    receiver_.Finish(from, m.header.request_id, p);
-    SendAck(from, m, absl::OkStatus());
+    receiver_.Finish(from, header.request_id, p);
+    SendAck(from, header, m, absl::OkStatus());
     return;
   }
   const SetStreamChunk chunk{.from = from,
-                             .stream = m.header.request_id,
+                             .stream = header.request_id,
                              .partition = p,
                              .index = m.index,
                              .seq = m.seq,
                              .set = m.set,
-                             .last = m.done,
-                             .clock = &m.clock,
+                             .last = m.last,
+                             .clock = &m.set_clock,
                              .elements = m.elements};
   const SetStreamReceiver::Received r = receiver_.Receive(
       chunk, ring().PartitionOf(m.set), replica, host_->NowMicros());
@@ -62,42 +61,42 @@ void HandoffManager::HandleChunk(NodeId from, Message& m) {
   NodeCounters& stats = host_->stats();
   stats.handoff_keys_received += r.keys;
   if (r.set_done) ++stats.handoff_sets_received;
-  SendAck(from, m, *r.answer);
+  SendAck(from, header, m, *r.answer);
   EnsureTick();  // Expires the state if the sender goes away.
 }
 
-void HandoffManager::HandleDone(NodeId from, const Message& m) {
+void HandoffManager::HandleDone(NodeId from, const MessageHeader& header,
+                                const msg::HandoffDone& m) {
   NoteEpoch(from, m.epoch);
   if (m.to_node != host_->node_id() || m.from_node != from ||
-      m.header.partition >= ring().ring_size()) {
+      header.partition >= ring().ring_size()) {
     return;
   }
-  Message ack;
-  ack.header = MessageHeader{MessageType::kHandoffDoneAck, m.header.request_id,
-                             m.header.partition};
+  msg::HandoffDoneAck ack;
+  ack.status = Accept(from, header, m);
+  ack.epoch = ring().epoch();
   ack.from_node = m.from_node;
   ack.to_node = m.to_node;
-  ack.status = Accept(from, m);
-  ack.epoch = ring().epoch();
   ack.states = {membership_.own()};
-  host_->Send(from, ack.Encode());
+  host_->Send(from, EncodeMessage(header.request_id, header.partition, ack));
 }
 
-absl::Status HandoffManager::Accept(NodeId from, const Message& m) {
-  const uint32_t p = m.header.partition;
+absl::Status HandoffManager::Accept(NodeId from, const MessageHeader& header,
+                                    const msg::HandoffDone& m) {
+  const uint32_t p = header.partition;
   const NodeId me = host_->node_id();
   uint64_t& latest = latest_proposal_[{from, p, m.episode}];
-  if (m.header.request_id < latest) {
+  if (header.request_id < latest) {
     return absl::FailedPreconditionError(
         absl::StrCat("a later proposal of node ", from, " for partition ", p,
                      " came first"));
   }
-  latest = m.header.request_id;
+  latest = header.request_id;
   const std::optional<uint32_t> run =
-      receiver_.FinishedPartition(from, m.header.request_id);
+      receiver_.FinishedPartition(from, header.request_id);
   if (run != p || host_->LocalReplica(p) == nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("node ", me, " did not keep run ", m.header.request_id,
+        absl::StrCat("node ", me, " did not keep run ", header.request_id,
                      " of partition ", p, "; send the partition again"));
   }
   const ServeEntry* mine = membership_.Own(p);

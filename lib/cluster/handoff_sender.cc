@@ -61,12 +61,11 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
     return;
   }
   if (sets->empty()) {
-    Message end;
-    end.header = MessageHeader{MessageType::kTransferChunk, out.run, key.first};
+    msg::TransferChunk end;
     end.epoch = ring().epoch();
-    end.end = true;
     end.index = out.index;
-    out.inflight = end.Encode();
+    end.end = true;
+    out.inflight = EncodeMessage(out.run, key.first, end);
     out.inflight_last = false;
     SetPhase(out, Phase::kEnding);
     out.last_send = host_->NowMicros();
@@ -109,16 +108,16 @@ void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
       return;
     }
     const bool last = !*more || out.reader->AtEnd();
-    Message m;
-    m.header = MessageHeader{MessageType::kTransferChunk, out.run, key.first};
+    msg::TransferChunk m;
     m.epoch = ring().epoch();
     m.set = out.set;
     m.index = out.index;
     m.seq = out.window.next_seq();
-    m.done = last;
-    if (last) m.clock = out.reader->clock();
+    m.last = last;
+    if (last) m.set_clock = out.reader->clock();
     m.elements = std::move(out.buffer);
-    const std::string& bytes = out.window.Add(last, m.Encode());
+    const std::string& bytes =
+        out.window.Add(last, EncodeMessage(out.run, key.first, m));
     out.buffer = std::move(m.elements);
     out.last_send = host_->NowMicros();
     NodeCounters& stats = host_->stats();
@@ -143,17 +142,18 @@ void HandoffManager::Resend(const TransferKey& key, Outgoing& out) {
       [&](const std::string& bytes) { host_->Send(key.second, bytes); });
 }
 
-void HandoffManager::HandleTransferAck(NodeId from, const Message& m) {
-  const TransferKey key{m.header.partition, from};
+void HandoffManager::HandleTransferAck(NodeId from, const MessageHeader& header,
+                                       const msg::TransferAck& m) {
+  const TransferKey key{header.partition, from};
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
   Outgoing& out = it->second;
   if (out.phase == Phase::kEnding) {
-    if (out.run != m.header.request_id || out.inflight.empty() ||
+    if (out.run != header.request_id || out.inflight.empty() ||
         m.index != out.index || m.seq != 0) {
       return;  // Stale or duplicate.
     }
-  } else if (out.phase != Phase::kStreaming || out.run != m.header.request_id ||
+  } else if (out.phase != Phase::kStreaming || out.run != header.request_id ||
              m.index != out.index || !out.window.Holds(m.seq)) {
     return;  // Stale or duplicate.
   }
@@ -306,19 +306,24 @@ void HandoffManager::Propose(const TransferKey& key, Outgoing& out) {
     PushOwnState();
     mine = membership_.Own(key.first);
   }
-  Message m;
-  m.header = MessageHeader{MessageType::kHandoffDone, out.run, key.first};
-  m.epoch = ring().epoch();
-  m.from_node = host_->node_id();
-  m.to_node = key.second;
-  m.episode = mine->since;
-  m.supplement = out.supplement;
   out.probe = false;
   SetPhase(out, Phase::kProposing);
-  out.inflight = m.Encode();
+  out.inflight = Proposal(key, out, *mine, out.supplement);
   out.inflight_last = false;
   out.last_send = host_->NowMicros();
   host_->Send(key.second, out.inflight);
+}
+
+std::string HandoffManager::Proposal(const TransferKey& key,
+                                     const Outgoing& out,
+                                     const ServeEntry& mine,
+                                     bool supplement) const {
+  const msg::HandoffDone done{.epoch = ring().epoch(),
+                              .from_node = host_->node_id(),
+                              .to_node = key.second,
+                              .episode = mine.since,
+                              .supplement = supplement};
+  return EncodeMessage(out.run, key.first, done);
 }
 
 void HandoffManager::Confirm(const TransferKey& key, Outgoing& out) {
@@ -327,14 +332,7 @@ void HandoffManager::Confirm(const TransferKey& key, Outgoing& out) {
   // before this node lets go of its copy.
   const ServeEntry* mine = membership_.Own(key.first);
   if (mine == nullptr) return;
-  Message m;
-  m.header = MessageHeader{MessageType::kHandoffDone, out.run, key.first};
-  m.epoch = ring().epoch();
-  m.from_node = host_->node_id();
-  m.to_node = key.second;
-  m.episode = mine->since;
-  m.supplement = out.supplement;
-  out.inflight = m.Encode();
+  out.inflight = Proposal(key, out, *mine, out.supplement);
   out.inflight_last = false;
   out.last_send = host_->NowMicros();
   host_->Send(key.second, out.inflight);
@@ -349,27 +347,22 @@ void HandoffManager::Probe(const TransferKey& key, Outgoing& out) {
   out.run = host_->NextRequestId();
   out.probe = true;
   out.reader.reset();
-  Message m;
-  m.header = MessageHeader{MessageType::kHandoffDone, out.run, key.first};
-  m.epoch = ring().epoch();
-  m.from_node = host_->node_id();
-  m.to_node = key.second;
-  m.episode = mine->since;
   SetPhase(out, Phase::kProposing);
-  out.inflight = m.Encode();
+  out.inflight = Proposal(key, out, *mine, /*supplement=*/false);
   out.inflight_last = false;
   out.last_send = host_->NowMicros();
   host_->Send(key.second, out.inflight);
 }
 
-void HandoffManager::HandleDoneAck(NodeId from, const Message& m) {
+void HandoffManager::HandleDoneAck(NodeId from, const MessageHeader& header,
+                                   const msg::HandoffDoneAck& m) {
   NoteEpoch(from, m.epoch);
   if (m.from_node != host_->node_id() || m.to_node != from) return;
-  const TransferKey key{m.header.partition, from};
+  const TransferKey key{header.partition, from};
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
   Outgoing& out = it->second;
-  if (out.run != m.header.request_id) return;
+  if (out.run != header.request_id) return;
   if (out.phase == Phase::kDraining && !out.inflight.empty()) {
     // The answer to the confirmation.
     out.inflight.clear();

@@ -300,13 +300,15 @@ void Node::Impl::Receive(NodeId from, std::string_view bytes) {
 
 void Node::Impl::InstallRoutes() {
   InstallHotRoutes();
-  InstallDecodedRoutes();
+  InstallReplicaRoutes();
+  InstallMembershipRoutes();
+  InstallAntiEntropyRoutes();
 }
 
 void Node::Impl::InstallHotRoutes() {
   using T = MessageType;
   Dispatcher& d = dispatcher_;
-  // The bulk of the traffic, parsed without a Message.
+  // The bulk of the traffic, parsed without a message struct.
   auto delta = [this](NodeId from, const MessageHeader& header,
                       std::string_view body) {
     service_.HandleDelta(from, header, body);
@@ -350,85 +352,110 @@ void Node::Impl::InstallHotRoutes() {
   });
 }
 
-void Node::Impl::InstallDecodedRoutes() {
-  using T = MessageType;
+void Node::Impl::InstallReplicaRoutes() {
+  using H = const MessageHeader&;
   Dispatcher& d = dispatcher_;
   // The replica side (ReplicaService).
-  d.On(T::kUpdate, [this](NodeId from, Message& m) {
-    service_.HandleUpdate(from, m);
-    EnsureSweepTick(m.header.partition);
+  d.On<msg::Update>([this](NodeId f, H h, msg::Update& m) {
+    service_.HandleUpdate(f, h, m);
+    EnsureSweepTick(h.partition);
   });
-  d.On(T::kClear, [this](NodeId from, Message& m) {
-    service_.HandleUpdate(from, m);
-    EnsureSweepTick(m.header.partition);
+  d.On<msg::Clear>([this](NodeId f, H h, msg::Clear& m) {
+    service_.HandleClear(f, h, m);
+    EnsureSweepTick(h.partition);
   });
-  d.On(T::kRead, [this](NodeId f, Message& m) { service_.HandleRead(f, m); });
-  d.On(T::kChunkAck,
-       [this](NodeId f, Message& m) { service_.HandleChunkAck(f, m); });
-  d.On(T::kStopFold,
-       [this](NodeId f, Message& m) { service_.HandleStopFold(f, m); });
-  d.On(T::kKeepFold,
-       [this](NodeId f, Message& m) { service_.HandleKeepFold(f, m); });
-  d.On(T::kQuery, [this](NodeId f, Message& m) { service_.HandleQuery(f, m); });
-  d.On(T::kCount, [this](NodeId f, Message& m) { service_.HandleCount(f, m); });
+  d.On<msg::Read>(
+      [this](NodeId f, H h, msg::Read& m) { service_.HandleRead(f, h, m); });
+  d.On<msg::ChunkAck>([this](NodeId f, H h, msg::ChunkAck& m) {
+    service_.HandleChunkAck(f, h, m);
+  });
+  d.On<msg::StopFold>(
+      [this](NodeId f, H h, msg::StopFold&) { service_.HandleStopFold(f, h); });
+  d.On<msg::KeepFold>(
+      [this](NodeId f, H h, msg::KeepFold&) { service_.HandleKeepFold(f, h); });
+  d.On<msg::Query>(
+      [this](NodeId f, H h, msg::Query& m) { service_.HandleQuery(f, h, m); });
+  d.On<msg::Count>(
+      [this](NodeId f, H h, msg::Count& m) { service_.HandleCount(f, h, m); });
 
   // Replies, to the coordinator of the request.
-  d.On(T::kCountReply, [this](NodeId from, Message& m) {
-    if (CountCoordinator* count = requests_.Count(m.header.request_id)) {
+  d.On<msg::CountReply>([this](NodeId from, H h, msg::CountReply& m) {
+    if (CountCoordinator* count = requests_.Count(h.request_id)) {
       count->OnReply(from, m);
     }
   });
-  d.On(T::kUpdateReply, [this](NodeId from, Message& m) {
-    if (WriteCoordinator* write = requests_.Write(m.header.request_id)) {
+  d.On<msg::UpdateReply>([this](NodeId from, H h, msg::UpdateReply& m) {
+    if (WriteCoordinator* write = requests_.Write(h.request_id)) {
       write->OnUpdateReply(from, m);
     }
   });
-  d.On(T::kReplicateAckWithDelta, [this](NodeId from, Message& m) {
-    if (WriteCoordinator* write = requests_.Write(m.header.request_id)) {
-      write->OnReplicateAckWithDelta(from, m);
+  d.On<msg::ReplicateAckWithDelta>(
+      [this](NodeId from, H h, msg::ReplicateAckWithDelta& m) {
+        if (WriteCoordinator* write = requests_.Write(h.request_id)) {
+          write->OnReplicateAckWithDelta(from, m);
+        }
+      });
+  d.On<msg::ReadClock>([this](NodeId from, H h, msg::ReadClock& m) {
+    if (ReadCoordinator* read = requests_.ReadForFold(h.request_id)) {
+      read->OnClock(h.request_id, from, m);
     }
   });
-  d.On(T::kReadClock, [this](NodeId from, Message& m) {
-    if (ReadCoordinator* read = requests_.ReadForFold(m.header.request_id)) {
-      read->OnClock(m.header.request_id, from, m);
-    }
-  });
-  d.On(T::kQueryReply, [this](NodeId from, Message& m) {
-    if (QueryCoordinator* query = requests_.Query(m.header.request_id)) {
+  d.On<msg::QueryReply>([this](NodeId from, H h, msg::QueryReply& m) {
+    if (QueryCoordinator* query = requests_.Query(h.request_id)) {
       query->OnReply(from, m);
     }
   });
+}
 
-  // Hand-off and membership.
-  d.On(
-      T::kTransferChunk,
-      [this](NodeId from, Message& m) {
-        handoff_.HandleChunk(from, m);
-        EnsureSweepTick(m.header.partition);  // A transfer may tombstone.
+void Node::Impl::InstallMembershipRoutes() {
+  using H = const MessageHeader&;
+  Dispatcher& d = dispatcher_;
+  d.On<msg::TransferChunk>(
+      [this](NodeId f, H h, msg::TransferChunk& m) {
+        handoff_.HandleChunk(f, h, m);
+        EnsureSweepTick(h.partition);  // A transfer may tombstone.
       },
       /*bulk=*/true);
-  d.On(T::kTransferAck,
-       [this](NodeId f, Message& m) { handoff_.HandleTransferAck(f, m); });
-  d.On(T::kHandoffDone,
-       [this](NodeId f, Message& m) { handoff_.HandleDone(f, m); });
-  d.On(T::kHandoffDoneAck,
-       [this](NodeId f, Message& m) { handoff_.HandleDoneAck(f, m); });
-  d.On(T::kRingEpoch,
-       [this](NodeId f, Message& m) { handoff_.NoteEpoch(f, m.epoch); });
-  d.On(T::kMembership,
-       [this](NodeId f, Message& m) { handoff_.HandleMembership(f, m); });
+  d.On<msg::TransferAck>([this](NodeId f, H h, msg::TransferAck& m) {
+    handoff_.HandleTransferAck(f, h, m);
+  });
+  d.On<msg::HandoffDone>([this](NodeId f, H h, msg::HandoffDone& m) {
+    handoff_.HandleDone(f, h, m);
+  });
+  d.On<msg::HandoffDoneAck>([this](NodeId f, H h, msg::HandoffDoneAck& m) {
+    handoff_.HandleDoneAck(f, h, m);
+  });
+  d.On<msg::RingEpoch>([this](NodeId f, H, msg::RingEpoch& m) {
+    handoff_.NoteEpoch(f, m.epoch);
+  });
+  d.On<msg::Membership>([this](NodeId f, H, msg::Membership& m) {
+    handoff_.HandleMembership(f, m);
+  });
+}
 
-  // Anti-entropy.
-  auto ae = [this](NodeId from, Message& m) { anti_entropy_.Handle(from, m); };
-  for (T t : {T::kAeDigest, T::kAeDigestReply, T::kAeSets, T::kAeSetsReply,
-              T::kAePull, T::kAePushAck}) {
-    d.On(t, ae);
-  }
-  d.On(
-      T::kAePush,
-      [this](NodeId from, Message& m) {
-        anti_entropy_.Handle(from, m);
-        EnsureSweepTick(m.header.partition);
+void Node::Impl::InstallAntiEntropyRoutes() {
+  using H = const MessageHeader&;
+  Dispatcher& d = dispatcher_;
+  d.On<msg::AeDigest>([this](NodeId f, H h, msg::AeDigest& m) {
+    anti_entropy_.OnDigest(f, h, m);
+  });
+  d.On<msg::AeDigestReply>([this](NodeId f, H h, msg::AeDigestReply& m) {
+    anti_entropy_.OnDigestReply(f, h, m);
+  });
+  d.On<msg::AeSets>(
+      [this](NodeId f, H h, msg::AeSets& m) { anti_entropy_.OnSets(f, h, m); });
+  d.On<msg::AeSetsReply>([this](NodeId f, H h, msg::AeSetsReply& m) {
+    anti_entropy_.OnSetsReply(f, h, m);
+  });
+  d.On<msg::AePull>(
+      [this](NodeId f, H h, msg::AePull& m) { anti_entropy_.OnPull(f, h, m); });
+  d.On<msg::AePushAck>([this](NodeId f, H h, msg::AePushAck& m) {
+    anti_entropy_.OnPushAck(f, h, m);
+  });
+  d.On<msg::AePush>(
+      [this](NodeId f, H h, msg::AePush& m) {
+        anti_entropy_.OnPush(f, h, m);
+        EnsureSweepTick(h.partition);
       },
       /*bulk=*/true);
 }

@@ -125,7 +125,11 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // messages' raw handlers, then the others'.
   void InstallRoutes();
   void InstallHotRoutes();
-  void InstallDecodedRoutes();
+  // The typed messages, by protocol: the replica side and the replies to
+  // coordinators; hand-off and membership; anti-entropy.
+  void InstallReplicaRoutes();
+  void InstallMembershipRoutes();
+  void InstallAntiEntropyRoutes();
   // Persists the end of a new lease of request ids (synced), so that no id
   // is issued twice, whatever the clock does across restarts.
   absl::Status ExtendRequestIdLease();

@@ -29,14 +29,11 @@ void QueryCoordinator::Start() {
 }
 
 std::string QueryCoordinator::QueryBytes() const {
-  Message m;
-  m.header = MessageHeader{MessageType::kQuery, id_, partition_};
-  m.set = set_;
-  m.query = elements_;
-  return m.Encode();
+  return EncodeMessage(id_, partition_,
+                       msg::Query{.set = set_, .elements = elements_});
 }
 
-void QueryCoordinator::OnReply(NodeId from, Message& m) {
+void QueryCoordinator::OnReply(NodeId from, msg::QueryReply& m) {
   if (found_.count(from) || not_found_.count(from) || failed_.count(from)) {
     return;  // A duplicate.
   }
@@ -54,7 +51,7 @@ void QueryCoordinator::OnReply(NodeId from, Message& m) {
   }
   const size_t r = static_cast<size_t>(options_.r);
   const size_t answered = found_.size() + not_found_.size() + failed_.size();
-  std::vector<std::pair<NodeId, Message*>> quorum;
+  std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;
   if (found_.size() >= r) {
     for (NodeId n : found_order_) {
       if (quorum.size() < r) quorum.emplace_back(n, &found_[n]);
@@ -80,7 +77,7 @@ void QueryCoordinator::OnReply(NodeId from, Message& m) {
 }
 
 void QueryCoordinator::Answer(
-    std::vector<std::pair<NodeId, Message*>> replies) {
+    std::vector<std::pair<NodeId, msg::QueryReply*>> replies) {
   // Each reply is one complete, sorted "chunk" of the elements it holds.
   std::vector<Clock> clocks;
   std::vector<std::vector<ElementDots>> chunks;

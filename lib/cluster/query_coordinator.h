@@ -34,14 +34,14 @@ class QueryCoordinator : public Coordinator {
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);
   void Start();
-  void OnReply(NodeId from, Message& m);
+  void OnReply(NodeId from, msg::QueryReply& m);
 
  private:
   void ScheduleTimer();
   void OnTimer();
   std::string QueryBytes() const;
   // Merges `replies` (R of them) and answers the client.
-  void Answer(std::vector<std::pair<NodeId, Message*>> replies);
+  void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies);
   void Finish(absl::StatusOr<Membership> result);
 
   const std::string set_;
@@ -52,8 +52,8 @@ class QueryCoordinator : public Coordinator {
   std::vector<NodeId> preference_;
   // Replies in arrival order: found (count towards R), and not found
   // (empty clock, with notfound_ok off).
-  std::map<NodeId, Message> found_;
-  std::map<NodeId, Message> not_found_;
+  std::map<NodeId, msg::QueryReply> found_;
+  std::map<NodeId, msg::QueryReply> not_found_;
   std::vector<NodeId> found_order_;
   std::set<NodeId> failed_;
   uint64_t deadline_ = 0;

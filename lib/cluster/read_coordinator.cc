@@ -88,21 +88,15 @@ void ReadCoordinator::OnLocalClock(size_t i) {
 }
 
 void ReadCoordinator::SendRead(Slot& slot, const ElementBounds& bounds) {
-  Message m;
-  m.header = MessageHeader{MessageType::kRead, slot.fold_id, partition_};
-  m.set = set_;
-  m.bounds = bounds;
-  m.batch_size = options_.batch_size;
-  slot.last_sent = host_->NowMicros();
-  host_->Send(slot.node, m.Encode());
+  SendToFold(slot, msg::Read{.set = set_,
+                             .bounds = bounds,
+                             .batch_size = options_.batch_size});
 }
 
-void ReadCoordinator::SendControl(Slot& slot, MessageType type) {
-  Message m;
-  m.header = MessageHeader{type, slot.fold_id, partition_};
-  m.seq = slot.next_seq;  // kChunkAck: the chunk wanted.
+template <typename Body>
+void ReadCoordinator::SendToFold(Slot& slot, const Body& body) {
   slot.last_sent = host_->NowMicros();
-  host_->Send(slot.node, m.Encode());
+  host_->Send(slot.node, EncodeMessage(slot.fold_id, partition_, body));
 }
 
 void ReadCoordinator::StopFold(Slot& slot) {
@@ -111,7 +105,7 @@ void ReadCoordinator::StopFold(Slot& slot) {
   } else if (slot.state == SlotState::kAsked ||
              slot.state == SlotState::kAccepted ||
              slot.state == SlotState::kNotFound) {
-    SendControl(slot, MessageType::kStopFold);
+    SendToFold(slot, msg::StopFold{});
   }
   if (slot.fold_id != 0 && slot.node != host_->node_id()) {
     host_->requests().UnrouteFold(slot.fold_id);
@@ -122,7 +116,8 @@ void ReadCoordinator::StopFold(Slot& slot) {
   slot.has_early = false;
 }
 
-void ReadCoordinator::OnClock(uint64_t fold_id, NodeId from, Message& m) {
+void ReadCoordinator::OnClock(uint64_t fold_id, NodeId from,
+                              msg::ReadClock& m) {
   Slot* slot = SlotOfFold(fold_id);
   if (slot == nullptr || slot->node != from ||
       slot->state != SlotState::kAsked) {
@@ -332,7 +327,7 @@ void ReadCoordinator::Pump() {
           refilled = true;
         } else if (!s.requested) {
           s.requested = true;
-          SendControl(s, MessageType::kChunkAck);
+          SendToFold(s, msg::ChunkAck{.seq = s.next_seq});
         }
       }
     }
@@ -442,12 +437,12 @@ void ReadCoordinator::OnTimer() {
         continue;
       }
       if (since(s.last_sent) >= options_.retry_micros) {
-        SendControl(s, MessageType::kChunkAck);
+        SendToFold(s, msg::ChunkAck{.seq = s.next_seq});
         ++host_->stats().retransmits;
       }
     } else if (since(s.last_sent) >= options_.keepalive_micros) {
       // Waiting on the client or on other replicas: keep its fold open.
-      SendControl(s, MessageType::kKeepFold);
+      SendToFold(s, msg::KeepFold{});
     }
   }
   ScheduleTimer();

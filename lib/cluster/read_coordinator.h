@@ -48,7 +48,7 @@ class ReadCoordinator : public Coordinator {
   void Start();
   // A kReadClock or a kReadChunk (header already parsed; the chunk's
   // elements still encoded) for the fold `fold_id`.
-  void OnClock(uint64_t fold_id, NodeId from, Message& m);
+  void OnClock(uint64_t fold_id, NodeId from, msg::ReadClock& m);
   void OnChunk(uint64_t fold_id, NodeId from, uint64_t seq, bool done,
                std::string_view elements);
 
@@ -99,7 +99,10 @@ class ReadCoordinator : public Coordinator {
   absl::Status FillLocal(Slot& slot);
   void SendRead(Slot& slot, const ElementBounds& bounds);
   // kChunkAck (for slot.next_seq), kStopFold or kKeepFold.
-  void SendControl(Slot& slot, MessageType type);
+  // Sends a message of the slot's fold (Read, ChunkAck, StopFold,
+  // KeepFold) to its replica.
+  template <typename Body>
+  void SendToFold(Slot& slot, const Body& body);
   void StopFold(Slot& slot);
   void ScheduleTimer();
   void OnTimer();

@@ -231,13 +231,15 @@ std::vector<DeltaOp> ReadMerger::TakeRepairs(size_t r) {
 void SendRepair(CoordinatorHost* host, uint32_t to, uint32_t partition,
                 const std::string& set, std::vector<DeltaOp> ops) {
   if (ops.empty()) return;
-  Message m;
-  m.header = MessageHeader{MessageType::kRepair, 0, partition};
-  m.delta.set = set;
-  m.delta.ops = std::move(ops);
   ++host->stats().repairs_sent;
-  host->stats().repair_ops_sent += m.delta.ops.size();
-  host->Send(to, m.Encode());
+  host->stats().repair_ops_sent += ops.size();
+  Delta delta;
+  delta.set = set;
+  delta.ops = std::move(ops);
+  std::string bytes;
+  EncodeDeltaMessage(MessageHeader{MessageType::kRepair, 0, partition}, delta,
+                     &bytes);
+  host->Send(to, std::move(bytes));
 }
 
 }  // namespace bigset

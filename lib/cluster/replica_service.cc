@@ -23,14 +23,6 @@ absl::Status WrongPartition(std::string_view set, uint32_t partition) {
                    "\" does not belong to partition ", partition));
 }
 
-// A reply of `type` to `request` (same request id and partition).
-Message ReplyTo(const Message& request, MessageType type) {
-  Message m;
-  m.header =
-      MessageHeader{type, request.header.request_id, request.header.partition};
-  return m;
-}
-
 }  // namespace
 
 ReplicaService::ReplicaService(CoordinatorHost* host,
@@ -41,8 +33,10 @@ ReplicaService::~ReplicaService() = default;
 
 void ReplicaService::Clear() { folds_.clear(); }
 
-void ReplicaService::Reply(NodeId to, const Message& m) {
-  host_->Send(to, m.Encode());
+template <typename Body>
+void ReplicaService::Reply(NodeId to, const MessageHeader& request,
+                           const Body& body) {
+  host_->Send(to, EncodeMessage(request.request_id, request.partition, body));
 }
 
 void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
@@ -112,52 +106,64 @@ bool ReplicaService::AnswerGivenUp(NodeId from, const MessageHeader& header) {
   auto cached = reply_index_.find(key);
   if (cached == reply_index_.end()) return false;
   absl::StatusOr<Message> reply =
-      Message::Decode(replies_[cached->second - first_reply_seq_].bytes);
-  if (!reply.ok() || !reply->status.ok()) return false;
-  Message ack;
-  ack.header = MessageHeader{MessageType::kReplicateAckWithDelta,
-                             header.request_id, header.partition};
-  ack.delta = std::move(reply->delta);
-  Reply(from, ack);
+      DecodeMessage(replies_[cached->second - first_reply_seq_].bytes);
+  if (!reply.ok()) return false;
+  msg::UpdateReply* update = reply->As<msg::UpdateReply>();
+  if (update == nullptr || !update->status.ok()) return false;
+  Reply(from, header, msg::ReplicateAckWithDelta{std::move(update->delta)});
   return true;
 }
 
-void ReplicaService::HandleUpdate(NodeId from, Message& m) {
-  const FoldKey key{from, m.header.request_id};
+void ReplicaService::HandleUpdate(NodeId from, const MessageHeader& header,
+                                  msg::Update& m) {
+  CoordinateWrite(from, header, m.set, [&m](Replica* replica) {
+    return replica->Update(m.set, m.ops);
+  });
+}
+
+void ReplicaService::HandleClear(NodeId from, const MessageHeader& header,
+                                 msg::Clear& m) {
+  CoordinateWrite(from, header, m.set, [&m](Replica* replica) {
+    return replica->Clear(m.set, m.clock);
+  });
+}
+
+void ReplicaService::CoordinateWrite(
+    NodeId from, const MessageHeader& header, std::string_view set,
+    absl::FunctionRef<absl::StatusOr<Delta>(Replica*)> write) {
+  const FoldKey key{from, header.request_id};
   auto cached = reply_index_.find(key);
   if (cached != reply_index_.end()) {
     ++host_->stats().duplicate_updates;
     host_->Send(from, replies_[cached->second - first_reply_seq_].bytes);
     return;
   }
-  Message reply = ReplyTo(m, MessageType::kUpdateReply);
+  msg::UpdateReply reply;
   if (fenced_.contains(key)) {
-    // Another replica coordinated this write (a kReplicateGivenUp came
+    // Another replica coordinated this write (a ReplicateGivenUp came
     // first): coordinating it here too would make a dot nobody replicates.
     ++host_->stats().updates_fenced;
     reply.status = absl::FailedPreconditionError(
         "the write was coordinated by another replica");
-    Reply(from, reply);
+    Reply(from, header, reply);
     return;
   }
-  Replica* replica = host_->ServingReplica(m.header.partition);
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    reply.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->hooks().TellMoved(from, m.header.partition);
-  } else if (host_->ring().PartitionOf(m.set) != m.header.partition) {
-    reply.status = WrongPartition(m.set, m.header.partition);
+    reply.status = NotAReplica(host_->node_id(), header.partition);
+    host_->hooks().TellMoved(from, header.partition);
+  } else if (host_->ring().PartitionOf(set) != header.partition) {
+    reply.status = WrongPartition(set, header.partition);
   } else {
-    absl::StatusOr<Delta> delta = m.type() == MessageType::kClear
-                                      ? replica->Clear(m.set, m.clock)
-                                      : replica->Update(m.set, m.ops);
+    absl::StatusOr<Delta> delta = write(replica);
     if (delta.ok()) {
-      host_->hooks().OnApplied(m.header.partition, *delta);
+      host_->hooks().OnApplied(header.partition, *delta);
       reply.delta = std::move(*delta);
     } else {
       reply.status = delta.status();
     }
   }
-  std::string bytes = reply.Encode();
+  std::string bytes = EncodeMessage(header.request_id, header.partition, reply);
   // Only applied updates are cached: a failed one applied nothing, so a
   // retransmission may as well try again.
   if (reply.status.ok()) CacheReply(key, bytes);
@@ -191,46 +197,49 @@ void ReplicaService::Fence(const FoldKey& key) {
   }
 }
 
-void ReplicaService::HandleQuery(NodeId from, Message& m) {
-  Message reply = ReplyTo(m, MessageType::kQueryReply);
-  Replica* replica = host_->ServingReplica(m.header.partition);
+void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
+                                 msg::Query& m) {
+  msg::QueryReply reply;
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    reply.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->hooks().TellMoved(from, m.header.partition);
+    reply.status = NotAReplica(host_->node_id(), header.partition);
+    host_->hooks().TellMoved(from, header.partition);
   } else {
     absl::StatusOr<Membership> result =
-        replica->ContainsAll(m.set, m.query, &reply.clock);
+        replica->ContainsAll(m.set, m.elements, &reply.clock);
     if (result.ok()) {
       reply.elements = std::move(result->elements);
     } else {
       reply.status = result.status();
     }
   }
-  Reply(from, reply);
+  Reply(from, header, reply);
 }
 
-void ReplicaService::HandleCount(NodeId from, Message& m) {
-  Message reply = ReplyTo(m, MessageType::kCountReply);
-  Replica* replica = host_->ServingReplica(m.header.partition);
+void ReplicaService::HandleCount(NodeId from, const MessageHeader& header,
+                                 msg::Count& m) {
+  msg::CountReply reply;
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    reply.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->hooks().TellMoved(from, m.header.partition);
+    reply.status = NotAReplica(host_->node_id(), header.partition);
+    host_->hooks().TellMoved(from, header.partition);
   } else {
     absl::StatusOr<SetCount> count = replica->CountSummary(m.set);
     if (count.ok()) {
       reply.found = count->found;
       reply.count = count->count;
-      reply.digest = count->digest;
+      reply.set_digest = count->digest;
       reply.tombstone_digest = count->tombstone_digest;
     } else {
       reply.status = count.status();
     }
   }
-  Reply(from, reply);
+  Reply(from, header, reply);
 }
 
-void ReplicaService::HandleRead(NodeId from, Message& m) {
-  const FoldKey key{from, m.header.request_id};
+void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
+                                msg::Read& m) {
+  const FoldKey key{from, header.request_id};
   auto existing = folds_.find(key);
   if (existing != folds_.end()) {
     // A retransmitted request: the clock or first chunk was lost.
@@ -240,12 +249,12 @@ void ReplicaService::HandleRead(NodeId from, Message& m) {
     SendChunk(key, fold);
     return;
   }
-  Message clock = ReplyTo(m, MessageType::kReadClock);
-  Replica* replica = host_->ServingReplica(m.header.partition);
+  msg::ReadClock clock;
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    clock.status = NotAReplica(host_->node_id(), m.header.partition);
-    host_->hooks().TellMoved(from, m.header.partition);
-    Reply(from, clock);
+    clock.status = NotAReplica(host_->node_id(), header.partition);
+    host_->hooks().TellMoved(from, header.partition);
+    Reply(from, header, clock);
     return;
   }
   SetReadOptions ro;
@@ -255,14 +264,15 @@ void ReplicaService::HandleRead(NodeId from, Message& m) {
   absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(m.set, ro);
   if (!reader.ok()) {
     clock.status = reader.status();
-    Reply(from, clock);
+    Reply(from, header, clock);
     return;
   }
   clock.clock = (*reader)->clock();
   Fold& fold = folds_[key];
-  fold.partition = m.header.partition;
+  fold.partition = header.partition;
   fold.reader = std::move(*reader);
-  fold.clock_message = clock.Encode();
+  fold.clock_message =
+      EncodeMessage(header.request_id, header.partition, clock);
   fold.last_activity = host_->NowMicros();
   host_->Send(from, fold.clock_message);
   // The first chunk goes with the clock; each later one waits for its ack.
@@ -294,8 +304,9 @@ void ReplicaService::SendChunk(const FoldKey& key, const Fold& fold) {
   host_->Send(key.first, std::move(bytes));
 }
 
-void ReplicaService::HandleChunkAck(NodeId from, const Message& m) {
-  const FoldKey key{from, m.header.request_id};
+void ReplicaService::HandleChunkAck(NodeId from, const MessageHeader& header,
+                                    const msg::ChunkAck& m) {
+  const FoldKey key{from, header.request_id};
   auto it = folds_.find(key);
   if (it == folds_.end()) return;
   Fold& fold = it->second;
@@ -308,12 +319,12 @@ void ReplicaService::HandleChunkAck(NodeId from, const Message& m) {
   }
 }
 
-void ReplicaService::HandleStopFold(NodeId from, const Message& m) {
-  folds_.erase({from, m.header.request_id});
+void ReplicaService::HandleStopFold(NodeId from, const MessageHeader& header) {
+  folds_.erase({from, header.request_id});
 }
 
-void ReplicaService::HandleKeepFold(NodeId from, const Message& m) {
-  auto it = folds_.find({from, m.header.request_id});
+void ReplicaService::HandleKeepFold(NodeId from, const MessageHeader& header) {
+  auto it = folds_.find({from, header.request_id});
   if (it != folds_.end()) it->second.last_activity = host_->NowMicros();
 }
 

@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "bigset/cluster/node.h"
 #include "cluster/coordinator_host.h"
 #include "net/message.h"
@@ -45,16 +46,18 @@ class ReplicaService {
   // (the bulk of the write traffic). `body` follows the header.
   void HandleDelta(NodeId from, const MessageHeader& header,
                    std::string_view body);
-  // The other requests, fully decoded.
-  // kUpdate and kClear: coordinates the write on the local replica.
-  void HandleUpdate(NodeId from, Message& m);
-  void HandleRead(NodeId from, Message& m);
-  void HandleChunkAck(NodeId from, const Message& m);
-  void HandleStopFold(NodeId from, const Message& m);
-  void HandleKeepFold(NodeId from, const Message& m);
-  void HandleQuery(NodeId from, Message& m);
-  // kCount: the set's count and digest (Replica::CountSummary).
-  void HandleCount(NodeId from, Message& m);
+  // The other requests, decoded. Update and Clear: coordinates the write
+  // on the local replica.
+  void HandleUpdate(NodeId from, const MessageHeader& header, msg::Update& m);
+  void HandleClear(NodeId from, const MessageHeader& header, msg::Clear& m);
+  void HandleRead(NodeId from, const MessageHeader& header, msg::Read& m);
+  void HandleChunkAck(NodeId from, const MessageHeader& header,
+                      const msg::ChunkAck& m);
+  void HandleStopFold(NodeId from, const MessageHeader& header);
+  void HandleKeepFold(NodeId from, const MessageHeader& header);
+  void HandleQuery(NodeId from, const MessageHeader& header, msg::Query& m);
+  // Count: the set's count and digest (Replica::CountSummary).
+  void HandleCount(NodeId from, const MessageHeader& header, msg::Count& m);
 
   // Drops every fold (their snapshots) now.
   void Clear();
@@ -80,7 +83,15 @@ class ReplicaService {
     std::string bytes;
   };
 
-  void Reply(NodeId to, const Message& m);
+  // Sends `body` to `to`, answering `request`.
+  template <typename Body>
+  void Reply(NodeId to, const MessageHeader& request, const Body& body);
+  // An Update or Clear: runs `write` on the serving replica unless the
+  // request was answered (its cached reply is sent again) or fenced, and
+  // answers with an UpdateReply.
+  void CoordinateWrite(
+      NodeId from, const MessageHeader& header, std::string_view set,
+      absl::FunctionRef<absl::StatusOr<Delta>(Replica*)> write);
   // Produces and sends the next chunk of a fold.
   void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq);
   void SendChunk(const FoldKey& key, const Fold& fold);

@@ -103,17 +103,13 @@ void WriteCoordinator::SendUpdate() {
     return;
   }
   if (update_bytes_.empty()) {
-    Message m;
-    m.header = MessageHeader{
-        clear_.has_value() ? MessageType::kClear : MessageType::kUpdate, id_,
-        partition_};
-    m.set = set_;
-    if (clear_.has_value()) {
-      m.clock = *clear_;
-    } else {
-      m.ops = ops_;
-    }
-    update_bytes_ = m.Encode();  // Encoded once, resent as is.
+    // Encoded once, resent as is.
+    update_bytes_ =
+        clear_.has_value()
+            ? EncodeMessage(id_, partition_,
+                            msg::Clear{.set = set_, .clock = *clear_})
+            : EncodeMessage(id_, partition_,
+                            msg::Update{.set = set_, .ops = ops_});
   }
   host_->Send(to, update_bytes_);
 }
@@ -132,7 +128,7 @@ void WriteCoordinator::CoordinateLocally() {
   }
 }
 
-void WriteCoordinator::OnUpdateReply(NodeId from, Message& m) {
+void WriteCoordinator::OnUpdateReply(NodeId from, msg::UpdateReply& m) {
   if (m.status.ok()) {
     OnCoordinated(from, std::move(m.delta));
   } else {
@@ -140,7 +136,8 @@ void WriteCoordinator::OnUpdateReply(NodeId from, Message& m) {
   }
 }
 
-void WriteCoordinator::OnReplicateAckWithDelta(NodeId from, Message& m) {
+void WriteCoordinator::OnReplicateAckWithDelta(NodeId from,
+                                               msg::ReplicateAckWithDelta& m) {
   const int index = IndexOf(from);
   // Only a candidate given up on, about this write's set, has a delta of
   // its own to hand over.

@@ -54,7 +54,7 @@ class WriteCoordinator : public Coordinator {
   void Release();
   void Start();
   // The coordinating replica's answer, from a kUpdateReply.
-  void OnUpdateReply(NodeId from, Message& m);
+  void OnUpdateReply(NodeId from, msg::UpdateReply& m);
   // An acknowledgement of the chosen delta (request id id()) or of an extra
   // delta (its own request id).
   // `applied_by` is the node that applied it: `from`, or the node `from`
@@ -65,7 +65,7 @@ class WriteCoordinator : public Coordinator {
                       const absl::Status& status);
   // A given-up candidate applied the chosen delta and had coordinated the
   // write too: m.delta is its own.
-  void OnReplicateAckWithDelta(NodeId from, Message& m);
+  void OnReplicateAckWithDelta(NodeId from, msg::ReplicateAckWithDelta& m);
   // Called by the node's write tick: retries and the deadline.
   void OnTick(uint64_t now);
 

@@ -1,90 +1,71 @@
 #include "net/message.h"
 
+#include <array>
+#include <cstddef>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "bigset/net/transport.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
-#include "core/string_view_compat.h"
 #include "net/message_body.h"
 
 namespace bigset {
 
 using message_internal::BodyReader;
 using message_internal::Malformed;
-using message_internal::MessageProtocol;
+
+namespace {
+
+// Checks, at compile time, that alternative i of MessageBody is the struct
+// of MessageType i+1, and builds the tables indexed by type.
+template <size_t... I>
+constexpr bool AlternativesInTypeOrder(std::index_sequence<I...>) {
+  return ((static_cast<size_t>(
+               std::variant_alternative_t<I, MessageBody>::kType) == I + 1) &&
+          ...);
+}
+constexpr size_t kBodies = std::variant_size_v<MessageBody>;
+static_assert(kBodies == kMaxMessageType);
+static_assert(AlternativesInTypeOrder(std::make_index_sequence<kBodies>()));
+
+template <size_t... I>
+constexpr std::array<const char*, kBodies> Names(std::index_sequence<I...>) {
+  return {std::variant_alternative_t<I, MessageBody>::kName...};
+}
+constexpr std::array<const char*, kBodies> kNames =
+    Names(std::make_index_sequence<kBodies>());
+
+// Decodes a body of alternative I into *out, reusing its element storage if
+// *out already holds that alternative.
+template <size_t I>
+bool DecodeAlternative(BodyReader* d, MessageBody* out) {
+  using Body = std::variant_alternative_t<I, MessageBody>;
+  if constexpr (requires(Body b) { b.elements.clear(); }) {
+    if (Body* held = std::get_if<Body>(out)) {
+      auto spare = std::move(held->elements);
+      *held = Body();
+      held->elements = std::move(spare);
+      return held->DecodeBody(d);
+    }
+  }
+  return out->template emplace<Body>().DecodeBody(d);
+}
+
+using DecodeFn = bool (*)(BodyReader*, MessageBody*);
+template <size_t... I>
+constexpr std::array<DecodeFn, kBodies> Decoders(std::index_sequence<I...>) {
+  return {&DecodeAlternative<I>...};
+}
+constexpr std::array<DecodeFn, kBodies> kDecoders =
+    Decoders(std::make_index_sequence<kBodies>());
+
+}  // namespace
 
 const char* MessageTypeName(MessageType type) {
-  switch (type) {
-    case MessageType::kUpdate:
-      return "Update";
-    case MessageType::kUpdateReply:
-      return "UpdateReply";
-    case MessageType::kClear:
-      return "Clear";
-    case MessageType::kReplicate:
-      return "Replicate";
-    case MessageType::kReplicateAck:
-      return "ReplicateAck";
-    case MessageType::kRead:
-      return "Read";
-    case MessageType::kReadClock:
-      return "ReadClock";
-    case MessageType::kReadChunk:
-      return "ReadChunk";
-    case MessageType::kChunkAck:
-      return "ChunkAck";
-    case MessageType::kStopFold:
-      return "StopFold";
-    case MessageType::kQuery:
-      return "Query";
-    case MessageType::kQueryReply:
-      return "QueryReply";
-    case MessageType::kRepair:
-      return "Repair";
-    case MessageType::kKeepFold:
-      return "KeepFold";
-    case MessageType::kReplicateGivenUp:
-      return "ReplicateGivenUp";
-    case MessageType::kReplicateAckWithDelta:
-      return "ReplicateAckWithDelta";
-    case MessageType::kTransferChunk:
-      return "TransferChunk";
-    case MessageType::kTransferAck:
-      return "TransferAck";
-    case MessageType::kHandoffDelta:
-      return "HandoffDelta";
-    case MessageType::kHandoffDeltaAck:
-      return "HandoffDeltaAck";
-    case MessageType::kHandoffDone:
-      return "HandoffDone";
-    case MessageType::kHandoffDoneAck:
-      return "HandoffDoneAck";
-    case MessageType::kRingEpoch:
-      return "RingEpoch";
-    case MessageType::kAeDigest:
-      return "AeDigest";
-    case MessageType::kAeDigestReply:
-      return "AeDigestReply";
-    case MessageType::kAeSets:
-      return "AeSets";
-    case MessageType::kAeSetsReply:
-      return "AeSetsReply";
-    case MessageType::kAePull:
-      return "AePull";
-    case MessageType::kAePush:
-      return "AePush";
-    case MessageType::kAePushAck:
-      return "AePushAck";
-    case MessageType::kMembership:
-      return "Membership";
-    case MessageType::kCount:
-      return "Count";
-    case MessageType::kCountReply:
-      return "CountReply";
-  }
-  return "Unknown";
+  const size_t t = static_cast<size_t>(type);
+  return t >= 1 && t <= kBodies ? kNames[t - 1] : "Unknown";
 }
 
 void FinishMessage(size_t start, std::string* dst) {
@@ -134,144 +115,31 @@ absl::Status ParseHeader(std::string_view in, MessageHeader* header,
   return absl::OkStatus();
 }
 
-namespace message_internal {
-
-MessageProtocol ProtocolOf(MessageType type) {
-  switch (type) {
-    case MessageType::kUpdate:
-    case MessageType::kUpdateReply:
-    case MessageType::kClear:
-    case MessageType::kReplicate:
-    case MessageType::kReplicateAck:
-    case MessageType::kReplicateGivenUp:
-    case MessageType::kReplicateAckWithDelta:
-    case MessageType::kRead:
-    case MessageType::kReadClock:
-    case MessageType::kReadChunk:
-    case MessageType::kChunkAck:
-    case MessageType::kStopFold:
-    case MessageType::kKeepFold:
-    case MessageType::kQuery:
-    case MessageType::kQueryReply:
-    case MessageType::kRepair:
-    case MessageType::kCount:
-    case MessageType::kCountReply:
-      return MessageProtocol::kReplica;
-    case MessageType::kTransferChunk:
-    case MessageType::kTransferAck:
-    case MessageType::kHandoffDelta:
-    case MessageType::kHandoffDeltaAck:
-    case MessageType::kHandoffDone:
-    case MessageType::kHandoffDoneAck:
-    case MessageType::kRingEpoch:
-    case MessageType::kMembership:
-      return MessageProtocol::kMembership;
-    case MessageType::kAeDigest:
-    case MessageType::kAeDigestReply:
-    case MessageType::kAeSets:
-    case MessageType::kAeSetsReply:
-    case MessageType::kAePull:
-    case MessageType::kAePush:
-    case MessageType::kAePushAck:
-      return MessageProtocol::kAntiEntropy;
-  }
-  return MessageProtocol::kReplica;
+std::string EncodeMessage(const Message& m) {
+  return std::visit(
+      [&m](const auto& body) {
+        return EncodeMessage(m.header.request_id, m.header.partition, body);
+      },
+      m.body);
 }
 
-}  // namespace message_internal
-
-void Message::EncodeTo(std::string* dst) const {
-  // The hot messages have encoders of their own (used without a Message).
-  switch (header.type) {
-    case MessageType::kReadChunk:
-      EncodeReadChunk(header, seq, done, elements, dst);
-      return;
-    case MessageType::kReplicate:
-    case MessageType::kReplicateGivenUp:
-    case MessageType::kRepair:
-    case MessageType::kHandoffDelta:
-      EncodeDeltaMessage(header, delta, dst);
-      return;
-    case MessageType::kReplicateAck:
-    case MessageType::kHandoffDeltaAck:
-      EncodeStatusReply(header, status, applied_by, dst);
-      return;
-    default:
-      break;
-  }
-  const size_t start = dst->size();
-  EncodeHeader(header, dst);
-  switch (message_internal::ProtocolOf(header.type)) {
-    case MessageProtocol::kReplica:
-      message_internal::EncodeReplicaBody(*this, dst);
-      break;
-    case MessageProtocol::kMembership:
-      message_internal::EncodeMembershipBody(*this, dst);
-      break;
-    case MessageProtocol::kAntiEntropy:
-      message_internal::EncodeAntiEntropyBody(*this, dst);
-      break;
-  }
-  FinishMessage(start, dst);
-}
-
-absl::StatusOr<Message> Message::Decode(std::string_view in) {
+absl::StatusOr<Message> DecodeMessage(std::string_view in) {
   Message m;
-  absl::Status s = DecodeInto(in, &m);
+  absl::Status s = DecodeMessageInto(in, &m);
   if (!s.ok()) return s;
   return m;
 }
 
-absl::Status Message::DecodeInto(std::string_view in, Message* out) {
-  // A fresh message. The old elements (their strings and vectors keep their
-  // capacity) are handed back only to a type that decodes elements, which
-  // resizes and overwrites them.
-  std::vector<ElementDots> spare = std::move(out->elements);
-  *out = Message();
-  Message& m = *out;
+absl::Status DecodeMessageInto(std::string_view in, Message* out) {
   std::string_view body;
-  absl::Status s = ParseHeader(in, &m.header, &body);
+  absl::Status s = ParseHeader(in, &out->header, &body);
   if (!s.ok()) return s;
-  switch (m.header.type) {
-    case MessageType::kReplicate:
-    case MessageType::kReplicateGivenUp:
-    case MessageType::kRepair:
-    case MessageType::kHandoffDelta: {
-      std::string_view delta;
-      s = ParseDeltaBody(body, &delta);
-      if (!s.ok()) return s;
-      s = Delta::DecodeInto(delta, &m.delta);
-      if (!s.ok()) return Malformed(m.header.type, ToStd(s.message()));
-      return absl::OkStatus();
-    }
-    case MessageType::kReplicateAck:
-    case MessageType::kHandoffDeltaAck:
-      return ParseStatusBody(body, &m.status, &m.applied_by);
-    case MessageType::kReadChunk: {
-      std::string_view chunk;
-      s = ParseReadChunkBody(body, &m.seq, &m.done, &chunk);
-      if (!s.ok()) return s;
-      m.elements = std::move(spare);
-      return DecodeChunkElements(chunk, &m.elements);
-    }
-    default:
-      break;
-  }
   BodyReader d(body);
-  bool ok = false;
-  switch (message_internal::ProtocolOf(m.header.type)) {
-    case MessageProtocol::kReplica:
-      ok = message_internal::DecodeReplicaBody(&d, &m, &spare);
-      break;
-    case MessageProtocol::kMembership:
-      ok = message_internal::DecodeMembershipBody(&d, &m, &spare);
-      break;
-    case MessageProtocol::kAntiEntropy:
-      ok = message_internal::DecodeAntiEntropyBody(&d, &m, &spare);
-      break;
+  const MessageType type = out->header.type;
+  if (!kDecoders[static_cast<size_t>(type) - 1](&d, &out->body)) {
+    return Malformed(type, "body");
   }
-  if (!ok) return Malformed(m.header.type, "body");
-  if (!d.empty()) return Malformed(m.header.type, "trailing bytes");
+  if (!d.empty()) return Malformed(type, "trailing bytes");
   return absl::OkStatus();
 }
 
@@ -286,36 +154,35 @@ std::string DescribeMessage(std::string_view bytes) {
                    header.partition, " ", bytes.size(), "B");
   // The membership messages say what they are about: an operator reading
   // a log sees which transfer and which states moved.
-  switch (header.type) {
-    case MessageType::kHandoffDone:
-    case MessageType::kHandoffDoneAck:
-    case MessageType::kTransferAck:
-    case MessageType::kMembership: {
-      absl::StatusOr<Message> m = Message::Decode(bytes);
-      if (!m.ok()) break;
-      if (header.type == MessageType::kTransferAck) {
-        absl::StrAppend(&out, " set#", m->index, " seq ", m->seq, " inc ",
-                        m->incarnation);
-      } else if (header.type == MessageType::kMembership) {
-        absl::StrAppend(&out, " epoch ", m->epoch, " versions ",
-                        m->versions.size(), ", states");
-        for (const NodeServing& st : m->states) {
-          absl::StrAppend(&out, " ", st.node, "@", st.version);
-        }
-      } else {
-        absl::StrAppend(&out, " ", m->from_node, "->", m->to_node);
-        if (header.type == MessageType::kHandoffDone) {
-          absl::StrAppend(&out, " episode ", m->episode,
-                          m->supplement ? " supplement" : "");
-        }
-      }
-      if (header.type != MessageType::kMembership && !m->status.ok()) {
-        absl::StrAppend(&out, " ", absl::StatusCodeToString(m->status.code()));
-      }
-      break;
+  const bool described = header.type == MessageType::kHandoffDone ||
+                         header.type == MessageType::kHandoffDoneAck ||
+                         header.type == MessageType::kTransferAck ||
+                         header.type == MessageType::kMembership;
+  if (!described) return out;
+  absl::StatusOr<Message> m = DecodeMessage(bytes);
+  if (!m.ok()) return out;
+  if (const auto* ack = m->As<msg::TransferAck>()) {
+    absl::StrAppend(&out, " set#", ack->index, " seq ", ack->seq, " inc ",
+                    ack->incarnation);
+    if (!ack->status.ok()) {
+      absl::StrAppend(&out, " ", absl::StatusCodeToString(ack->status.code()));
     }
-    default:
-      break;
+  } else if (const auto* gossip = m->As<msg::Membership>()) {
+    absl::StrAppend(&out, " epoch ", gossip->epoch, " versions ",
+                    gossip->versions.size(), ", states");
+    for (const NodeServing& st : gossip->states) {
+      absl::StrAppend(&out, " ", st.node, "@", st.version);
+    }
+  } else if (const auto* done = m->As<msg::HandoffDone>()) {
+    absl::StrAppend(&out, " ", done->from_node, "->", done->to_node,
+                    " episode ", done->episode,
+                    done->supplement ? " supplement" : "");
+  } else if (const auto* done_ack = m->As<msg::HandoffDoneAck>()) {
+    absl::StrAppend(&out, " ", done_ack->from_node, "->", done_ack->to_node);
+    if (!done_ack->status.ok()) {
+      absl::StrAppend(&out, " ",
+                      absl::StatusCodeToString(done_ack->status.code()));
+    }
   }
   return out;
 }

@@ -6,111 +6,102 @@
 #include "net/message_body.h"
 
 namespace bigset {
-namespace message_internal {
+namespace msg {
 
-void EncodeAntiEntropyBody(const Message& m, std::string* dst) {
-  switch (m.type()) {
-    case MessageType::kAeDigest:
-      coding::PutFixed64BE(dst, m.digest);
-      coding::PutVarint64(dst, m.bucket_count);
-      break;
-    case MessageType::kAeDigestReply:
-      PutStatus(dst, m.status);
-      dst->push_back(static_cast<char>(m.digests_equal ? 1 : 0));
-      coding::PutVarint64(dst, m.bucket_digests.size());
-      for (uint64_t v : m.bucket_digests) coding::PutFixed64BE(dst, v);
-      break;
-    case MessageType::kAeSets:
-      coding::PutVarint64(dst, m.bucket_ids.size());
-      for (uint64_t v : m.bucket_ids) coding::PutVarint64(dst, v);
-      PutSummaries(dst, m.summaries, /*with_clocks=*/false);
-      break;
-    case MessageType::kAeSetsReply:
-      PutStatus(dst, m.status);
-      PutSummaries(dst, m.summaries, /*with_clocks=*/true);
-      break;
-    case MessageType::kAePull:
-      coding::PutLengthPrefixed(dst, m.set);
-      coding::PutLengthPrefixed(dst, m.clock.Encode());
-      break;
-    case MessageType::kAePush:
-      coding::PutLengthPrefixed(dst, m.set);
-      coding::PutVarint64(dst, m.seq);
-      dst->push_back(static_cast<char>(m.done ? 1 : 0));
-      if (m.done) coding::PutLengthPrefixed(dst, m.clock.Encode());
-      PutElements(dst, m.elements);
-      break;
-    case MessageType::kAePushAck:
-      PutStatus(dst, m.status);
-      coding::PutVarint64(dst, m.seq);
-      break;
-    default:
-      break;
-  }
+using message_internal::PutElements;
+using message_internal::PutStatus;
+using message_internal::PutSummaries;
+
+void AeDigest::EncodeBody(std::string* dst) const {
+  coding::PutFixed64BE(dst, digest);
+  coding::PutVarint64(dst, bucket_count);
 }
 
-namespace {
+bool AeDigest::DecodeBody(BodyReader* d) {
+  return d->Fixed64(&digest) && d->Varint(&bucket_count);
+}
 
-bool DecodeDigestReply(BodyReader* d, Message* m) {
+void AeDigestReply::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  dst->push_back(static_cast<char>(digests_equal ? 1 : 0));
+  coding::PutVarint64(dst, bucket_digests.size());
+  for (uint64_t v : bucket_digests) coding::PutFixed64BE(dst, v);
+}
+
+bool AeDigestReply::DecodeBody(BodyReader* d) {
   uint8_t equal = 0;
   uint64_t n = 0;
-  if (!d->Status(&m->status) || !d->Byte(&equal) || equal > 1 ||
+  if (!d->Status(&status) || !d->Byte(&equal) || equal > 1 ||
       !d->Count(8, &n)) {
     return false;
   }
-  m->digests_equal = equal == 1;
-  m->bucket_digests.resize(static_cast<size_t>(n));
-  for (uint64_t& v : m->bucket_digests) {
+  digests_equal = equal == 1;
+  bucket_digests.resize(static_cast<size_t>(n));
+  for (uint64_t& v : bucket_digests) {
     if (!d->Fixed64(&v)) return false;
   }
   return true;
 }
 
-bool DecodeSets(BodyReader* d, Message* m) {
+void AeSets::EncodeBody(std::string* dst) const {
+  coding::PutVarint64(dst, bucket_ids.size());
+  for (uint64_t v : bucket_ids) coding::PutVarint64(dst, v);
+  PutSummaries(dst, summaries, /*with_clocks=*/false);
+}
+
+bool AeSets::DecodeBody(BodyReader* d) {
   uint64_t n = 0;
   if (!d->Count(1, &n)) return false;
-  m->bucket_ids.resize(static_cast<size_t>(n));
-  for (uint64_t& v : m->bucket_ids) {
+  bucket_ids.resize(static_cast<size_t>(n));
+  for (uint64_t& v : bucket_ids) {
     if (!d->Varint(&v)) return false;
   }
-  return d->Summaries(&m->summaries, /*with_clocks=*/false);
+  return d->Summaries(&summaries, /*with_clocks=*/false);
 }
 
-bool DecodePush(BodyReader* d, Message* m, std::vector<ElementDots>* spare) {
-  uint8_t flags = 0;
-  if (!d->String(&m->set) || !d->Varint(&m->seq) || !d->Byte(&flags) ||
-      flags > 1) {
+void AeSetsReply::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  PutSummaries(dst, summaries, /*with_clocks=*/true);
+}
+
+bool AeSetsReply::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && d->Summaries(&summaries, /*with_clocks=*/true);
+}
+
+void AePull::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, set);
+  coding::PutLengthPrefixed(dst, dots.Encode());
+}
+
+bool AePull::DecodeBody(BodyReader* d) {
+  return d->String(&set) && d->Clock(&dots);
+}
+
+void AePush::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, set);
+  coding::PutVarint64(dst, seq);
+  dst->push_back(static_cast<char>(last ? 1 : 0));
+  if (last) coding::PutLengthPrefixed(dst, set_clock.Encode());
+  PutElements(dst, elements);
+}
+
+bool AePush::DecodeBody(BodyReader* d) {
+  uint8_t flag = 0;
+  if (!d->String(&set) || !d->Varint(&seq) || !d->Byte(&flag) || flag > 1) {
     return false;
   }
-  m->done = flags == 1;
-  m->elements = std::move(*spare);
-  return (!m->done || d->Clock(&m->clock)) && d->Elements(&m->elements);
+  last = flag == 1;
+  return (!last || d->Clock(&set_clock)) && d->Elements(&elements);
 }
 
-}  // namespace
-
-bool DecodeAntiEntropyBody(BodyReader* d, Message* m,
-                           std::vector<ElementDots>* spare) {
-  switch (m->type()) {
-    case MessageType::kAeDigest:
-      return d->Fixed64(&m->digest) && d->Varint(&m->bucket_count);
-    case MessageType::kAeDigestReply:
-      return DecodeDigestReply(d, m);
-    case MessageType::kAeSets:
-      return DecodeSets(d, m);
-    case MessageType::kAeSetsReply:
-      return d->Status(&m->status) &&
-             d->Summaries(&m->summaries, /*with_clocks=*/true);
-    case MessageType::kAePull:
-      return d->String(&m->set) && d->Clock(&m->clock);
-    case MessageType::kAePush:
-      return DecodePush(d, m, spare);
-    case MessageType::kAePushAck:
-      return d->Status(&m->status) && d->Varint(&m->seq);
-    default:
-      return false;
-  }
+void AePushAck::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  coding::PutVarint64(dst, seq);
 }
 
-}  // namespace message_internal
+bool AePushAck::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && d->Varint(&seq);
+}
+
+}  // namespace msg
 }  // namespace bigset

@@ -1,9 +1,9 @@
 // The pieces every message codec shares (internal to lib/net): the field
-// writers, the bounds-checked body reader, and the encoder and decoder of
-// each protocol's messages, one source file per protocol:
+// writers and the bounds-checked body reader. The structs' codecs, one
+// source file per protocol:
 //
-//   message.cc               header, checksum, names, Message::EncodeTo and
-//                            DecodeInto (which pick the protocol), logs
+//   message.cc               header, checksum, names, EncodeMessage and
+//                            DecodeMessageInto (by type), logs
 //   message_body.cc          the field writers and BodyReader
 //   message_replica.cc       coordinator <-> replica (and the hot paths:
 //                            read chunks, deltas, their acknowledgements)
@@ -94,24 +94,6 @@ class BodyReader {
  private:
   coding::Reader in_;
 };
-
-// The protocols, for Message's dispatch.
-enum class MessageProtocol { kReplica, kMembership, kAntiEntropy };
-MessageProtocol ProtocolOf(MessageType type);
-
-// Each protocol's bodies (after the header, before the checksum) of
-// Message. REQUIRES: ProtocolOf(m.type()) is the protocol. A decoder fills
-// *m from *d and returns false on malformed input; `spare` holds element
-// storage to reuse (moved into m->elements by a type that has elements).
-void EncodeReplicaBody(const Message& m, std::string* dst);
-bool DecodeReplicaBody(BodyReader* d, Message* m,
-                       std::vector<ElementDots>* spare);
-void EncodeMembershipBody(const Message& m, std::string* dst);
-bool DecodeMembershipBody(BodyReader* d, Message* m,
-                          std::vector<ElementDots>* spare);
-void EncodeAntiEntropyBody(const Message& m, std::string* dst);
-bool DecodeAntiEntropyBody(BodyReader* d, Message* m,
-                           std::vector<ElementDots>* spare);
 
 }  // namespace message_internal
 }  // namespace bigset

@@ -6,113 +6,116 @@
 #include "net/message_body.h"
 
 namespace bigset {
-namespace message_internal {
+namespace msg {
 
-void EncodeMembershipBody(const Message& m, std::string* dst) {
-  switch (m.type()) {
-    case MessageType::kTransferChunk:
-      coding::PutVarint64(dst, m.epoch);
-      coding::PutLengthPrefixed(dst, m.set);
-      coding::PutVarint64(dst, m.index);
-      coding::PutVarint64(dst, m.seq);
-      dst->push_back(static_cast<char>((m.done ? 1 : 0) | (m.end ? 2 : 0)));
-      if (m.done) coding::PutLengthPrefixed(dst, m.clock.Encode());
-      PutElements(dst, m.elements);
-      break;
-    case MessageType::kTransferAck:
-      PutStatus(dst, m.status);
-      coding::PutVarint64(dst, m.index);
-      coding::PutVarint64(dst, m.seq);
-      coding::PutVarint64(dst, m.incarnation);
-      break;
-    case MessageType::kHandoffDone:
-      coding::PutVarint64(dst, m.epoch);
-      coding::PutVarint64(dst, m.from_node);
-      coding::PutVarint64(dst, m.to_node);
-      coding::PutVarint64(dst, m.episode);
-      dst->push_back(static_cast<char>(m.supplement ? 1 : 0));
-      break;
-    case MessageType::kHandoffDoneAck:
-      PutStatus(dst, m.status);
-      coding::PutVarint64(dst, m.epoch);
-      coding::PutVarint64(dst, m.from_node);
-      coding::PutVarint64(dst, m.to_node);
-      PutStates(dst, m.states);
-      break;
-    case MessageType::kMembership:
-      coding::PutVarint64(dst, m.epoch);
-      coding::PutVarint64(dst, m.versions.size());
-      for (const auto& [node, version] : m.versions) {
-        coding::PutVarint64(dst, node);
-        coding::PutVarint64(dst, version);
-      }
-      PutStates(dst, m.states);
-      break;
-    case MessageType::kRingEpoch:
-      coding::PutVarint64(dst, m.epoch);
-      break;
-    default:
-      break;
-  }
+using message_internal::PutElements;
+using message_internal::PutStates;
+using message_internal::PutStatus;
+
+void TransferChunk::EncodeBody(std::string* dst) const {
+  coding::PutVarint64(dst, epoch);
+  coding::PutLengthPrefixed(dst, set);
+  coding::PutVarint64(dst, index);
+  coding::PutVarint64(dst, seq);
+  dst->push_back(static_cast<char>((last ? 1 : 0) | (end ? 2 : 0)));
+  if (last) coding::PutLengthPrefixed(dst, set_clock.Encode());
+  PutElements(dst, elements);
 }
 
-namespace {
-
-bool DecodeTransferChunk(BodyReader* d, Message* m,
-                         std::vector<ElementDots>* spare) {
+bool TransferChunk::DecodeBody(BodyReader* d) {
   uint8_t flags = 0;
-  if (!d->Varint(&m->epoch) || !d->String(&m->set) || !d->Varint(&m->index) ||
-      !d->Varint(&m->seq) || !d->Byte(&flags) || flags > 3) {
+  if (!d->Varint(&epoch) || !d->String(&set) || !d->Varint(&index) ||
+      !d->Varint(&seq) || !d->Byte(&flags) || flags > 3) {
     return false;
   }
-  m->done = (flags & 1) != 0;
-  m->end = (flags & 2) != 0;
-  m->elements = std::move(*spare);
-  return (!m->done || d->Clock(&m->clock)) && d->Elements(&m->elements);
+  last = (flags & 1) != 0;
+  end = (flags & 2) != 0;
+  return (!last || d->Clock(&set_clock)) && d->Elements(&elements);
 }
 
-bool DecodeMembership(BodyReader* d, Message* m) {
+void TransferAck::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  coding::PutVarint64(dst, index);
+  coding::PutVarint64(dst, seq);
+  coding::PutVarint64(dst, incarnation);
+}
+
+bool TransferAck::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && d->Varint(&index) && d->Varint(&seq) &&
+         d->Varint(&incarnation);
+}
+
+void HandoffDelta::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, delta.Encode());
+}
+bool HandoffDelta::DecodeBody(BodyReader* d) { return d->Delta(&delta); }
+
+void HandoffDeltaAck::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  coding::PutVarint64(dst, applied_by);
+}
+
+bool HandoffDeltaAck::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && d->Node(&applied_by);
+}
+
+void HandoffDone::EncodeBody(std::string* dst) const {
+  coding::PutVarint64(dst, epoch);
+  coding::PutVarint64(dst, from_node);
+  coding::PutVarint64(dst, to_node);
+  coding::PutVarint64(dst, episode);
+  dst->push_back(static_cast<char>(supplement ? 1 : 0));
+}
+
+bool HandoffDone::DecodeBody(BodyReader* d) {
+  uint8_t flag = 0;
+  if (!d->Varint(&epoch) || !d->Node(&from_node) || !d->Node(&to_node) ||
+      !d->Varint(&episode) || !d->Byte(&flag) || flag > 1) {
+    return false;
+  }
+  supplement = flag == 1;
+  return true;
+}
+
+void HandoffDoneAck::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  coding::PutVarint64(dst, epoch);
+  coding::PutVarint64(dst, from_node);
+  coding::PutVarint64(dst, to_node);
+  PutStates(dst, states);
+}
+
+bool HandoffDoneAck::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && d->Varint(&epoch) && d->Node(&from_node) &&
+         d->Node(&to_node) && d->States(&states);
+}
+
+void RingEpoch::EncodeBody(std::string* dst) const {
+  coding::PutVarint64(dst, epoch);
+}
+bool RingEpoch::DecodeBody(BodyReader* d) { return d->Varint(&epoch); }
+
+void Membership::EncodeBody(std::string* dst) const {
+  coding::PutVarint64(dst, epoch);
+  coding::PutVarint64(dst, versions.size());
+  for (const auto& [node, version] : versions) {
+    coding::PutVarint64(dst, node);
+    coding::PutVarint64(dst, version);
+  }
+  PutStates(dst, states);
+}
+
+bool Membership::DecodeBody(BodyReader* d) {
   uint64_t n = 0;
-  if (!d->Varint(&m->epoch) || !d->Count(2, &n)) return false;
-  m->versions.resize(static_cast<size_t>(n));
-  for (auto& [node, version] : m->versions) {
+  if (!d->Varint(&epoch) || !d->Count(2, &n)) return false;
+  versions.resize(static_cast<size_t>(n));
+  for (auto& [node, version] : versions) {
     if (!d->Node(&node) || !d->Varint(&version)) return false;
   }
-  return d->States(&m->states);
+  return d->States(&states);
 }
 
-}  // namespace
-
-bool DecodeMembershipBody(BodyReader* d, Message* m,
-                          std::vector<ElementDots>* spare) {
-  switch (m->type()) {
-    case MessageType::kTransferChunk:
-      return DecodeTransferChunk(d, m, spare);
-    case MessageType::kTransferAck:
-      return d->Status(&m->status) && d->Varint(&m->index) &&
-             d->Varint(&m->seq) && d->Varint(&m->incarnation);
-    case MessageType::kHandoffDone: {
-      uint8_t supplement = 0;
-      const bool ok = d->Varint(&m->epoch) && d->Node(&m->from_node) &&
-                      d->Node(&m->to_node) && d->Varint(&m->episode) &&
-                      d->Byte(&supplement) && supplement <= 1;
-      m->supplement = supplement == 1;
-      return ok;
-    }
-    case MessageType::kHandoffDoneAck:
-      return d->Status(&m->status) && d->Varint(&m->epoch) &&
-             d->Node(&m->from_node) && d->Node(&m->to_node) &&
-             d->States(&m->states);
-    case MessageType::kMembership:
-      return DecodeMembership(d, m);
-    case MessageType::kRingEpoch:
-      return d->Varint(&m->epoch);
-    default:
-      return false;
-  }
-}
-
-}  // namespace message_internal
+}  // namespace msg
 
 void EncodeNodeStates(std::span<const NodeServing> states, std::string* dst) {
   message_internal::PutStates(dst, states);

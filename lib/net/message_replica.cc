@@ -7,79 +7,46 @@
 #include "net/message_body.h"
 
 namespace bigset {
-namespace message_internal {
+namespace msg {
 
-void EncodeReplicaBody(const Message& m, std::string* dst) {
-  switch (m.type()) {
-    case MessageType::kUpdate:
-      coding::PutLengthPrefixed(dst, m.set);
-      coding::PutVarint64(dst, m.ops.size());
-      for (const UpdateOp& op : m.ops) {
-        dst->push_back(
-            static_cast<char>((op.kind == UpdateOp::Kind::kAdd ? 1 : 0) |
-                              (op.context_from_replica ? 2 : 0)));
-        coding::PutLengthPrefixed(dst, op.element);
-        PutDots(dst, op.context);
-      }
-      break;
-    case MessageType::kClear:
-      coding::PutLengthPrefixed(dst, m.set);
-      coding::PutLengthPrefixed(dst, m.clock.Encode());
-      break;
-    case MessageType::kUpdateReply:
-      PutStatus(dst, m.status);
-      if (m.status.ok()) coding::PutLengthPrefixed(dst, m.delta.Encode());
-      break;
-    case MessageType::kReplicateAckWithDelta:
-      coding::PutLengthPrefixed(dst, m.delta.Encode());
-      break;
-    case MessageType::kRead:
-      coding::PutLengthPrefixed(dst, m.set);
-      PutBounds(dst, m.bounds, m.batch_size);
-      break;
-    case MessageType::kReadClock:
-      PutStatus(dst, m.status);
-      if (m.status.ok()) coding::PutLengthPrefixed(dst, m.clock.Encode());
-      break;
-    case MessageType::kChunkAck:
-      coding::PutVarint64(dst, m.seq);
-      break;
-    case MessageType::kQuery:
-      coding::PutLengthPrefixed(dst, m.set);
-      coding::PutVarint64(dst, m.query.size());
-      for (const std::string& e : m.query) coding::PutLengthPrefixed(dst, e);
-      break;
-    case MessageType::kQueryReply:
-      PutStatus(dst, m.status);
-      if (m.status.ok()) {
-        coding::PutLengthPrefixed(dst, m.clock.Encode());
-        PutElements(dst, m.elements);
-      }
-      break;
-    case MessageType::kCount:
-      coding::PutLengthPrefixed(dst, m.set);
-      break;
-    case MessageType::kCountReply:
-      PutStatus(dst, m.status);
-      if (m.status.ok()) {
-        dst->push_back(static_cast<char>(m.found ? 1 : 0));
-        coding::PutVarint64(dst, m.count);
-        coding::PutFixed64BE(dst, m.digest);
-        coding::PutFixed64BE(dst, m.tombstone_digest);
-      }
-      break;
-    default:  // kStopFold, kKeepFold: no body.
-      break;
-  }
-}
+using message_internal::kMinStringBytes;
+using message_internal::kMinUpdateOpBytes;
+using message_internal::PutBounds;
+using message_internal::PutDots;
+using message_internal::PutElements;
+using message_internal::PutStatus;
 
 namespace {
 
-bool DecodeUpdate(BodyReader* d, Message* m) {
+// Deltas go length-prefixed, but encoded in place: the delta is appended,
+// then its length inserted before it (a few bytes moved instead of a
+// temporary string).
+void PutDelta(std::string* dst, const Delta& delta) {
+  const size_t start = dst->size();
+  delta.EncodeTo(dst);
+  char len[coding::kMaxVarint64Bytes];
+  const size_t n = coding::EncodeVarint64(len, dst->size() - start);
+  dst->insert(start, len, n);
+}
+
+}  // namespace
+
+void Update::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, set);
+  coding::PutVarint64(dst, ops.size());
+  for (const UpdateOp& op : ops) {
+    dst->push_back(static_cast<char>((op.kind == UpdateOp::Kind::kAdd ? 1 : 0) |
+                                     (op.context_from_replica ? 2 : 0)));
+    coding::PutLengthPrefixed(dst, op.element);
+    PutDots(dst, op.context);
+  }
+}
+
+bool Update::DecodeBody(BodyReader* d) {
   uint64_t n = 0;
-  if (!d->String(&m->set) || !d->Count(kMinUpdateOpBytes, &n)) return false;
-  m->ops.resize(static_cast<size_t>(n));
-  for (UpdateOp& op : m->ops) {
+  if (!d->String(&set) || !d->Count(kMinUpdateOpBytes, &n)) return false;
+  ops.resize(static_cast<size_t>(n));
+  for (UpdateOp& op : ops) {
     uint8_t flags = 0;
     if (!d->Byte(&flags) || flags > 3 || !d->String(&op.element) ||
         !d->Dots(&op.context)) {
@@ -91,88 +58,173 @@ bool DecodeUpdate(BodyReader* d, Message* m) {
   return true;
 }
 
-bool DecodeQuery(BodyReader* d, Message* m) {
+void Clear::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, set);
+  coding::PutLengthPrefixed(dst, clock.Encode());
+}
+
+bool Clear::DecodeBody(BodyReader* d) {
+  return d->String(&set) && d->Clock(&clock);
+}
+
+void UpdateReply::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  if (status.ok()) PutDelta(dst, delta);
+}
+
+bool UpdateReply::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && (!status.ok() || d->Delta(&delta));
+}
+
+void Replicate::EncodeBody(std::string* dst) const { PutDelta(dst, delta); }
+bool Replicate::DecodeBody(BodyReader* d) { return d->Delta(&delta); }
+
+void ReplicateGivenUp::EncodeBody(std::string* dst) const {
+  PutDelta(dst, delta);
+}
+bool ReplicateGivenUp::DecodeBody(BodyReader* d) { return d->Delta(&delta); }
+
+void Repair::EncodeBody(std::string* dst) const { PutDelta(dst, delta); }
+bool Repair::DecodeBody(BodyReader* d) { return d->Delta(&delta); }
+
+void ReplicateAck::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  coding::PutVarint64(dst, applied_by);
+}
+
+bool ReplicateAck::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && d->Node(&applied_by);
+}
+
+void ReplicateAckWithDelta::EncodeBody(std::string* dst) const {
+  PutDelta(dst, delta);
+}
+bool ReplicateAckWithDelta::DecodeBody(BodyReader* d) {
+  return d->Delta(&delta);
+}
+
+void Read::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, set);
+  PutBounds(dst, bounds, batch_size);
+}
+
+bool Read::DecodeBody(BodyReader* d) {
+  return d->String(&set) && d->Bounds(&bounds, &batch_size);
+}
+
+void ReadClock::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  if (status.ok()) coding::PutLengthPrefixed(dst, clock.Encode());
+}
+
+bool ReadClock::DecodeBody(BodyReader* d) {
+  return d->Status(&status) && (!status.ok() || d->Clock(&clock));
+}
+
+void ReadChunk::EncodeBody(std::string* dst) const {
+  coding::PutVarint64(dst, seq);
+  dst->push_back(last ? 1 : 0);
+  PutElements(dst, elements);
+}
+
+bool ReadChunk::DecodeBody(BodyReader* d) {
+  uint8_t flag = 0;
+  if (!d->Varint(&seq) || !d->Byte(&flag) || flag > 1) return false;
+  last = flag == 1;
+  return d->Elements(&elements);
+}
+
+void ChunkAck::EncodeBody(std::string* dst) const {
+  coding::PutVarint64(dst, seq);
+}
+bool ChunkAck::DecodeBody(BodyReader* d) { return d->Varint(&seq); }
+
+void Query::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, set);
+  coding::PutVarint64(dst, elements.size());
+  for (const std::string& e : elements) coding::PutLengthPrefixed(dst, e);
+}
+
+bool Query::DecodeBody(BodyReader* d) {
   uint64_t n = 0;
-  if (!d->String(&m->set) || !d->Count(kMinStringBytes, &n)) return false;
-  m->query.resize(static_cast<size_t>(n));
-  for (std::string& e : m->query) {
+  if (!d->String(&set) || !d->Count(kMinStringBytes, &n)) return false;
+  elements.resize(static_cast<size_t>(n));
+  for (std::string& e : elements) {
     if (!d->String(&e)) return false;
   }
   return true;
 }
 
-bool DecodeCountReply(BodyReader* d, Message* m) {
-  if (!d->Status(&m->status)) return false;
-  if (!m->status.ok()) return true;
-  uint8_t found = 0;
-  if (!d->Byte(&found) || found > 1 || !d->Varint(&m->count) ||
-      !d->Fixed64(&m->digest) || !d->Fixed64(&m->tombstone_digest)) {
+void QueryReply::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  if (status.ok()) {
+    coding::PutLengthPrefixed(dst, clock.Encode());
+    PutElements(dst, elements);
+  }
+}
+
+bool QueryReply::DecodeBody(BodyReader* d) {
+  if (!d->Status(&status)) return false;
+  if (!status.ok()) {
+    elements.clear();
+    return true;
+  }
+  return d->Clock(&clock) && d->Elements(&elements);
+}
+
+void Count::EncodeBody(std::string* dst) const {
+  coding::PutLengthPrefixed(dst, set);
+}
+bool Count::DecodeBody(BodyReader* d) { return d->String(&set); }
+
+void CountReply::EncodeBody(std::string* dst) const {
+  PutStatus(dst, status);
+  if (status.ok()) {
+    dst->push_back(static_cast<char>(found ? 1 : 0));
+    coding::PutVarint64(dst, count);
+    coding::PutFixed64BE(dst, set_digest);
+    coding::PutFixed64BE(dst, tombstone_digest);
+  }
+}
+
+bool CountReply::DecodeBody(BodyReader* d) {
+  if (!d->Status(&status)) return false;
+  if (!status.ok()) return true;
+  uint8_t flag = 0;
+  if (!d->Byte(&flag) || flag > 1 || !d->Varint(&count) ||
+      !d->Fixed64(&set_digest) || !d->Fixed64(&tombstone_digest)) {
     return false;
   }
-  m->found = found == 1;
+  found = flag == 1;
   return true;
 }
 
-}  // namespace
-
-bool DecodeReplicaBody(BodyReader* d, Message* m,
-                       std::vector<ElementDots>* spare) {
-  switch (m->type()) {
-    case MessageType::kUpdate:
-      return DecodeUpdate(d, m);
-    case MessageType::kClear:
-      return d->String(&m->set) && d->Clock(&m->clock);
-    case MessageType::kUpdateReply:
-      return d->Status(&m->status) && (!m->status.ok() || d->Delta(&m->delta));
-    case MessageType::kReplicateAckWithDelta:
-      return d->Delta(&m->delta);
-    case MessageType::kRead:
-      return d->String(&m->set) && d->Bounds(&m->bounds, &m->batch_size);
-    case MessageType::kReadClock:
-      return d->Status(&m->status) && (!m->status.ok() || d->Clock(&m->clock));
-    case MessageType::kChunkAck:
-      return d->Varint(&m->seq);
-    case MessageType::kQuery:
-      return DecodeQuery(d, m);
-    case MessageType::kQueryReply:
-      if (!d->Status(&m->status)) return false;
-      if (!m->status.ok()) return true;
-      m->elements = std::move(*spare);
-      return d->Clock(&m->clock) && d->Elements(&m->elements);
-    case MessageType::kCount:
-      return d->String(&m->set);
-    case MessageType::kCountReply:
-      return DecodeCountReply(d, m);
-    default:  // kStopFold, kKeepFold: no body.
-      return true;
-  }
-}
-
-}  // namespace message_internal
+}  // namespace msg
 
 using message_internal::BodyReader;
 using message_internal::Malformed;
 using message_internal::PutElements;
 using message_internal::PutStatus;
 
-void EncodeReadChunk(const MessageHeader& header, uint64_t seq, bool done,
+void EncodeReadChunk(const MessageHeader& header, uint64_t seq, bool last,
                      std::span<const ElementDots> elements, std::string* dst) {
+  // The bytes of msg::ReadChunk, from a span rather than a vector.
   const size_t start = dst->size();
   EncodeHeader(header, dst);
   coding::PutVarint64(dst, seq);
-  dst->push_back(done ? 1 : 0);
+  dst->push_back(last ? 1 : 0);
   PutElements(dst, elements);
   FinishMessage(start, dst);
 }
 
 absl::Status ParseReadChunkBody(std::string_view body, uint64_t* seq,
-                                bool* done, std::string_view* elements) {
+                                bool* last, std::string_view* elements) {
   BodyReader r(body);
   uint8_t flag = 0;
   if (!r.Varint(seq) || !r.Byte(&flag) || flag > 1) {
     return Malformed(MessageType::kReadChunk, "header");
   }
-  *done = flag == 1;
+  *last = flag == 1;
   *elements = r.rest();
   return absl::OkStatus();
 }
@@ -188,17 +240,10 @@ absl::Status DecodeChunkElements(std::string_view in,
 
 void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
                         std::string* dst) {
-  const size_t message_start = dst->size();
-  EncodeHeader(header, dst);
-  // Length-prefixed, but encoded in place: the delta is appended, then its
-  // length inserted before it (a few bytes moved instead of a temporary
-  // string).
   const size_t start = dst->size();
-  delta.EncodeTo(dst);
-  char len[coding::kMaxVarint64Bytes];
-  const size_t n = coding::EncodeVarint64(len, dst->size() - start);
-  dst->insert(start, len, n);
-  FinishMessage(message_start, dst);
+  EncodeHeader(header, dst);
+  msg::PutDelta(dst, delta);
+  FinishMessage(start, dst);
 }
 
 absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta) {

@@ -194,10 +194,10 @@ TEST_CASE(
   SECTION("from the chosen coordinator") {
     // B was never sent kReplicateGivenUp: an AckWithDelta from it is not an
     // answer to anything.
-    Message m;
-    m.header = {MessageType::kReplicateAckWithDelta, id, f.partition};
-    m.delta = **f.result;
-    f.c.queue().push_back(Sent{b, f.client, m.Encode()});
+    f.c.queue().push_back(
+        Sent{b, f.client,
+             EncodeMessage(id, f.partition,
+                           msg::ReplicateAckWithDelta{.delta = **f.result})});
     REQUIRE(f.c.DeliverOne(To(f.client)));
     CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 0);
     CHECK(Stat(f.ClientStats(), "write.extra_dots") == 0);
@@ -208,14 +208,13 @@ TEST_CASE(
       other = absl::StrCat("other", i);
       if (f.c.ring().PartitionOf(other) == f.partition) break;
     }
-    Message m;
-    m.header = {MessageType::kReplicateAckWithDelta, id, f.partition};
+    msg::ReplicateAckWithDelta m;
     m.delta.set = other;
     DeltaOp op;
     op.element = "ghost";
     op.add = Dot{12345, 1};
     m.delta.ops.push_back(op);
-    f.c.queue().push_back(Sent{a, f.client, m.Encode()});
+    f.c.queue().push_back(Sent{a, f.client, EncodeMessage(id, f.partition, m)});
     REQUIRE(f.c.DeliverOne(To(f.client)));
     f.c.Unhold();
     f.c.Drop(To(a));
@@ -305,15 +304,15 @@ TEST_CASE(
       f.Stash(And(To(a), OfType(MessageType::kReplicateGivenUp)));
   const uint64_t id = RequestIdOf(given_up.front());
   f.c.Drop(To(a));  // A never gets anything of this write.
-  Message m;
-  m.header = {MessageType::kReplicateAckWithDelta, id, f.partition};
+  msg::ReplicateAckWithDelta m;
   m.delta.set = f.set;
   DeltaOp op;
   op.element = "ghost";
   op.add = Dot{777, 1};
   m.delta.ops.push_back(op);
   for (NodeId from : {cc, outsider, f.client}) {
-    f.c.queue().push_back(Sent{from, f.client, m.Encode()});
+    f.c.queue().push_back(
+        Sent{from, f.client, EncodeMessage(id, f.partition, m)});
   }
   // Plain acks of the write from outsiders.
   std::string ack;
@@ -332,10 +331,12 @@ TEST_CASE(
       for (NodeId to : {a, f.client}) {
         f.c.queue().push_back(Sent{cc, to, bytes});
       }
-      Message good;
-      good.header = MessageHeader{t, id, f.partition};
-      good.delta = **f.result;
-      std::string g = good.Encode();
+      std::string g =
+          t == MessageType::kReplicateGivenUp
+              ? EncodeMessage(id, f.partition,
+                              msg::ReplicateGivenUp{.delta = **f.result})
+              : EncodeMessage(id, f.partition,
+                              msg::ReplicateAckWithDelta{.delta = **f.result});
       g.resize(testing::Uniform(rng, 0, g.size() - 1));
       f.c.queue().push_back(Sent{a, f.client, g});
     }

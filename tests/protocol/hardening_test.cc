@@ -520,12 +520,10 @@ TEST_CASE(
     REQUIRE(done.has_value());
   }
   // A peer (node 1, by hand) asks node 2 for chunks of 2^32 - 1 elements.
-  Message read;
-  read.header =
-      MessageHeader{MessageType::kRead, 4242, c.ring().PartitionOf("s")};
+  msg::Read read;
   read.set = "s";
   read.batch_size = UINT32_MAX;
-  c.node(2).Receive(1, read.Encode());
+  c.node(2).Receive(1, EncodeMessage(4242, c.ring().PartitionOf("s"), read));
   size_t total = 0;
   bool saw_big = false;
   for (uint64_t seq = 0;; ++seq) {
@@ -560,10 +558,8 @@ TEST_CASE(
     }
     total += es.size();
     if (done) break;
-    Message ack;
-    ack.header = MessageHeader{MessageType::kChunkAck, 4242, h.partition};
-    ack.seq = seq + 1;
-    c.node(2).Receive(1, ack.Encode());
+    c.node(2).Receive(
+        1, EncodeMessage(4242, h.partition, msg::ChunkAck{.seq = seq + 1}));
   }
   CHECK(total == 301);
   CHECK(saw_big);

@@ -150,12 +150,10 @@ std::vector<std::string> SetsOf(const Ring& ring, uint32_t p, size_t count) {
 std::string Gossip(uint64_t epoch,
                    std::vector<std::pair<NodeId, uint64_t>> versions,
                    std::vector<NodeServing> states) {
-  Message m;
-  m.header = MessageHeader{MessageType::kMembership, 0, 0};
-  m.epoch = epoch;
-  m.versions = std::move(versions);
-  m.states = std::move(states);
-  return m.Encode();
+  return EncodeMessage(0, 0,
+                       msg::Membership{.epoch = epoch,
+                                       .versions = std::move(versions),
+                                       .states = std::move(states)});
 }
 
 // ---- A simulated cluster, with a model of what was acknowledged.
@@ -393,7 +391,7 @@ TEST_CASE(
     const uint64_t malformed_before = Sum(sim, "node.malformed_messages");
     uint64_t sent = 0;
     auto deliver = [&](const std::string& bytes) {
-      if (Message::Decode(bytes).ok()) {
+      if (DecodeMessage(bytes).ok()) {
         // Well formed after all: a message a peer could send, not garbage
         // (the targeted cases below send those).
         ++decodable;

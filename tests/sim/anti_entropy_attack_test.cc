@@ -326,101 +326,158 @@ absl::Status RandomStatus(Rng& rng) {
   }
 }
 
-// A well-formed message of type `t` with random (possibly hostile) fields.
-Message Forge(Simulator& sim, Rng& rng, MessageType t, uint32_t partition,
-              uint64_t id, const std::vector<std::string>& sets) {
-  Message m;
-  m.header = MessageHeader{t, id, partition};
-  const std::string set = RandomSetName(rng, sets);
-  switch (t) {
-    case MessageType::kAeDigest:
-      m.digest = Uniform(rng, 0, UINT64_MAX);
-      // The right bucket count, or another one.
-      m.bucket_count = Uniform(rng, 0, 1) ? 256 : Uniform(rng, 0, 100000);
-      break;
-    case MessageType::kAeDigestReply:
-      m.status = RandomStatus(rng);
-      m.digests_equal = Uniform(rng, 0, 3) == 0;
-      for (int k = static_cast<int>(Uniform(rng, 0, 1) ? 256
-                                                       : Uniform(rng, 0, 300));
-           k > 0; --k) {
-        m.bucket_digests.push_back(Uniform(rng, 0, UINT64_MAX));
-      }
-      break;
-    case MessageType::kAeSets:
-    case MessageType::kAeSetsReply:
-      if (t == MessageType::kAeSetsReply) m.status = RandomStatus(rng);
-      for (int k = static_cast<int>(Uniform(rng, 0, 80)); k > 0; --k) {
-        // Bucket ids in and far out of range.
-        m.bucket_ids.push_back(Uniform(rng, 0, 2)
-                                   ? Uniform(rng, 0, 300)
-                                   : Uniform(rng, 0, UINT64_MAX));
-      }
-      for (int k = static_cast<int>(Uniform(rng, 0, 4)); k > 0; --k) {
-        SetSummary s;
-        s.set = RandomSetName(rng, sets);
-        s.digest = Uniform(rng, 0, UINT64_MAX);
-        s.keys_digest = Uniform(rng, 0, UINT64_MAX);
-        s.tombstone_empty = Uniform(rng, 0, 3) > 0;
-        if (t == MessageType::kAeSetsReply)
-          s.clock = RandomClock(sim, rng, set);
-        m.summaries.push_back(std::move(s));
-      }
-      break;
-    case MessageType::kAePull:
-      m.set = set;
-      m.clock = RandomClock(sim, rng, set);
-      break;
-    case MessageType::kAePush:
-      m.set = set;
-      m.seq =
-          Uniform(rng, 0, 2) ? Uniform(rng, 0, 5) : Uniform(rng, 0, UINT64_MAX);
-      m.done = Uniform(rng, 0, 1);
-      if (m.done) m.clock = RandomClock(sim, rng, set);
-      for (int k = static_cast<int>(Uniform(rng, 0, 5)); k > 0; --k) {
-        ElementDots e;
-        e.element = absl::StrCat("forged", Uniform(rng, 0, 20));
-        e.dots.push_back({Uniform(rng, 1, UINT64_MAX), Uniform(rng, 1, 50)});
-        switch (Uniform(rng, 0, 7)) {
-          case 0:  // No dot.
-            e.dots.clear();
-            break;
-          case 1:  // Dot 0, or actor 0.
-            e.dots.push_back({e.dots[0].actor, 0});
-            e.dots.push_back({0, 1});
-            break;
-          case 2:  // The same dot twice, descending dots.
-            e.dots.push_back(e.dots[0]);
-            e.dots.insert(e.dots.begin(),
-                          {e.dots[0].actor, e.dots[0].counter + 1});
-            break;
-          case 3:  // The same element and dot twice in the chunk.
-            m.elements.push_back(e);
-            break;
-          case 4:  // A dot of a real actor, seen or not.
-            if (Clock c = RandomClock(sim, rng, set); !c.vv().empty()) {
-              const ActorId a = c.Actors()[0];
-              e.dots[0] = {a, Uniform(rng, 1, c.MaxCounter(a) + 5)};
-            }
-            break;
-          case 5:  // An empty or long element.
-            e.element = Uniform(rng, 0, 1) ? "" : std::string(5000, 'x');
-            break;
-          default:
-            break;
-        }
-        m.elements.push_back(std::move(e));
-      }
-      break;
-    case MessageType::kAePushAck:
-      m.status = RandomStatus(rng);
-      m.seq =
-          Uniform(rng, 0, 2) ? Uniform(rng, 0, 5) : Uniform(rng, 0, UINT64_MAX);
-      break;
-    default:
-      break;
+// Well-formed messages with random (possibly hostile) fields, one forger
+// per type. Each takes the random draws of the single forger of all types
+// that the tests' seeds were run with: a set name first, whether its message
+// names a set or not, and for the reply to AeSets bucket ids it does not
+// carry.
+
+msg::AeDigest ForgeAeDigest(Rng& rng, const std::vector<std::string>& sets) {
+  RandomSetName(rng, sets);  // Unused (see above).
+  msg::AeDigest m;
+  m.digest = Uniform(rng, 0, UINT64_MAX);
+  // The right bucket count, or another one.
+  m.bucket_count = Uniform(rng, 0, 1) ? 256 : Uniform(rng, 0, 100000);
+  return m;
+}
+
+msg::AeDigestReply ForgeAeDigestReply(Rng& rng,
+                                      const std::vector<std::string>& sets) {
+  RandomSetName(rng, sets);  // Unused (see above).
+  msg::AeDigestReply m;
+  m.status = RandomStatus(rng);
+  m.digests_equal = Uniform(rng, 0, 3) == 0;
+  for (int k =
+           static_cast<int>(Uniform(rng, 0, 1) ? 256 : Uniform(rng, 0, 300));
+       k > 0; --k) {
+    m.bucket_digests.push_back(Uniform(rng, 0, UINT64_MAX));
   }
   return m;
+}
+
+// Bucket ids in and far out of range into *bucket_ids, then summaries into
+// *summaries, with clocks (made of `set`'s actors) if `with_clocks`.
+void ForgeBucketsAndSummaries(Simulator& sim, Rng& rng, const std::string& set,
+                              const std::vector<std::string>& sets,
+                              bool with_clocks,
+                              std::vector<uint64_t>* bucket_ids,
+                              std::vector<SetSummary>* summaries) {
+  for (int k = static_cast<int>(Uniform(rng, 0, 80)); k > 0; --k) {
+    bucket_ids->push_back(Uniform(rng, 0, 2) ? Uniform(rng, 0, 300)
+                                             : Uniform(rng, 0, UINT64_MAX));
+  }
+  for (int k = static_cast<int>(Uniform(rng, 0, 4)); k > 0; --k) {
+    SetSummary s;
+    s.set = RandomSetName(rng, sets);
+    s.digest = Uniform(rng, 0, UINT64_MAX);
+    s.keys_digest = Uniform(rng, 0, UINT64_MAX);
+    s.tombstone_empty = Uniform(rng, 0, 3) > 0;
+    if (with_clocks) s.clock = RandomClock(sim, rng, set);
+    summaries->push_back(std::move(s));
+  }
+}
+
+msg::AeSets ForgeAeSets(Simulator& sim, Rng& rng,
+                        const std::vector<std::string>& sets) {
+  const std::string set = RandomSetName(rng, sets);
+  msg::AeSets m;
+  ForgeBucketsAndSummaries(sim, rng, set, sets, /*with_clocks=*/false,
+                           &m.bucket_ids, &m.summaries);
+  return m;
+}
+
+msg::AeSetsReply ForgeAeSetsReply(Simulator& sim, Rng& rng,
+                                  const std::vector<std::string>& sets) {
+  const std::string set = RandomSetName(rng, sets);
+  msg::AeSetsReply m;
+  m.status = RandomStatus(rng);
+  std::vector<uint64_t> unused_bucket_ids;  // See above.
+  ForgeBucketsAndSummaries(sim, rng, set, sets, /*with_clocks=*/true,
+                           &unused_bucket_ids, &m.summaries);
+  return m;
+}
+
+msg::AePull ForgeAePull(Simulator& sim, Rng& rng,
+                        const std::vector<std::string>& sets) {
+  msg::AePull m;
+  m.set = RandomSetName(rng, sets);
+  m.dots = RandomClock(sim, rng, m.set);
+  return m;
+}
+
+msg::AePush ForgeAePush(Simulator& sim, Rng& rng,
+                        const std::vector<std::string>& sets) {
+  msg::AePush m;
+  m.set = RandomSetName(rng, sets);
+  m.seq = Uniform(rng, 0, 2) ? Uniform(rng, 0, 5) : Uniform(rng, 0, UINT64_MAX);
+  m.last = Uniform(rng, 0, 1);
+  if (m.last) m.set_clock = RandomClock(sim, rng, m.set);
+  for (int k = static_cast<int>(Uniform(rng, 0, 5)); k > 0; --k) {
+    ElementDots e;
+    e.element = absl::StrCat("forged", Uniform(rng, 0, 20));
+    e.dots.push_back({Uniform(rng, 1, UINT64_MAX), Uniform(rng, 1, 50)});
+    switch (Uniform(rng, 0, 7)) {
+      case 0:  // No dot.
+        e.dots.clear();
+        break;
+      case 1:  // Dot 0, or actor 0.
+        e.dots.push_back({e.dots[0].actor, 0});
+        e.dots.push_back({0, 1});
+        break;
+      case 2:  // The same dot twice, descending dots.
+        e.dots.push_back(e.dots[0]);
+        e.dots.insert(e.dots.begin(), {e.dots[0].actor, e.dots[0].counter + 1});
+        break;
+      case 3:  // The same element and dot twice in the chunk.
+        m.elements.push_back(e);
+        break;
+      case 4:  // A dot of a real actor, seen or not.
+        if (Clock c = RandomClock(sim, rng, m.set); !c.vv().empty()) {
+          const ActorId a = c.Actors()[0];
+          e.dots[0] = {a, Uniform(rng, 1, c.MaxCounter(a) + 5)};
+        }
+        break;
+      case 5:  // An empty or long element.
+        e.element = Uniform(rng, 0, 1) ? "" : std::string(5000, 'x');
+        break;
+      default:
+        break;
+    }
+    m.elements.push_back(std::move(e));
+  }
+  return m;
+}
+
+msg::AePushAck ForgeAePushAck(Rng& rng, const std::vector<std::string>& sets) {
+  RandomSetName(rng, sets);  // Unused (see above).
+  msg::AePushAck m;
+  m.status = RandomStatus(rng);
+  m.seq = Uniform(rng, 0, 2) ? Uniform(rng, 0, 5) : Uniform(rng, 0, UINT64_MAX);
+  return m;
+}
+
+// A forged message of anti-entropy type `t` (one of kAeTypes), encoded.
+std::string Forge(Simulator& sim, Rng& rng, MessageType t, uint32_t partition,
+                  uint64_t id, const std::vector<std::string>& sets) {
+  switch (t) {
+    case MessageType::kAeDigest:
+      return EncodeMessage(id, partition, ForgeAeDigest(rng, sets));
+    case MessageType::kAeDigestReply:
+      return EncodeMessage(id, partition, ForgeAeDigestReply(rng, sets));
+    case MessageType::kAeSets:
+      return EncodeMessage(id, partition, ForgeAeSets(sim, rng, sets));
+    case MessageType::kAeSetsReply:
+      return EncodeMessage(id, partition, ForgeAeSetsReply(sim, rng, sets));
+    case MessageType::kAePull:
+      return EncodeMessage(id, partition, ForgeAePull(sim, rng, sets));
+    case MessageType::kAePush:
+      return EncodeMessage(id, partition, ForgeAePush(sim, rng, sets));
+    case MessageType::kAePushAck:
+      return EncodeMessage(id, partition, ForgeAePushAck(rng, sets));
+    default:
+      FAIL("not an anti-entropy type: " << MessageTypeName(t));
+      return "";
+  }
 }
 
 // Bytes that the CRC (or the decoder) must reject: random, a truncated or
@@ -430,7 +487,7 @@ std::string Garbage(Simulator& sim, Rng& rng, uint32_t partition,
                     const std::vector<std::string>& sets) {
   const MessageType t = kAeTypes[Uniform(rng, 0, 6)];
   std::string bytes =
-      Forge(sim, rng, t, partition, Uniform(rng, 0, 1000), sets).Encode();
+      Forge(sim, rng, t, partition, Uniform(rng, 0, 1000), sets);
   switch (Uniform(rng, 0, 4)) {
     case 0:
       return AdversarialBytes(rng, 300);
@@ -472,32 +529,28 @@ std::string Benign(Simulator& sim, Rng& rng, uint32_t partition,
                                          : Uniform(rng, 0, 1) << 63;
   switch (Uniform(rng, 0, 6)) {
     case 0: {
-      Message m = Forge(sim, rng, MessageType::kAeDigest, partition, id, sets);
+      msg::AeDigest m = ForgeAeDigest(rng, sets);
       m.bucket_count = Uniform(rng, 0, 1) ? 0 : Uniform(rng, 257, 1u << 20);
-      return m.Encode();
+      return EncodeMessage(id, partition, m);
     }
     case 1: {
-      Message m = Forge(sim, rng, MessageType::kAeSets, partition, id, sets);
+      msg::AeSets m = ForgeAeSets(sim, rng, sets);
       for (uint64_t& b : m.bucket_ids) b = 256 + b % (UINT64_MAX - 256);
-      return m.Encode();
+      return EncodeMessage(id, partition, m);
     }
     case 2:
-      return Forge(sim, rng, MessageType::kAePull, partition, id, sets)
-          .Encode();
+      return Forge(sim, rng, MessageType::kAePull, partition, id, sets);
     case 3:
-      return Forge(sim, rng, MessageType::kAeDigestReply, partition, id, sets)
-          .Encode();
+      return Forge(sim, rng, MessageType::kAeDigestReply, partition, id, sets);
     case 4:
-      return Forge(sim, rng, MessageType::kAeSetsReply, partition, id, sets)
-          .Encode();
+      return Forge(sim, rng, MessageType::kAeSetsReply, partition, id, sets);
     case 5:
-      return Forge(sim, rng, MessageType::kAePushAck, partition, id, sets)
-          .Encode();
+      return Forge(sim, rng, MessageType::kAePushAck, partition, id, sets);
     default: {
       // A push that is not the first chunk of a push no one started.
-      Message m = Forge(sim, rng, MessageType::kAePush, partition, id, sets);
+      msg::AePush m = ForgeAePush(sim, rng, sets);
       m.seq = Uniform(rng, 1, UINT64_MAX);
-      return m.Encode();
+      return EncodeMessage(id, partition, m);
     }
   }
 }
@@ -625,7 +678,7 @@ std::string Aimed(Simulator& sim, Rng& rng, const Sniffed& s,
     // To the push's receiver, as its sender.
     *to = s.to;
     *from = s.from;
-    Message m = Forge(sim, rng, MessageType::kAePush, s.partition, s.id, sets);
+    msg::AePush m = ForgeAePush(sim, rng, sets);
     switch (Uniform(rng, 0, 3)) {
       case 0:  // Far ahead: the receiver drops its state.
         m.seq = Uniform(rng, 50, UINT64_MAX);
@@ -644,18 +697,17 @@ std::string Aimed(Simulator& sim, Rng& rng, const Sniffed& s,
         *value_safe = false;
         break;
     }
-    return m.Encode();
+    return EncodeMessage(s.id, s.partition, m);
   }
   if (s.type == "AePushAck") {
     // To the push's sender, as its receiver: wrong seqs, errors, or an ack
     // of a chunk never applied.
     *to = s.to;
     *from = s.from;
-    Message m =
-        Forge(sim, rng, MessageType::kAePushAck, s.partition, s.id, sets);
+    msg::AePushAck m = ForgeAePushAck(rng, sets);
     m.seq = Uniform(rng, 0, 400);
     *value_safe = false;
-    return m.Encode();
+    return EncodeMessage(s.id, s.partition, m);
   }
   // A reply to a live round: forged digests and summaries (with clocks).
   if (s.type == "AeDigest" || s.type == "AeSets") {
@@ -663,7 +715,7 @@ std::string Aimed(Simulator& sim, Rng& rng, const Sniffed& s,
     *from = s.to;
     const MessageType t = s.type == "AeDigest" ? MessageType::kAeDigestReply
                                                : MessageType::kAeSetsReply;
-    return Forge(sim, rng, t, s.partition, s.id, sets).Encode();
+    return Forge(sim, rng, t, s.partition, s.id, sets);
   }
   // Anything else, as its sender, again with other contents.
   *to = s.to;
@@ -672,7 +724,7 @@ std::string Aimed(Simulator& sim, Rng& rng, const Sniffed& s,
   if (t == MessageType::kAePush || t == MessageType::kAePushAck) {
     *value_safe = false;
   }
-  return Forge(sim, rng, t, s.partition, s.id, sets).Encode();
+  return Forge(sim, rng, t, s.partition, s.id, sets);
 }
 
 TEST_CASE(
@@ -766,29 +818,25 @@ TEST_CASE(
       std::string bytes;
       NodeId to = s.to, from = s.from;
       if (s.type == "AePush") {
-        Message m =
-            Forge(sim, rng, MessageType::kAePush, s.partition, s.id, sets);
+        msg::AePush m = ForgeAePush(sim, rng, sets);
         m.seq = Uniform(rng, 100'000, UINT64_MAX);  // Far ahead.
         if (Uniform(rng, 0, 1)) m.set = "another";
-        bytes = m.Encode();
+        bytes = EncodeMessage(s.id, s.partition, m);
       } else if (s.type == "AePushAck") {
-        Message m =
-            Forge(sim, rng, MessageType::kAePushAck, s.partition, s.id, sets);
+        msg::AePushAck m = ForgeAePushAck(rng, sets);
         m.seq = Uniform(rng, 100'000, UINT64_MAX);  // Stale for any push.
-        bytes = m.Encode();
+        bytes = EncodeMessage(s.id, s.partition, m);
       } else if (s.type == "AeDigest" || s.type == "AeSets") {
         to = s.from;
         from = s.to;
         bytes = Forge(sim, rng,
                       s.type == "AeDigest" ? MessageType::kAeDigestReply
                                            : MessageType::kAeSetsReply,
-                      s.partition, s.id, sets)
-                    .Encode();
+                      s.partition, s.id, sets);
       } else {
         // A pull of random dots, as the sender of the sniffed message.
         bytes = Forge(sim, rng, MessageType::kAePull, s.partition,
-                      Uniform(rng, 0, UINT64_MAX), sets)
-                    .Encode();
+                      Uniform(rng, 0, UINT64_MAX), sets);
       }
       if (!sim.IsUp(to)) continue;
       sim.node(to)->Receive(from, bytes);

@@ -175,8 +175,7 @@ TEST_CASE(
   REQUIRE(n > 64);
   std::set<uint32_t> chosen = {digest::BucketOf(odd, n)};
   for (uint32_t b = 0; chosen.size() < 64; ++b) chosen.insert(b);
-  Message m;
-  m.header = MessageHeader{MessageType::kAeSets, 1000, 0};
+  msg::AeSets m;
   m.bucket_ids.assign(chosen.begin(), chosen.end());
   std::vector<std::string> asked;
   for (const std::string& set : sets) {
@@ -194,12 +193,14 @@ TEST_CASE(
   });
   copies.clear();
   auto reply = [&](uint64_t id) {
-    std::optional<Message> got;
+    std::optional<msg::AeSetsReply> got;
     for (const auto& sent : c.queue()) {
       if (sent.from != 2 || sent.type() != MessageType::kAeSetsReply) continue;
-      auto decoded = Message::Decode(sent.bytes);
+      auto decoded = DecodeMessage(sent.bytes);
       REQUIRE(decoded.ok());
-      if (decoded->header.request_id == id) got = *std::move(decoded);
+      msg::AeSetsReply* body = decoded->As<msg::AeSetsReply>();
+      REQUIRE(body != nullptr);
+      if (decoded->header.request_id == id) got = std::move(*body);
     }
     REQUIRE(got.has_value());
     return *got;
@@ -207,22 +208,20 @@ TEST_CASE(
   // Nothing left for LevelDB to compact in the background meanwhile, and
   // its block cache filled by one answer first.
   REQUIRE(c.store(2).CompactRange(KeyRange{}).ok());
-  c.node(2).Receive(1, m.Encode());
-  m.header.request_id = 1001;
-  const std::string request = m.Encode();
+  c.node(2).Receive(1, EncodeMessage(1000, 0, m));
+  const std::string request = EncodeMessage(1001, 0, m);
   const int64_t answer = PeakGrowth([&] { c.node(2).Receive(1, request); });
   CAPTURE(asked.size(), held, answer);
   CHECK(answer * 4 < held);
-  const Message answered = reply(1001);
+  const msg::AeSetsReply answered = reply(1001);
   REQUIRE(answered.status.ok());
   REQUIRE(answered.summaries.size() == 1);
   CHECK(answered.summaries[0].set == odd);
   CHECK(answered.summaries[0].clock == *r2->GetClock(odd));
   // More buckets than a round asks about: refused, nothing read.
-  m.header.request_id = 1002;
   m.bucket_ids.clear();
   for (uint32_t b = 0; b < n; ++b) m.bucket_ids.push_back(b);
-  const std::string all = m.Encode();
+  const std::string all = EncodeMessage(1002, 0, m);
   const int64_t refused = PeakGrowth([&] { c.node(2).Receive(1, all); });
   CAPTURE(refused);
   CHECK(refused * 4 < held);

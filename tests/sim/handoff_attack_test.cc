@@ -218,24 +218,65 @@ std::vector<std::string> HandoffMessages(Rng& rng) {
         MessageType::kHandoffDelta, MessageType::kHandoffDeltaAck,
         MessageType::kHandoffDone, MessageType::kHandoffDoneAck,
         MessageType::kRingEpoch}) {
-    Message m;
-    m.header = MessageHeader{
-        type, rng(), static_cast<uint32_t>(1000 + Uniform(rng, 0, 100))};
-    m.epoch = Uniform(rng, 0, 3);
-    m.index = Uniform(rng, 0, 3);
-    m.seq = Uniform(rng, 0, 3);
-    m.from_node = static_cast<NodeId>(500 + Uniform(rng, 0, 10));
-    m.to_node = static_cast<NodeId>(600 + Uniform(rng, 0, 10));
-    if (type == MessageType::kTransferChunk) {
-      m.set = "a";
-      m.elements.push_back(ElementDots{"x1", {Dot{77, 1}}});
-      m.done = Uniform(rng, 0, 1);
+    const uint64_t id = rng();
+    const auto partition = static_cast<uint32_t>(1000 + Uniform(rng, 0, 100));
+    const uint64_t epoch = Uniform(rng, 0, 3);
+    const uint64_t index = Uniform(rng, 0, 3);
+    const uint64_t seq = Uniform(rng, 0, 3);
+    const auto from_node = static_cast<NodeId>(500 + Uniform(rng, 0, 10));
+    const auto to_node = static_cast<NodeId>(600 + Uniform(rng, 0, 10));
+    switch (type) {
+      case MessageType::kTransferChunk: {
+        msg::TransferChunk m;
+        m.epoch = epoch;
+        m.set = "a";
+        m.index = index;
+        m.seq = seq;
+        m.last = Uniform(rng, 0, 1);
+        m.elements.push_back(ElementDots{"x1", {Dot{77, 1}}});
+        out.push_back(EncodeMessage(id, partition, m));
+        break;
+      }
+      case MessageType::kTransferAck: {
+        msg::TransferAck m;
+        m.index = index;
+        m.seq = seq;
+        out.push_back(EncodeMessage(id, partition, m));
+        break;
+      }
+      case MessageType::kHandoffDelta: {
+        msg::HandoffDelta m;
+        m.delta.set = "a";
+        m.delta.ops.push_back(DeltaOp{"x2", {}, Dot{78, 1}});
+        out.push_back(EncodeMessage(id, partition, m));
+        break;
+      }
+      case MessageType::kHandoffDeltaAck:
+        out.push_back(EncodeMessage(id, partition, msg::HandoffDeltaAck{}));
+        break;
+      case MessageType::kHandoffDone: {
+        msg::HandoffDone m;
+        m.epoch = epoch;
+        m.from_node = from_node;
+        m.to_node = to_node;
+        out.push_back(EncodeMessage(id, partition, m));
+        break;
+      }
+      case MessageType::kHandoffDoneAck: {
+        msg::HandoffDoneAck m;
+        m.epoch = epoch;
+        m.from_node = from_node;
+        m.to_node = to_node;
+        out.push_back(EncodeMessage(id, partition, m));
+        break;
+      }
+      case MessageType::kRingEpoch:
+        out.push_back(
+            EncodeMessage(id, partition, msg::RingEpoch{.epoch = epoch}));
+        break;
+      default:
+        FAIL("not a hand-off type: " << MessageTypeName(type));
     }
-    if (type == MessageType::kHandoffDelta) {
-      m.delta.set = "a";
-      m.delta.ops.push_back(DeltaOp{"x2", {}, Dot{78, 1}});
-    }
-    out.push_back(m.Encode());
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "bigset/testing/sim.h"
 #include "failover_fixture.h"
 #include "handoff_util.h"
+#include "net/message.h"
 #include "test_util.h"
 
 namespace bigset {
@@ -322,31 +323,33 @@ TEST_CASE(
   REQUIRE(c.node(3).InstallRing(*next).ok());
   REQUIRE(c.node(3).LocalReplica(p) != nullptr);  // A receiver.
   c.queue().clear();  // No transfer runs: node 3 stays a receiver.
-  Message m;
-  m.header = MessageHeader{MessageType::kReplicate, 77, p};
-  m.delta.set = set;
-  m.delta.ops.push_back(DeltaOp{"ghost", {}, Dot{4242, 1}});
-  c.queue().push_back({1, 3, m.Encode()});
-  Message read;
-  read.header = MessageHeader{MessageType::kRead, 78, p};
+  msg::Replicate replicate;
+  replicate.delta.set = set;
+  replicate.delta.ops.push_back(DeltaOp{"ghost", {}, Dot{4242, 1}});
+  c.queue().push_back({1, 3, EncodeMessage(77, p, replicate)});
+  msg::Read read;
   read.set = set;
-  c.queue().push_back({1, 3, read.Encode()});
-  Message query;
-  query.header = MessageHeader{MessageType::kQuery, 79, p};
-  query.set = set;
-  query.query = {"ghost"};
-  c.queue().push_back({1, 3, query.Encode()});
+  c.queue().push_back({1, 3, EncodeMessage(78, p, read)});
+  c.queue().push_back(
+      {1, 3,
+       EncodeMessage(79, p, msg::Query{.set = set, .elements = {"ghost"}})});
   REQUIRE(c.DeliverAll(testing::To(3)) == 3);
   int answers = 0;
   for (const auto& s : c.queue()) {
     if (s.to != 1 || s.from != 3) continue;
-    absl::StatusOr<Message> reply = Message::Decode(s.bytes);
+    absl::StatusOr<Message> reply = DecodeMessage(s.bytes);
     REQUIRE(reply.ok());
-    if (reply->type() == MessageType::kReplicateAck ||
-        reply->type() == MessageType::kReadClock ||
-        reply->type() == MessageType::kQueryReply) {
+    const absl::Status* status = nullptr;
+    if (const auto* ack = reply->As<msg::ReplicateAck>()) {
+      status = &ack->status;
+    } else if (const auto* clock = reply->As<msg::ReadClock>()) {
+      status = &clock->status;
+    } else if (const auto* found = reply->As<msg::QueryReply>()) {
+      status = &found->status;
+    }
+    if (status != nullptr) {
       CAPTURE(MessageTypeName(reply->type()));
-      CHECK(absl::IsUnavailable(reply->status));
+      CHECK(absl::IsUnavailable(*status));
       ++answers;
     }
   }

@@ -310,8 +310,7 @@ void FaultRun(uint64_t seed, Fault fault, uint64_t at, int* lost_runs,
           sim.Step();
         }
         const SeenChunk& c = seen[Uniform(rng, 0, seen.size() - 1)];
-        Message m;
-        m.header = MessageHeader{MessageType::kTransferChunk, c.run, p};
+        msg::TransferChunk m;
         m.epoch = 2;
         m.set = set;
         m.index = Uniform(rng, 0, 3);
@@ -321,7 +320,7 @@ void FaultRun(uint64_t seed, Fault fault, uint64_t at, int* lost_runs,
               absl::StrCat("forged", i, "-", k),
               {Dot{Uniform(rng, 1, UINT64_MAX), Uniform(rng, 1, 100)}}});
         }
-        std::string bytes = m.Encode();
+        std::string bytes = EncodeMessage(c.run, p, m);
         switch (Uniform(rng, 0, 3)) {
           case 0:
             bytes.resize(Uniform(rng, 0, bytes.size() - 1));
@@ -347,14 +346,13 @@ void FaultRun(uint64_t seed, Fault fault, uint64_t at, int* lost_runs,
       // starts that set, and no later chunk of it ever comes).
       for (int i = 0; i < 50; ++i) {
         const SeenChunk& c = seen[Uniform(rng, 0, seen.size() - 1)];
-        Message m;
-        m.header = MessageHeader{MessageType::kTransferChunk, c.run, p};
+        msg::TransferChunk m;
         m.epoch = 2;
         m.set = set;
         m.index = 0;
         m.seq = Uniform(rng, 0, 1) ? UINT64_MAX - Uniform(rng, 0, 3)
                                    : (uint64_t{1} << 63) + i;
-        sim.node(4)->Receive(c.from, m.Encode());
+        sim.node(4)->Receive(c.from, EncodeMessage(c.run, p, m));
         sim.Step();
       }
       break;

@@ -1308,11 +1308,8 @@ TEST_CASE(
   REQUIRE(wrong != nullptr);
   Clock ctx;
   ctx.AddDot(Dot{77, 1});
-  Message m;
-  m.header = MessageHeader{MessageType::kClear, 5000, q};
-  m.set = set;
-  m.clock = ctx;
-  c.node(1).Receive(2, m.Encode());
+  c.node(1).Receive(
+      2, EncodeMessage(5000, q, msg::Clear{.set = set, .clock = ctx}));
   auto sets = wrong->ListSets(std::nullopt, 0);
   REQUIRE(sets.ok());
   INFO("sets in partition " << q << "'s replica: " << sets->size());

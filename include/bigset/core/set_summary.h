@@ -22,6 +22,8 @@ struct SetSummary {
   uint64_t keys_digest = 0;
   bool tombstone_empty = true;
   Clock clock;  // Only if asked for.
+
+  friend bool operator==(const SetSummary&, const SetSummary&) = default;
 };
 
 }  // namespace bigset

@@ -37,6 +37,8 @@ struct UpdateOp {
     return UpdateOp{Kind::kRemove, std::move(element), std::move(context),
                     false};
   }
+
+  friend bool operator==(const UpdateOp&, const UpdateOp&) = default;
 };
 
 }  // namespace bigset

@@ -1,10 +1,13 @@
 // The dispatcher: every message type to its one handler, hot messages
-// without a Message, bulk streams into one reused message.
+// without a message struct, bulk streams into one reused message.
 
 #include "cluster/dispatcher.h"
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "net/message.h"
@@ -12,30 +15,49 @@
 namespace bigset {
 namespace {
 
-std::string Encoded(MessageType type, uint64_t id) {
-  Message m;
-  m.header = MessageHeader{type, id, 3};
-  return m.Encode();
+// Alternative I of MessageBody, default-constructed, as message bytes.
+template <size_t I>
+std::string EncodedAt(uint64_t id) {
+  return EncodeMessage(id, 3, std::variant_alternative_t<I, MessageBody>());
 }
 
-// Registers a handler for every type, counting the calls per type.
-void RegisterAll(Dispatcher* d, std::vector<int>* calls) {
-  for (size_t t = 1; t <= kMaxMessageType; ++t) {
-    const MessageType type = static_cast<MessageType>(t);
-    if (type == MessageType::kReplicateAck) {
-      d->OnRaw(type, [calls](NodeId, const MessageHeader& h, std::string_view) {
-        ++(*calls)[static_cast<size_t>(h.type)];
-        return true;
-      });
-    } else {
-      d->On(
-          type,
-          [calls](NodeId, Message& m) {
-            ++(*calls)[static_cast<size_t>(m.type())];
-          },
-          type == MessageType::kAePush);
-    }
+std::string Encoded(MessageType type, uint64_t id) {
+  using Fn = std::string (*)(uint64_t);
+  static constexpr auto kTable = []<size_t... I>(std::index_sequence<I...>) {
+    return std::array<Fn, sizeof...(I)>{&EncodedAt<I>...};
   }
+  (std::make_index_sequence<std::variant_size_v<MessageBody>>());
+  return kTable[static_cast<size_t>(type) - 1](id);
+}
+
+// Registers a typed handler for alternative I's type, counting its calls.
+template <size_t I>
+void RegisterTyped(Dispatcher* d, std::vector<int>* calls) {
+  using Body = std::variant_alternative_t<I, MessageBody>;
+  d->On<Body>(
+      [calls](NodeId, const MessageHeader& h, Body&) {
+        CHECK(h.type == Body::kType);
+        ++(*calls)[static_cast<size_t>(Body::kType)];
+      },
+      Body::kType == MessageType::kAePush);
+}
+
+// Registers a handler for every type (kReplicateAck raw, the others
+// typed), counting the calls per type.
+void RegisterAll(Dispatcher* d, std::vector<int>* calls) {
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    ((std::variant_alternative_t<I, MessageBody>::kType ==
+              MessageType::kReplicateAck
+          ? void()
+          : RegisterTyped<I>(d, calls)),
+     ...);
+  }
+  (std::make_index_sequence<std::variant_size_v<MessageBody>>());
+  d->OnRaw(MessageType::kReplicateAck,
+           [calls](NodeId, const MessageHeader& h, std::string_view) {
+             ++(*calls)[static_cast<size_t>(h.type)];
+             return true;
+           });
 }
 
 TEST_CASE("dispatcher: a type without a handler, or with two, is an error") {
@@ -78,31 +100,29 @@ TEST_CASE("dispatcher: each message reaches its type's handler once") {
 
 TEST_CASE("dispatcher: a bulk message nested in another is decoded afresh") {
   Dispatcher d;
-  std::vector<const Message*> seen;
+  std::vector<const msg::AePush*> seen;
   std::vector<std::string> sets;
-  Message inner;
-  inner.header = MessageHeader{MessageType::kAePush, 2, 3};
+  msg::AePush inner;
   inner.set = "inner";
-  Message outer;
-  outer.header = MessageHeader{MessageType::kAePush, 1, 3};
+  msg::AePush outer;
   outer.set = "outer";
   outer.elements.push_back(ElementDots{"e", {Dot{1, 1}}});
-  const std::string inner_bytes = inner.Encode();
-  d.On(
-      MessageType::kAePush,
-      [&](NodeId, Message& m) {
+  const std::string inner_bytes = EncodeMessage(2, 3, inner);
+  const std::string outer_bytes = EncodeMessage(1, 3, outer);
+  d.On<msg::AePush>(
+      [&](NodeId, const MessageHeader&, msg::AePush& m) {
         seen.push_back(&m);
         if (m.set == "outer") REQUIRE(d.Dispatch(7, inner_bytes));
         // The outer message is intact after the nested dispatch.
         sets.push_back(m.set);
       },
       /*bulk=*/true);
-  REQUIRE(d.Dispatch(7, outer.Encode()));
+  REQUIRE(d.Dispatch(7, outer_bytes));
   REQUIRE(seen.size() == 2);
   CHECK(seen[0] != seen[1]);
   CHECK(sets == std::vector<std::string>{"inner", "outer"});
   // The next bulk message reuses the first one's storage.
-  REQUIRE(d.Dispatch(7, outer.Encode()));
+  REQUIRE(d.Dispatch(7, outer_bytes));
   CHECK(seen[2] == seen[0]);
 }
 

@@ -81,12 +81,10 @@ class Sender {
   void Fill(std::deque<std::string>* out) {
     if (pos_ == sets_.size()) {
       if (end_.empty()) {
-        Message end;
-        end.header =
-            MessageHeader{MessageType::kTransferChunk, kStream, kPartition};
-        end.end = true;
+        msg::TransferChunk end;
         end.index = index_;
-        end_ = end.Encode();
+        end.end = true;
+        end_ = EncodeMessage(kStream, kPartition, end);
         out->push_back(end_);
       }
       return;
@@ -96,16 +94,14 @@ class Sender {
       absl::StatusOr<bool> more = reader_->Next(&chunk);
       REQUIRE(more.ok());
       const bool last = !*more || reader_->AtEnd();
-      Message m;
-      m.header =
-          MessageHeader{MessageType::kTransferChunk, kStream, kPartition};
+      msg::TransferChunk m;
       m.set = sets_[pos_];
       m.index = index_;
       m.seq = window_.next_seq();
-      m.done = last;
-      if (last) m.clock = reader_->clock();
+      m.last = last;
+      if (last) m.set_clock = reader_->clock();
       m.elements = std::move(chunk);
-      out->push_back(window_.Add(last, m.Encode()));
+      out->push_back(window_.Add(last, EncodeMessage(kStream, kPartition, m)));
       if (last) reader_.reset();
     }
   }
@@ -116,7 +112,7 @@ class Sender {
     if (!end_.empty() && !ended_) out->push_back(end_);
   }
 
-  void OnAck(const Message& ack) {
+  void OnAck(const msg::TransferAck& ack) {
     if (ack.index != index_) return;  // An earlier set's: stale.
     if (!end_.empty()) {
       if (ack.status.ok()) ended_ = true;
@@ -166,31 +162,32 @@ class Sender {
 // The receiver's side of a message, as the protocols do it.
 std::string Answer(SetStreamReceiver& receiver, Replica* replica,
                    const std::string& bytes, uint64_t now) {
-  absl::StatusOr<Message> m = Message::Decode(bytes);
-  REQUIRE(m.ok());
-  Message ack;
-  ack.header = MessageHeader{MessageType::kTransferAck, m->header.request_id,
-                             m->header.partition};
+  absl::StatusOr<Message> decoded = DecodeMessage(bytes);
+  REQUIRE(decoded.ok());
+  const MessageHeader& h = decoded->header;
+  const msg::TransferChunk* m = decoded->As<msg::TransferChunk>();
+  REQUIRE(m != nullptr);
+  msg::TransferAck ack;
   ack.index = m->index;
   ack.seq = m->seq;
   if (m->end) {
-    receiver.Finish(kSender, m->header.request_id, m->header.partition);
-    return ack.Encode();
+    receiver.Finish(kSender, h.request_id, h.partition);
+    return EncodeMessage(h.request_id, h.partition, ack);
   }
   const SetStreamChunk chunk{.from = kSender,
-                             .stream = m->header.request_id,
-                             .partition = m->header.partition,
+                             .stream = h.request_id,
+                             .partition = h.partition,
                              .index = m->index,
                              .seq = m->seq,
                              .set = m->set,
-                             .last = m->done,
-                             .clock = &m->clock,
+                             .last = m->last,
+                             .clock = &m->set_clock,
                              .elements = m->elements};
   SetStreamReceiver::Received r =
       receiver.Receive(chunk, kPartition, replica, now);
   if (!r.answer.has_value()) return "";
   ack.status = *r.answer;
-  return ack.Encode();
+  return EncodeMessage(h.request_id, h.partition, ack);
 }
 
 // Takes a random message out of *q (reordering).
@@ -249,9 +246,10 @@ TEST_CASE(
         if (to_sender.empty()) continue;
         std::string m = TakeAny(rng, &to_sender);
         if (Uniform(rng, 0, 99) < loss) continue;
-        absl::StatusOr<Message> ack = Message::Decode(m);
+        absl::StatusOr<Message> ack = DecodeMessage(m);
         REQUIRE(ack.ok());
-        sender.OnAck(*ack);
+        REQUIRE(ack->As<msg::TransferAck>() != nullptr);
+        sender.OnAck(*ack->As<msg::TransferAck>());
       } else if (event < 903) {
         receiver.Clear();  // The receiving node restarted.
         ++clears;

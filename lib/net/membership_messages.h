@@ -1,0 +1,227 @@
+// The hand-off and membership messages, and the node states they carry:
+// one struct per message type, each field with one meaning. Internal
+// header; see net/message.h for the framing and docs/FORMATS.md for the
+// bytes.
+//
+//   hand-off sender -> receiver     receiver -> sender
+//   TransferChunk                   TransferAck
+//   HandoffDelta                    HandoffDeltaAck
+//   HandoffDone (a proposal: the    HandoffDoneAck
+//     run is complete; take the
+//     sender's place)
+//   RingEpoch                       (none: tells a node the sender's ring
+//                                    epoch, when it asked about a partition
+//                                    the sender no longer holds)
+//
+//   membership, either way          reply, if either side was behind
+//   Membership                      Membership
+//
+// EncodeBody appends a struct's body; DecodeBody overwrites every field
+// from *d and returns false on malformed or truncated bytes.
+//
+// Thread-safety: value types and stateless functions.
+
+#ifndef BIGSET_LIB_NET_MEMBERSHIP_MESSAGES_H_
+#define BIGSET_LIB_NET_MEMBERSHIP_MESSAGES_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "bigset/core/clock.h"
+#include "bigset/core/delta.h"
+#include "bigset/core/element_dots.h"
+#include "bigset/net/transport.h"
+#include "net/message_type.h"
+
+namespace bigset {
+namespace message_internal {
+class BodyReader;
+}  // namespace message_internal
+
+// One partition a node serves, in that node's own membership state (see
+// cluster/membership.h). Only the node itself changes its state.
+struct ServeEntry {
+  uint32_t partition = 0;
+  // The node's state version when it began serving the partition: names
+  // this episode of serving it (a node may serve, leave and serve again).
+  uint64_t since = 0;
+  // The node whose place it took by a hand-off, and that node's episode
+  // (0: none, an original member).
+  NodeId took_from = 0;
+  uint64_t took_since = 0;
+  // The receiver this node hands the partition over to (set before it
+  // proposes the completion, so that it never pairs with two receivers);
+  // 0: none.
+  NodeId handing_to = 0;
+  // The node no longer serves the partition in this episode: it handed over
+  // to `handing_to`. Kept while the node it took the place of may still
+  // need to learn that its place was taken (see cluster/membership.h).
+  bool departed = false;
+
+  friend bool operator==(const ServeEntry&, const ServeEntry&) = default;
+};
+
+// A node's membership state: a version it increases on every change, and
+// its entries by (partition, since), ascending: at most one that is not
+// departed per partition.
+struct NodeServing {
+  NodeId node = 0;
+  uint64_t version = 0;
+  std::vector<ServeEntry> entries;
+
+  friend bool operator==(const NodeServing&, const NodeServing&) = default;
+};
+
+// Node states as Membership carries them (also the node metadata's
+// encoding of them): appends to *dst, and decodes exactly `in`
+// (DataLoss for anything else).
+void EncodeNodeStates(std::span<const NodeServing> states, std::string* dst);
+absl::Status DecodeNodeStates(std::string_view in,
+                              std::vector<NodeServing>* out);
+
+namespace msg {
+
+using message_internal::BodyReader;
+
+// One chunk of a hand-off transfer (a set stream: cluster/set_stream.h).
+struct TransferChunk {
+  static constexpr MessageType kType = MessageType::kTransferChunk;
+  static constexpr const char* kName = "TransferChunk";
+  // The sender's ring epoch.
+  uint64_t epoch = 0;
+  std::string set;
+  // The set's position in the transfer (from 0), and the chunk's within
+  // the set (from 0).
+  uint64_t index = 0;
+  uint64_t seq = 0;
+  // The set's last chunk, which carries the sender's set-clock.
+  bool last = false;
+  Clock set_clock;
+  // A chunk after every set: no set, no elements.
+  bool end = false;
+  std::vector<ElementDots> elements;
+
+  friend bool operator==(const TransferChunk&, const TransferChunk&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+// Acknowledges a transfer's chunks up to (index, seq), or says why not.
+struct TransferAck {
+  static constexpr MessageType kType = MessageType::kTransferAck;
+  static constexpr const char* kName = "TransferAck";
+  absl::Status status;
+  uint64_t index = 0;
+  uint64_t seq = 0;
+  // The receiver's incarnation of the partition: changes when it restarts
+  // or releases the partition, so that a sender learns that chunks it
+  // acknowledged before may be lost.
+  uint64_t incarnation = 0;
+
+  friend bool operator==(const TransferAck&, const TransferAck&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+// A write the sender applied during the transfer, proxied to the receiver.
+// The hot path encodes it without this struct (EncodeDeltaMessage).
+struct HandoffDelta {
+  static constexpr MessageType kType = MessageType::kHandoffDelta;
+  static constexpr const char* kName = "HandoffDelta";
+  Delta delta;
+
+  friend bool operator==(const HandoffDelta&, const HandoffDelta&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+// The outcome of applying a HandoffDelta, and the node that applied it.
+struct HandoffDeltaAck {
+  static constexpr MessageType kType = MessageType::kHandoffDeltaAck;
+  static constexpr const char* kName = "HandoffDeltaAck";
+  absl::Status status;
+  NodeId applied_by = 0;
+
+  friend bool operator==(const HandoffDeltaAck&,
+                         const HandoffDeltaAck&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+// The sender's proposal that the run from `from_node` to `to_node` is
+// complete.
+struct HandoffDone {
+  static constexpr MessageType kType = MessageType::kHandoffDone;
+  static constexpr const char* kName = "HandoffDone";
+  uint64_t epoch = 0;
+  NodeId from_node = 0;
+  NodeId to_node = 0;
+  // The sender's episode of serving the partition.
+  uint64_t episode = 0;
+  // The run only adds data to a receiver that already serves (the sender's
+  // place was taken earlier; see cluster/handoff.h).
+  bool supplement = false;
+
+  friend bool operator==(const HandoffDone&, const HandoffDone&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+// The receiver's answer to HandoffDone, with its membership state.
+struct HandoffDoneAck {
+  static constexpr MessageType kType = MessageType::kHandoffDoneAck;
+  static constexpr const char* kName = "HandoffDoneAck";
+  absl::Status status;
+  uint64_t epoch = 0;
+  NodeId from_node = 0;
+  NodeId to_node = 0;
+  std::vector<NodeServing> states;
+
+  friend bool operator==(const HandoffDoneAck&,
+                         const HandoffDoneAck&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+// The sender's ring epoch.
+struct RingEpoch {
+  static constexpr MessageType kType = MessageType::kRingEpoch;
+  static constexpr const char* kName = "RingEpoch";
+  uint64_t epoch = 0;
+
+  friend bool operator==(const RingEpoch&, const RingEpoch&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+// Membership gossip: the sender's ring epoch, the state version it knows of
+// each node, and the states the receiver may not know.
+struct Membership {
+  static constexpr MessageType kType = MessageType::kMembership;
+  static constexpr const char* kName = "Membership";
+  uint64_t epoch = 0;
+  std::vector<std::pair<NodeId, uint64_t>> versions;
+  std::vector<NodeServing> states;
+
+  friend bool operator==(const Membership&, const Membership&) = default;
+
+  void EncodeBody(std::string* dst) const;
+  bool DecodeBody(BodyReader* d);
+};
+
+}  // namespace msg
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_NET_MEMBERSHIP_MESSAGES_H_
