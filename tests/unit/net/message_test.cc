@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "bigset/net/transport.h"
 #include "test_util.h"
 
@@ -427,6 +428,169 @@ TEST_CASE("message: node states out of order or with two live entries") {
   EncodeNodeStates(std::vector<NodeServing>{NodeServing{3, 7, {a, b}}}, &bytes);
   std::vector<NodeServing> out;
   CHECK(absl::IsDataLoss(DecodeNodeStates(bytes, &out)));
+}
+
+// ---- The bytes of every type, pinned (docs/FORMATS.md, "Messages"): both
+// sides of every other test share the codec, so only this one sees a change
+// of the wire format. A deliberate change bumps kMessageFormatVersion and
+// these bytes together.
+
+std::vector<Message> PinnedMessages() {
+  Clock clock;
+  clock.AddDot(Dot{1, 1});
+  clock.AddDot(Dot{1, 2});
+  clock.AddDot(Dot{2, 5});
+  Delta delta;
+  delta.set = "s";
+  delta.ops.push_back(DeltaOp{"e", {Dot{1, 2}}, Dot{2, 5}});
+  const std::vector<ElementDots> elements = {{"a", {Dot{1, 1}}},
+                                             {"b", {Dot{2, 5}, Dot{1, 2}}}};
+  const absl::Status refused = absl::AbortedError("no");
+  const std::vector<NodeServing> states = {NodeServing{
+      4,
+      9,
+      {ServeEntry{3, 2, 1, 1, 0, true}, ServeEntry{3, 8, 0, 0, 5, false}}}};
+  SetSummary summary;
+  summary.set = "s";
+  summary.digest = 0x0102030405060708;
+  summary.keys_digest = 9;
+  summary.tombstone_empty = false;
+  SetSummary with_clock = summary;
+  with_clock.clock = clock;
+  ElementBounds bounds;
+  bounds.start = "a";
+  bounds.start_inclusive = true;
+  msg::Update update;
+  update.set = "s";
+  update.ops.push_back(UpdateOp::Add("e", {Dot{1, 1}}));
+  UpdateOp remove = UpdateOp::Remove("f", {});
+  remove.context_from_replica = true;
+  update.ops.push_back(remove);
+  std::vector<MessageBody> bodies = {
+      update,
+      msg::UpdateReply{absl::OkStatus(), delta},
+      msg::Replicate{delta},
+      msg::ReplicateAck{refused, 7},
+      msg::Read{.set = "s", .bounds = bounds, .batch_size = 300},
+      msg::ReadClock{absl::OkStatus(), clock},
+      msg::ReadChunk{.seq = 3, .last = true, .elements = elements},
+      msg::ChunkAck{4},
+      msg::StopFold{},
+      msg::Query{.set = "s", .elements = {"a", "z"}},
+      msg::QueryReply{absl::OkStatus(), clock, elements},
+      msg::Repair{delta},
+      msg::KeepFold{},
+      msg::Clear{.set = "s", .clock = clock},
+      msg::ReplicateGivenUp{delta},
+      msg::ReplicateAckWithDelta{delta},
+      msg::TransferChunk{.epoch = 6,
+                         .set = "s",
+                         .index = 2,
+                         .seq = 1,
+                         .last = true,
+                         .set_clock = clock,
+                         .end = false,
+                         .elements = elements},
+      msg::TransferAck{refused, 2, 1, 0xabcdef},
+      msg::HandoffDelta{delta},
+      msg::HandoffDeltaAck{absl::OkStatus(), 3},
+      msg::HandoffDone{.epoch = 6,
+                       .from_node = 1,
+                       .to_node = 2,
+                       .episode = 8,
+                       .supplement = true},
+      msg::HandoffDoneAck{refused, 6, 1, 2, states},
+      msg::RingEpoch{6},
+      msg::AeDigest{.digest = 0x1122334455667788, .bucket_count = 64},
+      msg::AeDigestReply{absl::OkStatus(), false, {1, 2}},
+      msg::AeSets{.bucket_ids = {5, 300}, .summaries = {summary}},
+      msg::AeSetsReply{absl::OkStatus(), {with_clock}},
+      msg::AePull{.set = "s", .dots = clock},
+      msg::AePush{.set = "s",
+                  .seq = 2,
+                  .last = true,
+                  .set_clock = clock,
+                  .elements = elements},
+      msg::AePushAck{refused, 2},
+      msg::Membership{.epoch = 6, .versions = {{4, 9}}, .states = states},
+      msg::Count{"s"},
+      msg::CountReply{absl::OkStatus(), true, 2, 0x0a0b, 0x0c0d},
+  };
+  std::vector<Message> out;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    Message m;
+    m.header = MessageHeader{static_cast<MessageType>(i + 1), 100 + i, 3};
+    m.body = std::move(bodies[i]);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+TEST_CASE("message: the bytes of every type are pinned") {
+  static const char* const kPinned[] = {
+      "0401640301730201016501000000000000000101020166001a0eb65f",
+      "0402650300001b010173000101650100000000000000020501000000000000000102037b"
+      "536a",
+      "040366031b0101730001016501000000000000000205010000000000000001027511116"
+      "0",
+      "040467030a026e6f075c4ed82e",
+      "040568030173050161ac026bc822c4",
+      "040669030000190102000000000000000102000000000000000002000102030084f841c"
+      "6",
+      "04076a030301020161010000000000000001010162020000000000000002050000000000"
+      "00000102c53780bf",
+      "04086b03045450119e",
+      "04096c03ee07a219",
+      "040a6d030173020161017a6bdb7346",
+      "040b6e030000190102000000000000000102000000000000000002000102030002016101"
+      "0000000000000001010162020000000000000002050000000000000001021ca0fd52",
+      "040c6f031b01017300010165010000000000000002050100000000000000010268e7920"
+      "8",
+      "040d70039c8255e6",
+      "040e71030173190102000000000000000102000000000000000002000102030023f4f42"
+      "9",
+      "040f72031b01017300010165010000000000000002050100000000000000010251da189"
+      "b",
+      "041073031b0101730001016501000000000000000205010000000000000001027205dbb"
+      "c",
+      "041174030601730201011901020000000000000001020000000000000000020001020300"
+      "0201610100000000000000010101620200000000000000020500000000000000010269b4"
+      "823c",
+      "041275030a026e6f0201ef9baf05d18d5544",
+      "041376031b010173000101650100000000000000020501000000000000000102b8ba3f0"
+      "6",
+      "0414770300000316f86256",
+      "0415780306010208014569cd60",
+      "041679030a026e6f06010201040902030201010001030800000500852f2b54",
+      "04177a030666a8e48c",
+      "04187b03112233445566778840539681af",
+      "04197c030000000200000000000000010000000000000002e6105074",
+      "041a7d030205ac0201017301020304050607080000000000000009006b50ec0c",
+      "041b7e030000010173010203040506070800000000000000090019010200000000000000"
+      "0102000000000000000002000102030056557660",
+      "041c7f03017319010200000000000000010200000000000000000200010203009108f34"
+      "a",
+      "041d80010301730201190102000000000000000102000000000000000002000102030002"
+      "016101000000000000000101016202000000000000000205000000000000000102d01f51"
+      "06",
+      "041e8101030a026e6f025c29ebfc",
+      "041f8201030601040901040902030201010001030800000500af0593e9",
+      "04208301030173fbba89dc",
+      "0421840103000001020000000000000a0b0000000000000c0d0e65c49c",
+  };
+  const std::vector<Message> messages = PinnedMessages();
+  REQUIRE(messages.size() == kMaxMessageType);
+  REQUIRE(std::size(kPinned) == messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
+    CAPTURE(MessageTypeName(m.type()));
+    REQUIRE(m.body.index() == i);
+    const std::string bytes = EncodeMessage(m);
+    CHECK(absl::BytesToHexString(bytes) == kPinned[i]);
+    absl::StatusOr<Message> back = DecodeMessage(bytes);
+    REQUIRE(back.ok());
+    CheckSame(*back, m);
+  }
 }
 
 }  // namespace
