@@ -96,7 +96,7 @@ bool AntiEntropy::SendNextChunk(Push* push) {
   m.set = push->set;
   m.seq = push->window.next_seq();
   m.last = end;
-  if (end) m.set_clock = push->dots;
+  if (end) m.dots = push->dots;
   m.elements = std::move(elements);
   push->window.Add(end, EncodeMessage(push->id, push->partition, m));
   push->in_flight_keys = m.elements.size();
@@ -168,7 +168,7 @@ void AntiEntropy::OnPush(NodeId from, const MessageHeader& header,
                              .seq = m.seq,
                              .set = m.set,
                              .last = m.last,
-                             .clock = &m.set_clock,
+                             .clock = &m.dots,
                              .elements = m.elements};
   const SetStreamReceiver::Received r =
       receiver_.Receive(chunk, host_->ring().PartitionOf(m.set),

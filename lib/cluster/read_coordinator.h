@@ -98,7 +98,6 @@ class ReadCoordinator : public Coordinator {
   // Fills a local slot's merge buffer with its next chunk.
   absl::Status FillLocal(Slot& slot);
   void SendRead(Slot& slot, const ElementBounds& bounds);
-  // kChunkAck (for slot.next_seq), kStopFold or kKeepFold.
   // Sends a message of the slot's fold (Read, ChunkAck, StopFold,
   // KeepFold) to its replica.
   template <typename Body>

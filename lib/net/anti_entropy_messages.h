@@ -10,8 +10,10 @@
 //   either way:
 //   AePush                          AePushAck
 //
-// EncodeBody appends a struct's body; DecodeBody overwrites every field
-// from *d and returns false on malformed or truncated bytes.
+// EncodeBody appends a struct's body; DecodeBody fills a default-constructed
+// struct (whose `elements` may hold storage to reuse) from *d, leaving the
+// fields the body omits at their defaults, and returns false on malformed
+// or truncated bytes.
 //
 // Thread-safety: value types.
 
@@ -108,15 +110,16 @@ struct AePull {
 };
 
 // One chunk of a push (a set stream: cluster/set_stream.h): its sequence
-// number within the set (from 0), and on the set's last chunk the sender's
-// set-clock.
+// number within the set (from 0), and on the set's last chunk the dots
+// pushed (the receiver takes those of them without a key sent for removed
+// at the sender: never the sender's whole set-clock, only what it read).
 struct AePush {
   static constexpr MessageType kType = MessageType::kAePush;
   static constexpr const char* kName = "AePush";
   std::string set;
   uint64_t seq = 0;
   bool last = false;
-  Clock set_clock;
+  Clock dots;
   std::vector<ElementDots> elements;
 
   friend bool operator==(const AePush&, const AePush&) = default;

@@ -9,15 +9,16 @@
 //   HandoffDone (a proposal: the    HandoffDoneAck
 //     run is complete; take the
 //     sender's place)
-//   RingEpoch                       (none: tells a node the sender's ring
-//                                    epoch, when it asked about a partition
-//                                    the sender no longer holds)
+//   RingEpoch                       (none; no longer sent, decoded and
+//                                    noted: Membership carries the epoch)
 //
 //   membership, either way          reply, if either side was behind
 //   Membership                      Membership
 //
-// EncodeBody appends a struct's body; DecodeBody overwrites every field
-// from *d and returns false on malformed or truncated bytes.
+// EncodeBody appends a struct's body; DecodeBody fills a default-constructed
+// struct (whose `elements` may hold storage to reuse) from *d, leaving the
+// fields the body omits at their defaults, and returns false on malformed
+// or truncated bytes.
 //
 // Thread-safety: value types and stateless functions.
 
@@ -95,8 +96,9 @@ struct TransferChunk {
   // The sender's ring epoch.
   uint64_t epoch = 0;
   std::string set;
-  // The set's position in the transfer (from 0), and the chunk's within
-  // the set (from 0).
+  // The set's attempt in the run (from 0; a set sent again, from a new
+  // snapshot, gets a new one), and the chunk's position within the set
+  // (from 0).
   uint64_t index = 0;
   uint64_t seq = 0;
   // The set's last chunk, which carries the sender's set-clock.
@@ -194,7 +196,7 @@ struct HandoffDoneAck {
   bool DecodeBody(BodyReader* d);
 };
 
-// The sender's ring epoch.
+// The sender's ring epoch (no longer sent; decoded and noted).
 struct RingEpoch {
   static constexpr MessageType kType = MessageType::kRingEpoch;
   static constexpr const char* kName = "RingEpoch";

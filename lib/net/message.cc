@@ -1,6 +1,7 @@
 #include "net/message.h"
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <utility>
 #include <variant>
@@ -37,20 +38,40 @@ constexpr std::array<const char*, kBodies> Names(std::index_sequence<I...>) {
 constexpr std::array<const char*, kBodies> kNames =
     Names(std::make_index_sequence<kBodies>());
 
-// Decodes a body of alternative I into *out, reusing its element storage if
-// *out already holds that alternative.
+// The element storage of whatever *body holds (empty if its type has no
+// elements), for the next body to reuse.
+std::vector<ElementDots> TakeElements(MessageBody* body) {
+  return std::visit(
+      [](auto& b) -> std::vector<ElementDots> {
+        if constexpr (requires {
+                        {
+                          b.elements
+                          } -> std::same_as<std::vector<ElementDots>&>;
+                      }) {
+          return std::move(b.elements);
+        } else {
+          return {};
+        }
+      },
+      *body);
+}
+
+// Decodes a body of alternative I into *out, a fresh struct that reuses the
+// element storage *out held, whatever its type (chunks of hand-offs and
+// pushes may interleave).
 template <size_t I>
 bool DecodeAlternative(BodyReader* d, MessageBody* out) {
   using Body = std::variant_alternative_t<I, MessageBody>;
-  if constexpr (requires(Body b) { b.elements.clear(); }) {
-    if (Body* held = std::get_if<Body>(out)) {
-      auto spare = std::move(held->elements);
-      *held = Body();
-      held->elements = std::move(spare);
-      return held->DecodeBody(d);
-    }
+  if constexpr (requires(Body b) {
+                  { b.elements } -> std::same_as<std::vector<ElementDots>&>;
+                }) {
+    std::vector<ElementDots> spare = TakeElements(out);
+    Body& body = out->template emplace<Body>();
+    body.elements = std::move(spare);
+    return body.DecodeBody(d);
+  } else {
+    return out->template emplace<Body>().DecodeBody(d);
   }
-  return out->template emplace<Body>().DecodeBody(d);
 }
 
 using DecodeFn = bool (*)(BodyReader*, MessageBody*);
@@ -131,11 +152,16 @@ absl::StatusOr<Message> DecodeMessage(std::string_view in) {
 }
 
 absl::Status DecodeMessageInto(std::string_view in, Message* out) {
+  MessageHeader header;
   std::string_view body;
-  absl::Status s = ParseHeader(in, &out->header, &body);
-  if (!s.ok()) return s;
+  absl::Status s = ParseHeader(in, &header, &body);
+  if (!s.ok()) {
+    *out = Message();
+    return s;
+  }
+  out->header = header;
   BodyReader d(body);
-  const MessageType type = out->header.type;
+  const MessageType type = header.type;
   if (!kDecoders[static_cast<size_t>(type) - 1](&d, &out->body)) {
     return Malformed(type, "body");
   }

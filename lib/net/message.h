@@ -110,9 +110,9 @@ std::string EncodeMessage(const Message& m);
 
 absl::StatusOr<Message> DecodeMessage(std::string_view in);
 // The same into *out, which it replaces whole (also on error, when *out is
-// left in some valid state). If *out already holds a body of the incoming
-// type, its element storage is reused: a receiver of many chunks decodes
-// them without allocating per element.
+// left a valid message whose header names its body's type). The element
+// storage of the body *out held (of any type with elements) is reused: a
+// receiver of many chunks decodes them without allocating per element.
 absl::Status DecodeMessageInto(std::string_view in, Message* out);
 
 // ---- Hot paths: the bulk of the traffic, without a struct per message.

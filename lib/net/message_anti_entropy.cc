@@ -81,7 +81,7 @@ void AePush::EncodeBody(std::string* dst) const {
   coding::PutLengthPrefixed(dst, set);
   coding::PutVarint64(dst, seq);
   dst->push_back(static_cast<char>(last ? 1 : 0));
-  if (last) coding::PutLengthPrefixed(dst, set_clock.Encode());
+  if (last) coding::PutLengthPrefixed(dst, dots.Encode());
   PutElements(dst, elements);
 }
 
@@ -91,7 +91,7 @@ bool AePush::DecodeBody(BodyReader* d) {
     return false;
   }
   last = flag == 1;
-  return (!last || d->Clock(&set_clock)) && d->Elements(&elements);
+  return (!last || d->Clock(&dots)) && d->Elements(&elements);
 }
 
 void AePushAck::EncodeBody(std::string* dst) const {

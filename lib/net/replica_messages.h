@@ -15,9 +15,11 @@
 //                                    re-found by the next read)
 //
 // Every struct names its MessageType (kType) and encodes and decodes its
-// body (after the header, before the checksum): EncodeBody appends it,
-// DecodeBody overwrites every field from *d and returns false on malformed
-// or truncated bytes (its allocations bounded by the input).
+// body (after the header, before the checksum): EncodeBody appends it;
+// DecodeBody fills a default-constructed struct (whose `elements` may hold
+// storage to reuse) from *d, leaving the fields the body omits (those after
+// an error status) at their defaults, and returns false on malformed or
+// truncated bytes (its allocations bounded by the input).
 //
 // Thread-safety: value types.
 
@@ -199,7 +201,8 @@ struct ReadChunk {
   bool DecodeBody(BodyReader* d);
 };
 
-// Acknowledges a fold's chunks up to `seq`: the replica may send more.
+// Asks for a fold's chunk `seq`: the next one (the chunks before it
+// arrived), or the last one sent again.
 struct ChunkAck {
   static constexpr MessageType kType = MessageType::kChunkAck;
   static constexpr const char* kName = "ChunkAck";

@@ -411,7 +411,7 @@ msg::AePush ForgeAePush(Simulator& sim, Rng& rng,
   m.set = RandomSetName(rng, sets);
   m.seq = Uniform(rng, 0, 2) ? Uniform(rng, 0, 5) : Uniform(rng, 0, UINT64_MAX);
   m.last = Uniform(rng, 0, 1);
-  if (m.last) m.set_clock = RandomClock(sim, rng, m.set);
+  if (m.last) m.dots = RandomClock(sim, rng, m.set);
   for (int k = static_cast<int>(Uniform(rng, 0, 5)); k > 0; --k) {
     ElementDots e;
     e.element = absl::StrCat("forged", Uniform(rng, 0, 20));
