@@ -3,6 +3,7 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -38,16 +39,18 @@ constexpr std::array<const char*, kBodies> Names(std::index_sequence<I...>) {
 constexpr std::array<const char*, kBodies> kNames =
     Names(std::make_index_sequence<kBodies>());
 
+// A body whose `elements` are a chunk's (storage worth reusing).
+template <typename Body>
+concept HasChunkElements = requires(Body b) {
+  { b.elements } -> std::same_as<std::vector<ElementDots>&>;
+};
+
 // The element storage of whatever *body holds (empty if its type has no
 // elements), for the next body to reuse.
 std::vector<ElementDots> TakeElements(MessageBody* body) {
   return std::visit(
       [](auto& b) -> std::vector<ElementDots> {
-        if constexpr (requires {
-                        {
-                          b.elements
-                          } -> std::same_as<std::vector<ElementDots>&>;
-                      }) {
+        if constexpr (HasChunkElements<std::decay_t<decltype(b)>>) {
           return std::move(b.elements);
         } else {
           return {};
@@ -62,9 +65,7 @@ std::vector<ElementDots> TakeElements(MessageBody* body) {
 template <size_t I>
 bool DecodeAlternative(BodyReader* d, MessageBody* out) {
   using Body = std::variant_alternative_t<I, MessageBody>;
-  if constexpr (requires(Body b) {
-                  { b.elements } -> std::same_as<std::vector<ElementDots>&>;
-                }) {
+  if constexpr (HasChunkElements<Body>) {
     std::vector<ElementDots> spare = TakeElements(out);
     Body& body = out->template emplace<Body>();
     body.elements = std::move(spare);

@@ -68,6 +68,16 @@ void PutStates(std::string* dst, std::span<const NodeServing> states) {
   }
 }
 
+void PutDelta(std::string* dst, const bigset::Delta& delta) {
+  // The delta is appended, then its length inserted before it: a few bytes
+  // moved instead of a temporary string.
+  const size_t start = dst->size();
+  delta.EncodeTo(dst);
+  char len[coding::kMaxVarint64Bytes];
+  const size_t n = coding::EncodeVarint64(len, dst->size() - start);
+  dst->insert(start, len, n);
+}
+
 void PutBounds(std::string* dst, const ElementBounds& b, uint32_t batch_size) {
   dst->push_back(static_cast<char>(
       (b.start.has_value() ? 1 : 0) | (b.end.has_value() ? 2 : 0) |

@@ -51,6 +51,8 @@ void PutElements(std::string* dst, std::span<const ElementDots> elements);
 // took_from, took_since, handing_to, u8 departed.
 void PutStates(std::string* dst, std::span<const NodeServing> states);
 void PutBounds(std::string* dst, const ElementBounds& b, uint32_t batch_size);
+// A delta, length-prefixed, encoded in place (no temporary string).
+void PutDelta(std::string* dst, const bigset::Delta& delta);
 
 // DataLoss naming the message type and what was wrong.
 absl::Status Malformed(MessageType type, std::string_view what);

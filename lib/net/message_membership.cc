@@ -46,7 +46,7 @@ bool TransferAck::DecodeBody(BodyReader* d) {
 }
 
 void HandoffDelta::EncodeBody(std::string* dst) const {
-  coding::PutLengthPrefixed(dst, delta.Encode());
+  message_internal::PutDelta(dst, delta);
 }
 bool HandoffDelta::DecodeBody(BodyReader* d) { return d->Delta(&delta); }
 

@@ -12,24 +12,10 @@ namespace msg {
 using message_internal::kMinStringBytes;
 using message_internal::kMinUpdateOpBytes;
 using message_internal::PutBounds;
+using message_internal::PutDelta;
 using message_internal::PutDots;
 using message_internal::PutElements;
 using message_internal::PutStatus;
-
-namespace {
-
-// Deltas go length-prefixed, but encoded in place: the delta is appended,
-// then its length inserted before it (a few bytes moved instead of a
-// temporary string).
-void PutDelta(std::string* dst, const Delta& delta) {
-  const size_t start = dst->size();
-  delta.EncodeTo(dst);
-  char len[coding::kMaxVarint64Bytes];
-  const size_t n = coding::EncodeVarint64(len, dst->size() - start);
-  dst->insert(start, len, n);
-}
-
-}  // namespace
 
 void Update::EncodeBody(std::string* dst) const {
   coding::PutLengthPrefixed(dst, set);
@@ -203,6 +189,7 @@ bool CountReply::DecodeBody(BodyReader* d) {
 
 using message_internal::BodyReader;
 using message_internal::Malformed;
+using message_internal::PutDelta;
 using message_internal::PutElements;
 using message_internal::PutStatus;
 
@@ -242,7 +229,7 @@ void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
                         std::string* dst) {
   const size_t start = dst->size();
   EncodeHeader(header, dst);
-  msg::PutDelta(dst, delta);
+  PutDelta(dst, delta);
   FinishMessage(start, dst);
 }
 
