@@ -77,12 +77,16 @@ inline void PutDot(std::string* dst, uint64_t actor, uint64_t counter) {
   dst->append(buf, EncodeDot(buf, actor, counter));
 }
 
-inline void PutFixed32BE(std::string* dst, uint32_t v) {
-  char buf[4];
+inline void EncodeFixed32BE(char* buf, uint32_t v) {
   for (int i = 3; i >= 0; --i) {
     buf[i] = static_cast<char>(v & 0xff);
     v >>= 8;
   }
+}
+
+inline void PutFixed32BE(std::string* dst, uint32_t v) {
+  char buf[4];
+  EncodeFixed32BE(buf, v);
   dst->append(buf, 4);
 }
 

@@ -152,14 +152,39 @@ void AppendSetStateSegmentKey(std::string* dst, KeyspaceId keyspace,
 
 void AppendElementKey(std::string* dst, KeyspaceId keyspace,
                       std::string_view set, std::string_view element, Dot dot) {
-  // The whole key at once (one allocation for a new string): prefix, set,
-  // kind, element and its terminator, dot.
-  dst->reserve(dst->size() + 7 + set.size() + 2 + 1 + element.size() + 2 + 16);
-  AppendSetPrefix(dst, keyspace, set);
-  dst->push_back(kKindElement);
-  AppendEscaped(dst, element);
-  coding::PutFixed64BE(dst, dot.actor);
-  coding::PutFixed64BE(dst, dot.counter);
+  // The key of every insert: written in one pass into a buffer sized once
+  // when neither name holds a NUL (the common case), else built piece by
+  // piece.
+  if (std::memchr(set.data(), 0, set.size()) != nullptr ||
+      std::memchr(element.data(), 0, element.size()) != nullptr) {
+    dst->reserve(dst->size() + 7 + set.size() + 2 + 1 + element.size() + 2 +
+                 16);
+    AppendSetPrefix(dst, keyspace, set);
+    dst->push_back(kKindElement);
+    AppendEscaped(dst, element);
+    coding::PutFixed64BE(dst, dot.actor);
+    coding::PutFixed64BE(dst, dot.counter);
+    return;
+  }
+  const size_t start = dst->size();
+  dst->resize(start + 7 + set.size() + 2 + 1 + element.size() + 2 + 16);
+  char* p = dst->data() + start;
+  *p++ = static_cast<char>(kKeyMagic);
+  *p++ = static_cast<char>(kKeyFormatVersion);
+  coding::EncodeFixed32BE(p, keyspace);
+  p += 4;
+  *p++ = kSectionSet;
+  std::memcpy(p, set.data(), set.size());
+  p += set.size();
+  *p++ = kEscape;
+  *p++ = kTerminator;
+  *p++ = kKindElement;
+  std::memcpy(p, element.data(), element.size());
+  p += element.size();
+  *p++ = kEscape;
+  *p++ = kTerminator;
+  coding::EncodeFixed64BE(p, dot.actor);
+  coding::EncodeFixed64BE(p + 8, dot.counter);
 }
 
 void AppendEndOfSetKey(std::string* dst, KeyspaceId keyspace,

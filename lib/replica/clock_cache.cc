@@ -61,6 +61,17 @@ void ClockCache::Recharge(std::string_view set) {
   EvictOverCapacity();
 }
 
+void ClockCache::Recharge(std::string_view set, SetState* state) {
+  if (lru_.empty() || &lru_.front().state != state) {
+    Recharge(set);
+    return;
+  }
+  usage_ -= state->charge;
+  state->charge = Charge(lru_.front().set, *state);
+  usage_ += state->charge;
+  EvictOverCapacity();
+}
+
 void ClockCache::EvictOverCapacity() {
   while (usage_ > capacity_ && lru_.size() > 1) {
     Entry& victim = lru_.back();

@@ -41,6 +41,10 @@ class ClockCache {
   // most recently used, and evicts least recently used entries while over
   // capacity. Never evicts the most recently used entry.
   void Recharge(std::string_view set);
+  // The same for `state`, the entry of `set` that Lookup or Insert returned
+  // (a write recharges the state it just changed): without a lookup when it
+  // is still the most recently used entry.
+  void Recharge(std::string_view set, SetState* state);
 
   size_t size() const { return map_.size(); }
   size_t usage() const { return usage_; }

@@ -7,7 +7,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "core/coding.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
@@ -340,10 +339,12 @@ void Replica::AddNewDot(Dot dot, SetState* state, StateChanges* changes) {
   changes->clock.Touch(dot.actor, dot.counter);
 }
 
-void Replica::PutNewKey(std::string_view set, std::string_view element, Dot dot,
-                        SetState* state, WriteBatch* batch,
-                        StateChanges* changes) {
-  std::string key = ElementKey(options_.keyspace, set, element, dot);
+void Replica::PutNewKey(Stripe& stripe, std::string_view set,
+                        std::string_view element, Dot dot, SetState* state,
+                        WriteBatch* batch, StateChanges* changes) {
+  std::string& key = stripe.key_scratch;
+  key.clear();
+  AppendElementKey(&key, options_.keyspace, set, element, dot);
   batch->Put(key, "");
   if (options_.keep_digests) {
     state->keys_digest += digest::KeyDigest(element, dot);
@@ -351,7 +352,7 @@ void Replica::PutNewKey(std::string_view set, std::string_view element, Dot dot,
   AddNewDot(dot, state, changes);
   if (changes->track_keys) {
     changes->deleted_keys.erase(key);
-    changes->put_keys.insert(std::move(key));
+    changes->put_keys.insert(key);
   }
 }
 
@@ -406,7 +407,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   }
   if (batch->Count() == 0) {
     AccountDigest(state);
-    stripe.cache->Recharge(set);
+    stripe.cache->Recharge(set, state);
     return absl::OkStatus();
   }
   absl::Status s = store_->Write(write_options_, *batch);
@@ -427,7 +428,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
     changes.filter->Reset();
   }
   AccountDigest(state);
-  stripe.cache->Recharge(set);
+  stripe.cache->Recharge(set, state);
   return absl::OkStatus();
 }
 
@@ -478,7 +479,7 @@ absl::Status Replica::CheckOwnDots(std::string_view set, const Clock& clock,
 absl::StatusOr<Delta> Replica::Update(std::string_view set,
                                       std::span<const UpdateOp> ops) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
@@ -547,17 +548,17 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
         stripe.cache->Erase(set);
         return dot.status();
       }
-      batch.Put(ElementKey(options_.keyspace, set, op.element, *dot), "");
+      std::string& key = stripe.key_scratch;
+      key.clear();
+      AppendElementKey(&key, options_.keyspace, set, op.element, *dot);
+      batch.Put(key, "");
       if (options_.keep_digests) {
         state->keys_digest += digest::KeyDigest(op.element, *dot);
         state->clock_digest = digest::AddClockDigests(state->clock_digest,
                                                       digest::DotDigest(*dot));
       }
       changes.clock.Touch(dot->actor, dot->counter);
-      if (changes.track_keys) {
-        changes.put_keys.insert(
-            ElementKey(options_.keyspace, set, op.element, *dot));
-      }
+      if (changes.track_keys) changes.put_keys.insert(key);
       ++puts;
       d.add = *dot;
       if (live != nullptr) live->push_back(*dot);
@@ -575,7 +576,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
 absl::Status Replica::Apply(const Delta& delta) {
   const std::string_view set = delta.set;
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
@@ -633,7 +634,7 @@ absl::Status Replica::Apply(const Delta& delta) {
     }
     // Never rewrite a seen dot: its key may have been removed.
     if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
-      PutNewKey(set, op.element, *op.add, state, &batch, &changes);
+      PutNewKey(stripe, set, op.element, *op.add, state, &batch, &changes);
       if (live != nullptr) live->push_back(*op.add);
       NotePresent(stripe, set, changes.element_hash, &changes);
       ++puts;
@@ -653,7 +654,7 @@ absl::Status Replica::Apply(const Delta& delta) {
 
 absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
@@ -678,7 +679,7 @@ absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
 
 absl::StatusOr<Clock> Replica::GetClock(std::string_view set) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   return (*loaded)->clock;
@@ -686,7 +687,7 @@ absl::StatusOr<Clock> Replica::GetClock(std::string_view set) {
 
 absl::StatusOr<Clock> Replica::GetTombstone(std::string_view set) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   return (*loaded)->tombstone;
@@ -694,7 +695,7 @@ absl::StatusOr<Clock> Replica::GetTombstone(std::string_view set) {
 
 absl::StatusOr<SetStats> Replica::GetSetStats(std::string_view set) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   const SetState& s = **loaded;

@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "bigset/replica/replica.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
@@ -250,7 +249,7 @@ absl::StatusOr<SetCount> Replica::CountSummary(std::string_view set) {
   bool scan = !options_.keep_counts;
   {
     Stripe& stripe = StripeFor(set);
-    absl::MutexLock lock(&stripe.mu);
+    MutexLock lock(&stripe.mu);
     absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
     if (!loaded.ok()) return loaded.status();
     SetState* state = *loaded;

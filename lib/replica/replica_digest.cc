@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "bigset/replica/replica.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
@@ -91,7 +90,7 @@ SetSummary SummaryOf(std::string_view set, const SetState& state,
 
 absl::StatusOr<SetSummary> Replica::Summarize(std::string_view set) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   return SummaryOf(set, **loaded, /*with_clock=*/true);
@@ -115,7 +114,7 @@ absl::Status Replica::ForEachSetSummary(
       SetSummary summary;
       {
         Stripe& stripe = StripeFor(set);
-        absl::MutexLock lock(&stripe.mu);
+        MutexLock lock(&stripe.mu);
         absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
         if (!loaded.ok()) continue;  // Unreadable: skipped, as at Open.
         summary = SummaryOf(set, **loaded, /*with_clock=*/false);

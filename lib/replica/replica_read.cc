@@ -120,7 +120,7 @@ class Replica::Reader final : public SetReader {
 absl::StatusOr<Replica::View> Replica::OpenView(std::string_view set,
                                                 bool with_clock) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
   // Taken under the lock: no change of this set is half-way, so the
@@ -168,7 +168,7 @@ absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
   Clock tombstone;
   {
     Stripe& stripe = StripeFor(set);
-    absl::MutexLock lock(&stripe.mu);
+    MutexLock lock(&stripe.mu);
     absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
     if (!loaded.ok()) return loaded.status();
     if (!(*loaded)->tombstone.empty()) tombstone = (*loaded)->tombstone;

@@ -211,7 +211,7 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
       // the sweeper deletes keys under the tombstone (writes leave them),
       // so these keys are still there.
       Stripe& stripe = StripeFor(set);
-      absl::MutexLock lock(&stripe.mu);
+      MutexLock lock(&stripe.mu);
       BIGSET_RETURN_IF_ERROR(CheckOpen());
       absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
       if (!loaded.ok()) return loaded.status();
@@ -246,7 +246,7 @@ absl::StatusOr<bool> Replica::BeginSweep(std::string_view set, bool resuming,
                                          SweepProgress* progress) {
   const KeyspaceId ks = options_.keyspace;
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
@@ -282,7 +282,7 @@ absl::Status Replica::FinishSweep(std::string_view set, const Clock& snapshot) {
   // them.
   const KeyspaceId ks = options_.keyspace;
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();

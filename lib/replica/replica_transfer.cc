@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "bigset/replica/replica.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
@@ -21,7 +20,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
                                          Clock* tracker) {
   if (tracker == nullptr) return absl::InvalidArgumentError("tracker is null");
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();
@@ -132,7 +131,7 @@ absl::Status Replica::FinishTransfer(std::string_view set,
                                      const Clock& sender_clock,
                                      const Clock& tracker) {
   Stripe& stripe = StripeFor(set);
-  absl::MutexLock lock(&stripe.mu);
+  MutexLock lock(&stripe.mu);
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
   if (!loaded.ok()) return loaded.status();

@@ -353,7 +353,7 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
   o.sync = options.sync;
   std::unique_ptr<leveldb::WriteBatch> native;
   {
-    absl::MutexLock lock(&pool_mu_);
+    MutexLock lock(&pool_mu_);
     if (!pool_.empty()) {
       native = std::move(pool_.back());
       pool_.pop_back();
@@ -376,13 +376,13 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
   constexpr size_t kMaxPooledBatchBytes = 64 << 10;
   if (native->ApproximateSize() <= kMaxPooledBatchBytes) {
     native->Clear();
-    absl::MutexLock lock(&pool_mu_);
+    MutexLock lock(&pool_mu_);
     if (pool_.size() < kMaxPooledBatches) pool_.push_back(std::move(native));
   }
   if (s.ok()) return absl::OkStatus();
   absl::Status failed = FromLevelDbStatus(s);
   {
-    absl::MutexLock lock(&error_mu_);
+    MutexLock lock(&error_mu_);
     if (write_error_.ok()) {
       write_error_ = absl::Status(
           failed.code(), absl::StrCat("a write failed; the store refuses "
@@ -395,7 +395,7 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
 }
 
 absl::Status LevelDbStore::write_error() const {
-  absl::MutexLock lock(&error_mu_);
+  MutexLock lock(&error_mu_);
   return write_error_;
 }
 

@@ -11,14 +11,18 @@ namespace bigset {
 // Forwards to the wrapped file and reports appends and syncs to the Env.
 class FaultEnv::File final : public leveldb::WritableFile {
  public:
-  File(FaultEnv* env, std::string fname, leveldb::WritableFile* base)
-      : env_(env), fname_(std::move(fname)), base_(base) {}
+  File(FaultEnv* env, std::string fname, std::shared_ptr<State> state,
+       leveldb::WritableFile* base)
+      : env_(env),
+        fname_(std::move(fname)),
+        state_(std::move(state)),
+        base_(base) {}
   ~File() override = default;
 
   leveldb::Status Append(const leveldb::Slice& data) override {
     const uint64_t room = env_->Room(fname_, data.size());
     leveldb::Status s = base_->Append(leveldb::Slice(data.data(), room));
-    if (s.ok()) env_->Appended(fname_, room);
+    if (s.ok()) env_->Appended(state_.get(), room);
     if (s.ok() && room < data.size()) {
       return leveldb::Status::IOError(fname_, "No space left on device");
     }
@@ -28,13 +32,14 @@ class FaultEnv::File final : public leveldb::WritableFile {
   leveldb::Status Flush() override { return base_->Flush(); }
   leveldb::Status Sync() override {
     leveldb::Status s = base_->Sync();
-    if (s.ok()) env_->Synced(fname_);
+    if (s.ok()) env_->Synced(state_.get());
     return s;
   }
 
  private:
   FaultEnv* const env_;
   const std::string fname_;
+  const std::shared_ptr<State> state_;
   std::unique_ptr<leveldb::WritableFile> base_;
 };
 
@@ -46,11 +51,13 @@ leveldb::Status FaultEnv::NewWritableFile(const std::string& fname,
   leveldb::WritableFile* base = nullptr;
   leveldb::Status s = target()->NewWritableFile(fname, &base);
   if (!s.ok()) return s;
+  // New and empty: nothing of it is durable.
+  auto state = std::make_shared<State>();
   {
-    absl::MutexLock lock(&mu_);
-    files_[fname] = State{};  // New and empty: nothing of it is durable.
+    MutexLock lock(&mu_);
+    files_[fname] = state;
   }
-  *result = new File(this, fname, base);
+  *result = new File(this, fname, std::move(state), base);
   return s;
 }
 
@@ -62,22 +69,24 @@ leveldb::Status FaultEnv::NewAppendableFile(const std::string& fname,
   leveldb::WritableFile* base = nullptr;
   leveldb::Status s = target()->NewAppendableFile(fname, &base);
   if (!s.ok()) return s;
+  std::shared_ptr<State> state;
   {
-    absl::MutexLock lock(&mu_);
-    auto it = files_.find(fname);
-    if (it == files_.end()) {
+    MutexLock lock(&mu_);
+    std::shared_ptr<State>& tracked = files_[fname];
+    if (tracked == nullptr) {
       // What was there before is durable.
-      files_[fname] = State{size, size, existed};
+      tracked = std::make_shared<State>(State{size, size, existed});
     }
+    state = tracked;
   }
-  *result = new File(this, fname, base);
+  *result = new File(this, fname, std::move(state), base);
   return s;
 }
 
 leveldb::Status FaultEnv::RemoveFile(const std::string& fname) {
   leveldb::Status s = target()->RemoveFile(fname);
   if (s.ok()) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     files_.erase(fname);
   }
   return s;
@@ -87,12 +96,12 @@ leveldb::Status FaultEnv::RenameFile(const std::string& src,
                                      const std::string& target_name) {
   leveldb::Status s = target()->RenameFile(src, target_name);
   if (s.ok()) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = files_.find(src);
     if (it != files_.end()) {
-      State state = it->second;
+      std::shared_ptr<State> state = std::move(it->second);
       files_.erase(it);
-      files_[target_name] = state;
+      files_[target_name] = std::move(state);
     } else {
       files_.erase(target_name);
     }
@@ -101,17 +110,17 @@ leveldb::Status FaultEnv::RenameFile(const std::string& src,
 }
 
 void FaultEnv::FillDiskAfter(const std::string& prefix, uint64_t bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   room_[prefix] = bytes;
 }
 
 void FaultEnv::FreeSpace(const std::string& prefix) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   room_.erase(prefix);
 }
 
 uint64_t FaultEnv::Room(const std::string& fname, uint64_t want) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [prefix, room] : room_) {
     if (fname.compare(0, prefix.size(), prefix) != 0) continue;
     const uint64_t got = std::min(want, room);
@@ -121,38 +130,35 @@ uint64_t FaultEnv::Room(const std::string& fname, uint64_t want) {
   return want;
 }
 
-void FaultEnv::Appended(const std::string& fname, uint64_t bytes) {
-  absl::MutexLock lock(&mu_);
-  auto it = files_.find(fname);
-  if (it != files_.end()) it->second.size += bytes;
+void FaultEnv::Appended(State* state, uint64_t bytes) {
+  MutexLock lock(&mu_);
+  state->size += bytes;
 }
 
-void FaultEnv::Synced(const std::string& fname) {
-  absl::MutexLock lock(&mu_);
-  auto it = files_.find(fname);
-  if (it != files_.end()) {
-    it->second.synced = it->second.size;
-    it->second.ever_synced = true;
-  }
+void FaultEnv::Synced(State* state) {
+  MutexLock lock(&mu_);
+  state->synced = state->size;
+  state->ever_synced = true;
 }
 
 void FaultEnv::WriteBack() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [fname, state] : files_) {
-    state.synced = state.size;
-    state.ever_synced = true;
+    state->synced = state->size;
+    state->ever_synced = true;
   }
 }
 
 absl::StatusOr<uint64_t> FaultEnv::DropUnsynced(const std::string& prefix) {
   std::vector<std::pair<std::string, State>> victims;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (auto it = files_.lower_bound(prefix);
          it != files_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
          ++it) {
-      if (it->second.synced < it->second.size || !it->second.ever_synced) {
-        victims.push_back(*it);
+      const State& state = *it->second;
+      if (state.synced < state.size || !state.ever_synced) {
+        victims.emplace_back(it->first, state);
       }
     }
   }
@@ -166,7 +172,7 @@ absl::StatusOr<uint64_t> FaultEnv::DropUnsynced(const std::string& prefix) {
             absl::StrCat("dropping ", fname, ": ", s.ToString()));
       }
       dropped += state.size;
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       files_.erase(fname);
       continue;
     }
@@ -203,8 +209,9 @@ absl::StatusOr<uint64_t> FaultEnv::DropUnsynced(const std::string& prefix) {
           absl::StrCat("truncating ", fname, ": ", s.ToString()));
     }
     dropped += state.size - state.synced;
-    absl::MutexLock lock(&mu_);
-    files_[fname] = State{kept.size(), kept.size(), true};
+    MutexLock lock(&mu_);
+    files_[fname] =
+        std::make_shared<State>(State{kept.size(), kept.size(), true});
   }
   return dropped;
 }

@@ -46,11 +46,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "bigset/core/clock.h"
 #include "bigset/core/delta.h"
 #include "bigset/core/dot.h"
 #include "bigset/core/element_dots.h"
+#include "bigset/core/mutex.h"
 #include "bigset/core/set_summary.h"
 #include "bigset/core/update_op.h"
 #include "bigset/export.h"
@@ -355,11 +355,14 @@ class BIGSET_EXPORT Replica {
   struct Stripe {
     explicit Stripe(size_t cache_bytes);
     ~Stripe();
-    absl::Mutex mu;
+    Mutex mu;
     std::unique_ptr<ClockCache> cache ABSL_PT_GUARDED_BY(mu);
     // The presence filters of the stripe's sets that have one.
     absl::flat_hash_map<std::string, std::unique_ptr<PresenceFilter>> filters
         ABSL_GUARDED_BY(mu);
+    // Where a write builds the key of each element it adds (no allocation
+    // per add).
+    std::string key_scratch ABSL_GUARDED_BY(mu);
   };
   class Reader;
   struct Counters {
@@ -430,13 +433,13 @@ class BIGSET_EXPORT Replica {
   absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
                       WriteBatch* batch, const StateChanges& changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // Applies one op's context to the state and batch (docs/DESIGN.md: seen dots
-  // delete their key, unseen dots enter the set-clock).
   // A dot this set-clock has not seen enters it (and its digest).
   void AddNewDot(Dot dot, SetState* state, StateChanges* changes);
   // Puts the element key of an unseen dot (clock, digests, batch).
-  void PutNewKey(std::string_view set, std::string_view element, Dot dot,
-                 SetState* state, WriteBatch* batch, StateChanges* changes);
+  void PutNewKey(Stripe& stripe, std::string_view set, std::string_view element,
+                 Dot dot, SetState* state, WriteBatch* batch,
+                 StateChanges* changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // Applies one op's context to the state and batch (docs/DESIGN.md: seen
   // dots delete their key, unseen dots enter the set-clock). Looks up each
   // key it deletes, so that the keys digest counts only real deletes.

@@ -18,7 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "bigset/core/mutex.h"
 #include "bigset/export.h"
 #include "bigset/store/store.h"
 #include "leveldb/db.h"
@@ -165,13 +165,13 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   // LevelDB batches that Write fills from a WriteBatch, kept between
   // writes so that their buffers keep their capacity (a write then
   // allocates nothing here): at most a few, none over a size bound.
-  absl::Mutex pool_mu_;
+  Mutex pool_mu_;
   std::vector<std::unique_ptr<leveldb::WriteBatch>> pool_
       ABSL_GUARDED_BY(pool_mu_);
   // Set once, by the first failed write; read without the lock on every
   // write, so that a healthy store pays one load for it.
   std::atomic<bool> write_failed_{false};
-  mutable absl::Mutex error_mu_;
+  mutable Mutex error_mu_;
   absl::Status write_error_ ABSL_GUARDED_BY(error_mu_);
 };
 

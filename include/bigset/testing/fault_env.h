@@ -25,7 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "bigset/core/mutex.h"
 #include "bigset/export.h"
 #include "leveldb/env.h"
 
@@ -70,11 +70,13 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
   };
   // How many of `want` bytes an append to `fname` may write.
   uint64_t Room(const std::string& fname, uint64_t want);
-  void Appended(const std::string& fname, uint64_t bytes);
-  void Synced(const std::string& fname);
+  // An open file updates its own state (shared with files_, where a rename
+  // moves it): no lookup by name per append.
+  void Appended(State* state, uint64_t bytes);
+  void Synced(State* state);
 
-  absl::Mutex mu_;
-  std::map<std::string, State> files_ ABSL_GUARDED_BY(mu_);
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<State>> files_ ABSL_GUARDED_BY(mu_);
   // Per prefix of a disk that fills: the bytes that still fit.
   std::map<std::string, uint64_t> room_ ABSL_GUARDED_BY(mu_);
 };
