@@ -436,6 +436,15 @@ class BIGSET_EXPORT Replica {
   // A dot this set-clock has not seen enters it (and its digest).
   void AddNewDot(Dot dot, SetState* state, StateChanges* changes);
   // Puts the element key of an unseen dot (clock, digests, batch).
+  // CheckOwnDots for every element of a transfer chunk, and no dot 0.
+  absl::Status CheckChunkDots(std::string_view set, const Clock& clock,
+                              std::span<const ElementDots> chunk) const;
+  // Whether the store holds no element key of `set` from element `first`
+  // to element `last` (both included), as of the write's iterator.
+  absl::StatusOr<bool> SpanHasNoKeys(std::string_view set,
+                                     std::string_view first,
+                                     std::string_view last,
+                                     StateChanges* changes);
   void PutNewKey(Stripe& stripe, std::string_view set, std::string_view element,
                  Dot dot, SetState* state, WriteBatch* batch,
                  StateChanges* changes)

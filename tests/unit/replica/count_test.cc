@@ -179,6 +179,55 @@ TEST_CASE("count: a hand-off into a replica that holds part of the set") {
   CHECK(ReadAllCounted(*to, "s").size() == 150);
 }
 
+TEST_CASE(
+    "count: a hand-off whose chunks span no key, live keys or only removed "
+    "keys here") {
+  // An ascending chunk whose span holds no element key at the receiver is
+  // taken as all absent without a lookup; the other chunks look each
+  // element up. Chunks of every kind, for every filter state.
+  for (size_t filter_bytes : {size_t{64} << 20, size_t{0}}) {
+    CAPTURE(filter_bytes);
+    Rng rng(11);
+    MemStore mem;
+    auto from = Open(mem.store.get(), Options(1, filter_bytes));
+    auto to = Open(mem.store.get(), Options(2, filter_bytes));
+    std::vector<Delta> deltas;
+    // e100..e399 ascend by name; the receiver sees e300..e349 (live keys
+    // in the span of the last chunks) and e200..e209, which it then
+    // removes (keys under its tombstone: a span with keys, none live).
+    for (int i = 100; i < 400; ++i) {
+      deltas.push_back(Add(*from, "s", absl::StrCat("e", i)));
+    }
+    for (int i = 300; i < 350; ++i) REQUIRE(to->Apply(deltas[i - 100]).ok());
+    for (int i = 200; i < 210; ++i) REQUIRE(to->Apply(deltas[i - 100]).ok());
+    for (int i = 200; i < 210; ++i) {
+      UpdateOp rm;
+      rm.kind = UpdateOp::Kind::kRemove;
+      rm.element = absl::StrCat("e", i);
+      rm.context_from_replica = true;
+      REQUIRE(to->Update("s", std::span(&rm, 1)).ok());
+    }
+    CHECK(CountOf(*to, "s") == 50);
+    // The removes happened at the receiver only: the transfer brings the
+    // sender's dots of e200..e209 again, which the receiver has seen.
+    Transfer(*from, *to, "s", 25, /*shuffle=*/false, rng);
+    CHECK(CountOf(*to, "s") == 290);
+    CHECK(ReadAllCounted(*to, "s").size() == 290);
+    // Again: every dot is seen now; nothing changes.
+    Transfer(*from, *to, "s", 25, /*shuffle=*/false, rng);
+    CHECK(ReadAllCounted(*to, "s").size() == 290);
+    // A third replica that lacks the set entirely, fed by the second.
+    MemStore mem3;
+    auto third = Open(mem3.store.get(), Options(3, filter_bytes));
+    Transfer(*to, *third, "s", 40, /*shuffle=*/false, rng);
+    CHECK(CountOf(*third, "s") == 290);
+    CHECK(ReadAllCounted(*third, "s").size() == 290);
+    auto report = third->Verify();
+    REQUIRE(report.ok());
+    CHECK(report->ok());
+  }
+}
+
 TEST_CASE("count: stored, reloaded, and counted once for an old store") {
   MemStore mem;
   {
