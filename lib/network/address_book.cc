@@ -32,24 +32,24 @@ absl::StatusOr<PeerAddress> ParsePeerAddress(std::string_view text) {
 }
 
 void AddressBook::Set(NodeId node, PeerAddress address) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   addresses_[node] = std::move(address);
 }
 
 void AddressBook::Remove(NodeId node) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   addresses_.erase(node);
 }
 
 std::optional<PeerAddress> AddressBook::Lookup(NodeId node) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = addresses_.find(node);
   if (it == addresses_.end()) return std::nullopt;
   return it->second;
 }
 
 std::map<NodeId, PeerAddress> AddressBook::All() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return addresses_;
 }
 

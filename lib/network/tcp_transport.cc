@@ -118,7 +118,7 @@ std::unique_ptr<Stream> TcpTransport::Impl::NewStream() {
 }
 
 TransportStats TcpTransport::Impl::Stats() const {
-  absl::MutexLock lock(&stats_mu_);
+  MutexLock lock(&stats_mu_);
   TransportStats out = totals_;
   out.peers.clear();
   for (const auto& [peer, s] : peers_) out.peers.push_back(s);
@@ -146,12 +146,12 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
   const std::shared_ptr<Outbound> out = slot;
   const size_t frame = bytes.size() + framing::kHeaderBytes;
   if (out->state == Outbound::State::kIdle && !addresses_->Lookup(to)) {
-    absl::MutexLock lock(&stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++StatsOf(to).dropped_no_address;
     return;
   }
   if (out->queued_bytes + frame > options_.peer_queue_bytes) {
-    absl::MutexLock lock(&stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++StatsOf(to).dropped_queue_full;
     return;
   }
@@ -161,7 +161,7 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
   out->queued_bytes += f.size();
   out->queue.push_back(std::move(f));
   {
-    absl::MutexLock lock(&stats_mu_);
+    MutexLock lock(&stats_mu_);
     StatsOf(to).queued_bytes = out->queued_bytes;
   }
   if (out->state == Outbound::State::kIdle) {
@@ -228,7 +228,7 @@ void TcpTransport::Impl::OnConnected(const std::shared_ptr<Outbound>& out) {
         if (self->stopped_ || out->generation != generation) return;
         if (ec) {
           {
-            absl::MutexLock lock(&self->stats_mu_);
+            MutexLock lock(&self->stats_mu_);
             ++self->totals_.tls_failures;
           }
           self->Reset(out, absl::StrCat("TLS: ", ec.message()));
@@ -237,7 +237,7 @@ void TcpTransport::Impl::OnConnected(const std::shared_ptr<Outbound>& out) {
         if (self->tls_ != nullptr && out->stream->PeerCertNode() != out->peer) {
           // The address book sent us to another node than we meant.
           {
-            absl::MutexLock lock(&self->stats_mu_);
+            MutexLock lock(&self->stats_mu_);
             ++self->totals_.handshakes_refused;
           }
           self->Reset(out, "the peer's certificate names another node");
@@ -306,7 +306,7 @@ void TcpTransport::Impl::ReadHandshakeReply(
         if (!h.ok() || h->version != framing::kVersion ||
             h->cluster != self->options_.cluster_name || h->node != out->peer) {
           {
-            absl::MutexLock lock(&self->stats_mu_);
+            MutexLock lock(&self->stats_mu_);
             ++self->totals_.handshakes_refused;
           }
           self->Reset(out, "the peer's handshake does not match");
@@ -317,7 +317,7 @@ void TcpTransport::Impl::ReadHandshakeReply(
         out->backoff = 0;
         out->last_sent = NowMicros();
         {
-          absl::MutexLock lock(&self->stats_mu_);
+          MutexLock lock(&self->stats_mu_);
           PeerStats& s = self->StatsOf(out->peer);
           s.connected = true;
           ++s.connects;
@@ -370,7 +370,7 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
         }
         out->last_sent = NowMicros();
         {
-          absl::MutexLock lock(&self->stats_mu_);
+          MutexLock lock(&self->stats_mu_);
           PeerStats& s = self->StatsOf(out->peer);
           s.frames_out += messages;
           s.bytes_out += written;
@@ -422,7 +422,7 @@ void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
     return true;
   });
   {
-    absl::MutexLock lock(&stats_mu_);
+    MutexLock lock(&stats_mu_);
     PeerStats& s = StatsOf(out->peer);
     if (was_ready) ++s.disconnects;
     s.connected = false;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "bigset/core/mutex.h"
 #include "bigset/network/tcp_transport.h"
 #include "network/framing.h"
 #include "network/stream.h"
@@ -146,7 +146,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   std::map<NodeId, std::shared_ptr<Outbound>> outbound_;
   std::vector<std::weak_ptr<Inbound>> inbound_;
 
-  mutable absl::Mutex stats_mu_;
+  mutable Mutex stats_mu_;
   std::map<NodeId, PeerStats> peers_ ABSL_GUARDED_BY(stats_mu_);
   TransportStats totals_ ABSL_GUARDED_BY(stats_mu_);
 };

@@ -34,7 +34,7 @@ void TcpTransport::Impl::Accept() {
       }
       if (pending >= self->options_.max_pending_handshakes) {
         {
-          absl::MutexLock lock(&self->stats_mu_);
+          MutexLock lock(&self->stats_mu_);
           ++self->totals_.connections_refused;
         }
         asio::error_code ignored;
@@ -43,7 +43,7 @@ void TcpTransport::Impl::Accept() {
         return;
       }
       {
-        absl::MutexLock lock(&self->stats_mu_);
+        MutexLock lock(&self->stats_mu_);
         ++self->totals_.connections_accepted;
       }
       asio::error_code ignored;
@@ -56,7 +56,7 @@ void TcpTransport::Impl::Accept() {
       in->timer.async_wait([self, in](const asio::error_code& ec) {
         if (ec || in->closed || in->handshake_done) return;
         {
-          absl::MutexLock lock(&self->stats_mu_);
+          MutexLock lock(&self->stats_mu_);
           ++self->totals_.handshake_timeouts;
         }
         self->CloseInbound(in, "no handshake in time");
@@ -66,7 +66,7 @@ void TcpTransport::Impl::Accept() {
             if (in->closed || self->stopped_) return;
             if (ec) {
               {
-                absl::MutexLock lock(&self->stats_mu_);
+                MutexLock lock(&self->stats_mu_);
                 ++self->totals_.tls_failures;
               }
               self->CloseInbound(in, absl::StrCat("TLS: ", ec.message()));
@@ -106,7 +106,7 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
     // small: a long frame from an unknown peer would hold its bytes.
     if (!in->handshake_done && header.length > kMaxHandshakeBytes) {
       {
-        absl::MutexLock lock(&stats_mu_);
+        MutexLock lock(&stats_mu_);
         ++totals_.frames_too_large;
       }
       CloseInbound(in, absl::StrCat("a first frame of ", header.length,
@@ -115,7 +115,7 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
     }
     if (header.length > options_.max_frame_bytes) {
       {
-        absl::MutexLock lock(&stats_mu_);
+        MutexLock lock(&stats_mu_);
         ++totals_.frames_too_large;
       }
       CloseInbound(in, absl::StrCat("frame of ", header.length,
@@ -128,7 +128,7 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
         (in->handshake_done &&
          header.kind == static_cast<uint8_t>(framing::Kind::kHandshake))) {
       {
-        absl::MutexLock lock(&stats_mu_);
+        MutexLock lock(&stats_mu_);
         ++(in->handshake_done ? totals_.bad_frames
                               : totals_.handshakes_refused);
       }
@@ -158,7 +158,7 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
         }
         if (!why.empty()) {
           {
-            absl::MutexLock lock(&stats_mu_);
+            MutexLock lock(&stats_mu_);
             ++totals_.handshakes_refused;
           }
           CloseInbound(in, absl::StrCat("refused: ", why));
@@ -190,7 +190,7 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
         break;
       case framing::Kind::kMessage: {
         {
-          absl::MutexLock lock(&stats_mu_);
+          MutexLock lock(&stats_mu_);
           PeerStats& s = StatsOf(in->peer);
           ++s.frames_in;
           s.bytes_in += payload.size() + framing::kHeaderBytes;

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "bigset/core/mutex.h"
 #include "bigset/export.h"
 #include "bigset/net/transport.h"
 
@@ -43,7 +43,7 @@ class BIGSET_EXPORT AddressBook {
   std::map<NodeId, PeerAddress> All() const;
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<NodeId, PeerAddress> addresses_ ABSL_GUARDED_BY(mu_);
 };
 
