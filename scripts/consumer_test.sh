@@ -32,22 +32,39 @@ for name, code in found:
     print(f"snippet {name}: {code.count(chr(10))} lines")
 PY
 
-# Build and install only the installed targets (no tests or benchmarks).
-build="$work/build"
-# Unoptimized (plain): this checks how the library installs and links, not
-# how fast it runs, and CI builds it once more here.
-meson setup "$build" --buildtype=plain --prefix="$prefix" --libdir=lib \
-  -Dwerror=true >/dev/null
-targets=$(meson introspect "$build" --targets | python3 -c '
+# Install into $prefix. CI runs this after scripts/test.sh: its build-test
+# (warnings as errors) is installed as it is, staged with --destdir and its
+# pkg-config files pointed at the stage. Elsewhere only the installed
+# targets are built here, unoptimized (plain): this checks how the library
+# installs and links, not how fast it runs.
+if [[ -f build-test/build.ninja ]]; then
+  read -r inst_prefix inst_libdir < <(meson introspect build-test \
+    --buildoptions | python3 -c '
+import json, sys
+o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
+print(o["prefix"], o["libdir"])')
+  ninja -C build-test >/dev/null
+  meson install -C build-test --no-rebuild --destdir "$work/stage" >/dev/null
+  mv "$work/stage$inst_prefix" "$prefix"
+  libdir="$prefix/$inst_libdir"
+  sed -i "s|^prefix=.*|prefix=$prefix|" "$libdir"/pkgconfig/*.pc
+else
+  build="$work/build"
+  meson setup "$build" --buildtype=plain --prefix="$prefix" --libdir=lib \
+    -Dwerror=true >/dev/null
+  targets=$(meson introspect "$build" --targets | python3 -c '
 import json, os, sys
 build = sys.argv[1]
 for t in json.load(sys.stdin):
     if t["installed"]:
         for f in t["filename"]:
             print(os.path.relpath(f, build))' "$build")
-ninja -C "$build" $targets >/dev/null
-meson install -C "$build" --no-rebuild >/dev/null
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+  # shellcheck disable=SC2086
+  ninja -C "$build" $targets >/dev/null
+  meson install -C "$build" --no-rebuild >/dev/null
+  libdir="$prefix/lib"
+fi
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
 
 passed=0
 run() {  # run NAME COMMAND...: runs a built program, reports the result.
@@ -68,20 +85,21 @@ for snippet in local_sets replica_deltas; do
   # shellcheck disable=SC2046
   "$cxx" -std=c++20 -Wall -Werror -o "$work/$snippet.shared" \
     "$work/src/$snippet.cc" $(pkg-config --cflags --libs bigset) \
-    -Wl,--disable-new-dtags,-rpath,"$prefix/lib"
+    -Wl,--disable-new-dtags,-rpath,"$libdir"
   run "$snippet (shared)" "$work/$snippet.shared" "$work/db-$snippet-shared"
 done
 
 # (b) Static: a copy of the prefix without the shared library.
 static_prefix="$work/static-prefix"
 cp -r "$prefix" "$static_prefix"
-rm -f "$static_prefix"/lib/libbigset.so* "$static_prefix"/lib/libbigset_testing.so*
-sed -i "s|$prefix|$static_prefix|g" "$static_prefix"/lib/pkgconfig/*.pc
+static_libdir="$static_prefix/${libdir#"$prefix"/}"
+rm -f "$static_libdir"/libbigset.so* "$static_libdir"/libbigset_testing.so*
+sed -i "s|$prefix|$static_prefix|g" "$static_libdir"/pkgconfig/*.pc
 for snippet in local_sets replica_deltas; do
   # shellcheck disable=SC2046
   "$cxx" -std=c++20 -Wall -Werror -o "$work/$snippet.static" \
     "$work/src/$snippet.cc" \
-    $(PKG_CONFIG_PATH="$static_prefix/lib/pkgconfig" pkg-config --static \
+    $(PKG_CONFIG_PATH="$static_libdir/pkgconfig" pkg-config --static \
       --cflags --libs bigset)
   if ldd "$work/$snippet.static" | grep -q libbigset; then
     echo "consumer $snippet (static): linked libbigset.so" >&2
@@ -108,7 +126,7 @@ run "local_sets (meson subproject)" "$proj/build/consumer" "$work/db-sub"
 # (d) The testing library.
 # shellcheck disable=SC2046
 "$cxx" -std=c++20 -Wall -Werror -o "$work/simulator" "$work/src/simulator.cc" \
-  $(pkg-config --cflags --libs bigset_testing) -Wl,--disable-new-dtags,-rpath,"$prefix/lib"
+  $(pkg-config --cflags --libs bigset_testing) -Wl,--disable-new-dtags,-rpath,"$libdir"
 run "simulator (bigset_testing)" "$work/simulator"
 
 # The tool is installed with the library and works from the prefix.

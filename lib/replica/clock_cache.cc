@@ -50,7 +50,7 @@ void ClockCache::Erase(std::string_view set) {
   map_.erase(it);
 }
 
-void ClockCache::Recharge(std::string_view set) {
+void ClockCache::RechargeByName(std::string_view set) {
   auto it = map_.find(ToAbsl(set));
   if (it == map_.end()) return;
   Entry& e = *it->second;
@@ -63,7 +63,7 @@ void ClockCache::Recharge(std::string_view set) {
 
 void ClockCache::Recharge(std::string_view set, SetState* state) {
   if (lru_.empty() || &lru_.front().state != state) {
-    Recharge(set);
+    RechargeByName(set);
     return;
   }
   usage_ -= state->charge;

@@ -37,13 +37,11 @@ class ClockCache {
 
   void Erase(std::string_view set);
 
-  // Recomputes the charge of the entry of `set` after it changed, makes it
-  // most recently used, and evicts least recently used entries while over
-  // capacity. Never evicts the most recently used entry.
-  void Recharge(std::string_view set);
-  // The same for `state`, the entry of `set` that Lookup or Insert returned
-  // (a write recharges the state it just changed): without a lookup when it
-  // is still the most recently used entry.
+  // Recomputes the charge of `state`, the entry of `set` that Lookup or
+  // Insert returned, after it changed (a write recharges the state it just
+  // changed), makes it most recently used, and evicts least recently used
+  // entries while over capacity. Never evicts the most recently used entry.
+  // Without a lookup when `state` is still the most recently used entry.
   void Recharge(std::string_view set, SetState* state);
 
   size_t size() const { return map_.size(); }
@@ -56,6 +54,8 @@ class ClockCache {
   };
   using List = std::list<Entry>;
 
+  // Recharge by name: a lookup of the entry first.
+  void RechargeByName(std::string_view set);
   void EvictOverCapacity();
 
   const size_t capacity_;
