@@ -274,9 +274,23 @@ IntervalSet IntervalSet::FromSorted(std::span<const uint64_t> values) {
   size_t i = 0;
   while (i < values.size()) {
     const uint64_t w = WindowOf(values[i]);
+    size_t end = i;
+    while (end < values.size() && WindowOf(values[end]) == w) ++end;
+    if (end - i <= kDenseRuns) {
+      // Few values, so at most as many runs: the window stays runs, as
+      // InsertBits would leave it, without building and scanning a bitmap
+      // (a transfer's chunk spreads a few dots over each of many windows).
+      while (i < end) {
+        const uint64_t lo = values[i];
+        uint64_t hi = lo;
+        for (++i; i < end && values[i] - hi <= 1; ++i) hi = values[i];
+        out.InsertRange(lo, hi);
+      }
+      continue;
+    }
     bits.assign(kWindow / 8, '\0');
     uint64_t nbits = 0;
-    for (; i < values.size() && WindowOf(values[i]) == w; ++i) {
+    for (; i < end; ++i) {
       const uint64_t off = values[i] - w;
       bits[off / 8] = static_cast<char>(bits[off / 8] | (1 << (off % 8)));
       nbits = off + 1;

@@ -166,15 +166,16 @@ DotSet Minus(const DotSet& a, const DotSet& b) {
 // described only when a check fails: Catch evaluates INFO at once, and a
 // clock's text costs more than the checks (a sixth of this test's time).
 void CheckEquals(const Clock& c, const DotSet& model) {
-  if (c.IsNormalized() && Expand(c) == model && c.DotCount() == model.size() &&
-      c.empty() == model.empty()) {
-    return;
+  const bool holds = c.IsNormalized() && Expand(c) == model &&
+                     c.DotCount() == model.size() && c.empty() == model.empty();
+  if (!holds) {  // Which check fails, with the clock.
+    INFO("clock " << c.DebugString());
+    REQUIRE(c.IsNormalized());
+    REQUIRE(Expand(c) == model);
+    REQUIRE(c.DotCount() == model.size());
+    REQUIRE(c.empty() == model.empty());
   }
-  INFO("clock " << c.DebugString());
-  REQUIRE(c.IsNormalized());
-  REQUIRE(Expand(c) == model);
-  REQUIRE(c.DotCount() == model.size());
-  REQUIRE(c.empty() == model.empty());
+  REQUIRE(holds);
 }
 
 std::string Hex(const std::string& s) {
@@ -200,13 +201,14 @@ bool DecodesToValidClockOrError(const std::string& bytes) {
   }
   const bool normalized = c->IsNormalized();
   absl::StatusOr<Clock> again = Clock::Decode(c->Encode());
-  if (!normalized || !again.ok() || !(*again == *c)) {
-    // Described only on failure (CheckEquals says why).
+  const bool holds = normalized && again.ok() && *again == *c;
+  if (!holds) {  // Described only on failure (CheckEquals says why).
     INFO("decoded " << c->DebugString() << " from " << Hex(bytes));
     CHECK(normalized);
     REQUIRE(again.ok());
     REQUIRE(*again == *c);
   }
+  REQUIRE(holds);
   return true;
 }
 
@@ -294,30 +296,30 @@ bool RunsAreMaximal(const IntervalSet& s) {
 }
 
 void CheckIntervalSet(const IntervalSet& s, const std::set<uint64_t>& model) {
-  // Described only when a check fails (see CheckEquals).
-  if (RunsAreMaximal(s) && Values(s) == model && s.Count() == model.size() &&
-      s.empty() == model.empty() &&
-      (model.empty() ||
-       (s.First() == *model.begin() && s.Last() == *model.rbegin()))) {
-    return;
+  const bool holds = RunsAreMaximal(s) && Values(s) == model &&
+                     s.Count() == model.size() && s.empty() == model.empty() &&
+                     (model.empty() || (s.First() == *model.begin() &&
+                                        s.Last() == *model.rbegin()));
+  if (!holds) {  // Which check fails, with the set (see CheckEquals).
+    INFO("set " << s.DebugString());
+    // Maximal runs: ordered, non-empty, non-adjacent.
+    bool first = true;
+    uint64_t prev_hi = 0;
+    for (const auto& [lo, hi] : s) {
+      REQUIRE(lo <= hi);
+      if (!first) REQUIRE((lo > prev_hi && lo - prev_hi >= 2));
+      first = false;
+      prev_hi = hi;
+    }
+    REQUIRE(Values(s) == model);
+    REQUIRE(s.Count() == model.size());
+    REQUIRE(s.empty() == model.empty());
+    if (!model.empty()) {
+      REQUIRE(s.First() == *model.begin());
+      REQUIRE(s.Last() == *model.rbegin());
+    }
   }
-  INFO("set " << s.DebugString());
-  // Maximal runs: ordered, non-empty, non-adjacent.
-  bool first = true;
-  uint64_t prev_hi = 0;
-  for (const auto& [lo, hi] : s) {
-    REQUIRE(lo <= hi);
-    if (!first) REQUIRE((lo > prev_hi && lo - prev_hi >= 2));
-    first = false;
-    prev_hi = hi;
-  }
-  REQUIRE(Values(s) == model);
-  REQUIRE(s.Count() == model.size());
-  REQUIRE(s.empty() == model.empty());
-  if (!model.empty()) {
-    REQUIRE(s.First() == *model.begin());
-    REQUIRE(s.Last() == *model.rbegin());
-  }
+  REQUIRE(holds);
 }
 
 // Values drawn from three small regions: around 0, the middle and the top of
@@ -408,6 +410,42 @@ TEST_CASE("IntervalSet randomized against std::set", "[clock]") {
     REQUIRE(u.Includes(b));
     REQUIRE(a.Includes(i));
     REQUIRE(a.Includes(d));
+  }
+}
+
+// FromSorted builds windows of few values as runs and the others as
+// bitmaps: both, and runs across the boundary between them, against a model.
+TEST_CASE("IntervalSet FromSorted equals its values, sparse or dense",
+          "[clock]") {
+  for (uint64_t seed : Seeds(40)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const uint64_t bases[] = {0, (uint64_t{1} << 40) - 5000, kMax - 30000};
+    const uint64_t base = bases[Uniform(rng, 0, 2)];
+    std::vector<uint64_t> values;
+    const int windows = static_cast<int>(Uniform(rng, 1, 7));
+    for (int w = 0; w < windows; ++w) {
+      // 0 to 80 values in a window-sized span (below and above the 32 runs
+      // that make a window dense), some in runs, some repeated.
+      const uint64_t from = base + Uniform(rng, 0, 26000);
+      for (int k = 0, n = static_cast<int>(Uniform(rng, 0, 80)); k < n; ++k) {
+        const uint64_t v = from + Uniform(rng, 0, 4095);
+        const uint64_t len = Uniform(rng, 0, 3) == 0 ? Uniform(rng, 1, 9) : 1;
+        for (uint64_t d = 0; d < len && v + d >= v; ++d)
+          values.push_back(v + d);
+        if (Uniform(rng, 0, 9) == 0) values.push_back(v);
+      }
+    }
+    // Runs that end on a window's last value and start on the next's first.
+    const uint64_t edge =
+        (base / IntervalSet::kWindow + 1) * IntervalSet::kWindow;
+    if (Uniform(rng, 0, 1) && edge > base) {
+      values.push_back(edge - 1);
+      values.push_back(edge);
+    }
+    std::sort(values.begin(), values.end());
+    const IntervalSet s = IntervalSet::FromSorted(values);
+    CheckIntervalSet(s, std::set<uint64_t>(values.begin(), values.end()));
   }
 }
 
