@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "core/coding.h"
 #include "core/digest.h"

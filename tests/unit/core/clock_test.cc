@@ -200,11 +200,14 @@ bool DecodesToValidClockOrError(const std::string& bytes) {
     return false;
   }
   const bool normalized = c->IsNormalized();
+  if (!normalized) {  // Described only on failure (CheckEquals says why).
+    INFO("decoded " << c->DebugString() << " from " << Hex(bytes));
+    REQUIRE(normalized);
+  }
   absl::StatusOr<Clock> again = Clock::Decode(c->Encode());
   const bool holds = normalized && again.ok() && *again == *c;
-  if (!holds) {  // Described only on failure (CheckEquals says why).
+  if (!holds) {
     INFO("decoded " << c->DebugString() << " from " << Hex(bytes));
-    CHECK(normalized);
     REQUIRE(again.ok());
     REQUIRE(*again == *c);
   }
@@ -420,7 +423,7 @@ TEST_CASE("IntervalSet FromSorted equals its values, sparse or dense",
   for (uint64_t seed : Seeds(40)) {
     CAPTURE(seed);
     Rng rng(seed);
-    const uint64_t bases[] = {0, (uint64_t{1} << 40) - 5000, kMax - 30000};
+    const uint64_t bases[] = {0, (uint64_t{1} << 40) - 5000, kMax - 40000};
     const uint64_t base = bases[Uniform(rng, 0, 2)];
     std::vector<uint64_t> values;
     const int windows = static_cast<int>(Uniform(rng, 1, 7));

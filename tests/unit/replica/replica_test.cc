@@ -44,8 +44,6 @@ std::unique_ptr<Replica> OpenReplica(Store* store, KeyspaceId ks,
   o.keyspace = ks;
   o.clock_cache_bytes = cache_bytes;
   o.lock_stripes = 4;
-  // A fixed actor per keyspace: a run depends on its seed alone.
-  o.actor_id_source = [ks] { return ActorId{0xA0000000} + ks; };
   auto r = Replica::Open(store, o);
   REQUIRE(r.ok());
   return std::move(*r);
