@@ -172,8 +172,16 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   }
   WriteBatch batch;
   if (new_epoch) {
+    const ActorId previous = actor;
     actor = NewActorId(options);
     if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
+    if (actor == previous) {
+      // The epoch exists to stop the old actor's counters being issued
+      // again: a source that repeats it (a fixed id) would defeat it.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "keyspace ", options.keyspace,
+          ": actor_id_source returned the actor of the epoch it replaces"));
+    }
     batch.Put(actor_key, ActorValue(actor));
   }
   // From now until Close, the replica is open; synced, so that the marker

@@ -71,9 +71,11 @@ struct ReplicaOptions {
   int lock_stripes = 64;
   // fsync every write before acknowledging it.
   bool sync_writes = false;
-  // Generates the actor id of a new keyspace; empty means random (from
+  // Generates the actor id of a new keyspace, and of a new epoch (an open
+  // after a run that may have lost writes); empty means random (from
   // std::random_device). A simulator injects a seeded source here so that
-  // the same seed gives the same run. Must not return 0.
+  // the same seed gives the same run. Must not return 0, nor repeat an id:
+  // Open fails (FailedPrecondition) if a new epoch gets its predecessor's.
   std::function<ActorId()> actor_id_source;
   // Open without writing anything (for inspection, e.g. over a read-only
   // LevelDbStore): no actor id is created and no open marker written, and

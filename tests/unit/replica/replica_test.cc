@@ -668,6 +668,34 @@ TEST_CASE("replica: the actor id persists and keyspaces are independent") {
   CHECK(d->ops[0].add->counter == 2);
 }
 
+// Regression: a new epoch (an open after a run that may have lost unsynced
+// writes) took whatever actor_id_source returned, even the actor it
+// replaces, whose counters it would then issue again.
+TEST_CASE("replica: a new epoch refuses its predecessor's actor") {
+  MemStore mem;
+  ReplicaOptions o;
+  o.keyspace = 3;
+  std::vector<ActorId> ids = {7, 7, 9};
+  size_t next = 0;
+  o.actor_id_source = [&] { return ids[next++]; };
+  {
+    auto r = Replica::Open(mem.store.get(), o);
+    REQUIRE(r.ok());
+    CHECK((*r)->actor() == 7);
+    UpdateOp op = UpdateOp::Add("x");
+    REQUIRE((*r)->Update("s", std::span(&op, 1)).ok());
+    // Dropped without Close, writes unsynced: the next open is a new epoch.
+  }
+  auto repeated = Replica::Open(mem.store.get(), o);
+  REQUIRE_FALSE(repeated.ok());
+  CHECK(repeated.status().code() == absl::StatusCode::kFailedPrecondition);
+  // Nothing was written by the refused open: the next id is taken.
+  auto fresh = Replica::Open(mem.store.get(), o);
+  REQUIRE(fresh.ok());
+  CHECK((*fresh)->actor() == 9);
+  CHECK(Dots(**fresh, "x").size() == 1);
+}
+
 TEST_CASE("replica: element keys without a set-clock are corruption") {
   MemStore mem;
   {
