@@ -124,6 +124,14 @@ void PresenceFilter::Add(uint64_t hash) {
   ++layer.added;
 }
 
+void PresenceFilter::PrefetchAdd(uint64_t hash) const {
+  if (layers_.empty()) return;
+  const size_t i = layers_.size() - 1;
+  const Layer& layer = layers_[i];
+  __builtin_prefetch(&layer.words[BlockIn(hash, i, layer.blocks) * kBlockWords],
+                     1);
+}
+
 void PresenceFilter::Reset() {
   layers_.clear();
   bytes_ = 0;

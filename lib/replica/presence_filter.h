@@ -35,6 +35,9 @@ class PresenceFilter {
 
   bool MayContain(uint64_t hash) const;
   void Add(uint64_t hash);
+  // Starts loading the cache line Add(hash) will set, so that a caller
+  // adding many elements overlaps their cache misses. Changes nothing.
+  void PrefetchAdd(uint64_t hash) const;
   // Forgets every element (after a clear that removed all of them).
   void Reset();
 

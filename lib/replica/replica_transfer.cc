@@ -57,7 +57,32 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   // the prefix is escaped once per chunk. Reused: one allocation per chunk.
   std::string key = ElementsRange(options_.keyspace, set).start;
   const size_t prefix_len = key.size();
+  // The batch is built with one allocation, not grown by doubling (a copy
+  // of everything so far and fresh pages, per doubling, per chunk): per
+  // key its prefix, the element, its terminator and dot (18 bytes) and the
+  // batch's framing (5; escaped NULs may need more), then room for the
+  // stored clock's segments that Commit appends.
+  size_t batch_bytes = 0;
   for (const ElementDots& e : chunk) {
+    batch_bytes += e.dots.size() * (prefix_len + e.element.size() + 25);
+  }
+  batch.Reserve(batch_bytes + batch_bytes / 8 + 4096);
+  // The presence filter's line for each element is a cache miss: the
+  // hashes are computed first, so that the line of an element a few ahead
+  // is fetched while this one is handled.
+  std::vector<uint64_t> hashes;
+  if (options_.keep_counts) {
+    hashes.reserve(chunk.size());
+    for (const ElementDots& e : chunk) {
+      hashes.push_back(PresenceFilter::Hash(e.element));
+    }
+  }
+  constexpr size_t kPrefetchAhead = 8;
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    const ElementDots& e = chunk[i];
+    if (changes.filter != nullptr && i + kPrefetchAhead < chunk.size()) {
+      changes.filter->PrefetchAdd(hashes[i + kPrefetchAhead]);
+    }
     bool first = true;
     for (Dot dot : e.dots) {
       // A seen dot is either stored already or removed here: never write
@@ -70,7 +95,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
         // The element gains a live key: present from now on; was it?
         first = false;
         bool was_present = false;
-        const uint64_t hash = PresenceFilter::Hash(e.element);
+        const uint64_t hash = hashes[i];
         if (ascending) {
           if (!*none_present &&
               (changes.filter == nullptr || changes.filter->MayContain(hash))) {

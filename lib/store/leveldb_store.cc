@@ -351,10 +351,18 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
   if (write_failed_.load(std::memory_order_acquire)) return write_error();
   leveldb::WriteOptions o;
   o.sync = options.sync;
+  // Small batches (one insert: a few hundred bytes) come from the pool;
+  // bulk ones (transfer chunks) use the one bulk batch when it is free.
+  constexpr size_t kMaxPooledBatches = 8;
+  constexpr size_t kMaxPooledBatchBytes = 64 << 10;
+  constexpr size_t kMaxBulkBatchBytes = 4 << 20;
+  const bool bulk = batch.ApproximateSize() > kMaxPooledBatchBytes;
   std::unique_ptr<leveldb::WriteBatch> native;
   {
     MutexLock lock(&pool_mu_);
-    if (!pool_.empty()) {
+    if (bulk) {
+      native = std::move(bulk_);
+    } else if (!pool_.empty()) {
       native = std::move(pool_.back());
       pool_.pop_back();
     }
@@ -370,14 +378,15 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
     }
   }
   const leveldb::Status s = db_->Write(o, native.get());
-  // Bulk batches (hand-off chunks) are not kept: their megabytes would
-  // stay allocated for the next one-key write.
-  constexpr size_t kMaxPooledBatches = 8;
-  constexpr size_t kMaxPooledBatchBytes = 64 << 10;
-  if (native->ApproximateSize() <= kMaxPooledBatchBytes) {
+  const size_t size = native->ApproximateSize();
+  if (size <= kMaxBulkBatchBytes) {
     native->Clear();
     MutexLock lock(&pool_mu_);
-    if (pool_.size() < kMaxPooledBatches) pool_.push_back(std::move(native));
+    if (size > kMaxPooledBatchBytes) {
+      if (bulk_ == nullptr) bulk_ = std::move(native);
+    } else if (pool_.size() < kMaxPooledBatches) {
+      pool_.push_back(std::move(native));
+    }
   }
   if (s.ok()) return absl::OkStatus();
   absl::Status failed = FromLevelDbStatus(s);

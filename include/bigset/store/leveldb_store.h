@@ -168,6 +168,13 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   Mutex pool_mu_;
   std::vector<std::unique_ptr<leveldb::WriteBatch>> pool_
       ABSL_GUARDED_BY(pool_mu_);
+  // One batch for bulk writes (hand-off and anti-entropy chunks, a
+  // megabyte or so), kept apart from the pool so that small writes never
+  // carry its buffer: a chunk then fills a buffer that has its capacity
+  // already instead of growing a new one by doubling (a copy and fresh
+  // pages per chunk). It is kept only while its contents were at most
+  // 4 MiB (its buffer then holds at most twice that).
+  std::unique_ptr<leveldb::WriteBatch> bulk_ ABSL_GUARDED_BY(pool_mu_);
   // Set once, by the first failed write; read without the lock on every
   // write, so that a healthy store pays one load for it.
   std::atomic<bool> write_failed_{false};
