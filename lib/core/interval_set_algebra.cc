@@ -264,6 +264,10 @@ void IntervalSet::AppendAbove(IntervalSet&& other) {
 
 void IntervalSet::Union(const IntervalSet& other) {
   if (other.empty()) return;
+  if (empty()) {
+    *this = other;  // A copy, not a merge rebuilt piece by piece.
+    return;
+  }
   if (other.PieceWeight() * kPointwiseRatio < PieceWeight()) {
     for (const auto& [lo, hi] : other) InsertRange(lo, hi);
     return;

@@ -46,7 +46,13 @@ void ClockChanges::TouchSorted(std::span<const Dot> dots) {
     for (; i < dots.size() && dots[i].actor == actor; ++i) {
       counters.push_back(dots[i].counter);
     }
-    ranges_[actor].Union(IntervalSet::FromSorted(counters));
+    IntervalSet added = IntervalSet::FromSorted(counters);
+    IntervalSet& ranges = ranges_[actor];
+    if (ranges.empty()) {
+      ranges = std::move(added);  // A write's first dots of this actor.
+    } else {
+      ranges.Union(added);
+    }
   }
 }
 
@@ -60,8 +66,22 @@ absl::btree_set<uint64_t> DirtyWindows(
     const absl::btree_set<uint64_t>* persisted) {
   using clock_storage::SegmentOf;
   absl::btree_set<uint64_t> windows;
+  // A range within one window W, after a range that started in W (and so
+  // lay within it) and whose windows were found, adds nothing when W is
+  // among them: W's own segment is there, an interval starting in the range
+  // starts in W, and one reaching into it from below either starts in W or
+  // reached into the previous range too. (A chunk of transferred dots holds
+  // dozens of ranges per window.) kMax is no window's first counter.
+  static_assert(SegmentOf(kMax) != kMax);
+  uint64_t previous_window = kMax;
   for (const auto& [a, b] : ranges) {
     const uint64_t after = b == kMax ? kMax : b + 1;
+    const uint64_t window = SegmentOf(a);
+    if (SegmentOf(after) == window && window == previous_window &&
+        windows.contains(window)) {
+      continue;
+    }
+    previous_window = window;
     if (persisted != nullptr) {
       for (auto w = persisted->lower_bound(SegmentOf(a));
            w != persisted->end() && *w <= SegmentOf(after); ++w) {
@@ -129,8 +149,10 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
     stored->header = std::move(header);
     write_header();
   };
-  // Per actor: the counter ranges whose segments may have changed.
-  absl::flat_hash_map<ActorId, IntervalSet> dirty = changes.ranges_;
+  // Per actor: the counter ranges whose segments may have changed beyond
+  // changes.ranges_ (which is not copied: a transfer chunk's holds tens of
+  // thousands of ranges).
+  absl::flat_hash_map<ActorId, IntervalSet> dirty;
   if (changes.has_single_) {
     dirty[changes.single_.actor].InsertRange(changes.single_.lo,
                                              changes.single_.hi);
@@ -184,13 +206,23 @@ void WriteClock(KeyspaceId keyspace, std::string_view set, StateKind kind,
     }
     rewrite(actor, windows);
   }
-  for (const auto& [actor, ranges] : dirty) {
-    if (whole.contains(actor)) continue;
+  auto rewrite_ranges = [&](ActorId actor, const IntervalSet& ranges) {
     const auto persisted = stored->windows.find(actor);
     rewrite(actor, DirtyWindows(ranges, clock.cloud().Find(actor),
                                 persisted == stored->windows.end()
                                     ? nullptr
                                     : &persisted->second));
+  };
+  for (const auto& [actor, ranges] : changes.ranges_) {
+    if (whole.contains(actor)) continue;
+    if (auto more = dirty.find(actor); more != dirty.end()) {
+      more->second.Union(ranges);  // Rewritten with the others below.
+      continue;
+    }
+    rewrite_ranges(actor, ranges);
+  }
+  for (const auto& [actor, ranges] : dirty) {
+    if (!whole.contains(actor)) rewrite_ranges(actor, ranges);
   }
 }
 
