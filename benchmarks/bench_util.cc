@@ -33,6 +33,11 @@ std::string RandomElement(Rng& rng) {
   return e;
 }
 
+uint64_t NextRunSeed() {
+  static std::atomic<uint64_t> runs{0};
+  return 0x1000 + runs.fetch_add(1);
+}
+
 uint64_t Counter(const NodeStats& stats, std::string_view name) {
   uint64_t value = 0;
   if (!stats.Get(name, &value)) {

@@ -45,6 +45,13 @@ class BenchDir {
 
 std::string RandomElement(Rng& rng);
 
+// A seed no earlier call in this process returned: for a benchmark whose
+// database outlives its runs (Google Benchmark runs each several times,
+// with growing iteration counts), so that every run adds elements nobody
+// added before. (state.iterations() is 0 before the loop: seeding with it
+// made each run re-add the elements of the run before, an add that seeks.)
+uint64_t NextRunSeed();
+
 // Aborts, printing the status, unless it is OK.
 void Check(const absl::Status& s);
 void Check(const leveldb::Status& s);

@@ -57,7 +57,7 @@ void BulkAddLines(benchmark::State& state, uint64_t set_size,
   // The million-element set grows by 1,000 per iteration (a few percent in
   // a run); the small one is made again for each.
   const bool fresh = set_size < 1000000;
-  Rng rng(state.iterations() + (filter_first ? 7 : 0));
+  Rng rng(NextRunSeed());
   uint64_t added = 0;
   bool filtered = false;
   std::unique_ptr<BigsetDb> small;

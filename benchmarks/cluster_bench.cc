@@ -46,7 +46,7 @@ struct ClusterDb {
 
 void ClusterInsert(benchmark::State& state) {
   static ClusterDb* db = new ClusterDb();
-  std::mt19937_64 rng(state.iterations());
+  std::mt19937_64 rng(NextRunSeed());
   ClusterWriteOptions wo;
   wo.w = 2;
   uint64_t i = 0;
@@ -92,7 +92,7 @@ struct ThreeReplicas {
 
 void ThreeReplicaInsert(benchmark::State& state) {
   static ThreeReplicas* db = new ThreeReplicas();
-  std::mt19937_64 rng(state.iterations());
+  std::mt19937_64 rng(NextRunSeed());
   for (auto _ : state) {
     UpdateOp op = UpdateOp::Add(RandomElement(rng));
     auto delta = db->replicas[0]->Update(kSet, std::span(&op, 1));

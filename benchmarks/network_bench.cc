@@ -204,7 +204,7 @@ void TcpClusterInsert(benchmark::State& state, bool tls) {
   static TcpCluster* clusters[2] = {nullptr, nullptr};
   TcpCluster*& c = clusters[tls ? 1 : 0];
   if (c == nullptr) c = new TcpCluster(3, tls, {1, 2, 3}, 3, 16);
-  std::mt19937_64 rng(state.iterations());
+  std::mt19937_64 rng(NextRunSeed());
   ClusterWriteOptions wo;
   wo.w = 2;
   std::mutex mu;
@@ -233,7 +233,7 @@ void TcpClusterInsert(benchmark::State& state, bool tls) {
 
 void TcpClusterInsertLatency(benchmark::State& state) {
   static TcpCluster* c = new TcpCluster(3, true, {1, 2, 3}, 3, 16);
-  std::mt19937_64 rng(state.iterations() + 1);
+  std::mt19937_64 rng(NextRunSeed());
   ClusterWriteOptions wo;
   wo.w = 2;
   std::vector<double> micros;

@@ -101,7 +101,7 @@ std::unique_ptr<RawDb> MakeRawForWrites(uint64_t n) {
 void InsertLatencyBigset(benchmark::State& state, uint64_t n) {
   static auto* cache = new std::map<uint64_t, std::unique_ptr<BigsetDb>>();
   BigsetDb& db = Cached(*cache, n, MakeBigsetForWrites);
-  Rng rng(state.iterations() ^ n);
+  Rng rng(NextRunSeed());
   std::vector<UpdateOp> undo;
   for (auto _ : state) {
     UpdateOp op = UpdateOp::Add(RandomElement(rng));
@@ -124,7 +124,7 @@ void InsertLatencyBigset(benchmark::State& state, uint64_t n) {
 void InsertLatencyRaw(benchmark::State& state, uint64_t n) {
   static auto* cache = new std::map<uint64_t, std::unique_ptr<RawDb>>();
   RawDb& raw = Cached(*cache, n, MakeRawForWrites);
-  Rng rng(state.iterations() ^ n);
+  Rng rng(NextRunSeed());
   leveldb::WriteBatch undo;
   uint64_t pending = 0;
   for (auto _ : state) {
@@ -149,7 +149,7 @@ void InsertLatencyOneValue(benchmark::State& state, uint64_t n) {
   OneValueDb& db = Cached(*cache, n, MakeOneValue);
   std::string original;
   Check(db.raw->db->Get(leveldb::ReadOptions(), kSet, &original));
-  Rng rng(state.iterations() ^ n);
+  Rng rng(NextRunSeed());
   uint64_t pending = 0;
   for (auto _ : state) {
     OneValueInsert(db, RandomElement(rng));
@@ -167,17 +167,7 @@ void InsertLatencyOneValue(benchmark::State& state, uint64_t n) {
 
 // ---- BM_InsertThroughput: inserts per second into one growing set.
 //
-// Every run of a benchmark (Google Benchmark runs each several times, with
-// growing iteration counts, into the same static database) adds elements
-// nobody added before: a seed per run. (state.iterations() is 0 before the
-// loop, so seeding with it made every run re-add the previous runs'
-// elements.)
-
-// A seed no earlier run of any insert benchmark used.
-uint64_t NextRunSeed() {
-  static std::atomic<uint64_t> runs{0};
-  return 0x1000 + runs.fetch_add(1);
-}
+// Every run adds elements nobody added before (NextRunSeed).
 
 void InsertThroughputBigset(benchmark::State& state) {
   static BigsetDb* db = MakeBigset(0, false).release();

@@ -216,7 +216,7 @@ void InsertLatencySweep(benchmark::State& state, bool sweeping) {
   }
   const uint64_t swept_before = db->replica->stats().sweep_keys_deleted;
   if (sweeping) Check(db->replica->StartSweeper());
-  Rng rng(state.iterations());
+  Rng rng(NextRunSeed());
   for (auto _ : state) {
     UpdateOp op = UpdateOp::Add(RandomElement(rng));
     Check(db->replica->Update("another-set", std::span(&op, 1)).status());
