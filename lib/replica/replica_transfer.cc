@@ -7,6 +7,7 @@
 
 #include "bigset/replica/replica.h"
 #include "core/digest.h"
+#include "core/dot_sort.h"
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
 #include "replica/presence_filter.h"
@@ -138,7 +139,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
       if (changes.track_keys) changes.put_keys.insert(key);
     }
   }
-  std::sort(fresh.begin(), fresh.end());
+  SortDots(&fresh);
   if (std::adjacent_find(fresh.begin(), fresh.end()) != fresh.end()) {
     // The count and filter were changed for a write that is not made.
     stripe.cache->Erase(set);

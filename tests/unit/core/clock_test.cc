@@ -19,6 +19,7 @@
 #include "bigset/core/dot.h"
 #include "bigset/core/dot_cloud.h"
 #include "bigset/core/version_vector.h"
+#include "core/dot_sort.h"
 #include "test_util.h"
 
 namespace bigset {
@@ -228,6 +229,44 @@ TEST_CASE("Dot ordering, hashing and formatting", "[clock]") {
   REQUIRE(absl::Hash<Dot>()(a) == absl::Hash<Dot>()(Dot{1, 5}));
   REQUIRE(absl::Hash<Dot>()(a) != absl::Hash<Dot>()(b));
   REQUIRE(DotToString(Dot{0xab, 7}) == "ab:7");
+}
+
+// SortDots sorts by radix for many dots (by the counter bytes that differ,
+// then the actor's rank), else by comparison: both must give std::sort's
+// order, repeats included, for any actors and counter ranges.
+TEST_CASE("SortDots equals std::sort", "[clock]") {
+  for (uint64_t seed : Seeds(4)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{511}, size_t{512},
+                     size_t{513}, size_t{4000}, size_t{40000}}) {
+      // Actors: one, a few, or more than a byte can rank (257 and up).
+      const size_t actor_count =
+          std::vector<size_t>{1, 3, 300}[Uniform(rng, 0, 2)];
+      std::vector<ActorId> actors;
+      for (size_t i = 0; i < actor_count; ++i) {
+        // Ids differing in one byte, or anywhere.
+        actors.push_back(Uniform(rng, 0, 1) == 0 ? 0x5000 + i : rng());
+      }
+      // Counters: a narrow range, a wide one, all 64 bits, or one value.
+      const int shape = static_cast<int>(Uniform(rng, 0, 3));
+      const uint64_t low = shape == 2 ? 0 : Uniform(rng, 0, uint64_t{1} << 40);
+      std::vector<Dot> dots;
+      for (size_t i = 0; i < n; ++i) {
+        const ActorId actor = actors[Uniform(rng, 0, actors.size() - 1)];
+        uint64_t counter = low;
+        if (shape == 0) counter += Uniform(rng, 0, 300);
+        if (shape == 1) counter += Uniform(rng, 0, uint64_t{1} << 24);
+        if (shape == 2) counter = rng();
+        dots.push_back(Dot{actor, counter});
+      }
+      std::vector<Dot> want = dots;
+      std::sort(want.begin(), want.end());
+      SortDots(&dots);
+      INFO("n " << n << ", actors " << actor_count << ", shape " << shape);
+      REQUIRE(dots == want);
+    }
+  }
 }
 
 TEST_CASE("VersionVector get, set, merge, descends", "[clock]") {
