@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -178,6 +179,24 @@ void Clock::AddDot(Dot dot) {
     v->counter = new_base;
   } else {
     vv_.entries_.insert(v, VersionVector::Entry{dot.actor, new_base});
+  }
+}
+
+void Clock::SplitSeen(std::span<const Dot> dots, std::vector<Dot>* seen,
+                      std::vector<Dot>* unseen) const {
+  for (size_t i = 0; i < dots.size();) {
+    const ActorId actor = dots[i].actor;
+    const uint64_t base = vv_.Get(actor);
+    const IntervalSet* cloud = cloud_.Find(actor);
+    std::optional<IntervalSet::SortedProbe> probe;
+    if (cloud != nullptr) probe.emplace(*cloud);
+    for (; i < dots.size() && dots[i].actor == actor; ++i) {
+      const uint64_t counter = dots[i].counter;
+      // counter - 1 < base  <=>  1 <= counter <= base (as in Seen).
+      const bool in = counter - 1 < base ||
+                      (counter != 0 && probe && probe->Contains(counter));
+      (in ? seen : unseen)->push_back(dots[i]);
+    }
   }
 }
 

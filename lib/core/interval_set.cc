@@ -378,6 +378,39 @@ void IntervalSet::EraseRange(uint64_t lo, uint64_t hi) {
 
 // ---- Queries.
 
+bool IntervalSet::SortedProbe::Contains(uint64_t v) {
+  const uint64_t w = WindowOf(v);
+  if (!have_window_ || w != window_) {
+    have_window_ = true;
+    window_ = w;
+    block_ = nullptr;
+    if (!set_->blocks_.empty()) {
+      auto b = set_->blocks_.find(w);
+      if (b != set_->blocks_.end()) block_ = &b->second;
+    }
+  }
+  if (block_ != nullptr) {
+    const uint64_t i = v - w;
+    return (block_->words[i / 64] >> (i % 64)) & 1;
+  }
+  // run_ becomes the first run starting above v: a few steps forward (the
+  // next value is usually near), else a search.
+  const RunMap& runs = set_->runs_;
+  if (!have_run_) {
+    have_run_ = true;
+    run_ = runs.upper_bound(v);
+  } else {
+    for (int steps = 0; run_ != runs.end() && run_->first <= v; ++steps) {
+      if (steps == 4) {
+        run_ = runs.upper_bound(v);
+        break;
+      }
+      ++run_;
+    }
+  }
+  return run_ != runs.begin() && std::prev(run_)->second >= v;
+}
+
 uint64_t IntervalSet::IntervalStart(uint64_t v) const {
   while (true) {
     uint64_t lo;

@@ -51,8 +51,23 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
     stripe.cache->Erase(set);
     return none_present.status();
   }
+  // Which dots the clock has seen already (rare: sent twice, or stored
+  // here), found in one ordered pass over the clock: sorted once, these
+  // are also the dots the clock, its digest and the stored clock take.
   std::vector<Dot> fresh;
-  std::vector<Dot> seen;  // Sent and seen here already: rare.
+  std::vector<Dot> seen;
+  {
+    std::vector<Dot> all;
+    size_t total = 0;
+    for (const ElementDots& e : chunk) total += e.dots.size();
+    all.reserve(total);
+    for (const ElementDots& e : chunk) {
+      all.insert(all.end(), e.dots.begin(), e.dots.end());
+    }
+    SortDots(&all);
+    fresh.reserve(all.size());
+    state->clock.SplitSeen(all, &seen, &fresh);
+  }
   uint64_t dots_digest = 0;
   // Every key is the set's element-key prefix, then the element and dot:
   // the prefix is escaped once per chunk. Reused: one allocation per chunk.
@@ -88,8 +103,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
     for (Dot dot : e.dots) {
       // A seen dot is either stored already or removed here: never write
       // it (that would resurrect a removed element).
-      if (state->clock.Seen(dot)) {
-        seen.push_back(dot);
+      if (!seen.empty() && std::binary_search(seen.begin(), seen.end(), dot)) {
         continue;
       }
       if (first && options_.keep_counts) {
@@ -127,7 +141,6 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
         NotePresent(stripe, set, hash, &changes);
         Recount(was_present, true, state);
       }
-      fresh.push_back(dot);
       key.resize(prefix_len);
       internal::AppendElementKeyAfterPrefix(&key, e.element, dot);
       batch.Put(key, "");
@@ -139,7 +152,6 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
       if (changes.track_keys) changes.put_keys.insert(key);
     }
   }
-  SortDots(&fresh);
   if (std::adjacent_find(fresh.begin(), fresh.end()) != fresh.end()) {
     // The count and filter were changed for a write that is not made.
     stripe.cache->Erase(set);

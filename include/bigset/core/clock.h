@@ -57,6 +57,13 @@ class BIGSET_EXPORT Clock {
     return dot.counter != 0 && !cloud_.empty() && cloud_.Contains(dot);
   }
 
+  // Appends each of `dots` to *seen if Seen(dot), else to *unseen, in
+  // order. REQUIRES: `dots` ascending. Many dots (a transfer chunk's) cost a
+  // base lookup per actor and a cloud search per window or run they reach
+  // (IntervalSet::SortedProbe), not per dot.
+  void SplitSeen(std::span<const Dot> dots, std::vector<Dot>* seen,
+                 std::vector<Dot>* unseen) const;
+
   // Generates the next event of `actor`: (MaxCounter(actor) + 1), adds it to
   // the clock and returns it. Counters are never reused, even when the cloud
   // holds dots above the base (the new dot goes above all of them).

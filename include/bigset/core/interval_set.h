@@ -153,6 +153,26 @@ class BIGSET_EXPORT IntervalSet {
     if (it == runs_.begin()) return false;
     return std::prev(it)->second >= v;
   }
+  // Contains() for values asked in ascending order: the window's bitmap
+  // and the run are searched for when the values leave them, not for every
+  // value, so that many values (a transfer chunk's counters) cost a search
+  // per window or run they reach. Holds a pointer to the set, which must
+  // outlive it unchanged. Thread-compatible.
+  class BIGSET_EXPORT SortedProbe {
+   public:
+    explicit SortedProbe(const IntervalSet& set) : set_(&set) {}
+    // REQUIRES: v >= the value of the previous call, if any.
+    bool Contains(uint64_t v);
+
+   private:
+    const IntervalSet* set_;
+    bool have_window_ = false;
+    uint64_t window_ = 0;           // The last value's window,
+    const Block* block_ = nullptr;  // and its block, if it has one.
+    bool have_run_ = false;
+    RunMap::const_iterator run_;  // The first run starting above the value.
+  };
+
   // The first value of the maximal interval holding `v`. REQUIRES:
   // Contains(v).
   uint64_t IntervalStart(uint64_t v) const;

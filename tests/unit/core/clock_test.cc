@@ -266,6 +266,20 @@ TEST_CASE("SortDots equals std::sort", "[clock]") {
       INFO("n " << n << ", actors " << actor_count << ", shape " << shape);
       REQUIRE(dots == want);
     }
+    // The most actors a byte ranks (256), and one more (the comparison
+    // sort), each actor present.
+    for (size_t actor_count : {size_t{256}, size_t{257}}) {
+      std::vector<Dot> dots;
+      for (size_t i = 0; i < 4 * actor_count; ++i) {
+        dots.push_back(
+            Dot{0x7000 + (i * 7919) % actor_count, Uniform(rng, 1, 1 << 20)});
+      }
+      std::vector<Dot> want = dots;
+      std::sort(want.begin(), want.end());
+      SortDots(&dots);
+      INFO("actors " << actor_count);
+      REQUIRE(dots == want);
+    }
   }
 }
 
@@ -664,6 +678,48 @@ TEST_CASE("IntervalSet pointwise paths (one set much larger)", "[clock]") {
   }
 }
 
+// SortedProbe keeps a window's bitmap and a run while ascending values stay
+// in them, steps a few runs forward, and searches after longer jumps: it
+// must agree with Contains for values inside runs, in gaps, in dense
+// windows, after short steps and long jumps, up to UINT64_MAX.
+TEST_CASE("IntervalSet SortedProbe agrees with Contains", "[clock]") {
+  for (uint64_t seed : Seeds(20)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    IntervalSet s;
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    const uint64_t start = Uniform(rng, 0, 1) == 0 ? 0 : kMax - 3'000'000;
+    uint64_t at = start + Uniform(rng, 0, 1000);
+    const int n = static_cast<int>(Uniform(rng, 1, 400));
+    for (int i = 0; i < n; ++i) {
+      const uint64_t len = Uniform(rng, 1, 50);
+      runs.emplace_back(at, at + len - 1);
+      s.InsertRange(at, at + len - 1);
+      at += len + Uniform(rng, 1, 3000);
+    }
+    if (Uniform(rng, 0, 1) == 0) {  // A dense window (a bitmap).
+      const uint64_t w = IntervalSet::WindowOf(Uniform(rng, start, at));
+      for (uint64_t k = 0; k < IntervalSet::kWindow; k += 2) s.Insert(w + k);
+    }
+    s.InsertRange(kMax - 5, kMax);  // The top of the range.
+    std::vector<uint64_t> values = {kMax, kMax - 6, start};
+    // Few values (long jumps between them) or many (short steps).
+    const int count = static_cast<int>(
+        Uniform(rng, 0, 1) == 0 ? Uniform(rng, 2, 20) : Uniform(rng, 100, 300));
+    for (int i = 0; i < count; ++i) {
+      const auto& [lo, hi] = runs[Uniform(rng, 0, runs.size() - 1)];
+      values.push_back(Uniform(rng, 0, 2) == 0 ? Uniform(rng, lo, hi)
+                                               : Uniform(rng, start, at));
+      values.push_back(Uniform(rng, 0, 1) == 0 ? lo - 1 : hi + 1);
+    }
+    std::sort(values.begin(), values.end());
+    IntervalSet::SortedProbe probe(s);
+    size_t wrong = 0;
+    for (uint64_t v : values) wrong += probe.Contains(v) != s.Contains(v);
+    REQUIRE(wrong == 0);
+  }
+}
+
 TEST_CASE("IntervalSet edges of the range", "[clock]") {
   IntervalSet s;
   s.InsertRange(0, kMax);
@@ -762,6 +818,40 @@ TEST_CASE("Clock AddDots into a clock with dots matches AddDot one by one",
     for (const Dot& d : batch) single.AddDot(d);
     REQUIRE(bulk.IsNormalized());
     REQUIRE(bulk == single);
+  }
+}
+
+// SplitSeen walks sorted dots with one IntervalSet::SortedProbe per actor
+// (a window's bitmap and a run kept while the counters stay in them): it
+// must agree with Seen dot by dot, for queries dense or sparse around the
+// clock's dots, repeats and counter 0 included.
+TEST_CASE("Clock SplitSeen agrees with Seen", "[clock]") {
+  for (uint64_t seed : Seeds(60)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const std::vector<ActorId> pool = ActorPool(rng);
+    const DotSet held = RandomDots(rng, pool);
+    const Clock c = FromDots(rng, held);
+    std::vector<Dot> queries;
+    for (const Dot& d : Mutate(rng, held, pool)) queries.push_back(d);
+    // Neighbours of held dots (run and window edges), far jumps, 0.
+    std::vector<Dot> near(held.begin(), held.end());
+    for (size_t i = 0; i < near.size(); i += Uniform(rng, 1, 9)) {
+      const uint64_t d = Uniform(rng, 0, 5000);
+      queries.push_back(Dot{near[i].actor, near[i].counter + d});
+      queries.push_back(Dot{near[i].actor, near[i].counter - d});
+    }
+    for (int i = 0; i < 30; ++i) {
+      queries.push_back(Dot{pool[Uniform(rng, 0, pool.size() - 1)], rng()});
+    }
+    queries.push_back(Dot{pool[0], 0});
+    std::sort(queries.begin(), queries.end());
+    std::vector<Dot> seen, unseen, want_seen, want_unseen;
+    c.SplitSeen(queries, &seen, &unseen);
+    for (const Dot& d : queries)
+      (c.Seen(d) ? want_seen : want_unseen).push_back(d);
+    REQUIRE(seen == want_seen);
+    REQUIRE(unseen == want_unseen);
   }
 }
 

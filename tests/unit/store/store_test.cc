@@ -271,6 +271,44 @@ TEST_CASE("store: reused write batches carry nothing between writes") {
   }
 }
 
+// The same, deterministically: a batch of one class puts k, one of the
+// other class deletes k, then an unrelated batch of the first class (it
+// reuses the first batch: the pool's last, or the one bulk batch) must not
+// put k back.
+TEST_CASE("store: a reused batch does not replay the write before it") {
+  SmallMemStore m;
+  int next = 0;
+  // Adds puts of new keys until the batch passes `bytes`.
+  auto fill = [&](WriteBatch* b, size_t bytes) {
+    while (b->ApproximateSize() <= bytes) {
+      b->Put(ElementKey(0, "f", std::to_string(next++), Dot{1, 1}),
+             std::string(100, 'f'));
+    }
+  };
+  const size_t kSmall = 200;      // The pool's.
+  const size_t kBulk = 70 << 10;  // Over the pool's 64 KiB.
+  for (const bool first_bulk : {false, true}) {
+    CAPTURE(first_bulk);
+    const size_t first = first_bulk ? kBulk : kSmall;
+    const size_t second = first_bulk ? kSmall : kBulk;
+    const std::string k =
+        ElementKey(0, "s", first_bulk ? "bulk" : "small", Dot{1, 1});
+    WriteBatch put;
+    put.Put(k, "v");
+    fill(&put, first);
+    REQUIRE(m.store->Write(WriteOptions(), put).ok());
+    WriteBatch del;
+    del.Delete(k);
+    fill(&del, second);
+    REQUIRE(m.store->Write(WriteOptions(), del).ok());
+    WriteBatch other;
+    fill(&other, first);
+    REQUIRE(m.store->Write(WriteOptions(), other).ok());
+    std::string v;
+    REQUIRE(absl::IsNotFound(m.store->Get(ReadOptions(), k, &v)));
+  }
+}
+
 TEST_CASE("store: data survives reopening on disk") {
   TempDir dir;
   LevelDbStoreOptions o;
