@@ -15,6 +15,60 @@
 #include "replica/set_state.h"
 
 namespace bigset {
+namespace {
+
+// Elements in ascending order (as senders stream them) are each touched
+// once: their presence needs no per-write map.
+bool Ascending(std::span<const ElementDots> chunk) {
+  for (size_t i = 1; i < chunk.size(); ++i) {
+    if (!(chunk[i - 1].element < chunk[i].element)) return false;
+  }
+  return true;
+}
+
+// Which of the chunk's dots `clock` has seen already (rare: sent twice, or
+// stored here), found in one ordered pass over the clock; both sorted, and
+// *fresh is what the clock, its digest and the stored clock take.
+void SplitChunkDots(const Clock& clock, std::span<const ElementDots> chunk,
+                    std::vector<Dot>* seen, std::vector<Dot>* fresh) {
+  std::vector<Dot> all;
+  size_t total = 0;
+  for (const ElementDots& e : chunk) total += e.dots.size();
+  all.reserve(total);
+  for (const ElementDots& e : chunk) {
+    all.insert(all.end(), e.dots.begin(), e.dots.end());
+  }
+  SortDots(&all);
+  fresh->reserve(all.size());
+  clock.SplitSeen(all, seen, fresh);
+}
+
+// Bytes to reserve for a chunk's batch, so that it is built with one
+// allocation, not grown by doubling (a copy of everything so far and fresh
+// pages, per doubling, per chunk): per key its prefix, the element, its
+// terminator and dot (18 bytes) and the batch's framing (5; escaped NULs
+// may need more), then room for the stored clock's segments.
+size_t ChunkBatchBytes(std::span<const ElementDots> chunk, size_t prefix_len) {
+  size_t bytes = 0;
+  for (const ElementDots& e : chunk) {
+    bytes += e.dots.size() * (prefix_len + e.element.size() + 25);
+  }
+  return bytes + bytes / 8 + 4096;
+}
+
+// The presence filter's hash of every element, computed first so that the
+// filter's line of an element a few ahead can be fetched while one is
+// handled (each is a cache miss).
+std::vector<uint64_t> ElementHashes(std::span<const ElementDots> chunk) {
+  std::vector<uint64_t> hashes;
+  hashes.reserve(chunk.size());
+  for (const ElementDots& e : chunk) {
+    hashes.push_back(PresenceFilter::Hash(e.element));
+  }
+  return hashes;
+}
+
+}  // namespace
 
 absl::Status Replica::ApplyTransferChunk(std::string_view set,
                                          std::span<const ElementDots> chunk,
@@ -33,12 +87,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   WriteBatch batch;
   StateChanges changes;
   BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, state, &changes));
-  // Elements in ascending order (as senders stream them) are each touched
-  // once: their presence needs no per-write map.
-  bool ascending = true;
-  for (size_t i = 1; i < chunk.size() && ascending; ++i) {
-    ascending = chunk[i - 1].element < chunk[i].element;
-  }
+  const bool ascending = Ascending(chunk);
   // An ascending chunk whose span holds no element key here (a replica
   // receiving a set it lacks) holds no present element: one seek instead of
   // a filter probe (a cache miss per layer) or a seek per element.
@@ -51,48 +100,17 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
     stripe.cache->Erase(set);
     return none_present.status();
   }
-  // Which dots the clock has seen already (rare: sent twice, or stored
-  // here), found in one ordered pass over the clock: sorted once, these
-  // are also the dots the clock, its digest and the stored clock take.
   std::vector<Dot> fresh;
   std::vector<Dot> seen;
-  {
-    std::vector<Dot> all;
-    size_t total = 0;
-    for (const ElementDots& e : chunk) total += e.dots.size();
-    all.reserve(total);
-    for (const ElementDots& e : chunk) {
-      all.insert(all.end(), e.dots.begin(), e.dots.end());
-    }
-    SortDots(&all);
-    fresh.reserve(all.size());
-    state->clock.SplitSeen(all, &seen, &fresh);
-  }
+  SplitChunkDots(state->clock, chunk, &seen, &fresh);
   uint64_t dots_digest = 0;
   // Every key is the set's element-key prefix, then the element and dot:
   // the prefix is escaped once per chunk. Reused: one allocation per chunk.
   std::string key = ElementsRange(options_.keyspace, set).start;
   const size_t prefix_len = key.size();
-  // The batch is built with one allocation, not grown by doubling (a copy
-  // of everything so far and fresh pages, per doubling, per chunk): per
-  // key its prefix, the element, its terminator and dot (18 bytes) and the
-  // batch's framing (5; escaped NULs may need more), then room for the
-  // stored clock's segments that Commit appends.
-  size_t batch_bytes = 0;
-  for (const ElementDots& e : chunk) {
-    batch_bytes += e.dots.size() * (prefix_len + e.element.size() + 25);
-  }
-  batch.Reserve(batch_bytes + batch_bytes / 8 + 4096);
-  // The presence filter's line for each element is a cache miss: the
-  // hashes are computed first, so that the line of an element a few ahead
-  // is fetched while this one is handled.
+  batch.Reserve(ChunkBatchBytes(chunk, prefix_len));
   std::vector<uint64_t> hashes;
-  if (options_.keep_counts) {
-    hashes.reserve(chunk.size());
-    for (const ElementDots& e : chunk) {
-      hashes.push_back(PresenceFilter::Hash(e.element));
-    }
-  }
+  if (options_.keep_counts) hashes = ElementHashes(chunk);
   constexpr size_t kPrefetchAhead = 8;
   for (size_t i = 0; i < chunk.size(); ++i) {
     const ElementDots& e = chunk[i];
