@@ -146,6 +146,30 @@ def main(path):
         r = ips("BM_InsertThroughput/bigset") / ips("BM_InsertThroughput/bigset_no_digests")
         row("insert with anti-entropy digests / without", f"{r:.3f}", ">= 0.9", r >= 0.9)
 
+    # The fast paths: each hot path against what LevelDB itself costs for
+    # the same work, with the bars docs/BENCHMARKS.md states.
+    def fast(figure, value, bar, ok):
+        row(f"fast path: {figure}", f"{value:.3f}", bar, ok)
+
+    if have("BM_InsertThroughput/bigset", "BM_InsertThroughput/rawleveldb"):
+        r = ips("BM_InsertThroughput/bigset") / ips("BM_InsertThroughput/rawleveldb")
+        fast("insert bigset / raw", r, ">= 0.85", r >= 0.85)
+    if have("BM_FullRead/bigset/1000000", "BM_FullRead/rawleveldb/1000000"):
+        r = ips("BM_FullRead/bigset/1000000") / ips("BM_FullRead/rawleveldb/1000000")
+        fast("full read bigset / raw", r, ">= 0.9", r >= 0.9)
+    if have("BM_Contains/bigset/1000000", "BM_Get/rawleveldb/1000000"):
+        r = time("BM_Contains/bigset/1000000") / time("BM_Get/rawleveldb/1000000")
+        fast("contains time / raw get", r, "<= 1.15", r <= 1.15)
+    ceiling = "BM_HandOffCeiling/rawleveldb/1000000"
+    for name, label in (("BM_HandOff/1000000", "hand-off"),
+                        ("BM_AntiEntropy/full/1000000", "full exchange")):
+        if have(name, ceiling):
+            r = time(ceiling) / time(name)  # Real time: both ends' threads.
+            fast(f"ceiling / {label} (real time)", r, ">= 0.7", r >= 0.7)
+    if have("BM_ClusterInsert/n:3/w:2", "BM_ClusterInsertFloor/three_replicas"):
+        r = ips("BM_ClusterInsert/n:3/w:2") / ips("BM_ClusterInsertFloor/three_replicas")
+        fast("cluster insert / floor", r, ">= 0.9", r >= 0.9)
+
     width = max(len(r[0]) for r in rows) if rows else 10
     print(f"\n{'figure':<{width}}  {'value':>16}  {'target':>22}  met")
     for figure, value, target, ok in rows:
