@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -44,9 +45,26 @@ struct ClusterDb {
   NodeId via = 1;
 };
 
+// Presence seeks (a look for the element's earlier dots, which an add of a
+// new element skips when the presence filter says no) of the set's replicas
+// on every node: a run's seeks per insert show whether the benchmark added
+// new elements, as it means to, or re-added a previous run's (a re-add
+// seeks; the cluster figures measured re-adds until every run was seeded
+// afresh).
+uint64_t PresenceSeeks(ClusterDb* db) {
+  const uint32_t partition = db->sim->ring().PartitionOf(kSet);
+  uint64_t seeks = 0;
+  for (NodeId n = 1; n <= 3; ++n) {
+    Replica* r = db->sim->node(n)->LocalReplica(partition);
+    if (r != nullptr) seeks += r->stats().presence_seeks;
+  }
+  return seeks;
+}
+
 void ClusterInsert(benchmark::State& state) {
   static ClusterDb* db = new ClusterDb();
   std::mt19937_64 rng(NextRunSeed());
+  const uint64_t seeks_before = PresenceSeeks(db);
   ClusterWriteOptions wo;
   wo.w = 2;
   uint64_t i = 0;
@@ -61,6 +79,10 @@ void ClusterInsert(benchmark::State& state) {
   }
   db->sim->RunUntilIdle();
   state.SetItemsProcessed(state.iterations());
+  state.counters["presence_seeks_per_insert"] = benchmark::Counter(
+      static_cast<double>(PresenceSeeks(db) - seeks_before) /
+      static_cast<double>(
+          std::max<benchmark::IterationCount>(state.iterations(), 1)));
 }
 
 // The floor under BM_ClusterInsert: the same three replica writes per
@@ -90,9 +112,16 @@ struct ThreeReplicas {
   std::unique_ptr<Replica> replicas[3];
 };
 
+uint64_t PresenceSeeks(ThreeReplicas* db) {
+  uint64_t seeks = 0;
+  for (auto& r : db->replicas) seeks += r->stats().presence_seeks;
+  return seeks;
+}
+
 void ThreeReplicaInsert(benchmark::State& state) {
   static ThreeReplicas* db = new ThreeReplicas();
   std::mt19937_64 rng(NextRunSeed());
+  const uint64_t seeks_before = PresenceSeeks(db);
   for (auto _ : state) {
     UpdateOp op = UpdateOp::Add(RandomElement(rng));
     auto delta = db->replicas[0]->Update(kSet, std::span(&op, 1));
@@ -102,6 +131,11 @@ void ThreeReplicaInsert(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(state.iterations());
+  // As in BM_ClusterInsert: near 0 when every run adds new elements.
+  state.counters["presence_seeks_per_insert"] = benchmark::Counter(
+      static_cast<double>(PresenceSeeks(db) - seeks_before) /
+      static_cast<double>(
+          std::max<benchmark::IterationCount>(state.iterations(), 1)));
 }
 
 void ClusterFullRead(benchmark::State& state) {

@@ -170,6 +170,13 @@ def main(path):
         r = ips("BM_ClusterInsert/n:3/w:2") / ips("BM_ClusterInsertFloor/three_replicas")
         fast("cluster insert / floor", r, ">= 0.9", r >= 0.9)
 
+    # A benchmark that re-adds its previous run's elements measures seeks,
+    # not inserts: each insert benchmark reports its presence seeks.
+    for name in ("BM_ClusterInsert/n:3/w:2", "BM_ClusterInsertFloor/three_replicas"):
+        if have(name) and "presence_seeks_per_insert" in runs[name]:
+            v = runs[name]["presence_seeks_per_insert"]
+            row(f"{name} presence seeks per insert", f"{v:.4f}", "<= 0.1 (new elements)", v <= 0.1)
+
     width = max(len(r[0]) for r in rows) if rows else 10
     print(f"\n{'figure':<{width}}  {'value':>16}  {'target':>22}  met")
     for figure, value, target, ok in rows:
