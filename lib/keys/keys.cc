@@ -314,6 +314,9 @@ std::string ElementSeekKey(KeyspaceId keyspace, std::string_view set,
 KeyRange ElementRange(KeyspaceId keyspace, std::string_view set,
                       std::string_view element) {
   std::string start;
+  // The prefix's fixed bytes, the set's and the element's terminators and a
+  // little escaping: one allocation for the key of a point lookup.
+  start.reserve(set.size() + element.size() + 24);
   AppendSetPrefix(&start, keyspace, set);
   start.push_back(kKindElement);
   AppendEscapedBody(&start, element);

@@ -17,6 +17,7 @@
 #include "leveldb/filter_policy.h"
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
+#include "store/iterator_pool.h"
 #include "store/read_only_env.h"
 
 namespace bigset {
@@ -50,15 +51,22 @@ leveldb::ReadOptions ToLevelDb(const ReadOptions& options) {
   return o;
 }
 
-// Iterates [range.start, range.limit) of a LevelDB iterator.
+// Iterates [range.start, range.limit) of a LevelDB iterator, borrowed from
+// `pool` (returned there when done) if that is not null.
 class LevelDbIterator final : public Iterator {
  public:
-  LevelDbIterator(leveldb::Iterator* it, const leveldb::Comparator* cmp,
-                  KeyRange range)
-      : it_(it),
+  LevelDbIterator(IteratorPool::Lease lease, IteratorPool* pool,
+                  const leveldb::Comparator* cmp, KeyRange range)
+      : lease_(std::move(lease)),
+        it_(lease_.it.get()),
+        pool_(pool),
         cmp_(cmp),
         range_(std::move(range)),
         bigset_limit_(IsBigsetKey(range_.limit)) {}
+
+  ~LevelDbIterator() override {
+    if (pool_ != nullptr) pool_->Return(std::move(lease_));
+  }
 
   bool Valid() const override { return valid_; }
 
@@ -111,7 +119,9 @@ class LevelDbIterator final : public Iterator {
     }
   }
 
-  std::unique_ptr<leveldb::Iterator> it_;
+  IteratorPool::Lease lease_;
+  leveldb::Iterator* const it_;  // lease_.it
+  IteratorPool* const pool_;
   const leveldb::Comparator* cmp_;
   KeyRange range_;
   const bool bigset_limit_;
@@ -139,6 +149,8 @@ LevelDbStore::LevelDbStore(leveldb::DB* db, Ownership ownership)
     : db_(db), ownership_(ownership) {}
 
 LevelDbStore::~LevelDbStore() {
+  // Pooled iterators read the database: destroyed before it closes.
+  iterators_.reset();
   // The database must close before the comparator, cache and filter policy
   // its options point to are destroyed (members are destroyed after this).
   if (ownership_ == Ownership::kOwned) delete db_;
@@ -282,6 +294,10 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
                         absl::StrCat("opening ", ToAbsl(path), ": ", msg));
   }
   std::unique_ptr<LevelDbStore> store(new LevelDbStore(db, Ownership::kOwned));
+  // Only this store writes the database: its iterators can be kept between
+  // reads (store/iterator_pool.h).
+  store->iterators_ =
+      std::make_unique<IteratorPool>(kPooledIterators, kMaxIteratorUses);
   store->read_only_ = options.read_only;
   store->env_ = std::move(read_only_env);
   store->comparator_ = std::move(native->comparator);
@@ -378,6 +394,7 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
     }
   }
   const leveldb::Status s = db_->Write(o, native.get());
+  if (iterators_ != nullptr) iterators_->WriteDone();
   const size_t size = native->ApproximateSize();
   if (size <= kMaxBulkBatchBytes) {
     native->Clear();
@@ -419,7 +436,17 @@ std::unique_ptr<Iterator> LevelDbStore::NewIterator(const ReadOptions& options,
   // under any wrapped comparator, so the bytewise-wrapping one bounds them.
   const leveldb::Comparator* cmp =
       comparator_ ? comparator_.get() : BigsetComparator();
-  return std::make_unique<LevelDbIterator>(db_->NewIterator(ToLevelDb(options)),
+  // Iterators of the latest state with default options are kept between
+  // reads; creating one costs about what a point lookup's seek does.
+  const bool pooled = iterators_ != nullptr && options.snapshot == nullptr &&
+                      options.fill_cache && !options.verify_checksums;
+  IteratorPool::Lease lease;
+  if (pooled) lease = iterators_->Borrow();
+  if (lease.it == nullptr) {
+    lease.it.reset(db_->NewIterator(ToLevelDb(options)));
+  }
+  return std::make_unique<LevelDbIterator>(std::move(lease),
+                                           pooled ? iterators_.get() : nullptr,
                                            cmp, std::move(range));
 }
 

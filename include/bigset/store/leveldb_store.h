@@ -34,6 +34,8 @@ class FilterPolicy;
 
 namespace bigset {
 
+class IteratorPool;
+
 struct LevelDbStoreOptions {
   bool create_if_missing = true;
   bool error_if_exists = false;
@@ -144,7 +146,9 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   bool read_only() const { return read_only_; }
   // The failure that made this store refuse writes (see Write), or OK.
   absl::Status write_error() const;
-  // The underlying database, for embedders that share it.
+  // The underlying database, for embedders that share it. REQUIRES: bigset
+  // keys are written only through Write (iterators of an opened store are
+  // kept between reads and see only writes it counted).
   leveldb::DB* db() const { return db_; }
 
  private:
@@ -162,6 +166,11 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   std::unique_ptr<leveldb::Comparator> comparator_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
+  // Iterators kept between reads (lib/store/iterator_pool.h); null for an
+  // adopted database, which others may write to.
+  static constexpr size_t kPooledIterators = 4;
+  static constexpr uint32_t kMaxIteratorUses = 1 << 14;
+  std::unique_ptr<IteratorPool> iterators_;
   // LevelDB batches that Write fills from a WriteBatch, kept between
   // writes so that their buffers keep their capacity (a write then
   // allocates nothing here): at most a few, none over a size bound.

@@ -1,0 +1,239 @@
+// IteratorPool and LevelDbStore's kept iterators: a kept iterator must see
+// every write whose Write returned before it was handed out, exactly as a
+// new one would; iterators held open keep the view of their creation; the
+// pool's bounds (capacity, uses, stale and failed iterators) hold.
+
+#include "store/iterator_pool.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bigset/keys/keys.h"
+#include "bigset/store/leveldb_store.h"
+#include "leveldb/db.h"
+#include "leveldb/env.h"
+#include "leveldb/helpers/memenv.h"
+#include "test_util.h"
+
+namespace bigset {
+namespace {
+
+using testing::Rng;
+using testing::Seeds;
+using testing::Uniform;
+
+using Model = std::map<std::string, std::string>;
+
+// Uniform in [0, n). REQUIRES: n > 0.
+uint64_t Below(Rng& rng, uint64_t n) { return Uniform(rng, 0, n - 1); }
+
+// The keys and values of `it` from `from` (clamped to its range) on.
+Model ScanFrom(Iterator* it, const std::string& from) {
+  Model out;
+  for (it->Seek(from); it->Valid(); it->Next()) {
+    out.emplace(std::string(it->key()), std::string(it->value()));
+  }
+  REQUIRE(it->status().ok());
+  return out;
+}
+
+Model Suffix(const Model& m, const std::string& from) {
+  return Model(m.lower_bound(from), m.end());
+}
+
+// Random writes (puts and deletes of a small key set, so that keys come
+// and go) interleaved with iterators: new ones (kept or not, with default
+// options, without the block cache or at a snapshot) must show the model
+// as it is; iterators held across writes must show it as it was when they
+// were created. A small write buffer makes flushes and compactions happen
+// between reads.
+TEST_CASE("store: kept iterators see every write made before them") {
+  for (uint64_t seed : Seeds(4)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    testing::MemStore mem(32 << 10);
+    Store& store = *mem.store;
+    const KeyRange range = SetRange(0, "s");
+    auto key = [&](uint64_t e) {
+      return ElementKey(0, "s", "e" + std::to_string(e), Dot{1, e % 7});
+    };
+    Model model;
+    struct Held {
+      std::unique_ptr<Iterator> it;
+      Model seen;
+    };
+    std::vector<Held> held;
+    for (int step = 0; step < 2000; ++step) {
+      const uint64_t what = Below(rng, 10);
+      if (what < 4) {
+        WriteBatch batch;
+        Model next = model;
+        const uint64_t n = 1 + Below(rng, 40);
+        for (uint64_t i = 0; i < n; ++i) {
+          const std::string k = key(Below(rng, 300));
+          if (Below(rng, 3) == 0) {
+            batch.Delete(k);
+            next.erase(k);
+          } else {
+            const std::string v(Below(rng, 200), 'a' + step % 26);
+            batch.Put(k, v);
+            next[k] = v;
+          }
+        }
+        REQUIRE(store.Write(WriteOptions(), batch).ok());
+        model = std::move(next);
+      } else if (what < 8) {
+        ReadOptions ro;
+        std::unique_ptr<const Snapshot> snap;
+        if (what == 6) ro.fill_cache = false;
+        if (what == 7) {
+          snap = store.GetSnapshot();
+          ro.snapshot = snap.get();
+        }
+        auto it = store.NewIterator(ro, range);
+        const std::string from = key(Below(rng, 300));
+        CHECK(ScanFrom(it.get(), from) == Suffix(model, from));
+        CHECK(ScanFrom(it.get(), range.start) == model);
+        if (what == 5 && held.size() < 3 && snap == nullptr) {
+          held.push_back(Held{std::move(it), model});
+        }
+      } else if (!held.empty()) {
+        const size_t i = Below(rng, held.size());
+        CHECK(ScanFrom(held[i].it.get(), range.start) == held[i].seen);
+        if (what == 9) held.erase(held.begin() + static_cast<long>(i));
+      }
+    }
+  }
+}
+
+// One writer, two readers: a reader that learns a write returned (through
+// an atomic the writer sets after Write) and then opens an iterator must
+// find that write's key, and its deletion of the key before.
+TEST_CASE(
+    "store: a kept iterator sees a write that returned on another "
+    "thread") {
+  testing::MemStore mem(64 << 10);
+  Store& store = *mem.store;
+  const KeyRange range = ElementRange(0, "s", "e");
+  auto key = [](uint64_t i) { return ElementKey(0, "s", "e", Dot{1, i}); };
+  constexpr uint64_t kWrites = 20000;
+  std::atomic<uint64_t> published{0};
+  std::atomic<uint64_t> failures{0};
+  std::atomic<uint64_t> reads{0};
+  auto reader = [&] {
+    while (true) {
+      const uint64_t p = published.load(std::memory_order_acquire);
+      auto it = store.NewIterator(ReadOptions(), range);
+      it->SeekToFirst();
+      // The writer keeps one key: the one it wrote last (at least p).
+      if (p > 0 && (!it->Valid() || it->key() < key(p))) {
+        failures.fetch_add(1);
+      }
+      reads.fetch_add(1);
+      if (p == kWrites) return;
+    }
+  };
+  std::thread r1(reader), r2(reader);
+  for (uint64_t i = 1; i <= kWrites; ++i) {
+    WriteBatch batch;
+    if (i > 1) batch.Delete(key(i - 1));
+    batch.Put(key(i), "");
+    if (!store.Write(WriteOptions(), batch).ok()) failures.fetch_add(1);
+    published.store(i, std::memory_order_release);
+  }
+  r1.join();
+  r2.join();
+  CHECK(failures.load() == 0);
+  CHECK(reads.load() > 2);
+}
+
+// The pool itself, over a LevelDB database in memory.
+struct PoolDb {
+  PoolDb() : env(leveldb::NewMemEnv(leveldb::Env::Default())) {
+    leveldb::Options o;
+    o.env = env.get();
+    o.create_if_missing = true;
+    leveldb::DB* raw = nullptr;
+    REQUIRE(leveldb::DB::Open(o, "/pool", &raw).ok());
+    db.reset(raw);
+  }
+  IteratorPool::Lease Fresh(IteratorPool& pool) {
+    IteratorPool::Lease lease = pool.Borrow();
+    if (lease.it == nullptr) {
+      lease.it.reset(db->NewIterator(leveldb::ReadOptions()));
+    }
+    return lease;
+  }
+  std::unique_ptr<leveldb::Env> env;
+  std::unique_ptr<leveldb::DB> db;
+};
+
+TEST_CASE("iterator pool: lends back what it kept, until a write") {
+  PoolDb d;
+  IteratorPool pool(/*capacity=*/2, /*max_uses=*/100);
+  IteratorPool::Lease a = d.Fresh(pool);
+  leveldb::Iterator* const first = a.it.get();
+  pool.Return(std::move(a));
+  CHECK(pool.idle() == 1);
+  IteratorPool::Lease b = pool.Borrow();
+  CHECK(b.it.get() == first);
+  CHECK(b.uses == 1);
+  CHECK(pool.idle() == 0);
+  pool.Return(std::move(b));
+  CHECK(pool.idle() == 1);
+  // A write makes every kept iterator stale: dropped, none lent.
+  pool.WriteDone();
+  CHECK(pool.idle() == 0);
+  CHECK(pool.Borrow().it == nullptr);
+}
+
+TEST_CASE("iterator pool: an iterator lent before a write is not kept") {
+  PoolDb d;
+  IteratorPool pool(2, 100);
+  IteratorPool::Lease a = d.Fresh(pool);
+  pool.WriteDone();
+  pool.Return(std::move(a));
+  CHECK(pool.idle() == 0);
+  // A generation taken before the write is stale too, even for a new one.
+  IteratorPool::Lease before = pool.Borrow();
+  before.it.reset(d.db->NewIterator(leveldb::ReadOptions()));
+  pool.WriteDone();
+  pool.Return(std::move(before));
+  CHECK(pool.idle() == 0);
+}
+
+TEST_CASE("iterator pool: capacity, uses and failed iterators bound it") {
+  PoolDb d;
+  IteratorPool pool(2, 3);
+  std::vector<IteratorPool::Lease> out;
+  for (int i = 0; i < 4; ++i) out.push_back(d.Fresh(pool));
+  for (auto& lease : out) pool.Return(std::move(lease));
+  CHECK(pool.idle() == 2);
+
+  // Lent three times in all: not kept after the third.
+  IteratorPool small(2, 3);
+  IteratorPool::Lease lease = d.Fresh(small);
+  leveldb::Iterator* const it = lease.it.get();
+  for (int use = 1; use <= 2; ++use) {
+    small.Return(std::move(lease));
+    REQUIRE(small.idle() == 1);
+    lease = small.Borrow();
+    REQUIRE(lease.it.get() == it);
+  }
+  small.Return(std::move(lease));
+  CHECK(small.idle() == 0);
+
+  // An iterator in error is never kept.
+  IteratorPool::Lease failed = small.Borrow();
+  failed.it.reset(leveldb::NewErrorIterator(leveldb::Status::IOError("x")));
+  small.Return(std::move(failed));
+  CHECK(small.idle() == 0);
+}
+
+}  // namespace
+}  // namespace bigset
