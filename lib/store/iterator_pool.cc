@@ -4,68 +4,63 @@
 
 namespace bigset {
 
-IteratorPool::IteratorPool(size_t capacity, uint32_t max_uses)
-    : capacity_(capacity), max_uses_(max_uses) {
-  idle_.reserve(capacity);
+IteratorPool::IteratorPool(uint32_t max_uses) : max_uses_(max_uses) {}
+
+IteratorPool::~IteratorPool() {
+  for (std::atomic<Entry*>& slot : slots_) {
+    delete slot.exchange(nullptr, std::memory_order_acquire);
+  }
 }
 
-IteratorPool::~IteratorPool() = default;
+std::unique_ptr<IteratorPool::Entry> IteratorPool::Borrow() {
+  // Read before the slots: an entry of this generation was created after
+  // every write counted so far.
+  const uint64_t now = generation_.load(std::memory_order_acquire);
+  for (std::atomic<Entry*>& slot : slots_) {
+    if (slot.load(std::memory_order_relaxed) == nullptr) continue;
+    std::unique_ptr<Entry> entry(
+        slot.exchange(nullptr, std::memory_order_acquire));
+    if (entry != nullptr && entry->generation == now) return entry;
+    // Stale (or taken by another borrower): destroyed here.
+  }
+  auto fresh = std::make_unique<Entry>();
+  fresh->generation = now;
+  return fresh;
+}
 
-IteratorPool::Lease IteratorPool::Borrow() {
-  Lease lease;
-  std::vector<Idle> stale;  // destroyed outside the lock
-  {
-    MutexLock lock(&mu_);
-    // Read under the lock, after any WriteDone that Return saw: an iterator
-    // pooled with this generation was created after every counted write.
-    const uint64_t now = generation_.load(std::memory_order_acquire);
-    while (!idle_.empty()) {
-      Idle idle = std::move(idle_.back());
-      idle_.pop_back();
-      if (idle.generation == now) {
-        lease.it = std::move(idle.it);
-        lease.generation = idle.generation;
-        lease.uses = idle.uses;
-        break;
-      }
-      stale.push_back(std::move(idle));
+void IteratorPool::Return(std::unique_ptr<Entry> entry) {
+  if (entry == nullptr || entry->it == nullptr) return;
+  if (++entry->uses >= max_uses_ || !entry->it->status().ok()) return;
+  if (entry->generation != generation_.load(std::memory_order_acquire)) {
+    return;
+  }
+  for (std::atomic<Entry*>& slot : slots_) {
+    Entry* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, entry.get(),
+                                     std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+      entry.release();
+      return;
     }
-    idle_count_.store(idle_.size(), std::memory_order_relaxed);
-    if (lease.it == nullptr) lease.generation = now;
   }
-  return lease;
-}
-
-void IteratorPool::Return(Lease lease) {
-  if (lease.it == nullptr) return;
-  const uint32_t uses = lease.uses + 1;
-  if (uses >= max_uses_ || !lease.it->status().ok()) return;
-  MutexLock lock(&mu_);
-  if (idle_.size() >= capacity_ ||
-      lease.generation != generation_.load(std::memory_order_acquire)) {
-    return;  // `lease` is destroyed after the lock is released
-  }
-  idle_.push_back(Idle{std::move(lease.it), lease.generation, uses});
-  idle_count_.store(idle_.size(), std::memory_order_relaxed);
 }
 
 void IteratorPool::WriteDone() {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   // Stale now: release what they pin. Correctness does not depend on this
-  // (Borrow checks the generation); a Return racing with it may leave one
-  // stale iterator idle until the next Borrow or write.
-  if (idle_count_.load(std::memory_order_relaxed) == 0) return;
-  std::vector<Idle> stale;
-  {
-    MutexLock lock(&mu_);
-    stale.swap(idle_);
-    idle_count_.store(0, std::memory_order_relaxed);
+  // (Borrow checks the generation).
+  for (std::atomic<Entry*>& slot : slots_) {
+    if (slot.load(std::memory_order_relaxed) == nullptr) continue;
+    delete slot.exchange(nullptr, std::memory_order_acquire);
   }
 }
 
 size_t IteratorPool::idle() const {
-  MutexLock lock(&mu_);
-  return idle_.size();
+  size_t n = 0;
+  for (const std::atomic<Entry*>& slot : slots_) {
+    if (slot.load(std::memory_order_acquire) != nullptr) ++n;
+  }
+  return n;
 }
 
 }  // namespace bigset

@@ -21,71 +21,66 @@
 // iterator goes back to the pool only a bounded number of times, so files
 // replaced by compactions during a long run of reads are released too.
 //
-// Thread-safety: safe for concurrent use. Ownership: pooled iterators are
-// owned by the pool; destroy it before the database they read.
+// Thread-safety: safe for concurrent use (lock-free). Ownership: pooled
+// iterators are owned by the pool; destroy it before the database they read.
 
 #ifndef BIGSET_STORE_ITERATOR_POOL_H_
 #define BIGSET_STORE_ITERATOR_POOL_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "bigset/core/mutex.h"
 #include "leveldb/iterator.h"
 
 namespace bigset {
 
 class IteratorPool {
  public:
-  // A borrowed (or new) iterator and what the pool needs to take it back.
-  struct Lease {
+  // An iterator lent by the pool, or made by the borrower, with what the
+  // pool needs to take it back. Movable; owns its iterator.
+  struct Entry {
     std::unique_ptr<leveldb::Iterator> it;
     uint64_t generation = 0;  // writes counted before it was created
-    uint32_t uses = 0;        // times it was lent before this lease
+    uint32_t uses = 0;        // times it was lent before
   };
 
-  // Keeps at most `capacity` idle iterators; each is lent at most
-  // `max_uses` times.
-  IteratorPool(size_t capacity, uint32_t max_uses);
+  // Keeps at most kSlots idle iterators; each is lent at most `max_uses`
+  // times.
+  static constexpr size_t kSlots = 4;
+  explicit IteratorPool(uint32_t max_uses);
   ~IteratorPool();
 
   IteratorPool(const IteratorPool&) = delete;
   IteratorPool& operator=(const IteratorPool&) = delete;
 
-  // An idle iterator that sees every counted write, or, if there is none, a
-  // lease whose `it` is null and whose generation the caller must keep:
-  // it then creates the iterator itself (after this call) and sets `it`.
-  Lease Borrow();
+  // An idle iterator that sees every counted write; or, if there is none,
+  // an entry with a null `it` and the generation to create one for: the
+  // caller then creates the iterator itself, after this call.
+  std::unique_ptr<Entry> Borrow();
 
-  // Takes a lease back. The iterator is kept if no write was counted since
-  // its creation, it was lent fewer than max_uses times, its status is OK
-  // and there is room; otherwise it is destroyed.
-  void Return(Lease lease);
+  // Takes an entry back. Its iterator is kept if no write was counted
+  // since its creation, it was lent fewer than max_uses times, its status
+  // is OK and a slot is free; otherwise it is destroyed.
+  void Return(std::unique_ptr<Entry> entry);
 
   // Counts a write. Call after the write, whether it succeeded or not (a
   // failed write may be applied in part), and before reporting it.
   void WriteDone();
 
-  // Idle iterators now (for tests).
+  // Idle iterators now (for tests; a racing call may change it).
   size_t idle() const;
 
  private:
-  struct Idle {
-    std::unique_ptr<leveldb::Iterator> it;
-    uint64_t generation;
-    uint32_t uses;
-  };
-
-  const size_t capacity_;
   const uint32_t max_uses_;
   std::atomic<uint64_t> generation_{0};
-  // Mirrors idle_.size(), so that a write with nothing pooled takes no lock.
-  std::atomic<size_t> idle_count_{0};
-  mutable Mutex mu_;
-  std::vector<Idle> idle_ ABSL_GUARDED_BY(mu_);
+  // Lock-free: a lookup takes an entry and gives it back with one atomic
+  // exchange each. An entry's generation is checked when it is taken, so
+  // a stale one that a Return racing with a write left behind is dropped
+  // then (or by the next write).
+  std::array<std::atomic<Entry*>, kSlots> slots_{};
 };
 
 }  // namespace bigset

@@ -55,17 +55,18 @@ leveldb::ReadOptions ToLevelDb(const ReadOptions& options) {
 // `pool` (returned there when done) if that is not null.
 class LevelDbIterator final : public Iterator {
  public:
-  LevelDbIterator(IteratorPool::Lease lease, IteratorPool* pool,
-                  const leveldb::Comparator* cmp, KeyRange range)
-      : lease_(std::move(lease)),
-        it_(lease_.it.get()),
+  LevelDbIterator(std::unique_ptr<IteratorPool::Entry> entry,
+                  IteratorPool* pool, const leveldb::Comparator* cmp,
+                  KeyRange range)
+      : entry_(std::move(entry)),
+        it_(entry_->it.get()),
         pool_(pool),
         cmp_(cmp),
         range_(std::move(range)),
         bigset_limit_(IsBigsetKey(range_.limit)) {}
 
   ~LevelDbIterator() override {
-    if (pool_ != nullptr) pool_->Return(std::move(lease_));
+    if (pool_ != nullptr) pool_->Return(std::move(entry_));
   }
 
   bool Valid() const override { return valid_; }
@@ -119,8 +120,8 @@ class LevelDbIterator final : public Iterator {
     }
   }
 
-  IteratorPool::Lease lease_;
-  leveldb::Iterator* const it_;  // lease_.it
+  std::unique_ptr<IteratorPool::Entry> entry_;
+  leveldb::Iterator* const it_;  // entry_->it
   IteratorPool* const pool_;
   const leveldb::Comparator* cmp_;
   KeyRange range_;
@@ -296,8 +297,7 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
   std::unique_ptr<LevelDbStore> store(new LevelDbStore(db, Ownership::kOwned));
   // Only this store writes the database: its iterators can be kept between
   // reads (store/iterator_pool.h).
-  store->iterators_ =
-      std::make_unique<IteratorPool>(kPooledIterators, kMaxIteratorUses);
+  store->iterators_ = std::make_unique<IteratorPool>(kMaxIteratorUses);
   store->read_only_ = options.read_only;
   store->env_ = std::move(read_only_env);
   store->comparator_ = std::move(native->comparator);
@@ -440,12 +440,12 @@ std::unique_ptr<Iterator> LevelDbStore::NewIterator(const ReadOptions& options,
   // reads; creating one costs about what a point lookup's seek does.
   const bool pooled = iterators_ != nullptr && options.snapshot == nullptr &&
                       options.fill_cache && !options.verify_checksums;
-  IteratorPool::Lease lease;
-  if (pooled) lease = iterators_->Borrow();
-  if (lease.it == nullptr) {
-    lease.it.reset(db_->NewIterator(ToLevelDb(options)));
+  std::unique_ptr<IteratorPool::Entry> entry =
+      pooled ? iterators_->Borrow() : std::make_unique<IteratorPool::Entry>();
+  if (entry->it == nullptr) {
+    entry->it.reset(db_->NewIterator(ToLevelDb(options)));
   }
-  return std::make_unique<LevelDbIterator>(std::move(lease),
+  return std::make_unique<LevelDbIterator>(std::move(entry),
                                            pooled ? iterators_.get() : nullptr,
                                            cmp, std::move(range));
 }

@@ -168,7 +168,6 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
   // Iterators kept between reads (lib/store/iterator_pool.h); null for an
   // adopted database, which others may write to.
-  static constexpr size_t kPooledIterators = 4;
   static constexpr uint32_t kMaxIteratorUses = 1 << 14;
   std::unique_ptr<IteratorPool> iterators_;
   // LevelDB batches that Write fills from a WriteBatch, kept between
