@@ -6,20 +6,21 @@
 // a dozen allocations). A lookup that borrows one from here only seeks.
 //
 // An iterator sees the database as of its creation. The pool therefore
-// counts the writes made through its store (WriteDone) and hands out an
-// iterator only if no write was counted since it was created, so a borrowed
-// iterator sees every write whose Store::Write has returned: the same as a
-// new one. A write that has not returned yet may be missing from it, which
-// is allowed (no caller can have been told that it happened).
+// counts the writes made through its store (WriteStarted before each,
+// WriteDone after) and lends an iterator only if no write was counted since
+// it was created and none is in progress. A thread that has seen a write in
+// any way (its Write returned, or a Get or a new iterator showed it) and
+// then borrows gets an iterator that shows it too, as a new one would; an
+// iterator lent during a concurrent write may miss it, as a new one may.
 //
 // REQUIRES: every write to the keys that borrowed iterators read goes through
-// the store that calls WriteDone; stores whose database others write to
-// (LevelDbStore::Adopt) keep no pool.
+// the store that calls WriteStarted and WriteDone; stores whose database
+// others write to (LevelDbStore::Adopt) keep no pool.
 //
-// A pooled iterator pins the memtables and table files of its creation:
-// WriteDone drops every pooled iterator (each is stale then), and an
-// iterator goes back to the pool only a bounded number of times, so files
-// replaced by compactions during a long run of reads are released too.
+// A kept iterator pins the memtables and table files of its creation. A
+// write drops every kept iterator (each is stale then); lookups take the
+// slots in turn, and an iterator is lent at most max_uses times, so what
+// compactions replace during a long run of reads is released too.
 //
 // Thread-safety: safe for concurrent use (lock-free). Ownership: pooled
 // iterators are owned by the pool; destroy it before the database they read.
@@ -31,7 +32,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "leveldb/iterator.h"
 
@@ -66,8 +66,10 @@ class IteratorPool {
   // is OK and a slot is free; otherwise it is destroyed.
   void Return(std::unique_ptr<Entry> entry);
 
-  // Counts a write. Call after the write, whether it succeeded or not (a
-  // failed write may be applied in part), and before reporting it.
+  // Bracket every write: WriteStarted before it is applied, WriteDone after
+  // (whether it succeeded or not: a failed write may be applied in part)
+  // and before it is reported. Nothing is lent in between.
+  void WriteStarted();
   void WriteDone();
 
   // Idle iterators now (for tests; a racing call may change it).
@@ -76,6 +78,8 @@ class IteratorPool {
  private:
   const uint32_t max_uses_;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> writing_{0};  // writes started and not done
+  std::atomic<uint32_t> cursor_{0};   // where the next lookup starts
   // Lock-free: a lookup takes an entry and gives it back with one atomic
   // exchange each. An entry's generation is checked when it is taken, so
   // a stale one that a Return racing with a write left behind is dropped

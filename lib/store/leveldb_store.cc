@@ -393,6 +393,7 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
       native->Delete(ToSlice(op.key));
     }
   }
+  if (iterators_ != nullptr) iterators_->WriteStarted();
   const leveldb::Status s = db_->Write(o, native.get());
   if (iterators_ != nullptr) iterators_->WriteDone();
   const size_t size = native->ApproximateSize();
@@ -418,6 +419,10 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
   }
   write_failed_.store(true, std::memory_order_release);
   return failed;
+}
+
+size_t LevelDbStore::kept_iterators() const {
+  return iterators_ == nullptr ? 0 : iterators_->idle();
 }
 
 absl::Status LevelDbStore::write_error() const {

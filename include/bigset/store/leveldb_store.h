@@ -146,6 +146,9 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   bool read_only() const { return read_only_; }
   // The failure that made this store refuse writes (see Write), or OK.
   absl::Status write_error() const;
+  // Idle iterators kept for the next reads (NewIterator lends them while no
+  // write intervenes; a write drops them). For tests and monitoring.
+  size_t kept_iterators() const;
   // The underlying database, for embedders that share it. REQUIRES: bigset
   // keys are written only through Write (iterators of an opened store are
   // kept between reads and see only writes it counted).

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,6 +153,88 @@ TEST_CASE(
   CHECK(reads.load() > 2);
 }
 
+// Which iterators the store keeps: default reads, not reads at a snapshot or
+// without the block cache; none after a write, none held across one; none
+// for an adopted database.
+TEST_CASE("store: which iterators are kept, and what drops them") {
+  testing::MemStore mem;
+  LevelDbStore& store = *mem.store;
+  const KeyRange range = SetRange(0, "s");
+  WriteBatch batch;
+  batch.Put(ElementKey(0, "s", "a", Dot{1, 1}), "");
+  REQUIRE(store.Write(WriteOptions(), batch).ok());
+  CHECK(store.kept_iterators() == 0);
+  store.NewIterator(ReadOptions(), range).reset();
+  CHECK(store.kept_iterators() == 1);
+  {
+    ReadOptions uncached;
+    uncached.fill_cache = false;
+    store.NewIterator(uncached, range).reset();
+    auto snap = store.GetSnapshot();
+    ReadOptions at;
+    at.snapshot = snap.get();
+    store.NewIterator(at, range).reset();
+    ReadOptions verified;
+    verified.verify_checksums = true;
+    store.NewIterator(verified, range).reset();
+  }
+  CHECK(store.kept_iterators() == 1);
+  auto held = store.NewIterator(ReadOptions(), range);  // the kept one
+  CHECK(store.kept_iterators() == 0);
+  REQUIRE(store.Write(WriteOptions(), batch).ok());
+  held.reset();  // stale: made before the write
+  CHECK(store.kept_iterators() == 0);
+  store.NewIterator(ReadOptions(), range).reset();
+  CHECK(store.kept_iterators() == 1);
+  REQUIRE(store.Write(WriteOptions(), batch).ok());
+  CHECK(store.kept_iterators() == 0);
+
+  std::unique_ptr<LevelDbStore> adopted =
+      LevelDbStore::Adopt(store.db(), Ownership::kBorrowed);
+  adopted->NewIterator(ReadOptions(), range).reset();
+  CHECK(adopted->kept_iterators() == 0);
+}
+
+// A reader that sees a write through Get and then opens an iterator must
+// see it there too, even while the write is not yet counted: the iterator
+// must never show an older state than a read before it did.
+TEST_CASE("store: an iterator never shows less than a Get before it") {
+  testing::MemStore mem(64 << 10);
+  Store& store = *mem.store;
+  const std::string key = ElementKey(0, "s", "c", Dot{1, 1});
+  const KeyRange range = ElementRange(0, "s", "c");
+  constexpr uint64_t kWrites = 20000;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> failures{0};
+  std::atomic<uint64_t> checks{0};
+  auto value_of = [](std::string_view v) {
+    return v.empty() ? 0 : std::stoull(std::string(v));
+  };
+  auto reader = [&] {
+    std::string got;
+    while (!stop.load(std::memory_order_acquire)) {
+      uint64_t seen = 0;
+      if (store.Get(ReadOptions(), key, &got).ok()) seen = value_of(got);
+      auto it = store.NewIterator(ReadOptions(), range);
+      it->SeekToFirst();
+      const uint64_t now = it->Valid() ? value_of(it->value()) : 0;
+      if (now < seen) failures.fetch_add(1);
+      checks.fetch_add(1);
+    }
+  };
+  std::thread r1(reader), r2(reader);
+  for (uint64_t i = 1; i <= kWrites; ++i) {
+    WriteBatch batch;
+    batch.Put(key, std::to_string(i));
+    if (!store.Write(WriteOptions(), batch).ok()) failures.fetch_add(1);
+  }
+  stop.store(true, std::memory_order_release);
+  r1.join();
+  r2.join();
+  CHECK(failures.load() == 0);
+  CHECK(checks.load() > 2);
+}
+
 // The pool itself, over a LevelDB database in memory.
 struct PoolDb {
   PoolDb() : env(leveldb::NewMemEnv(leveldb::Env::Default())) {
@@ -189,6 +272,7 @@ TEST_CASE("iterator pool: lends back what it kept, until a write") {
   pool.Return(std::move(b));
   CHECK(pool.idle() == 1);
   // A write makes every kept iterator stale: dropped, none lent.
+  pool.WriteStarted();
   pool.WriteDone();
   CHECK(pool.idle() == 0);
   CHECK(pool.Borrow()->it == nullptr);
@@ -198,6 +282,7 @@ TEST_CASE("iterator pool: an iterator lent before a write is not kept") {
   PoolDb d;
   IteratorPool pool(100);
   auto a = d.Get(pool);
+  pool.WriteStarted();
   pool.WriteDone();
   pool.Return(std::move(a));
   CHECK(pool.idle() == 0);
@@ -205,6 +290,7 @@ TEST_CASE("iterator pool: an iterator lent before a write is not kept") {
   // iterator created after it.
   auto before = pool.Borrow();
   REQUIRE(before->it == nullptr);
+  pool.WriteStarted();
   pool.WriteDone();
   before->it.reset(d.db->NewIterator(leveldb::ReadOptions()));
   pool.Return(std::move(before));
@@ -242,6 +328,45 @@ TEST_CASE("iterator pool: slots, uses and failed iterators bound it") {
   CHECK(small.idle() == 0);
 }
 
+TEST_CASE("iterator pool: nothing is lent while a write is in progress") {
+  PoolDb d;
+  IteratorPool pool(100);
+  pool.Return(d.Get(pool));
+  REQUIRE(pool.idle() == 1);
+  // The write may already show to a Get: a kept iterator would not have it.
+  pool.WriteStarted();
+  CHECK(pool.Borrow()->it == nullptr);
+  // An iterator created during the write is kept only until it is done.
+  pool.Return(d.Get(pool));
+  pool.WriteDone();
+  CHECK(pool.idle() == 0);
+  CHECK(pool.Borrow()->it == nullptr);
+}
+
+TEST_CASE("iterator pool: one reader takes every kept iterator in turn") {
+  // Four iterators kept by concurrent readers, then one reader: each must
+  // be lent (and so retire after max_uses), not only the first slot's,
+  // or the others would pin their files until the next write.
+  PoolDb d;
+  IteratorPool pool(/*max_uses=*/1000);
+  std::vector<std::unique_ptr<IteratorPool::Entry>> out;
+  std::set<const leveldb::Iterator*> kept;
+  for (size_t i = 0; i < IteratorPool::kSlots; ++i) {
+    out.push_back(d.Get(pool));
+    kept.insert(out.back()->it.get());
+  }
+  for (auto& entry : out) pool.Return(std::move(entry));
+  REQUIRE(pool.idle() == IteratorPool::kSlots);
+  std::set<const leveldb::Iterator*> lent;
+  for (size_t i = 0; i < 3 * IteratorPool::kSlots; ++i) {
+    auto entry = pool.Borrow();
+    REQUIRE(entry->it != nullptr);
+    lent.insert(entry->it.get());
+    pool.Return(std::move(entry));
+  }
+  CHECK(lent == kept);
+}
+
 // Borrowers and writers on several threads: every iterator handed out must
 // see the last write that returned before it was asked for (checked as in
 // the store test above, but through the pool directly, with writes that
@@ -265,6 +390,7 @@ TEST_CASE("iterator pool: concurrent borrowers never get a stale iterator") {
   };
   std::thread b1(borrower), b2(borrower);
   for (uint64_t i = 1; i <= kWrites; ++i) {
+    pool.WriteStarted();
     pool.WriteDone();
     done.store(i, std::memory_order_release);
     if (i % 16 == 0) std::this_thread::yield();  // let borrowers interleave
