@@ -67,6 +67,10 @@ void IteratorPool::WriteDone() {
   writing_.fetch_sub(1, std::memory_order_seq_cst);
   // Stale now: release what they pin. Correctness does not depend on this
   // (Borrow checks the generation).
+  DropIdle();
+}
+
+void IteratorPool::DropIdle() {
   for (std::atomic<Entry*>& slot : slots_) {
     if (slot.load(std::memory_order_relaxed) == nullptr) continue;
     delete slot.exchange(nullptr, std::memory_order_acquire);

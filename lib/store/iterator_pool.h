@@ -72,6 +72,12 @@ class IteratorPool {
   void WriteStarted();
   void WriteDone();
 
+  // Destroys the idle iterators. Call (between WriteStarted and WriteDone)
+  // before a compaction, so that no kept iterator pins its inputs: LevelDB
+  // deletes replaced files only after a compaction and only if no iterator
+  // holds them, and never when it closes.
+  void DropIdle();
+
   // Idle iterators now (for tests; a racing call may change it).
   size_t idle() const;
 

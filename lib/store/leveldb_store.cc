@@ -463,7 +463,16 @@ absl::Status LevelDbStore::CompactRange(const KeyRange& range) {
   if (read_only_) return ReadOnlyError();
   leveldb::Slice begin = ToSlice(range.start);
   leveldb::Slice end = ToSlice(range.limit);
+  // A kept iterator would pin the compaction's inputs, and LevelDB deletes
+  // replaced files only after a compaction: they would stay on disk (and a
+  // LevelDB repair would read them back). Counted like a write, so none is
+  // kept during it either.
+  if (iterators_ != nullptr) {
+    iterators_->WriteStarted();
+    iterators_->DropIdle();
+  }
   db_->CompactRange(&begin, range.limit.empty() ? nullptr : &end);
+  if (iterators_ != nullptr) iterators_->WriteDone();
   return absl::OkStatus();
 }
 
