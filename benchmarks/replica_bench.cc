@@ -182,6 +182,9 @@ void InsertThroughputBigset(benchmark::State& state) {
   state.counters["count_scans"] = static_cast<double>(stats.count_scans);
   state.counters["filter_bytes"] =
       static_cast<double>(stats.presence_filter_bytes);
+  state.counters["batch_bytes_per_insert"] =
+      static_cast<double>(stats.bytes_written) /
+      static_cast<double>(std::max<uint64_t>(stats.updates_coordinated, 1));
 }
 
 // The same without anti-entropy's bookkeeping (ReplicaOptions::keep_digests

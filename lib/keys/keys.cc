@@ -259,7 +259,9 @@ KeyRange AllSetsRange(KeyspaceId keyspace) {
 KeyRange SetRange(KeyspaceId keyspace, std::string_view set) {
   std::string start;
   AppendSetPrefix(&start, keyspace, set);
-  std::string limit = start;
+  std::string limit;
+  limit.reserve(start.size() + 1);
+  limit.assign(start);
   // Past the end-of-set key (kind 0x04, no payload) and before any other set.
   limit.push_back(kKindEnd + 1);
   return {std::move(start), std::move(limit)};
@@ -269,7 +271,9 @@ namespace {
 KeyRange KindRange(KeyspaceId keyspace, std::string_view set, char kind) {
   std::string start;
   AppendSetPrefix(&start, keyspace, set);
-  std::string limit = start;
+  std::string limit;
+  limit.reserve(start.size() + 1);
+  limit.assign(start);
   start.push_back(kind);
   limit.push_back(static_cast<char>(kind + 1));
   return {std::move(start), std::move(limit)};
@@ -320,7 +324,10 @@ KeyRange ElementRange(KeyspaceId keyspace, std::string_view set,
   AppendSetPrefix(&start, keyspace, set);
   start.push_back(kKindElement);
   AppendEscapedBody(&start, element);
-  std::string limit = start;
+  // Sized for its two last bytes: a plain copy would grow when they come.
+  std::string limit;
+  limit.reserve(start.size() + 2);
+  limit.assign(start);
   start.push_back(kEscape);
   start.push_back(kTerminator);
   limit.push_back(kEscape);

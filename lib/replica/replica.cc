@@ -499,6 +499,33 @@ absl::Status Replica::CheckOwnDots(std::string_view set, const Clock& clock,
   return absl::OkStatus();
 }
 
+namespace {
+
+// A stripe's batch, lent to one write under the stripe's lock: empty when
+// lent, emptied when given back, and dropped if a bulk write grew it, so
+// that a stripe keeps only an insert's worth of buffer.
+class StripeBatch {
+ public:
+  explicit StripeBatch(WriteBatch* batch) : batch_(batch) { batch_->Clear(); }
+  ~StripeBatch() {
+    constexpr size_t kMaxKeptBytes = 16 << 10;
+    if (batch_->ApproximateSize() > kMaxKeptBytes) {
+      *batch_ = WriteBatch();
+    } else {
+      batch_->Clear();
+    }
+  }
+  StripeBatch(const StripeBatch&) = delete;
+  StripeBatch& operator=(const StripeBatch&) = delete;
+
+  WriteBatch& get() { return *batch_; }
+
+ private:
+  WriteBatch* const batch_;
+};
+
+}  // namespace
+
 absl::StatusOr<Delta> Replica::Update(std::string_view set,
                                       std::span<const UpdateOp> ops) {
   Stripe& stripe = StripeFor(set);
@@ -517,7 +544,8 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
   Delta delta;
   delta.set.assign(set);
   delta.ops.reserve(ops.size());
-  WriteBatch batch;
+  StripeBatch lent(&stripe.batch_scratch);
+  WriteBatch& batch = lent.get();
   {
     // Each add's key (prefix, set, element, dot) and framing, and the
     // set-clock's header: one allocation for the common batch.
@@ -624,7 +652,8 @@ absl::Status Replica::Apply(const Delta& delta) {
     }
   }
 
-  WriteBatch batch;
+  StripeBatch lent(&stripe.batch_scratch);
+  WriteBatch& batch = lent.get();
   StateChanges changes;
   changes.track_keys = delta.ops.size() > 1 && !options_.keep_counts;
   changes.one_element = delta.ops.size() == 1;

@@ -162,7 +162,7 @@ absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
   // One element: no snapshot object. The iterator, created under the stripe
   // lock, sees the store as of then (Store::NewIterator), which is what the
   // tombstone copied under the same lock describes.
-  const KeyRange range = ElementRange(options_.keyspace, set, element);
+  KeyRange range = ElementRange(options_.keyspace, set, element);
   const size_t key_size = range.start.size() + 16;  // + the dot.
   std::unique_ptr<Iterator> it;
   Clock tombstone;
@@ -172,7 +172,8 @@ absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
     absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
     if (!loaded.ok()) return loaded.status();
     if (!(*loaded)->tombstone.empty()) tombstone = (*loaded)->tombstone;
-    it = store_->NewIterator(ReadOptions(), range);
+    // Moved: the iterator keeps its bounds (a copy is two allocations).
+    it = store_->NewIterator(ReadOptions(), std::move(range));
   }
   std::vector<Dot> dots;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {

@@ -13,9 +13,9 @@ IteratorPool::~IteratorPool() {
 }
 
 std::unique_ptr<IteratorPool::Entry> IteratorPool::Borrow() {
-  auto fresh = std::make_unique<Entry>();
   // A write in progress may already show to other reads: lend nothing.
   if (writing_.load(std::memory_order_seq_cst) != 0) {
+    auto fresh = std::make_unique<Entry>();
     fresh->generation = generation_.load(std::memory_order_seq_cst);
     return fresh;
   }
@@ -33,13 +33,15 @@ std::unique_ptr<IteratorPool::Entry> IteratorPool::Borrow() {
     if (entry != nullptr && entry->generation >= now) return entry;
     // Stale (or taken by another borrower): destroyed here.
   }
+  auto fresh = std::make_unique<Entry>();
   fresh->generation = now;
   return fresh;
 }
 
-void IteratorPool::Return(std::unique_ptr<Entry> entry) {
+void IteratorPool::Return(std::unique_ptr<Entry> entry, bool status_ok) {
   if (entry == nullptr || entry->it == nullptr) return;
-  if (++entry->uses >= max_uses_ || !entry->it->status().ok()) return;
+  if (++entry->uses >= max_uses_) return;
+  if (!status_ok && !entry->it->status().ok()) return;
   if (entry->generation != generation_.load(std::memory_order_seq_cst)) {
     return;
   }

@@ -63,8 +63,10 @@ class IteratorPool {
 
   // Takes an entry back. Its iterator is kept if no write was counted
   // since its creation, it was lent fewer than max_uses times, its status
-  // is OK and a slot is free; otherwise it is destroyed.
-  void Return(std::unique_ptr<Entry> entry);
+  // is OK and a slot is free; otherwise it is destroyed. `status_ok`: the
+  // borrower read an OK status after the iterator's last move (LevelDB's
+  // status() walks every level's iterator; it is not asked twice).
+  void Return(std::unique_ptr<Entry> entry, bool status_ok = false);
 
   // Bracket every write: WriteStarted before it is applied, WriteDone after
   // (whether it succeeded or not: a failed write may be applied in part)

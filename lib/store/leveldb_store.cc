@@ -66,12 +66,13 @@ class LevelDbIterator final : public Iterator {
         bigset_limit_(IsBigsetKey(range_.limit)) {}
 
   ~LevelDbIterator() override {
-    if (pool_ != nullptr) pool_->Return(std::move(entry_));
+    if (pool_ != nullptr) pool_->Return(std::move(entry_), status_ok_);
   }
 
   bool Valid() const override { return valid_; }
 
   void SeekToFirst() override {
+    status_ok_ = false;
     it_->Seek(ToSlice(range_.start));
     Update();
   }
@@ -81,11 +82,13 @@ class LevelDbIterator final : public Iterator {
     if (cmp_->Compare(t, ToSlice(range_.start)) < 0) {
       t = ToSlice(range_.start);
     }
+    status_ok_ = false;
     it_->Seek(t);
     Update();
   }
 
   void Next() override {
+    status_ok_ = false;
     it_->Next();
     Update();
   }
@@ -101,7 +104,10 @@ class LevelDbIterator final : public Iterator {
   }
 
   absl::Status status() const override {
-    return FromLevelDbStatus(it_->status());
+    leveldb::Status s = it_->status();
+    // Only a move changes it (each move clears the flag).
+    status_ok_ = s.ok();
+    return FromLevelDbStatus(s);
   }
 
  private:
@@ -127,6 +133,8 @@ class LevelDbIterator final : public Iterator {
   KeyRange range_;
   const bool bigset_limit_;
   bool valid_ = false;
+  // status() read OK since the last move: the pool need not ask again.
+  mutable bool status_ok_ = false;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -442,34 +443,48 @@ TEST_CASE("store: adopting an embedder's database keeps its keys apart") {
   CHECK(keys[3] == "\x10riak");
 }
 
+// Puts 5,000 elements of set "s" (100-byte values) into a store at `path`
+// and compacts them into table files.
+void FillAndCompact(const std::string& path, const LevelDbStoreOptions& o) {
+  auto s = LevelDbStore::Open(path, o);
+  REQUIRE(s.ok());
+  WriteBatch b;
+  for (int i = 0; i < 5000; ++i) {
+    b.Put(ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)}),
+          std::string(100, 'v'));
+  }
+  REQUIRE((*s)->Write(WriteOptions(), b).ok());
+  REQUIRE((*s)->CompactRange(KeyspaceRange(0)).ok());
+}
+
+// Calls `damage` with each table file of `dir` opened for writing, and its
+// size; returns how many there were.
+int ForEachTable(const std::filesystem::path& dir,
+                 const std::function<void(std::fstream&, uint64_t)>& damage) {
+  int n = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().extension() != ".ldb") continue;
+    std::fstream file(f.path(),
+                      std::ios::in | std::ios::out | std::ios::binary);
+    damage(file, std::filesystem::file_size(f.path()));
+    ++n;
+  }
+  return n;
+}
+
 TEST_CASE("store: corrupt table files surface as errors, not crashes") {
   TempDir dir;
   LevelDbStoreOptions o;
   o.block_cache_bytes = 1 << 20;
-  {
-    auto s = LevelDbStore::Open(dir.path.string(), o);
-    REQUIRE(s.ok());
-    WriteBatch b;
-    for (int i = 0; i < 5000; ++i) {
-      b.Put(ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)}),
-            std::string(100, 'v'));
-    }
-    REQUIRE((*s)->Write(WriteOptions(), b).ok());
-    REQUIRE((*s)->CompactRange(KeyspaceRange(0)).ok());
-  }
+  FillAndCompact(dir.path.string(), o);
   // Flip bytes in the middle of every table file.
-  int corrupted = 0;
-  for (const auto& f : std::filesystem::directory_iterator(dir.path)) {
-    if (f.path().extension() != ".ldb") continue;
-    std::fstream file(f.path(),
-                      std::ios::in | std::ios::out | std::ios::binary);
-    auto size = std::filesystem::file_size(f.path());
-    for (uint64_t off = 100; off + 100 < size; off += size / 7) {
-      file.seekp(static_cast<std::streamoff>(off));
-      file.write("\xde\xad\xbe\xef", 4);
-    }
-    ++corrupted;
-  }
+  const int corrupted =
+      ForEachTable(dir.path, [](std::fstream& file, uint64_t size) {
+        for (uint64_t off = 100; off + 100 < size; off += size / 7) {
+          file.seekp(static_cast<std::streamoff>(off));
+          file.write("\xde\xad\xbe\xef", 4);
+        }
+      });
   REQUIRE(corrupted > 0);
   auto s = LevelDbStore::Open(dir.path.string(), o);
   if (!s.ok()) {
@@ -483,6 +498,59 @@ TEST_CASE("store: corrupt table files surface as errors, not crashes") {
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
   CHECK(n < 5000);
   CHECK(it->status().code() == absl::StatusCode::kDataLoss);
+}
+
+// A kept iterator must never be one in error. The store's iterator tells
+// the pool when it read an OK status after its last move (so that the pool
+// does not walk LevelDB's iterators again); a move after that read must
+// make the pool ask again. Here the status is read at the first key, then
+// the scan runs into a damaged block.
+TEST_CASE("store: an iterator that failed after an OK status is not kept") {
+  TempDir dir;
+  LevelDbStoreOptions o;
+  o.block_cache_bytes = 1 << 20;
+  o.snappy_compression = false;
+  FillAndCompact(dir.path.string(), o);
+  // Damage the middle of every table, away from its first block.
+  const int corrupted = ForEachTable(dir.path, [](std::fstream& file,
+                                                  uint64_t size) {
+    REQUIRE(size > 3 * 4096);
+    file.seekp(static_cast<std::streamoff>(size / 2));
+    const std::string garbage(64, '\xff');
+    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  });
+  REQUIRE(corrupted > 0);
+  auto s = LevelDbStore::Open(dir.path.string(), o);
+  REQUIRE(s.ok());
+  LevelDbStore& store = **s;
+  const KeyRange range = SetRange(0, "s");
+  {
+    // A scan of the undamaged start, its status read: kept.
+    auto it = store.NewIterator(ReadOptions(), range);
+    it->SeekToFirst();
+    REQUIRE(it->Valid());
+    REQUIRE(it->status().ok());
+  }
+  CHECK(store.kept_iterators() == 1);
+  {
+    // The kept one: an OK status read, then moves into the damage, and no
+    // status read after them.
+    auto it = store.NewIterator(ReadOptions(), range);
+    it->SeekToFirst();
+    REQUIRE(it->Valid());
+    REQUIRE(it->status().ok());
+    while (it->Valid()) it->Next();
+  }
+  CHECK(store.kept_iterators() == 0);
+  {
+    // The same scan does fail (so the one above did too).
+    auto it = store.NewIterator(ReadOptions(), range);
+    size_t n = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+    CHECK(n < 5000);
+    CHECK(it->status().code() == absl::StatusCode::kDataLoss);
+  }
+  CHECK(store.kept_iterators() == 0);
 }
 
 }  // namespace
