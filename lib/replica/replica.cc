@@ -15,6 +15,7 @@
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 #include "replica/stored_clock.h"
+#include "replica/stripe_batch.h"
 
 namespace bigset {
 
@@ -498,33 +499,6 @@ absl::Status Replica::CheckOwnDots(std::string_view set, const Clock& clock,
   }
   return absl::OkStatus();
 }
-
-namespace {
-
-// A stripe's batch, lent to one write under the stripe's lock: empty when
-// lent, emptied when given back, and dropped if a bulk write grew it, so
-// that a stripe keeps only an insert's worth of buffer.
-class StripeBatch {
- public:
-  explicit StripeBatch(WriteBatch* batch) : batch_(batch) { batch_->Clear(); }
-  ~StripeBatch() {
-    constexpr size_t kMaxKeptBytes = 16 << 10;
-    if (batch_->ApproximateSize() > kMaxKeptBytes) {
-      *batch_ = WriteBatch();
-    } else {
-      batch_->Clear();
-    }
-  }
-  StripeBatch(const StripeBatch&) = delete;
-  StripeBatch& operator=(const StripeBatch&) = delete;
-
-  WriteBatch& get() { return *batch_; }
-
- private:
-  WriteBatch* const batch_;
-};
-
-}  // namespace
 
 absl::StatusOr<Delta> Replica::Update(std::string_view set,
                                       std::span<const UpdateOp> ops) {

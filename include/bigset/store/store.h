@@ -80,6 +80,9 @@ class BIGSET_EXPORT WriteBatch {
   size_t Count() const { return count_; }
   // Bytes of the batch's representation (what a write logs, roughly).
   size_t ApproximateSize() const { return rep_.size(); }
+  // Bytes the batch's buffer holds (at least ApproximateSize(); Reserve and
+  // Clear leave it large), for callers that keep a batch between writes.
+  size_t ReservedBytes() const { return rep_.capacity(); }
 
   // One operation of a batch. `value` is empty for a delete.
   struct Op {

@@ -23,6 +23,7 @@
 #include "leveldb/helpers/memenv.h"
 #include "map_store.h"
 #include "orswot_model.h"
+#include "replica/stripe_batch.h"
 #include "test_util.h"
 
 namespace bigset {
@@ -446,6 +447,39 @@ Delta Do(Replica& r, UpdateOp op) {
   auto d = r.Update("s", std::span(&op, 1));
   REQUIRE(d.ok());
   return *d;
+}
+
+// Update and Apply build their batch in their stripe's reused one. It must
+// carry nothing between writes, and must not keep a bulk write's buffer:
+// a remove-only update of many elements reserves far more than it writes
+// (found by review: the bound once looked at the contents, not the buffer).
+TEST_CASE(
+    "replica: a stripe's batch is empty when lent and bounded when kept") {
+  WriteBatch batch;
+  batch.Put("left", "over");  // whatever a write left behind
+  {
+    StripeBatch lent(&batch);
+    CHECK(lent.get().Count() == 0);
+    CHECK(lent.get().ApproximateSize() == 0);
+    lent.get().Reserve(1024);
+    lent.get().Put("k", "v");
+  }
+  CHECK(batch.Count() == 0);
+  CHECK(batch.ApproximateSize() == 0);
+  CHECK(batch.ReservedBytes() >= 1024);  // an insert's worth: kept
+  {
+    StripeBatch lent(&batch);
+    lent.get().Reserve(1 << 20);  // reserved, nothing written
+  }
+  CHECK(batch.ReservedBytes() <= StripeBatch::kMaxKeptBytes);
+  {
+    StripeBatch lent(&batch);
+    for (int i = 0; i < 1000; ++i) {
+      lent.get().Put("key" + std::to_string(i), std::string(100, 'v'));
+    }
+  }
+  CHECK(batch.Count() == 0);
+  CHECK(batch.ReservedBytes() <= StripeBatch::kMaxKeptBytes);
 }
 
 TEST_CASE("replica: concurrent add and remove leave the element present") {

@@ -514,9 +514,11 @@ TEST_CASE("store: an iterator that failed after an OK status is not kept") {
   // Damage the middle of every table, away from its first block.
   const int corrupted = ForEachTable(dir.path, [](std::fstream& file,
                                                   uint64_t size) {
-    REQUIRE(size > 3 * 4096);
+    // 8 KiB: at least one whole block, its trailer's type byte included,
+    // so that the damage is found without checksums.
+    REQUIRE(size > 4 * 8192);
     file.seekp(static_cast<std::streamoff>(size / 2));
-    const std::string garbage(64, '\xff');
+    const std::string garbage(8192, '\xff');
     file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
   });
   REQUIRE(corrupted > 0);
@@ -551,6 +553,30 @@ TEST_CASE("store: an iterator that failed after an OK status is not kept") {
     CHECK(it->status().code() == absl::StatusCode::kDataLoss);
   }
   CHECK(store.kept_iterators() == 0);
+
+  // The same with seeks: an OK status read, then seeks across the set.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 5000; ++i) {
+    keys.push_back(
+        ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)}));
+  }
+  std::sort(keys.begin(), keys.end());
+  const auto seek_across = [&](Iterator* it) {
+    for (size_t i = 0; i < keys.size(); i += 10) it->Seek(keys[i]);
+  };
+  {
+    auto it = store.NewIterator(ReadOptions(), range);
+    it->SeekToFirst();
+    REQUIRE(it->status().ok());
+    seek_across(it.get());
+  }
+  CHECK(store.kept_iterators() == 0);
+  {
+    // Those seeks do fail.
+    auto it = store.NewIterator(ReadOptions(), range);
+    seek_across(it.get());
+    CHECK(it->status().code() == absl::StatusCode::kDataLoss);
+  }
 }
 
 }  // namespace
