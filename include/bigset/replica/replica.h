@@ -365,8 +365,8 @@ class BIGSET_EXPORT Replica {
     // Where a write builds the key of each element it adds (no allocation
     // per add).
     std::string key_scratch ABSL_GUARDED_BY(mu);
-    // The batch of an update or a delta (no allocation per write); see
-    // StripeBatch in replica.cc.
+    // The batch of an update or a delta (no allocation per write), lent
+    // by StripeBatch (lib/replica/stripe_batch.h).
     WriteBatch batch_scratch ABSL_GUARDED_BY(mu);
   };
   class Reader;
