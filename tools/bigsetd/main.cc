@@ -147,8 +147,9 @@ int Run(const DaemonConfig& c) {
     return 1;
   }
 
-  membership.Attach(runner->get());
-  if (absl::Status s = map->Save(c.data_dir); !s.ok()) {
+  // Saves the map through the membership, never beside it: a peer may
+  // already have reported a newer ring, whose fetched map is saved there.
+  if (absl::Status s = membership.Attach(runner->get()); !s.ok()) {
     log.Error(absl::StrCat("cluster map: ", s.ToString()));
     (void)(*runner)->Close();
     return 1;
@@ -198,7 +199,7 @@ int Run(const DaemonConfig& c) {
     io.restart();
     io.poll();
   }
-  membership.Attach(nullptr);
+  membership.Detach();
   runner->reset();
   log.Info("stopped");
   return exit_code;

@@ -32,9 +32,16 @@ ClusterMembership::~ClusterMembership() {
   fetcher_.reset();
 }
 
-void ClusterMembership::Attach(NodeRunner* runner) {
+absl::Status ClusterMembership::Attach(NodeRunner* runner) {
   absl::MutexLock lock(&mu_);
+  if (absl::Status s = map_.Save(data_dir_); !s.ok()) return s;
   runner_ = runner;
+  return absl::OkStatus();
+}
+
+void ClusterMembership::Detach() {
+  absl::MutexLock lock(&mu_);
+  runner_ = nullptr;
 }
 
 ClusterMap ClusterMembership::Current() const {

@@ -42,9 +42,17 @@ class ClusterMembership {
                     std::string password, AddressBook* book, Logger* log);
   ~ClusterMembership();
 
-  // The node, once it runs (before: changes fail with Unavailable).
-  // REQUIRES: `runner` outlives the object, or Attach(nullptr) first.
-  void Attach(NodeRunner* runner);
+  // The node, once it runs (before: changes fail with Unavailable). Saves
+  // the current map first (the one the node starts with; the map passed
+  // to the constructor may add this node's addresses), and attaches only
+  // if that worked. The save holds the lock every install takes: a peer
+  // may report a newer epoch as soon as the node runs, and the map its
+  // fetch installs must neither be saved at the same time (the two would
+  // share the temporary file) nor be overwritten by the older one.
+  // REQUIRES: `runner` outlives the object, or Detach first.
+  absl::Status Attach(NodeRunner* runner);
+  // Changes fail with Unavailable again.
+  void Detach();
 
   ClusterMap Current() const;
 
