@@ -1590,6 +1590,50 @@ def test_sigstop_node():
 
 
 @test
+def test_restart_behind_peers():
+    """A node restarts behind its peers, again and again (a JOIN or a
+    LEAVE while it is down, then a SIGTERM or a kill -9): it hears of the
+    newer epoch as soon as it runs and fetches that map while it saves the
+    one it starts with. It starts every time, catches up, and keeps the
+    newest map on disk. (Regression: the starting map was saved beside the
+    lock the fetch's save takes; the node exited at start with "rename
+    CLUSTER.tmp", or kept the older map, found by bigsetd_membership.)"""
+    c = Cluster().start()
+    keep = seed_data(c[0])
+    n4 = c.new_node(4)
+    n4.start(join=c[0].cport)
+    lagging = c[2]
+    for i in range(6):
+        if i % 2 == 0:
+            lagging.stop()
+        else:
+            lagging.kill9()
+        r = c[0].client(timeout=60)
+        if i % 2 == 0:
+            got = r.command("BIGSET.CLUSTER", "JOIN", "4",
+                            "127.0.0.1:%d" % n4.pport,
+                            "127.0.0.1:%d" % n4.cport)
+        else:
+            got = r.command("BIGSET.CLUSTER", "LEAVE", "4")
+        r.close()
+        check(not isinstance(got, Err), "change %d: %s" % (i, short(got)))
+        want = status_epoch(c[0])
+        lagging.start()  # Fails if it exits at start.
+        wait_for(lambda: status_epoch(lagging) == want, 30,
+                 "node 3 at epoch %d (round %d)" % (want, i))
+        # It caught up by fetching (it was down for the push).
+        check("cluster: installed ring epoch %d " % want in lagging.log_text(),
+              "node 3 fetched epoch %d: %s" % (want, lagging.log_tail()))
+        # What a restart would read: the map it caught up with.
+        with open(os.path.join(lagging.data, "CLUSTER")) as f:
+            ring, _ = parse_map(f.read())
+        eq(ring[1], want, "epoch of node 3's saved map (round %d)" % i)
+    c.nodes.append(n4)
+    check_alive(c)
+    check_intact(c, "keep", keep)
+
+
+@test
 def test_corrupt_cluster_map():
     """A stopped node whose CLUSTER file is corrupted refuses to start
     (exit code 2, a clear error), and starts with its data once the file
