@@ -28,7 +28,7 @@ ninja -C "$dir" "${fuzzers[@]}"
 # Two at a time (each fuzzer runs one thread; the machines have two
 # cores), each for the whole time; their outputs are printed in order.
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 failed=0
 run_pair() {  # Runs the fuzzers given at once; prints each one's tail.
   local pids=() f name
@@ -42,7 +42,7 @@ run_pair() {  # Runs the fuzzers given at once; prints each one's tail.
   local i=0
   for f in "$@"; do
     name=$(basename "$f")
-    echo "fuzzing $name for ${seconds}s"
+    echo "fuzzed $name for ${seconds}s"
     if ! wait "${pids[$i]}"; then
       failed=1
       tail -n 40 "$logs/$name"

@@ -11,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl_compat.h"
 #include "bigset/network/node_runner.h"
@@ -154,6 +155,9 @@ int Run(const DaemonConfig& c) {
     (void)(*runner)->Close();
     return 1;
   }
+  // Detached before the runner goes, on every path: the membership's
+  // fetcher may be installing a ring on it.
+  absl::Cleanup detach = [&membership]() { membership.Detach(); };
 
   asio::io_context io;
   int exit_code = 0;
@@ -199,7 +203,7 @@ int Run(const DaemonConfig& c) {
     io.restart();
     io.poll();
   }
-  membership.Detach();
+  std::move(detach).Invoke();
   runner->reset();
   log.Info("stopped");
   return exit_code;

@@ -209,22 +209,31 @@ void ClusterMembership::OnStaleRing(uint64_t epoch, NodeId from) {
           }
         }
       }
+      // Unavailable: the node runs but is not attached yet (its starting
+      // map is being saved); tried again shortly, without a warning.
+      bool not_attached = false;
       for (const auto& [id, client] : sources) {
         absl::StatusOr<ClusterMap> map = Fetch(client, password_);
         if (!map.ok() || map->ring.epoch() < epoch) continue;
         absl::Status s = Install(*map);
         if (s.ok()) return;
+        if (absl::IsUnavailable(s)) {
+          not_attached = true;
+          break;
+        }
         log_->Warn(
             absl::StrCat("cluster: the map of node ", id, ": ", s.ToString()));
       }
-      if (attempt == 0) {
+      if (attempt == 0 && !not_attached) {
         log_->Warn(absl::StrCat("cluster: node ", from, " runs ring epoch ",
                                 epoch,
                                 ", and no node answered with its map yet; "
                                 "retrying"));
       }
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1));
+      mu_.AwaitWithTimeout(
+          absl::Condition(&stopping_),
+          not_attached ? absl::Milliseconds(50) : absl::Seconds(1));
     }
     log_->Error(
         absl::StrCat("cluster: could not fetch ring epoch ", epoch,
