@@ -28,7 +28,7 @@ ninja -C "$dir" "${fuzzers[@]}"
 # Two at a time (each fuzzer runs one thread; the machines have two
 # cores), each for the whole time; their outputs are printed in order.
 logs=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
 failed=0
 run_pair() {  # Runs the fuzzers given at once; prints each one's tail.
   local pids=() f name
