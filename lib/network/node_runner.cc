@@ -81,22 +81,30 @@ class NodeRunner::Impl {
   // Runs fn(node) on the runner's thread; `closed` instead if the runner is
   // closed (on the caller's thread).
   void Post(std::function<void(Node&)> fn, std::function<void()> closed) {
-    if (closed_.load()) {
-      closed();
-      return;
-    }
-    asio::post(io_, [this, fn = std::move(fn), closed = std::move(closed)]() {
-      if (node_ == nullptr) {
-        closed();
-      } else {
-        fn(*node_);
+    {
+      // Checked and posted under the lock Close sets closed_ with: a
+      // handler posted here is queued before Close's own and runs; one
+      // posted after Close stopped the thread would never run (and a
+      // caller waiting for it, never return).
+      absl::MutexLock lock(&post_mu_);
+      if (!closed_.load()) {
+        asio::post(io_,
+                   [this, fn = std::move(fn), closed = std::move(closed)]() {
+                     if (node_ == nullptr) {
+                       closed();
+                     } else {
+                       fn(*node_);
+                     }
+                   });
+        return;
       }
-    });
+    }
+    closed();
   }
   // Runs fn(node) on the runner's thread and waits for its result.
   template <typename T>
   absl::StatusOr<T> Call(std::function<absl::StatusOr<T>(Node&)> fn) {
-    if (std::this_thread::get_id() == thread_.get_id()) {
+    if (std::this_thread::get_id() == thread_id_.load()) {
       return absl::FailedPreconditionError(
           "a blocking call from the runner's own thread would never end");
     }
@@ -128,8 +136,12 @@ class NodeRunner::Impl {
   std::unique_ptr<TcpTransport> transport_;
   std::unique_ptr<Node> node_;  // Touched on the runner's thread only.
   std::thread thread_;
+  // thread_'s id, for Call (which may race Close's join of thread_).
+  std::atomic<std::thread::id> thread_id_;
   std::atomic<bool> closed_{false};
   absl::Mutex close_mu_;
+  // Orders Post's check of closed_ and its post against Close setting it.
+  absl::Mutex post_mu_;
 };
 
 absl::Status NodeRunner::Impl::Start() {
@@ -146,7 +158,10 @@ absl::Status NodeRunner::Impl::Start() {
   scheduler_ = std::make_unique<AsioScheduler>(&io_);
   transport_ = std::make_unique<TcpTransport>(
       &io_, options_.id, options_.addresses, options_.transport);
-  thread_ = std::thread([this]() { io_.run(); });
+  thread_ = std::thread([this]() {
+    thread_id_.store(std::this_thread::get_id());
+    io_.run();
+  });
   std::promise<absl::Status> opened;
   asio::post(io_, [this, &opened]() {
     absl::Status s = transport_->Start([this](NodeId from, std::string_view b) {
@@ -172,7 +187,10 @@ absl::Status NodeRunner::Impl::Start() {
 
 absl::Status NodeRunner::Impl::Close() {
   absl::MutexLock lock(&close_mu_);
-  if (closed_.exchange(true)) return absl::OkStatus();
+  {
+    absl::MutexLock posts(&post_mu_);
+    if (closed_.exchange(true)) return absl::OkStatus();
+  }
   absl::Status result = absl::OkStatus();
   if (thread_.joinable()) {
     std::promise<absl::Status> done;

@@ -6,13 +6,9 @@
 
 #include "membership.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -21,30 +17,14 @@
 #include "bigset/network/node_runner.h"
 #include "cluster_map.h"
 #include "log.h"
+#include "temp_dir.h"
 
 namespace bigset::server {
 namespace {
 
 constexpr uint32_t kSeed = 20261127;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "bigsetd-membership-XXXXXX")
-            .string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ::bigset::testing::TempDir;
 
 ClusterMap MapAt(uint64_t epoch, uint16_t peer_port) {
   RingOptions ro;

@@ -165,6 +165,7 @@ int Run(const DaemonConfig& c) {
     Server server(&io, runner->get(), &membership, &adjusted, &log);
     if (absl::Status s = server.Start(); !s.ok()) {
       log.Error(s.ToString());
+      std::move(detach).Invoke();
       (void)(*runner)->Close();
       return 1;
     }
@@ -193,9 +194,14 @@ int Run(const DaemonConfig& c) {
                           c.sync_writes ? " sync_writes=on" : ""));
     io.run();
     server.Stop();
-    // Close the node (its replicas keep their actor epochs); the callbacks
-    // of requests still in flight fail and post into `io`, which drains
-    // them below before the sessions go.
+    // The membership lets go of the node first: a change still running
+    // (a JOIN on a worker, a fetch) then fails here, instead of taking the
+    // closed node's refusal for "installed" and pushing the change on.
+    std::move(detach).Invoke();
+    // Close the node (its replicas keep their actor epochs). Requests the
+    // node still coordinates get no answer (Node::Close drops them);
+    // callbacks already posted into `io` are drained below before the
+    // sessions go.
     if (absl::Status s = (*runner)->Close(); !s.ok()) {
       log.Error(absl::StrCat("close: ", s.ToString()));
       exit_code = 1;
@@ -203,7 +209,6 @@ int Run(const DaemonConfig& c) {
     io.restart();
     io.poll();
   }
-  std::move(detach).Invoke();
   runner->reset();
   log.Info("stopped");
   return exit_code;
