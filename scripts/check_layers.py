@@ -23,6 +23,7 @@ LEVELDB_ALLOWED = re.compile(
     r"(include/bigset/keys/comparator\.h|lib/keys/comparator\.cc|"
     r"include/bigset/store/leveldb_store\.h|lib/store/leveldb_store\.cc|"
     r"lib/store/read_only_env\.(h|cc)|lib/store/iterator_pool\.(h|cc)|"
+    r"lib/store/write_batch\.cc|lib/store/write_batch_rep\.h|"
     r"include/bigset/testing/|lib/testing/)")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -29,8 +29,7 @@ class StripeBatch {
   explicit StripeBatch(WriteBatch* batch) : batch_(batch) { batch_->Clear(); }
   ~StripeBatch() {
     if (batch_->ReservedBytes() > kMaxKeptBytes) {
-      // Moved out, so its buffer goes with `dropped` (assigning an empty
-      // batch would keep the buffer: a short string's move copies it in).
+      // Moved out, so its buffer goes with `dropped`.
       WriteBatch dropped(std::move(*batch_));
     }
     batch_->Clear();

@@ -19,6 +19,7 @@
 #include "leveldb/write_batch.h"
 #include "store/iterator_pool.h"
 #include "store/read_only_env.h"
+#include "store/write_batch_rep.h"
 
 namespace bigset {
 namespace {
@@ -375,45 +376,14 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
   if (write_failed_.load(std::memory_order_acquire)) return write_error();
   leveldb::WriteOptions o;
   o.sync = options.sync;
-  // Small batches (one insert: a few hundred bytes) come from the pool;
-  // bulk ones (transfer chunks) use the one bulk batch when it is free.
-  constexpr size_t kMaxPooledBatches = 8;
-  constexpr size_t kMaxPooledBatchBytes = 64 << 10;
-  constexpr size_t kMaxBulkBatchBytes = 4 << 20;
-  const bool bulk = batch.ApproximateSize() > kMaxPooledBatchBytes;
-  std::unique_ptr<leveldb::WriteBatch> native;
-  {
-    MutexLock lock(&pool_mu_);
-    if (bulk) {
-      native = std::move(bulk_);
-    } else if (!pool_.empty()) {
-      native = std::move(pool_.back());
-      pool_.pop_back();
-    }
-  }
-  if (native == nullptr) native = std::make_unique<leveldb::WriteBatch>();
-  WriteBatch::Reader reader(batch);
-  WriteBatch::Op op;
-  while (reader.Next(&op)) {
-    if (op.is_put) {
-      native->Put(ToSlice(op.key), ToSlice(op.value));
-    } else {
-      native->Delete(ToSlice(op.key));
-    }
-  }
+  // The batch was built as a LevelDB batch (lib/store/write_batch_rep.h):
+  // it is written as it is.
+  leveldb::WriteBatch* native = WriteBatchAccess::Native(batch);
+  leveldb::WriteBatch empty;
+  if (native == nullptr) native = &empty;
   if (iterators_ != nullptr) iterators_->WriteStarted();
-  const leveldb::Status s = db_->Write(o, native.get());
+  const leveldb::Status s = db_->Write(o, native);
   if (iterators_ != nullptr) iterators_->WriteDone();
-  const size_t size = native->ApproximateSize();
-  if (size <= kMaxBulkBatchBytes) {
-    native->Clear();
-    MutexLock lock(&pool_mu_);
-    if (size > kMaxPooledBatchBytes) {
-      if (bulk_ == nullptr) bulk_ = std::move(native);
-    } else if (pool_.size() < kMaxPooledBatches) {
-      pool_.push_back(std::move(native));
-    }
-  }
   if (s.ok()) return absl::OkStatus();
   absl::Status failed = FromLevelDbStatus(s);
   {

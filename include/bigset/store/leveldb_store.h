@@ -23,7 +23,6 @@
 #include "bigset/store/store.h"
 #include "leveldb/db.h"
 #include "leveldb/status.h"
-#include "leveldb/write_batch.h"
 
 namespace leveldb {
 class Cache;
@@ -173,19 +172,6 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   // adopted database, which others may write to.
   static constexpr uint32_t kMaxIteratorUses = 1 << 14;
   std::unique_ptr<IteratorPool> iterators_;
-  // LevelDB batches that Write fills from a WriteBatch, kept between
-  // writes so that their buffers keep their capacity (a write then
-  // allocates nothing here): at most a few, none over a size bound.
-  Mutex pool_mu_;
-  std::vector<std::unique_ptr<leveldb::WriteBatch>> pool_
-      ABSL_GUARDED_BY(pool_mu_);
-  // One batch for bulk writes (hand-off and anti-entropy chunks, a
-  // megabyte or so), kept apart from the pool so that small writes never
-  // carry its buffer: a chunk then fills a buffer that has its capacity
-  // already instead of growing a new one by doubling (a copy and fresh
-  // pages per chunk). It is kept only while its contents were at most
-  // 4 MiB (its buffer then holds at most twice that).
-  std::unique_ptr<leveldb::WriteBatch> bulk_ ABSL_GUARDED_BY(pool_mu_);
   // Set once, by the first failed write; read without the lock on every
   // write, so that a healthy store pays one load for it.
   std::atomic<bool> write_failed_{false};

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,35 +55,42 @@ struct WriteOptions {
 
 // An ordered list of puts and deletes applied atomically by Store::Write.
 //
-// The batch keeps its own representation (docs/FORMATS.md, "Write batch"):
-// a Store implementation reads it with a WriteBatch::Reader, so no storage
-// engine's types appear here. A value type; movable, not copyable.
+// The batch is built directly in the representation LevelDbStore hands to
+// LevelDB (docs/FORMATS.md, "Write batch"), so that a write copies nothing;
+// no engine type appears here. Another Store implementation reads the
+// operations with a WriteBatch::Reader or Iterate. A value type; movable,
+// not copyable; a moved-from batch is empty.
+//
+// Thread-safety: not thread-safe. Store::Write may change the batch's
+// private header (LevelDB stamps its sequence number into it), so one batch
+// is not written by two threads at once, nor read while it is written.
 class BIGSET_EXPORT WriteBatch {
  public:
-  WriteBatch() = default;
-  WriteBatch(WriteBatch&&) noexcept = default;
-  WriteBatch& operator=(WriteBatch&&) noexcept = default;
+  WriteBatch();
+  ~WriteBatch();
+  WriteBatch(WriteBatch&& other) noexcept;
+  WriteBatch& operator=(WriteBatch&& other) noexcept;
   WriteBatch(const WriteBatch&) = delete;
   WriteBatch& operator=(const WriteBatch&) = delete;
 
   void Put(std::string_view key, std::string_view value);
   void Delete(std::string_view key);
-  // Makes room for `bytes` of representation, so that a batch whose size is
-  // known roughly is built with one allocation.
-  void Reserve(size_t bytes) { rep_.reserve(bytes); }
+  // Makes room for `bytes` of operations, so that a batch whose size is
+  // known roughly is built with one allocation. Has an effect only on an
+  // empty batch (it costs a pass over the new buffer).
+  void Reserve(size_t bytes);
   // Empties the batch, keeping its buffer's capacity.
-  void Clear() {
-    rep_.clear();
-    count_ = 0;
-  }
+  void Clear();
 
   // Number of puts and deletes.
   size_t Count() const { return count_; }
-  // Bytes of the batch's representation (what a write logs, roughly).
-  size_t ApproximateSize() const { return rep_.size(); }
-  // Bytes the batch's buffer holds (at least ApproximateSize(); Reserve and
-  // Clear leave it large), for callers that keep a batch between writes.
-  size_t ReservedBytes() const { return rep_.capacity(); }
+  // Bytes of the batch's operations (what a write logs, but for a fixed
+  // header): 0 for an empty batch.
+  size_t ApproximateSize() const { return size_; }
+  // Bytes the batch's buffer holds, at least (at least ApproximateSize();
+  // Reserve and Clear leave it large), for callers that keep a batch
+  // between writes.
+  size_t ReservedBytes() const { return reserved_; }
 
   // One operation of a batch. `value` is empty for a delete.
   struct Op {
@@ -95,13 +103,14 @@ class BIGSET_EXPORT WriteBatch {
   // the batch is unchanged. Not thread-safe.
   class BIGSET_EXPORT Reader {
    public:
-    explicit Reader(const WriteBatch& batch) : rest_(batch.rep_) {}
+    explicit Reader(const WriteBatch& batch);
     // Stores the next operation in *op and returns true, or returns false
-    // at the end. A batch built with Put/Delete always decodes.
+    // at the end.
     bool Next(Op* op);
 
    private:
-    std::string_view rest_;
+    std::vector<Op> ops_;
+    size_t next_ = 0;
   };
 
   // Receives the operations of a batch in order (see Iterate).
@@ -115,10 +124,16 @@ class BIGSET_EXPORT WriteBatch {
   void Iterate(Handler* handler) const;
 
  private:
-  // Per operation: tag byte (1 put, 0 delete), varint key length, key, and
-  // for a put varint value length, value.
-  std::string rep_;
+  // The engine's batch (lib/store/write_batch_rep.h); created by the first
+  // operation or Reserve, null while the batch never held one.
+  struct Rep;
+  friend struct WriteBatchAccess;
+  Rep& rep();
+
+  std::unique_ptr<Rep> rep_;
   size_t count_ = 0;
+  size_t size_ = 0;
+  size_t reserved_ = 0;
 };
 
 // Iterates the keys of one KeyRange in comparator order. Starts unpositioned:

@@ -221,11 +221,11 @@ TEST_CASE("store: get, delete, batches and snapshots") {
   CHECK(Scan(s, SetRange(0, "s")).size() == 1);
 }
 
-// LevelDbStore::Write reuses LevelDB batches between writes (a pool for
-// small ones, one for bulk chunks): a reused batch must carry nothing of
-// the write before it. Batches of every class (a few keys, just over the
-// pool's 64 KiB, over the bulk batch's 4 MiB bound), puts and deletes of
-// keys written before, against a model.
+// A WriteBatch is LevelDB's batch, handed to LevelDB as it is; callers
+// reuse theirs (Clear keeps its buffer; a replica's stripes keep one each).
+// A reused, reserved or moved-from batch must carry nothing of the write
+// before it. Batches of a few keys to over 4 MiB, puts and deletes of keys
+// written before, against a model.
 TEST_CASE("store: reused write batches carry nothing between writes") {
   for (uint64_t seed : Seeds(2)) {
     CAPTURE(seed);
@@ -234,8 +234,26 @@ TEST_CASE("store: reused write batches carry nothing between writes") {
     std::map<std::string, std::string> model;
     std::vector<std::string> written;
     const size_t sizes[] = {1, 3, 700, 1500, 3000};
+    WriteBatch batch;
     for (int round = 0; round < 14; ++round) {
-      WriteBatch batch;
+      switch (Uniform(rng, 0, 3)) {
+        case 0:
+          batch.Clear();
+          break;
+        case 1:
+          batch.Clear();
+          batch.Reserve(Uniform(rng, 1, 1 << 20));
+          break;
+        case 2: {
+          WriteBatch moved(std::move(batch));
+          break;
+        }
+        default:
+          batch = WriteBatch();
+          break;
+      }
+      REQUIRE(batch.Count() == 0);
+      REQUIRE(batch.ApproximateSize() == 0);
       std::map<std::string, std::string> after = model;
       const size_t n = sizes[Uniform(rng, 0, 4)];
       for (size_t i = 0; i < n; ++i) {
@@ -272,10 +290,9 @@ TEST_CASE("store: reused write batches carry nothing between writes") {
   }
 }
 
-// The same, deterministically: a batch of one class puts k, one of the
-// other class deletes k, then an unrelated batch of the first class (it
-// reuses the first batch: the pool's last, or the one bulk batch) must not
-// put k back.
+// The same, deterministically, with separate batches of a few hundred
+// bytes and over 64 KiB: one puts k, one deletes k, then an unrelated batch
+// must not put k back (LevelDB's batches were once pooled by size here).
 TEST_CASE("store: a reused batch does not replay the write before it") {
   SmallMemStore m;
   int next = 0;
@@ -286,8 +303,8 @@ TEST_CASE("store: a reused batch does not replay the write before it") {
              std::string(100, 'f'));
     }
   };
-  const size_t kSmall = 200;      // The pool's.
-  const size_t kBulk = 70 << 10;  // Over the pool's 64 KiB.
+  const size_t kSmall = 200;
+  const size_t kBulk = 70 << 10;
   for (const bool first_bulk : {false, true}) {
     CAPTURE(first_bulk);
     const size_t first = first_bulk ? kBulk : kSmall;
@@ -308,6 +325,116 @@ TEST_CASE("store: a reused batch does not replay the write before it") {
     std::string v;
     REQUIRE(absl::IsNotFound(m.store->Get(ReadOptions(), k, &v)));
   }
+}
+
+// WriteBatch's own contract against a model: random puts and deletes
+// (empty, short, long and binary keys and values) read back in order by
+// Reader and Iterate, with Count and ApproximateSize (the operations'
+// bytes); Reserve only on an empty batch; a moved-from batch is empty and
+// usable; one batch written twice, and a never-used one, write what they
+// hold.
+TEST_CASE("store: a write batch holds exactly its operations, in order") {
+  for (uint64_t seed : Seeds(4)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    auto varint_len = [](size_t n) {
+      size_t len = 1;
+      for (; n >= 128; n >>= 7) ++len;
+      return len;
+    };
+    auto random_bytes = [&](size_t max) {
+      std::string b(
+          Uniform(rng, 0, 1) == 0 ? Uniform(rng, 0, 3) : Uniform(rng, 0, max),
+          '\0');
+      for (char& c : b) c = static_cast<char>(Uniform(rng, 0, 255));
+      return b;
+    };
+    WriteBatch batch;
+    std::vector<WriteBatch::Op> model;
+    std::vector<std::string> keep;  // Owns the model's bytes.
+    keep.reserve(4096);
+    size_t bytes = 0;
+    for (int step = 0; step < 300; ++step) {
+      const int what = Uniform(rng, 0, 19);
+      if (what == 0) {
+        batch.Clear();
+        model.clear();
+        bytes = 0;
+        if (Uniform(rng, 0, 1) == 0) {
+          const size_t r = Uniform(rng, 0, 70000);
+          batch.Reserve(r);
+          CHECK(batch.ReservedBytes() >= r);
+        }
+      } else if (what == 1) {
+        WriteBatch moved(std::move(batch));
+        CHECK(moved.Count() == model.size());
+        CHECK(batch.Count() == 0);
+        CHECK(batch.ApproximateSize() == 0);
+        WriteBatch::Reader empty(batch);
+        WriteBatch::Op op;
+        CHECK_FALSE(empty.Next(&op));
+        batch = std::move(moved);
+      } else if (what == 2 && !model.empty()) {
+        // Reserve on a batch that holds operations changes nothing.
+        batch.Reserve(Uniform(rng, 0, 1 << 16));
+      } else {
+        if (keep.size() + 2 > keep.capacity()) {
+          batch.Clear();
+          model.clear();
+          keep.clear();
+          bytes = 0;
+        }
+        keep.push_back(random_bytes(300));
+        const std::string_view key = keep.back();
+        if (Uniform(rng, 0, 2) == 0) {
+          batch.Delete(key);
+          model.push_back({false, key, {}});
+          bytes += 1 + varint_len(key.size()) + key.size();
+        } else {
+          keep.push_back(random_bytes(Uniform(rng, 0, 9) == 0 ? 20000 : 60));
+          const std::string_view value = keep.back();
+          batch.Put(key, value);
+          model.push_back({true, key, value});
+          bytes += 1 + varint_len(key.size()) + key.size() +
+                   varint_len(value.size()) + value.size();
+        }
+      }
+      INFO("step " << step);
+      REQUIRE(batch.Count() == model.size());
+      REQUIRE(batch.ApproximateSize() == bytes);
+      REQUIRE(batch.ReservedBytes() >= batch.ApproximateSize());
+      WriteBatch::Reader reader(batch);
+      WriteBatch::Op op;
+      for (const WriteBatch::Op& want : model) {
+        REQUIRE(reader.Next(&op));
+        REQUIRE(op.is_put == want.is_put);
+        REQUIRE(op.key == want.key);
+        REQUIRE(op.value == want.value);
+      }
+      REQUIRE_FALSE(reader.Next(&op));
+    }
+  }
+
+  SmallMemStore m;
+  WriteBatch never_used;
+  REQUIRE(m.store->Write(WriteOptions(), never_used).ok());
+  const std::string k = ElementKey(0, "s", "twice", Dot{1, 1});
+  WriteBatch put;
+  put.Put(k, "one");
+  REQUIRE(m.store->Write(WriteOptions(), put).ok());
+  WriteBatch del;
+  del.Delete(k);
+  REQUIRE(m.store->Write(WriteOptions(), del).ok());
+  // The same batch again: written as it holds (LevelDB stamped its
+  // sequence into it the first time).
+  REQUIRE(m.store->Write(WriteOptions(), put).ok());
+  std::string v;
+  REQUIRE(m.store->Get(ReadOptions(), k, &v).ok());
+  CHECK(v == "one");
+  WriteBatch moved(std::move(put));
+  REQUIRE(m.store->Write(WriteOptions(), del).ok());
+  REQUIRE(m.store->Write(WriteOptions(), put).ok());  // Moved from: empty.
+  CHECK(absl::IsNotFound(m.store->Get(ReadOptions(), k, &v)));
 }
 
 TEST_CASE("store: data survives reopening on disk") {

@@ -1,0 +1,157 @@
+// WriteBatch, built as a LevelDB batch (lib/store/write_batch_rep.h).
+
+#include "leveldb/write_batch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "bigset/store/store.h"
+#include "leveldb/slice.h"
+#include "leveldb/status.h"
+#include "store/write_batch_rep.h"
+
+namespace bigset {
+
+namespace {
+
+leveldb::Slice ToSlice(std::string_view s) {
+  return leveldb::Slice(s.data(), s.size());
+}
+
+std::string_view ToView(const leveldb::Slice& s) {
+  return std::string_view(s.data(), s.size());
+}
+
+size_t VarintLength(uint64_t v) {
+  size_t n = 1;
+  while (v >= 128) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Bytes one operation takes in the representation: a tag byte, then each
+// string with its varint length.
+size_t OpBytes(std::string_view key, std::string_view value, bool is_put) {
+  size_t bytes = 1 + VarintLength(key.size()) + key.size();
+  if (is_put) bytes += VarintLength(value.size()) + value.size();
+  return bytes;
+}
+
+// Forwards LevelDB's iteration of a batch to a bigset Handler.
+class HandlerAdapter : public leveldb::WriteBatch::Handler {
+ public:
+  explicit HandlerAdapter(WriteBatch::Handler* handler) : handler_(handler) {}
+  void Put(const leveldb::Slice& key, const leveldb::Slice& value) override {
+    handler_->Put(ToView(key), ToView(value));
+  }
+  void Delete(const leveldb::Slice& key) override {
+    handler_->Delete(ToView(key));
+  }
+
+ private:
+  WriteBatch::Handler* const handler_;
+};
+
+// Collects a batch's operations for a Reader.
+class OpCollector : public WriteBatch::Handler {
+ public:
+  explicit OpCollector(std::vector<WriteBatch::Op>* ops) : ops_(ops) {}
+  void Put(std::string_view key, std::string_view value) override {
+    ops_->push_back({true, key, value});
+  }
+  void Delete(std::string_view key) override {
+    ops_->push_back({false, key, {}});
+  }
+
+ private:
+  std::vector<WriteBatch::Op>* const ops_;
+};
+
+}  // namespace
+
+WriteBatch::WriteBatch() = default;
+WriteBatch::~WriteBatch() = default;
+
+WriteBatch::WriteBatch(WriteBatch&& other) noexcept
+    : rep_(std::move(other.rep_)),
+      count_(std::exchange(other.count_, 0)),
+      size_(std::exchange(other.size_, 0)),
+      reserved_(std::exchange(other.reserved_, 0)) {}
+
+WriteBatch& WriteBatch::operator=(WriteBatch&& other) noexcept {
+  if (this != &other) {
+    rep_ = std::move(other.rep_);
+    count_ = std::exchange(other.count_, 0);
+    size_ = std::exchange(other.size_, 0);
+    reserved_ = std::exchange(other.reserved_, 0);
+  }
+  return *this;
+}
+
+WriteBatch::Rep& WriteBatch::rep() {
+  if (rep_ == nullptr) rep_ = std::make_unique<Rep>();
+  return *rep_;
+}
+
+void WriteBatch::Put(std::string_view key, std::string_view value) {
+  rep().native.Put(ToSlice(key), ToSlice(value));
+  ++count_;
+  size_ += OpBytes(key, value, true);
+  reserved_ = std::max(reserved_, size_);
+}
+
+void WriteBatch::Delete(std::string_view key) {
+  rep().native.Delete(ToSlice(key));
+  ++count_;
+  size_ += OpBytes(key, {}, false);
+  reserved_ = std::max(reserved_, size_);
+}
+
+void WriteBatch::Reserve(size_t bytes) {
+  if (count_ != 0 || bytes <= reserved_) return;
+  // LevelDB's batch has no reserve; one put of `bytes` grows its buffer in
+  // one step, and Clear keeps the capacity. Small pads come from the stack.
+  constexpr size_t kStackPad = 4096;
+  leveldb::WriteBatch& native = rep().native;
+  if (bytes <= kStackPad) {
+    char pad[kStackPad];
+    std::memset(pad, 0, bytes);
+    native.Put(leveldb::Slice(), leveldb::Slice(pad, bytes));
+  } else {
+    const std::string pad(bytes, '\0');
+    native.Put(leveldb::Slice(), ToSlice(pad));
+  }
+  native.Clear();
+  reserved_ = bytes;
+}
+
+void WriteBatch::Clear() {
+  if (rep_ != nullptr) rep_->native.Clear();
+  count_ = 0;
+  size_ = 0;
+}
+
+WriteBatch::Reader::Reader(const WriteBatch& batch) {
+  ops_.reserve(batch.Count());
+  OpCollector collector(&ops_);
+  batch.Iterate(&collector);
+}
+
+bool WriteBatch::Reader::Next(Op* op) {
+  if (next_ == ops_.size()) return false;
+  *op = ops_[next_++];
+  return true;
+}
+
+void WriteBatch::Iterate(Handler* handler) const {
+  if (rep_ == nullptr) return;
+  HandlerAdapter adapter(handler);
+  // Built only by Put and Delete above, so it always decodes.
+  const leveldb::Status s = rep_->native.Iterate(&adapter);
+  (void)s;
+}
+
+}  // namespace bigset
