@@ -34,9 +34,9 @@ size_t VarintLength(uint64_t v) {
 
 // Bytes one operation takes in the representation: a tag byte, then each
 // string with its varint length.
-size_t OpBytes(std::string_view key, std::string_view value, bool is_put) {
-  size_t bytes = 1 + VarintLength(key.size()) + key.size();
-  if (is_put) bytes += VarintLength(value.size()) + value.size();
+size_t OpBytes(size_t key_size, size_t value_size, bool is_put) {
+  size_t bytes = 1 + VarintLength(key_size) + key_size;
+  if (is_put) bytes += VarintLength(value_size) + value_size;
   return bytes;
 }
 
@@ -92,26 +92,37 @@ WriteBatch& WriteBatch::operator=(WriteBatch&& other) noexcept {
 }
 
 WriteBatch::Rep& WriteBatch::rep() {
-  if (rep_ == nullptr) rep_ = std::make_unique<Rep>();
+  if (rep_ == nullptr) {
+    rep_ = std::make_unique<Rep>();
+    reserved_ = kInitialCapacity;
+  }
   return *rep_;
+}
+
+void WriteBatch::Grown(size_t operation_bytes) {
+  // The buffer holds the header and the operations; when it grows, it grows
+  // to what it needs or twice what it had, whichever is more (libstdc++'s
+  // and libc++'s strings), so this stays at or above its capacity.
+  const size_t needed = kNativeHeader + operation_bytes;
+  if (needed > reserved_) reserved_ = std::max(needed, 2 * reserved_);
 }
 
 void WriteBatch::Put(std::string_view key, std::string_view value) {
   rep().native.Put(ToSlice(key), ToSlice(value));
   ++count_;
-  size_ += OpBytes(key, value, true);
-  reserved_ = std::max(reserved_, size_);
+  size_ += OpBytes(key.size(), value.size(), true);
+  Grown(size_);
 }
 
 void WriteBatch::Delete(std::string_view key) {
   rep().native.Delete(ToSlice(key));
   ++count_;
-  size_ += OpBytes(key, {}, false);
-  reserved_ = std::max(reserved_, size_);
+  size_ += OpBytes(key.size(), 0, false);
+  Grown(size_);
 }
 
 void WriteBatch::Reserve(size_t bytes) {
-  if (count_ != 0 || bytes <= reserved_) return;
+  if (count_ != 0 || kNativeHeader + bytes <= reserved_) return;
   // LevelDB's batch has no reserve; one put of `bytes` grows its buffer in
   // one step, and Clear keeps the capacity. Small pads come from the stack.
   constexpr size_t kStackPad = 4096;
@@ -124,8 +135,8 @@ void WriteBatch::Reserve(size_t bytes) {
     const std::string pad(bytes, '\0');
     native.Put(leveldb::Slice(), ToSlice(pad));
   }
+  Grown(OpBytes(0, bytes, true));
   native.Clear();
-  reserved_ = bytes;
 }
 
 void WriteBatch::Clear() {

@@ -76,8 +76,9 @@ class BIGSET_EXPORT WriteBatch {
   void Put(std::string_view key, std::string_view value);
   void Delete(std::string_view key);
   // Makes room for `bytes` of operations, so that a batch whose size is
-  // known roughly is built with one allocation. Has an effect only on an
-  // empty batch (it costs a pass over the new buffer).
+  // known roughly grows its buffer once. Has an effect only on an empty
+  // batch whose buffer is smaller; it writes `bytes` of padding once (from
+  // a temporary above 4 KiB), so callers that write often keep their batch.
   void Reserve(size_t bytes);
   // Empties the batch, keeping its buffer's capacity.
   void Clear();
@@ -87,9 +88,9 @@ class BIGSET_EXPORT WriteBatch {
   // Bytes of the batch's operations (what a write logs, but for a fixed
   // header): 0 for an empty batch.
   size_t ApproximateSize() const { return size_; }
-  // Bytes the batch's buffer holds, at least (at least ApproximateSize();
-  // Reserve and Clear leave it large), for callers that keep a batch
-  // between writes.
+  // Bytes the batch's buffer may hold, estimated from above (at least
+  // ApproximateSize(); Reserve and Clear leave it large), for callers that
+  // keep a batch between writes and bound what they keep.
   size_t ReservedBytes() const { return reserved_; }
 
   // One operation of a batch. `value` is empty for a delete.
@@ -129,6 +130,12 @@ class BIGSET_EXPORT WriteBatch {
   struct Rep;
   friend struct WriteBatchAccess;
   Rep& rep();
+  // Updates reserved_ for a buffer that holds `operation_bytes`.
+  void Grown(size_t operation_bytes);
+  // LevelDB's batch header (sequence and count), and the capacity of a new
+  // batch's buffer (a short string's).
+  static constexpr size_t kNativeHeader = 12;
+  static constexpr size_t kInitialCapacity = 15;
 
   std::unique_ptr<Rep> rep_;
   size_t count_ = 0;
