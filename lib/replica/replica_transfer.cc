@@ -10,7 +10,6 @@
 #include "core/dot_sort.h"
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
-#include "replica/bulk_batch.h"
 #include "replica/presence_filter.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
@@ -85,8 +84,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   // A chunk's keys are new here as a rule: their dots enter the clock, its
   // digest and the stored-clock changes in bulk (sorted, per actor, a window
   // at a time), not one btree update each.
-  BulkBatch lent(&bulk_batch_mu_, &bulk_batch_);
-  WriteBatch& batch = lent.get();
+  WriteBatch batch;
   StateChanges changes;
   BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, state, &changes));
   const bool ascending = Ascending(chunk);

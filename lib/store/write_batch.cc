@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <utility>
 
 #include "bigset/store/store.h"
@@ -38,6 +39,19 @@ size_t OpBytes(size_t key_size, size_t value_size, bool is_put) {
   size_t bytes = 1 + VarintLength(key_size) + key_size;
   if (is_put) bytes += VarintLength(value_size) + value_size;
   return bytes;
+}
+
+// The capacity of a string of `length` bytes in a buffer of `capacity`
+// after each of `appends` (bytes) in turn: libstdc++ grows a string that
+// overflows to what it needs or twice its capacity, whichever is more, so
+// an operation of several appends may grow it more than once.
+size_t CapacityAfter(size_t capacity, size_t length,
+                     std::initializer_list<size_t> appends) {
+  for (const size_t n : appends) {
+    length += n;
+    if (length > capacity) capacity = std::max(length, 2 * capacity);
+  }
+  return capacity;
 }
 
 // Forwards LevelDB's iteration of a batch to a bigset Handler.
@@ -99,26 +113,24 @@ WriteBatch::Rep& WriteBatch::rep() {
   return *rep_;
 }
 
-void WriteBatch::Grown(size_t operation_bytes) {
-  // The buffer holds the header and the operations; when it grows, it grows
-  // to what it needs or twice what it had, whichever is more (libstdc++'s
-  // and libc++'s strings), so this stays at or above its capacity.
-  const size_t needed = kNativeHeader + operation_bytes;
-  if (needed > reserved_) reserved_ = std::max(needed, 2 * reserved_);
-}
-
 void WriteBatch::Put(std::string_view key, std::string_view value) {
   rep().native.Put(ToSlice(key), ToSlice(value));
   ++count_;
-  size_ += OpBytes(key.size(), value.size(), true);
-  Grown(size_);
+  const size_t k = key.size();
+  const size_t v = value.size();
+  // LevelDB's appends: the tag, the key's length and bytes, the value's.
+  reserved_ = CapacityAfter(reserved_, kNativeHeader + size_,
+                            {1, VarintLength(k), k, VarintLength(v), v});
+  size_ += OpBytes(k, v, true);
 }
 
 void WriteBatch::Delete(std::string_view key) {
   rep().native.Delete(ToSlice(key));
   ++count_;
-  size_ += OpBytes(key.size(), 0, false);
-  Grown(size_);
+  const size_t k = key.size();
+  reserved_ =
+      CapacityAfter(reserved_, kNativeHeader + size_, {1, VarintLength(k), k});
+  size_ += OpBytes(k, 0, false);
 }
 
 void WriteBatch::Reserve(size_t bytes) {
@@ -135,7 +147,9 @@ void WriteBatch::Reserve(size_t bytes) {
     const std::string pad(bytes, '\0');
     native.Put(leveldb::Slice(), ToSlice(pad));
   }
-  Grown(OpBytes(0, bytes, true));
+  reserved_ =
+      CapacityAfter(reserved_, kNativeHeader,
+                    {1, VarintLength(0), 0, VarintLength(bytes), bytes});
   native.Clear();
 }
 

@@ -528,11 +528,6 @@ class BIGSET_EXPORT Replica {
   // sweep before it looks at the queue, so an entry is never missed.
   std::atomic<bool> sweep_pending_{true};
   std::vector<std::unique_ptr<Stripe>> stripes_;
-  // The batch transfer chunks are built in, kept between chunks so that a
-  // chunk's buffer has its capacity already (lent by BulkBatch,
-  // lib/replica/bulk_batch.h).
-  Mutex bulk_batch_mu_;
-  WriteBatch bulk_batch_ ABSL_GUARDED_BY(bulk_batch_mu_);
   const uint32_t digest_buckets_;
   // Sum (mod 2^64) of the set digests of each bucket's sets.
   std::unique_ptr<std::atomic<uint64_t>[]> buckets_;

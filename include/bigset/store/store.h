@@ -88,9 +88,9 @@ class BIGSET_EXPORT WriteBatch {
   // Bytes of the batch's operations (what a write logs, but for a fixed
   // header): 0 for an empty batch.
   size_t ApproximateSize() const { return size_; }
-  // Bytes the batch's buffer may hold, estimated from above (at least
-  // ApproximateSize(); Reserve and Clear leave it large), for callers that
-  // keep a batch between writes and bound what they keep.
+  // Bytes the batch's buffer holds, as a string grows with libstdc++ (at
+  // least ApproximateSize(); Reserve and Clear leave it large), for callers
+  // that keep a batch between writes and bound what they keep.
   size_t ReservedBytes() const { return reserved_; }
 
   // One operation of a batch. `value` is empty for a delete.
@@ -130,8 +130,6 @@ class BIGSET_EXPORT WriteBatch {
   struct Rep;
   friend struct WriteBatchAccess;
   Rep& rep();
-  // Updates reserved_ for a buffer that holds `operation_bytes`.
-  void Grown(size_t operation_bytes);
   // LevelDB's batch header (sequence and count), and the capacity of a new
   // batch's buffer (a short string's).
   static constexpr size_t kNativeHeader = 12;

@@ -23,7 +23,6 @@
 #include "leveldb/helpers/memenv.h"
 #include "map_store.h"
 #include "orswot_model.h"
-#include "replica/bulk_batch.h"
 #include "replica/stripe_batch.h"
 #include "test_util.h"
 
@@ -492,39 +491,6 @@ TEST_CASE(
     CHECK(lent.get().ReservedBytes() > StripeBatch::kMaxKeptBytes);
   }
   CHECK(batch.ReservedBytes() <= StripeBatch::kMaxKeptBytes);
-}
-
-// A replica keeps one batch for transfer chunks: lent empty, kept with its
-// buffer, a new one while it is lent, none kept past the bound.
-TEST_CASE("replica: the bulk batch is lent empty, kept, and bounded") {
-  Mutex mu;
-  WriteBatch kept;
-  size_t grown = 0;
-  {
-    BulkBatch lent(&mu, &kept);
-    CHECK(lent.get().Count() == 0);
-    for (int i = 0; i < 10000; ++i) {
-      lent.get().Put("key" + std::to_string(i), std::string(100, 'v'));
-    }
-    grown = lent.get().ReservedBytes();
-    {
-      BulkBatch second(&mu, &kept);  // Another chunk meanwhile: a new batch.
-      CHECK(second.get().ReservedBytes() == 0);
-      second.get().Put("k", "v");
-    }
-    CHECK(kept.Count() == 0);
-    CHECK(kept.ReservedBytes() < grown);
-  }
-  CHECK(kept.Count() == 0);
-  CHECK(kept.ReservedBytes() == grown);  // The larger buffer is kept.
-  {
-    BulkBatch lent(&mu, &kept);
-    CHECK(lent.get().Count() == 0);
-    CHECK(lent.get().ReservedBytes() == grown);
-    CHECK(kept.ReservedBytes() == 0);
-    lent.get().Reserve(BulkBatch::kMaxKeptBytes + 1);
-  }
-  CHECK(kept.ReservedBytes() == 0);  // Past the bound: not kept.
 }
 
 TEST_CASE("replica: concurrent add and remove leave the element present") {

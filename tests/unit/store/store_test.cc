@@ -330,17 +330,36 @@ TEST_CASE("store: a reused batch does not replay the write before it") {
 // WriteBatch's own contract against a model: random puts and deletes
 // (empty, short, long and binary keys and values) read back in order by
 // Reader and Iterate, with Count and ApproximateSize (the operations'
-// bytes); Reserve only on an empty batch; a moved-from batch is empty and
-// usable; one batch written twice, and a never-used one, write what they
-// hold.
+// bytes); ReservedBytes at least the capacity of a string that takes
+// LevelDB's appends (`mirror`: each operation is several appends, and each
+// may grow the buffer, found by review); Reserve only on an empty batch; a
+// moved-from batch is empty and usable; one batch written twice, and a
+// never-used one, write what they hold.
 TEST_CASE("store: a write batch holds exactly its operations, in order") {
   for (uint64_t seed : Seeds(4)) {
     CAPTURE(seed);
     Rng rng(seed);
-    auto varint_len = [](size_t n) {
-      size_t len = 1;
-      for (; n >= 128; n >>= 7) ++len;
-      return len;
+    auto varint = [](size_t n) {
+      std::string v;
+      for (; n >= 128; n >>= 7) v.push_back(static_cast<char>(n | 128));
+      v.push_back(static_cast<char>(n));
+      return v;
+    };
+    auto varint_len = [&](size_t n) { return varint(n).size(); };
+    // LevelDB's batch buffer: its header, then each operation's appends.
+    std::string mirror(12, '\0');
+    auto mirror_clear = [&] {
+      mirror.clear();
+      mirror.resize(12);
+    };
+    auto mirror_op = [&](std::string_view key, const std::string_view* value) {
+      mirror.push_back(value != nullptr ? 1 : 0);
+      mirror.append(varint(key.size()));
+      mirror.append(key);
+      if (value != nullptr) {
+        mirror.append(varint(value->size()));
+        mirror.append(*value);
+      }
     };
     auto random_bytes = [&](size_t max) {
       std::string b(
@@ -358,10 +377,17 @@ TEST_CASE("store: a write batch holds exactly its operations, in order") {
       const int what = Uniform(rng, 0, 19);
       if (what == 0) {
         batch.Clear();
+        mirror_clear();
         model.clear();
         bytes = 0;
         if (Uniform(rng, 0, 1) == 0) {
           const size_t r = Uniform(rng, 0, 70000);
+          if (batch.ReservedBytes() < 12 + r) {  // Reserve then pads.
+            const std::string pad(r, '\0');
+            const std::string_view pad_view = pad;
+            mirror_op("", &pad_view);
+            mirror_clear();
+          }
           batch.Reserve(r);
           CHECK(batch.ReservedBytes() >= r);
         }
@@ -380,6 +406,7 @@ TEST_CASE("store: a write batch holds exactly its operations, in order") {
       } else {
         if (keep.size() + 2 > keep.capacity()) {
           batch.Clear();
+          mirror_clear();
           model.clear();
           keep.clear();
           bytes = 0;
@@ -388,12 +415,14 @@ TEST_CASE("store: a write batch holds exactly its operations, in order") {
         const std::string_view key = keep.back();
         if (Uniform(rng, 0, 2) == 0) {
           batch.Delete(key);
+          mirror_op(key, nullptr);
           model.push_back({false, key, {}});
           bytes += 1 + varint_len(key.size()) + key.size();
         } else {
           keep.push_back(random_bytes(Uniform(rng, 0, 9) == 0 ? 20000 : 60));
           const std::string_view value = keep.back();
           batch.Put(key, value);
+          mirror_op(key, &value);
           model.push_back({true, key, value});
           bytes += 1 + varint_len(key.size()) + key.size() +
                    varint_len(value.size()) + value.size();
@@ -403,6 +432,10 @@ TEST_CASE("store: a write batch holds exactly its operations, in order") {
       REQUIRE(batch.Count() == model.size());
       REQUIRE(batch.ApproximateSize() == bytes);
       REQUIRE(batch.ReservedBytes() >= batch.ApproximateSize());
+      REQUIRE(mirror.size() == 12 + bytes);
+      if (batch.ReservedBytes() != 0) {  // 0: no buffer yet.
+        REQUIRE(batch.ReservedBytes() >= mirror.capacity());
+      }
       WriteBatch::Reader reader(batch);
       WriteBatch::Op op;
       for (const WriteBatch::Op& want : model) {
