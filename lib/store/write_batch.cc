@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <initializer_list>
 #include <utility>
 
 #include "bigset/store/store.h"
@@ -39,19 +38,6 @@ size_t OpBytes(size_t key_size, size_t value_size, bool is_put) {
   size_t bytes = 1 + VarintLength(key_size) + key_size;
   if (is_put) bytes += VarintLength(value_size) + value_size;
   return bytes;
-}
-
-// The capacity of a string of `length` bytes in a buffer of `capacity`
-// after each of `appends` (bytes) in turn: libstdc++ grows a string that
-// overflows to what it needs or twice its capacity, whichever is more, so
-// an operation of several appends may grow it more than once.
-size_t CapacityAfter(size_t capacity, size_t length,
-                     std::initializer_list<size_t> appends) {
-  for (const size_t n : appends) {
-    length += n;
-    if (length > capacity) capacity = std::max(length, 2 * capacity);
-  }
-  return capacity;
 }
 
 // Forwards LevelDB's iteration of a batch to a bigset Handler.
@@ -93,48 +79,39 @@ WriteBatch::WriteBatch(WriteBatch&& other) noexcept
     : rep_(std::move(other.rep_)),
       count_(std::exchange(other.count_, 0)),
       size_(std::exchange(other.size_, 0)),
-      reserved_(std::exchange(other.reserved_, 0)) {}
+      held_(std::exchange(other.held_, 0)) {}
 
 WriteBatch& WriteBatch::operator=(WriteBatch&& other) noexcept {
   if (this != &other) {
     rep_ = std::move(other.rep_);
     count_ = std::exchange(other.count_, 0);
     size_ = std::exchange(other.size_, 0);
-    reserved_ = std::exchange(other.reserved_, 0);
+    held_ = std::exchange(other.held_, 0);
   }
   return *this;
 }
 
 WriteBatch::Rep& WriteBatch::rep() {
-  if (rep_ == nullptr) {
-    rep_ = std::make_unique<Rep>();
-    reserved_ = kInitialCapacity;
-  }
+  if (rep_ == nullptr) rep_ = std::make_unique<Rep>();
   return *rep_;
 }
 
 void WriteBatch::Put(std::string_view key, std::string_view value) {
   rep().native.Put(ToSlice(key), ToSlice(value));
   ++count_;
-  const size_t k = key.size();
-  const size_t v = value.size();
-  // LevelDB's appends: the tag, the key's length and bytes, the value's.
-  reserved_ = CapacityAfter(reserved_, kNativeHeader + size_,
-                            {1, VarintLength(k), k, VarintLength(v), v});
-  size_ += OpBytes(k, v, true);
+  size_ += OpBytes(key.size(), value.size(), true);
 }
 
 void WriteBatch::Delete(std::string_view key) {
   rep().native.Delete(ToSlice(key));
   ++count_;
-  const size_t k = key.size();
-  reserved_ =
-      CapacityAfter(reserved_, kNativeHeader + size_, {1, VarintLength(k), k});
-  size_ += OpBytes(k, 0, false);
+  size_ += OpBytes(key.size(), 0, false);
 }
 
 void WriteBatch::Reserve(size_t bytes) {
-  if (count_ != 0 || kNativeHeader + bytes <= reserved_) return;
+  // The buffer holds at least what it held.
+  const size_t pad_op = OpBytes(0, bytes, true);
+  if (count_ != 0 || held_ >= pad_op) return;
   // LevelDB's batch has no reserve; one put of `bytes` grows its buffer in
   // one step, and Clear keeps the capacity. Small pads come from the stack.
   constexpr size_t kStackPad = 4096;
@@ -147,14 +124,14 @@ void WriteBatch::Reserve(size_t bytes) {
     const std::string pad(bytes, '\0');
     native.Put(leveldb::Slice(), ToSlice(pad));
   }
-  reserved_ =
-      CapacityAfter(reserved_, kNativeHeader,
-                    {1, VarintLength(0), 0, VarintLength(bytes), bytes});
+  held_ = pad_op;
   native.Clear();
 }
 
 void WriteBatch::Clear() {
-  if (rep_ != nullptr) rep_->native.Clear();
+  if (count_ == 0) return;  // Empty already (a write lent a cleared batch).
+  held_ = std::max(held_, size_);
+  rep_->native.Clear();
   count_ = 0;
   size_ = 0;
 }

@@ -15,6 +15,7 @@
 #ifndef BIGSET_STORE_STORE_H_
 #define BIGSET_STORE_STORE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -88,10 +89,14 @@ class BIGSET_EXPORT WriteBatch {
   // Bytes of the batch's operations (what a write logs, but for a fixed
   // header): 0 for an empty batch.
   size_t ApproximateSize() const { return size_; }
-  // Bytes the batch's buffer holds, as a string grows with libstdc++ (at
-  // least ApproximateSize(); Reserve and Clear leave it large), for callers
-  // that keep a batch between writes and bound what they keep.
-  size_t ReservedBytes() const { return reserved_; }
+  // Bytes the batch's buffer may hold, from above (at least
+  // ApproximateSize(); Reserve and Clear leave it large), for callers that
+  // keep a batch between writes and bound what they keep: a string grows to
+  // what it needs or twice what it had, so its buffer holds at most twice
+  // the most it held.
+  size_t ReservedBytes() const {
+    return rep_ == nullptr ? 0 : 2 * (kNativeHeader + std::max(held_, size_));
+  }
 
   // One operation of a batch. `value` is empty for a delete.
   struct Op {
@@ -130,15 +135,15 @@ class BIGSET_EXPORT WriteBatch {
   struct Rep;
   friend struct WriteBatchAccess;
   Rep& rep();
-  // LevelDB's batch header (sequence and count), and the capacity of a new
-  // batch's buffer (a short string's).
+  // LevelDB's batch header (sequence and count).
   static constexpr size_t kNativeHeader = 12;
-  static constexpr size_t kInitialCapacity = 15;
 
   std::unique_ptr<Rep> rep_;
   size_t count_ = 0;
   size_t size_ = 0;
-  size_t reserved_ = 0;
+  // The most bytes of operations the buffer held before its contents (a
+  // Reserve's pad counts).
+  size_t held_ = 0;
 };
 
 // Iterates the keys of one KeyRange in comparator order. Starts unpositioned:
