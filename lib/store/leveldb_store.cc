@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -379,8 +380,10 @@ absl::Status LevelDbStore::Write(const WriteOptions& options,
   // The batch was built as a LevelDB batch (lib/store/write_batch_rep.h):
   // it is written as it is.
   leveldb::WriteBatch* native = WriteBatchAccess::Native(batch);
-  leveldb::WriteBatch empty;
-  if (native == nullptr) native = &empty;
+  // A batch that never held an operation has no LevelDB batch; its write
+  // still syncs the log if asked to.
+  std::optional<leveldb::WriteBatch> empty;
+  if (native == nullptr) native = &empty.emplace();
   if (iterators_ != nullptr) iterators_->WriteStarted();
   const leveldb::Status s = db_->Write(o, native);
   if (iterators_ != nullptr) iterators_->WriteDone();

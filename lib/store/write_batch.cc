@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "bigset/store/store.h"
+#include "core/coding.h"
 #include "leveldb/slice.h"
 #include "leveldb/status.h"
 #include "store/write_batch_rep.h"
@@ -23,20 +24,11 @@ std::string_view ToView(const leveldb::Slice& s) {
   return std::string_view(s.data(), s.size());
 }
 
-size_t VarintLength(uint64_t v) {
-  size_t n = 1;
-  while (v >= 128) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
 // Bytes one operation takes in the representation: a tag byte, then each
 // string with its varint length.
 size_t OpBytes(size_t key_size, size_t value_size, bool is_put) {
-  size_t bytes = 1 + VarintLength(key_size) + key_size;
-  if (is_put) bytes += VarintLength(value_size) + value_size;
+  size_t bytes = 1 + coding::VarintLength(key_size) + key_size;
+  if (is_put) bytes += coding::VarintLength(value_size) + value_size;
   return bytes;
 }
 
