@@ -85,6 +85,13 @@ class Coordinator {
 
   uint64_t id() const { return id_; }
 
+  // The node is closing: answers the client with `status` unless it was
+  // answered already. Sends nothing and leaves requests() alone: the host
+  // has taken the coordinator out and destroys it after the call. The
+  // client's callback may call into the node (which refuses new requests
+  // once closing).
+  virtual void Abort(const absl::Status& status) = 0;
+
  protected:
   // A token that expires with this coordinator: a callback that may outlive
   // it checks `!token.expired()` before touching it.

@@ -118,4 +118,11 @@ void CountCoordinator::Finish(absl::StatusOr<std::optional<uint64_t>> result) {
   done(std::move(result));
 }
 
+void CountCoordinator::Abort(const absl::Status& status) {
+  if (!done_) return;
+  auto done = std::move(done_);
+  done_ = nullptr;
+  done(status);
+}
+
 }  // namespace bigset

@@ -41,6 +41,7 @@ class CountCoordinator : public Coordinator {
       const ClusterReadOptions& options,
       std::function<void(absl::StatusOr<std::optional<uint64_t>>)> done);
   void Start();
+  void Abort(const absl::Status& status) override;
   void OnReply(NodeId from, const msg::CountReply& m);
 
  private:

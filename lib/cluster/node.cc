@@ -23,6 +23,10 @@ constexpr uint8_t kLeaseFormatVersion = 1;
 // lease leaves room for 2^32 restarts in 64 bits.
 constexpr uint64_t kRequestIdLeaseSize = uint64_t{1} << 32;
 
+absl::Status NodeClosed() {
+  return absl::FailedPreconditionError("the node is closed");
+}
+
 }  // namespace
 
 ReadHandler::~ReadHandler() = default;
@@ -150,6 +154,7 @@ bool Node::Impl::HostingChanged() {
 }
 
 absl::Status Node::Impl::InstallRing(const Ring& ring) {
+  if (closed_) return NodeClosed();
   BIGSET_RETURN_IF_ERROR(handoff_.InstallRing(ring));
   HostingChanged();
   handoff_.Start();
@@ -157,8 +162,15 @@ absl::Status Node::Impl::InstallRing(const Ring& ring) {
 }
 
 absl::Status Node::Impl::Close() {
-  // No coordinator may write after the replicas are closed.
-  requests_.Clear();
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  // Timers set from now on, or earlier, run nothing.
+  alive_.reset();
+  // Every client hears of its request (a read's handler would otherwise
+  // wait forever); no coordinator may write after the replicas are closed.
+  requests_.AbortAll(absl::UnavailableError(
+      "the node closed before the request finished (a write may or may not "
+      "have been applied)"));
   service_.Clear();
   absl::Status first = absl::OkStatus();
   for (auto& replica : replicas_) {
@@ -294,6 +306,7 @@ void Node::Impl::SweepTick() {
 }
 
 void Node::Impl::Receive(NodeId from, std::string_view bytes) {
+  if (closed_) return;
   ++stats_.messages_received;
   if (!dispatcher_.Dispatch(from, bytes)) ++stats_.malformed_messages;
 }
@@ -466,6 +479,10 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
                         std::optional<Clock> clear,
                         const ClusterWriteOptions& options,
                         std::function<void(absl::StatusOr<Delta>)> done) {
+  if (closed_) {
+    done(NodeClosed());
+    return;
+  }
   if (options.w < 1 || options.w > ring().n()) {
     done(absl::InvalidArgumentError("w must be in [1, n]"));
     return;
@@ -489,6 +506,10 @@ void Node::Impl::StartRead(std::string_view set,
                            const ClusterReadOptions& options,
                            ElementBounds bounds, size_t limit,
                            std::unique_ptr<ReadSink> sink) {
+  if (closed_) {
+    sink->OnDone(NodeClosed());
+    return;
+  }
   if (options.r < 1 || options.r > ring().n() || options.batch_size == 0) {
     sink->OnDone(
         absl::InvalidArgumentError("r must be in [1, n] and batch_size >= 1"));
@@ -505,6 +526,10 @@ void Node::Impl::ContainsAll(
     std::string_view set, std::vector<std::string> elements,
     const ClusterReadOptions& options,
     std::function<void(absl::StatusOr<Membership>)> done) {
+  if (closed_) {
+    done(NodeClosed());
+    return;
+  }
   if (options.r < 1 || options.r > ring().n()) {
     done(absl::InvalidArgumentError("r must be in [1, n]"));
     return;
@@ -518,6 +543,10 @@ void Node::Impl::ContainsAll(
 
 void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
                        std::function<void(absl::StatusOr<uint64_t>)> done) {
+  if (closed_) {
+    done(NodeClosed());
+    return;
+  }
   if (options.r < 1 || options.r > ring().n()) {
     done(absl::InvalidArgumentError("r must be in [1, n]"));
     return;

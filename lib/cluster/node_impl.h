@@ -58,7 +58,9 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
 
   // Takes a lease of request ids and opens every hosted replica.
   absl::Status Open();
-  // Drops the coordinators and folds and closes the replicas cleanly.
+  // Answers the requests still running (Unavailable), drops the
+  // coordinators and folds, stops the timers and closes the replicas
+  // cleanly. Requests and messages that come later are refused.
   absl::Status Close();
 
   // CoordinatorHost.
@@ -86,7 +88,9 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
                const std::string& bytes) override {
     anti_entropy_.AddHint(peer, partition, request_id, bytes);
   }
-  void RunAntiEntropy() { anti_entropy_.RunRoundsNow(); }
+  void RunAntiEntropy() {
+    if (!closed_) anti_entropy_.RunRoundsNow();
+  }
   absl::Status InstallRing(const Ring& ring);
   uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
   uint64_t NextRequestId() override;
@@ -167,6 +171,9 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   AntiEntropy anti_entropy_;
   // The client requests this node coordinates.
   RequestRegistry requests_;
+  // Set by Close: requests fail with FailedPrecondition, messages are
+  // dropped.
+  bool closed_ = false;
   bool write_tick_scheduled_ = false;
   uint64_t write_tick_micros_ = 0;
   bool sweep_tick_scheduled_ = false;

@@ -156,4 +156,11 @@ void QueryCoordinator::Finish(absl::StatusOr<Membership> result) {
   done(std::move(result));
 }
 
+void QueryCoordinator::Abort(const absl::Status& status) {
+  if (!done_) return;
+  auto done = std::move(done_);
+  done_ = nullptr;
+  done(status);
+}
+
 }  // namespace bigset

@@ -34,6 +34,7 @@ class QueryCoordinator : public Coordinator {
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);
   void Start();
+  void Abort(const absl::Status& status) override;
   void OnReply(NodeId from, msg::QueryReply& m);
 
  private:

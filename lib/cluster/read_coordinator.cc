@@ -463,4 +463,11 @@ void ReadCoordinator::Finish(absl::Status status) {
   sink->OnDone(status);
 }
 
+void ReadCoordinator::Abort(const absl::Status& status) {
+  finished_ = true;
+  waiting_for_client_ = false;
+  // The replicas' folds are not released: their own timeouts end them.
+  if (std::unique_ptr<ReadSink> sink = std::move(sink_)) sink->OnDone(status);
+}
+
 }  // namespace bigset

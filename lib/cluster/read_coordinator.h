@@ -46,6 +46,7 @@ class ReadCoordinator : public Coordinator {
   ~ReadCoordinator() override;
 
   void Start();
+  void Abort(const absl::Status& status) override;
   // A kReadClock or a kReadChunk (header already parsed; the chunk's
   // elements still encoded) for the fold `fold_id`.
   void OnClock(uint64_t fold_id, NodeId from, msg::ReadClock& m);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace bigset {
 
@@ -87,6 +88,30 @@ std::vector<uint64_t> RequestRegistry::WriteIds() const {
   for (const auto& [id, op] : writes_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+void RequestRegistry::AbortAll(const absl::Status& status) {
+  absl::flat_hash_map<uint64_t, std::unique_ptr<WriteCoordinator>> writes =
+      std::move(writes_);
+  std::map<uint64_t, std::unique_ptr<ReadCoordinator>> reads =
+      std::move(reads_);
+  std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries =
+      std::move(queries_);
+  std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts =
+      std::move(counts_);
+  Clear();
+  std::vector<std::pair<uint64_t, Coordinator*>> all;
+  all.reserve(writes.size() + reads.size() + queries.size() + counts.size());
+  for (const auto& [id, op] : writes) all.emplace_back(id, op.get());
+  for (const auto& [id, op] : reads) all.emplace_back(id, op.get());
+  for (const auto& [id, op] : queries) all.emplace_back(id, op.get());
+  for (const auto& [id, op] : counts) all.emplace_back(id, op.get());
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [id, op] : all) op->Abort(status);
+  // A callback may have started requests: they are refused while closing,
+  // so none is left to drop but the idle writes they may have recycled.
+  Clear();
 }
 
 void RequestRegistry::Clear() {

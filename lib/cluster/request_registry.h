@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "cluster/count_coordinator.h"
 #include "cluster/query_coordinator.h"
 #include "cluster/read_coordinator.h"
@@ -74,6 +75,11 @@ class RequestRegistry {
 
   // Drops every coordinator (the idle ones too) and route.
   void Clear();
+  // The node is closing: takes every running coordinator out (so that the
+  // callbacks may start or finish requests meanwhile), calls Abort(status)
+  // on each in the order the requests started, then destroys them and
+  // drops the routes and the idle writes.
+  void AbortAll(const absl::Status& status);
 
  private:
   // Unordered for speed; WriteIds sorts.

@@ -407,4 +407,10 @@ void WriteCoordinator::Reply(absl::StatusOr<Delta> result) {
   done(std::move(result));
 }
 
+void WriteCoordinator::Abort(const absl::Status& status) {
+  // After the reply, replication was all that was left: nobody waits.
+  if (!done_) return;
+  Reply(status);
+}
+
 }  // namespace bigset

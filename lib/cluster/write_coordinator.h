@@ -53,6 +53,7 @@ class WriteCoordinator : public Coordinator {
   // ops), keeping buffer capacity.
   void Release();
   void Start();
+  void Abort(const absl::Status& status) override;
   // The coordinating replica's answer, from a kUpdateReply.
   void OnUpdateReply(NodeId from, msg::UpdateReply& m);
   // An acknowledgement of the chosen delta (request id id()) or of an extra

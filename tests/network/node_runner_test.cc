@@ -23,12 +23,16 @@ constexpr uint32_t kSeed = 20261127;
 
 using ::bigset::testing::TempDir;
 
-std::unique_ptr<NodeRunner> StartOneNode(const std::string& dir) {
+// Node 1 of a ring of `members` (N = n) on loopback; the other members
+// have no address, so they never answer.
+std::unique_ptr<NodeRunner> StartNode(const std::string& dir,
+                                      std::vector<NodeId> members = {1},
+                                      int n = 1) {
   RingOptions ro;
   ro.ring_size = 8;
-  ro.n = 1;
+  ro.n = n;
   ro.epoch = 1;
-  absl::StatusOr<Ring> ring = Ring::Create({1}, ro);
+  absl::StatusOr<Ring> ring = Ring::Create(members, ro);
   REQUIRE(ring.ok());
   NodeRunnerOptions o;
   o.id = 1;
@@ -56,7 +60,7 @@ TEST_CASE("node runner: calls racing Close end with its error, never hang") {
   for (int round = 0; round < kRounds; ++round) {
     INFO("seed " << kSeed << ", round " << round);
     TempDir dir;
-    std::unique_ptr<NodeRunner> runner = StartOneNode(dir.path());
+    std::unique_ptr<NodeRunner> runner = StartNode(dir.path());
     absl::Mutex mu;
     int ended = 0;
     std::vector<absl::Status> last(kCallers);
@@ -98,6 +102,61 @@ TEST_CASE("node runner: calls racing Close end with its error, never hang") {
     // And after Close, at once.
     CHECK(absl::IsFailedPrecondition(runner->Stats().status()));
   }
+}
+
+TEST_CASE(
+    "defect: requests waiting on unreachable peers are answered by Close "
+    "(ReadAndWait hung)") {
+  // Node 1 of a three-node ring (N = 3) whose peers never answer (they have
+  // no address): a read with R = 2 and a write with W = 2 wait for them.
+  // Node::Close used to drop their coordinators without a word, so the
+  // waiting threads never returned.
+  TempDir dir;
+  std::unique_ptr<NodeRunner> started = StartNode(dir.path(), {1, 2, 3}, 3);
+  NodeRunner& runner = *started;
+  // Long timeouts: only Close can end these requests within the test.
+  ClusterReadOptions r2;
+  r2.r = 2;
+  r2.timeout_micros = 600'000'000;
+  ClusterWriteOptions w2;
+  w2.w = 2;
+  w2.timeout_micros = 600'000'000;
+  absl::Mutex mu;
+  int ended = 0;
+  absl::Status read_status, write_status;
+  std::thread reader([&]() {
+    absl::StatusOr<NodeRunner::ReadResult> r = runner.ReadAndWait("s", r2);
+    absl::MutexLock lock(&mu);
+    read_status = r.status();
+    ++ended;
+  });
+  std::thread writer([&]() {
+    absl::StatusOr<Delta> d =
+        runner.UpdateAndWait("s", {UpdateOp::Add("x")}, w2);
+    absl::MutexLock lock(&mu);
+    write_status = d.status();
+    ++ended;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    absl::MutexLock lock(&mu);
+    REQUIRE(ended == 0);  // Both wait for the peers.
+  }
+  REQUIRE(runner.Close().ok());
+  bool both = false;
+  {
+    absl::MutexLock lock(&mu);
+    auto all = [&]() { return ended == 2; };
+    both = mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(20));
+  }
+  if (!both) {
+    FAIL_CHECK("a request waiting on the peers outlived Close");
+    std::_Exit(1);
+  }
+  reader.join();
+  writer.join();
+  CHECK(absl::IsUnavailable(read_status));
+  CHECK(absl::IsUnavailable(write_status));
 }
 
 }  // namespace

@@ -757,5 +757,93 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "defect: Node::Close answered no request still running (a read's "
+    "handler, ReadAndWait, waited forever)") {
+  ManualCluster c(3, 3);
+  Load(c, 1, "s", Numbered(10));
+  // Requests on node 1 that need the other replicas: none can finish while
+  // their messages stay queued.
+  ClusterWriteOptions w3;
+  w3.w = 3;
+  ClusterReadOptions r3;
+  r3.r = 3;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<absl::Status>> answers;
+  auto note = [&](const std::string& what, const absl::Status& s) {
+    order.push_back(what);
+    answers[what].push_back(s);
+  };
+  // A write that replied already (W = 1) and goes on replicating: it must
+  // not be answered twice.
+  ClusterWriteOptions w1;
+  w1.w = 1;
+  c.node(1).Update("s", {UpdateOp::Add("w1")}, w1,
+                   [&](absl::StatusOr<Delta> d) { note("w1", d.status()); });
+  c.RunTimers(1);
+  REQUIRE(answers["w1"].size() == 1);
+  REQUIRE(answers["w1"][0].ok());
+  order.clear();
+
+  std::optional<absl::Status> refused_in_callback;
+  c.node(1).Update("s", {UpdateOp::Add("w3")}, w3,
+                   [&](absl::StatusOr<Delta> d) {
+                     note("update", d.status());
+                     // A callback that retries on the closing node is
+                     // refused at once (no recursion, no new coordinator).
+                     c.node(1).Update("s", {UpdateOp::Add("again")}, w3,
+                                      [&](absl::StatusOr<Delta> again) {
+                                        refused_in_callback = again.status();
+                                      });
+                   });
+  Collect read;
+  c.node(1).Read("s", r3, &read);
+  c.node(1).ContainsAll("s", {"e00001"}, r3, [&](absl::StatusOr<Membership> m) {
+    note("contains", m.status());
+  });
+  c.node(1).Count(
+      "s", r3, [&](absl::StatusOr<uint64_t> n) { note("count", n.status()); });
+  RangeQuery q;
+  q.limit = 3;
+  c.node(1).Range("s", q, r3, [&](absl::StatusOr<RangeResult> r) {
+    note("range", r.status());
+  });
+  REQUIRE(answers.size() == 1);  // Only w1 so far.
+  REQUIRE_FALSE(read.status.has_value());
+
+  REQUIRE(c.node(1).Close().ok());
+
+  // Each answered exactly once, Unavailable, in the order they started.
+  CHECK(order ==
+        std::vector<std::string>{"update", "contains", "count", "range"});
+  for (const char* what : {"update", "contains", "count", "range"}) {
+    CAPTURE(what);
+    REQUIRE(answers[what].size() == 1);
+    CHECK(absl::IsUnavailable(answers[what][0]));
+  }
+  CHECK(answers["w1"].size() == 1);
+  REQUIRE(read.status.has_value());
+  CHECK(absl::IsUnavailable(*read.status));
+  REQUIRE(refused_in_callback.has_value());
+  CHECK(absl::IsFailedPrecondition(*refused_in_callback));
+
+  // After Close: requests are refused at once, messages and timers do
+  // nothing, and Close again is a no-op.
+  std::optional<absl::Status> late;
+  c.node(1).Update("s", {UpdateOp::Add("late")}, w3,
+                   [&](absl::StatusOr<Delta> d) { late = d.status(); });
+  REQUIRE(late.has_value());
+  CHECK(absl::IsFailedPrecondition(*late));
+  Collect late_read;
+  c.node(1).Read("s", r3, &late_read);
+  REQUIRE(late_read.status.has_value());
+  CHECK(absl::IsFailedPrecondition(*late_read.status));
+  CHECK(absl::IsFailedPrecondition(c.node(1).InstallRing(c.ring())));
+  c.Advance(60'000'000, 3);
+  CHECK(c.node(1).Close().ok());
+  CHECK(order.size() == 4);
+  CHECK(answers["w1"].size() == 1);
+}
+
 }  // namespace
 }  // namespace bigset

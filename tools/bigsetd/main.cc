@@ -199,9 +199,9 @@ int Run(const DaemonConfig& c) {
     // closed node's refusal for "installed" and pushing the change on.
     std::move(detach).Invoke();
     // Close the node (its replicas keep their actor epochs). Requests the
-    // node still coordinates get no answer (Node::Close drops them);
-    // callbacks already posted into `io` are drained below before the
-    // sessions go.
+    // node still coordinates are answered Unavailable within Close; those
+    // answers, and callbacks already posted into `io`, are drained below
+    // before the sessions go.
     if (absl::Status s = (*runner)->Close(); !s.ok()) {
       log.Error(absl::StrCat("close: ", s.ToString()));
       exit_code = 1;

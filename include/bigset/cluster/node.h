@@ -154,7 +154,15 @@ class BIGSET_EXPORT Node {
   // A clean shutdown: closes every replica (Replica::Close), so that the
   // next Open keeps their actor ids. Destroying a node without Close is a
   // crash, as far as the next Open can tell (safe, and each replica then
-  // starts a new actor epoch). The node must not be used after Close.
+  // starts a new actor epoch).
+  //
+  // Requests still running are answered within Close, in the order they
+  // started, with Unavailable (a write may or may not have been applied,
+  // as after a timeout); a read's handler gets OnDone. Requests made after
+  // Close starts (from those callbacks too) fail at once with
+  // FailedPrecondition, as does InstallRing; messages are dropped, and
+  // timers and RunAntiEntropy do nothing. Close again returns OkStatus and
+  // does nothing.
   absl::Status Close();
 
   // Hands a message that arrived from `from` to the node. Malformed bytes

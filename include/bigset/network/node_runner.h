@@ -65,8 +65,10 @@ class BIGSET_EXPORT NodeRunner {
   uint16_t port() const;
 
   // A clean shutdown: the node closes its replicas, the transport its
-  // connections, the thread ends. Later calls fail with FailedPrecondition
-  // (callbacks get it). Idempotent.
+  // connections, the thread ends. Requests still running are answered
+  // Unavailable (see Node::Close), on the runner's thread before Close
+  // returns; later calls fail with FailedPrecondition (callbacks get it).
+  // Idempotent.
   absl::Status Close();
 
   // ---- Client API: Node's, from any thread; callbacks on the runner's
