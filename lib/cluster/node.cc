@@ -162,10 +162,16 @@ absl::Status Node::Impl::InstallRing(const Ring& ring) {
 }
 
 absl::Status Node::Impl::Close() {
-  if (closed_) return absl::OkStatus();
+  if (closed_) return close_status_;
   closed_ = true;
-  // Timers set from now on, or earlier, run nothing.
+  // Timers set from now on, or earlier, run nothing: the clears of nothing
+  // that wait for one are answered here.
   alive_.reset();
+  std::map<uint64_t,
+           std::pair<Delta, std::function<void(absl::StatusOr<Delta>)>>>
+      empty = std::move(empty_clears_);
+  empty_clears_.clear();
+  for (auto& [id, clear] : empty) clear.second(std::move(clear.first));
   // Every client hears of its request (a read's handler would otherwise
   // wait forever); no coordinator may write after the replicas are closed.
   requests_.AbortAll(absl::UnavailableError(
@@ -179,7 +185,28 @@ absl::Status Node::Impl::Close() {
     if (first.ok()) first = s;
   }
   retired_.clear();
+  close_status_ = first;
   return first;
+}
+
+void Node::Impl::ClearNothing(std::string_view set,
+                              std::function<void(absl::StatusOr<Delta>)> done) {
+  if (closed_) {
+    done(NodeClosed());
+    return;
+  }
+  const uint64_t id = next_empty_clear_++;
+  Delta nothing;
+  nothing.set.assign(set);
+  empty_clears_.emplace(id,
+                        std::make_pair(std::move(nothing), std::move(done)));
+  After(0, [this, id]() {
+    auto it = empty_clears_.find(id);
+    if (it == empty_clears_.end()) return;
+    auto clear = std::move(it->second);
+    empty_clears_.erase(it);
+    clear.second(std::move(clear.first));
+  });
 }
 
 absl::Status Node::Impl::ExtendRequestIdLease() {
@@ -624,13 +651,8 @@ void Node::Clear(std::string_view set, const Clock& context,
                  const ClusterWriteOptions& options,
                  std::function<void(absl::StatusOr<Delta>)> done) {
   if (context.empty()) {
-    // Clears nothing, and writes nothing anywhere; still answered from the
-    // scheduler, like every write.
-    Delta nothing;
-    nothing.set.assign(set);
-    impl_->After(0, [done = std::move(done), nothing = std::move(nothing)]() {
-      done(std::move(nothing));
-    });
+    // Clears nothing, and writes nothing anywhere.
+    impl_->ClearNothing(set, std::move(done));
     return;
   }
   impl_->Update(set, {}, context, options, std::move(done));

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -112,6 +113,10 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
 
   // Client entry points.
   // An update (`clear` empty) or a clear (`ops` empty).
+  // A clear with an empty context: writes nothing, answered (with the
+  // empty delta) from the scheduler like every write.
+  void ClearNothing(std::string_view set,
+                    std::function<void(absl::StatusOr<Delta>)> done);
   void Update(std::string_view set, std::vector<UpdateOp> ops,
               std::optional<Clock> clear, const ClusterWriteOptions& options,
               std::function<void(absl::StatusOr<Delta>)> done);
@@ -174,6 +179,13 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // Set by Close: requests fail with FailedPrecondition, messages are
   // dropped.
   bool closed_ = false;
+  absl::Status close_status_;  // What the first Close returned.
+  // Clears of nothing (an empty context) waiting for their answer from the
+  // scheduler, by issue order: Close answers them.
+  uint64_t next_empty_clear_ = 0;
+  std::map<uint64_t,
+           std::pair<Delta, std::function<void(absl::StatusOr<Delta>)>>>
+      empty_clears_;
   bool write_tick_scheduled_ = false;
   uint64_t write_tick_micros_ = 0;
   bool sweep_tick_scheduled_ = false;

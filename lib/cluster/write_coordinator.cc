@@ -324,10 +324,13 @@ void WriteCoordinator::OnTick(uint64_t now) {
   }
   if (now >= deadline_) {
     if (done_) {
+      std::weak_ptr<bool> token = Token();
       Reply(absl::DeadlineExceededError(
           absl::StrCat(clear_.has_value() ? "clear" : "update", " of set \"",
                        set_, "\": ", acks_, " of ", options_.w,
                        " required replicas acknowledged before the timeout")));
+      // The callback may have closed the node, which destroyed this.
+      if (token.expired()) return;
     }
     CountUnsettled();
     LeaveHints();
@@ -410,6 +413,17 @@ void WriteCoordinator::Reply(absl::StatusOr<Delta> result) {
 void WriteCoordinator::Abort(const absl::Status& status) {
   // After the reply, replication was all that was left: nobody waits.
   if (!done_) return;
+  if (deferred_) {
+    // Decided within Start, due from the scheduler: that answer stands.
+    if (deferred_error_.has_value()) {
+      Reply(*std::move(deferred_error_));
+      return;
+    }
+    if (coordinated_ && acks_ >= options_.w) {
+      Reply(std::move(delta_));
+      return;
+    }
+  }
   Reply(status);
 }
 

@@ -18,6 +18,11 @@ absl::Status Closed() {
   return absl::FailedPreconditionError("the node runner is closed");
 }
 
+absl::Status OwnThread() {
+  return absl::FailedPreconditionError(
+      "a blocking call from the runner's own thread would never end");
+}
+
 // Forwards a read to the client's handler, with a `next` that may be called
 // from any thread (it posts to the runner's thread). Deletes itself when
 // the read is done.
@@ -104,10 +109,7 @@ class NodeRunner::Impl {
   // Runs fn(node) on the runner's thread and waits for its result.
   template <typename T>
   absl::StatusOr<T> Call(std::function<absl::StatusOr<T>(Node&)> fn) {
-    if (std::this_thread::get_id() == thread_id_.load()) {
-      return absl::FailedPreconditionError(
-          "a blocking call from the runner's own thread would never end");
-    }
+    if (OnRunnerThread()) return OwnThread();
     auto promise = std::make_shared<std::promise<absl::StatusOr<T>>>();
     std::future<absl::StatusOr<T>> future = promise->get_future();
     Post([promise,
@@ -116,7 +118,16 @@ class NodeRunner::Impl {
     return future.get();
   }
 
+  // Whether the caller runs on the runner's thread (a callback), where a
+  // call that waits for that thread would wait forever.
+  bool OnRunnerThread() const {
+    return std::this_thread::get_id() == thread_id_.load();
+  }
+
   absl::Status CompactPartition(uint32_t partition) {
+    // A close running on another thread holds close_mu_ while it waits for
+    // this thread.
+    if (OnRunnerThread()) return OwnThread();
     // Under the close lock: Close frees the store.
     absl::MutexLock lock(&close_mu_);
     if (closed_.load()) return Closed();
@@ -186,6 +197,8 @@ absl::Status NodeRunner::Impl::Start() {
 }
 
 absl::Status NodeRunner::Impl::Close() {
+  // It waits for the runner's thread (and joins it).
+  if (OnRunnerThread()) return OwnThread();
   absl::MutexLock lock(&close_mu_);
   {
     absl::MutexLock posts(&post_mu_);

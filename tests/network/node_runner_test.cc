@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <random>
 #include <string>
@@ -109,11 +110,11 @@ TEST_CASE(
     "(ReadAndWait hung)") {
   // Node 1 of a three-node ring (N = 3) whose peers never answer (they have
   // no address): a read with R = 2 and a write with W = 2 wait for them.
-  // Node::Close used to drop their coordinators without a word, so the
-  // waiting threads never returned.
+  // Node::Close used to drop their coordinators without a word, so a thread
+  // in ReadAndWait or UpdateAndWait never returned. The requests are posted
+  // from this thread, so they reach the node before Close does.
   TempDir dir;
-  std::unique_ptr<NodeRunner> started = StartNode(dir.path(), {1, 2, 3}, 3);
-  NodeRunner& runner = *started;
+  std::unique_ptr<NodeRunner> runner = StartNode(dir.path(), {1, 2, 3}, 3);
   // Long timeouts: only Close can end these requests within the test.
   ClusterReadOptions r2;
   r2.r = 2;
@@ -121,42 +122,58 @@ TEST_CASE(
   ClusterWriteOptions w2;
   w2.w = 2;
   w2.timeout_micros = 600'000'000;
-  absl::Mutex mu;
-  int ended = 0;
-  absl::Status read_status, write_status;
-  std::thread reader([&]() {
-    absl::StatusOr<NodeRunner::ReadResult> r = runner.ReadAndWait("s", r2);
-    absl::MutexLock lock(&mu);
-    read_status = r.status();
-    ++ended;
-  });
-  std::thread writer([&]() {
-    absl::StatusOr<Delta> d =
-        runner.UpdateAndWait("s", {UpdateOp::Add("x")}, w2);
-    absl::MutexLock lock(&mu);
-    write_status = d.status();
-    ++ended;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  {
-    absl::MutexLock lock(&mu);
-    REQUIRE(ended == 0);  // Both wait for the peers.
-  }
-  REQUIRE(runner.Close().ok());
-  bool both = false;
-  {
-    absl::MutexLock lock(&mu);
-    auto all = [&]() { return ended == 2; };
-    both = mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(20));
-  }
-  if (!both) {
+  struct Done final : ReadHandler {
+    void OnClock(const Clock&) override {}
+    void OnChunk(std::vector<ElementDots>*,
+                 std::function<void()> next) override {
+      next();
+    }
+    void OnDone(absl::Status s) override { status.set_value(s); }
+    std::promise<absl::Status> status;
+  };
+  Done read;
+  std::future<absl::Status> read_done = read.status.get_future();
+  runner->Read("s", r2, &read);
+  auto write = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> write_done = write->get_future();
+  runner->Update(
+      "s", {UpdateOp::Add("x")}, w2,
+      [write](absl::StatusOr<Delta> d) { write->set_value(d.status()); });
+  // Both wait for the peers.
+  CHECK(read_done.wait_for(std::chrono::milliseconds(300)) ==
+        std::future_status::timeout);
+  CHECK(write_done.wait_for(std::chrono::milliseconds(0)) ==
+        std::future_status::timeout);
+  REQUIRE(runner->Close().ok());
+  // Answered within Close, on the runner's thread.
+  if (read_done.wait_for(std::chrono::seconds(20)) !=
+          std::future_status::ready ||
+      write_done.wait_for(std::chrono::seconds(20)) !=
+          std::future_status::ready) {
     FAIL_CHECK("a request waiting on the peers outlived Close");
     std::_Exit(1);
   }
-  reader.join();
-  writer.join();
-  CHECK(absl::IsUnavailable(read_status));
-  CHECK(absl::IsUnavailable(write_status));
+  CHECK(absl::IsUnavailable(read_done.get()));
+  CHECK(absl::IsUnavailable(write_done.get()));
+}
+
+TEST_CASE("node runner: Close and CompactPartition from a callback refuse") {
+  // Both wait for the runner's thread: called on it they would never end.
+  TempDir dir;
+  std::unique_ptr<NodeRunner> runner = StartNode(dir.path());
+  std::promise<std::pair<absl::Status, absl::Status>> got;
+  std::future<std::pair<absl::Status, absl::Status>> result = got.get_future();
+  ClusterWriteOptions w1;
+  w1.w = 1;
+  runner->Update("s", {UpdateOp::Add("x")}, w1, [&](absl::StatusOr<Delta>) {
+    got.set_value({runner->Close(), runner->CompactPartition(0)});
+  });
+  REQUIRE(result.wait_for(std::chrono::seconds(20)) ==
+          std::future_status::ready);
+  auto [close, compact] = result.get();
+  CHECK(absl::IsFailedPrecondition(close));
+  CHECK(absl::IsFailedPrecondition(compact));
+  CHECK(runner->Close().ok());
 }
 
 }  // namespace

@@ -796,6 +796,17 @@ TEST_CASE(
                                         refused_in_callback = again.status();
                                       });
                    });
+  // Decided within Update (W = 1, the local replica), due from the
+  // scheduler, whose timer has not run: its answer stands.
+  std::optional<absl::StatusOr<Delta>> decided;
+  c.node(1).Update("s", {UpdateOp::Add("decided")}, w1,
+                   [&](absl::StatusOr<Delta> d) {
+                     note("decided", d.status());
+                     decided = std::move(d);
+                   });
+  // A clear of nothing: answered with its empty delta.
+  c.node(1).Clear("s", Clock(), w3,
+                  [&](absl::StatusOr<Delta> d) { note("clear0", d.status()); });
   Collect read;
   c.node(1).Read("s", r3, &read);
   c.node(1).ContainsAll("s", {"e00001"}, r3, [&](absl::StatusOr<Membership> m) {
@@ -813,14 +824,22 @@ TEST_CASE(
 
   REQUIRE(c.node(1).Close().ok());
 
-  // Each answered exactly once, Unavailable, in the order they started.
-  CHECK(order ==
-        std::vector<std::string>{"update", "contains", "count", "range"});
+  // Each answered exactly once: the clear of nothing first, then the
+  // coordinators in the order they started; the decided write with its
+  // delta, the others Unavailable.
+  CHECK(order == std::vector<std::string>{"clear0", "update", "decided",
+                                          "contains", "count", "range"});
   for (const char* what : {"update", "contains", "count", "range"}) {
     CAPTURE(what);
     REQUIRE(answers[what].size() == 1);
     CHECK(absl::IsUnavailable(answers[what][0]));
   }
+  REQUIRE(answers["clear0"].size() == 1);
+  CHECK(answers["clear0"][0].ok());
+  REQUIRE(decided.has_value());
+  REQUIRE(decided->ok());
+  REQUIRE((*decided)->ops.size() == 1);
+  CHECK((*decided)->ops[0].element == "decided");
   CHECK(answers["w1"].size() == 1);
   REQUIRE(read.status.has_value());
   CHECK(absl::IsUnavailable(*read.status));
@@ -839,9 +858,14 @@ TEST_CASE(
   REQUIRE(late_read.status.has_value());
   CHECK(absl::IsFailedPrecondition(*late_read.status));
   CHECK(absl::IsFailedPrecondition(c.node(1).InstallRing(c.ring())));
+  std::optional<absl::Status> late_clear;
+  c.node(1).Clear("s", Clock(), w3,
+                  [&](absl::StatusOr<Delta> d) { late_clear = d.status(); });
+  REQUIRE(late_clear.has_value());
+  CHECK(absl::IsFailedPrecondition(*late_clear));
   c.Advance(60'000'000, 3);
   CHECK(c.node(1).Close().ok());
-  CHECK(order.size() == 4);
+  CHECK(order.size() == 6);
   CHECK(answers["w1"].size() == 1);
 }
 

@@ -108,7 +108,9 @@ class BIGSET_EXPORT ReadHandler {
   // stays valid, and nothing more arrives, until `next` is called (now or
   // later, from the thread that drives the node). The handler may move
   // elements out; whatever it leaves is recycled for later chunks, so a
-  // handler that only looks allocates nothing.
+  // handler that only looks allocates nothing. One exception: Node::Close
+  // calls OnDone (Unavailable) even while a chunk is held; from then on
+  // `*elements` is gone and `next` does nothing.
   virtual void OnChunk(std::vector<ElementDots>* elements,
                        std::function<void()> next) = 0;
   virtual void OnDone(absl::Status status) = 0;
@@ -156,13 +158,15 @@ class BIGSET_EXPORT Node {
   // crash, as far as the next Open can tell (safe, and each replica then
   // starts a new actor epoch).
   //
-  // Requests still running are answered within Close, in the order they
-  // started, with Unavailable (a write may or may not have been applied,
+  // Requests still running are answered within Close, in the order the
+  // node issued them: a write whose answer was decided but not yet
+  // delivered gets that answer, a clear of nothing its empty delta, every
+  // other request Unavailable (a write may or may not have been applied,
   // as after a timeout); a read's handler gets OnDone. Requests made after
   // Close starts (from those callbacks too) fail at once with
   // FailedPrecondition, as does InstallRing; messages are dropped, and
-  // timers and RunAntiEntropy do nothing. Close again returns OkStatus and
-  // does nothing.
+  // timers and RunAntiEntropy do nothing. Close again returns what the
+  // first returned; a callback must not destroy the node.
   absl::Status Close();
 
   // Hands a message that arrived from `from` to the node. Malformed bytes

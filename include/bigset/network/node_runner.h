@@ -68,7 +68,8 @@ class BIGSET_EXPORT NodeRunner {
   // connections, the thread ends. Requests still running are answered
   // Unavailable (see Node::Close), on the runner's thread before Close
   // returns; later calls fail with FailedPrecondition (callbacks get it).
-  // Idempotent.
+  // Idempotent. From the runner's thread (a callback) it fails with
+  // FailedPrecondition: it waits for that thread.
   absl::Status Close();
 
   // ---- Client API: Node's, from any thread; callbacks on the runner's
@@ -114,7 +115,7 @@ class BIGSET_EXPORT NodeRunner {
   TransportStats TransportStatistics() const;
   // Compacts the store's keys of `partition` (after a bulk load, say), on
   // the caller's thread: the node keeps serving meanwhile, and Close waits
-  // for it. FailedPrecondition once closed.
+  // for it. FailedPrecondition once closed, and from the runner's thread.
   absl::Status CompactPartition(uint32_t partition);
   // Runs `fn` with the node on the runner's thread and waits for it.
   absl::Status RunOnNode(const std::function<void(Node&)>& fn);
