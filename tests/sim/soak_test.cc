@@ -8,7 +8,9 @@
 // dirty pages back every two virtual seconds) and restarts with a clock
 // that went back; full disks (a node's store fails a write in the middle of
 // a log record and refuses writes until an operator makes room and
-// restarts it); clients sending invalid contexts. At most one power loss
+// restarts it); clean shutdowns of a write's coordinating node mid-write
+// (its client must be answered within the shutdown); clients sending
+// invalid contexts. At most one power loss
 // happens between two full repairs (R = N reads of every set), so that an
 // acknowledged write is never lost by more than N - W replicas.
 //
@@ -76,6 +78,7 @@ struct SoakResult {
   uint64_t keys_swept = 0;
   uint64_t failovers = 0;
   uint64_t mid_write_faults = 0;
+  uint64_t mid_write_stops = 0;
   uint64_t late_replies = 0;
   uint64_t read_removes_checked = 0;
   uint64_t stalled = 0;
@@ -163,6 +166,12 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     // repairs are not acknowledged, so it runs without loss.
     sim.SetLoss(0);
     sim.SetCorruption(0);
+    // Writes still running end first: a delta a coordinator retransmits
+    // after the repair would reach a replica that missed a later clear (its
+    // coordinator lost power after one peer took it) and bring back a dot
+    // the repair had settled. (Found once clean stops changed the runs:
+    // seed 0x5eed0001 then failed at step 463.)
+    sim.RunUntilIdle();
     ClusterReadOptions all = ro;
     all.r = 3;
     for (const std::string& set : sets) {
@@ -325,7 +334,17 @@ SoakResult RunSoak(uint64_t seed, int ops) {
           out = std::move(r);
         });
         sim.RunFor(Uniform(rng, 0, 4000));
-        if (!out.has_value()) {
+        size_t up = 0;
+        for (NodeId n : sim.node_ids()) up += sim.IsUp(n);
+        if (!out.has_value() && up > 4 && Uniform(rng, 0, 3) == 0) {
+          // The coordinating node shuts down cleanly mid-write: its client
+          // is answered within the shutdown, never left waiting (Close
+          // used to drop the write unanswered). A full disk may fail the
+          // clean close; the node is down either way.
+          (void)sim.Stop(via);
+          REQUIRE(out.has_value());
+          ++result.mid_write_stops;
+        } else if (!out.has_value()) {
           const std::vector<NodeId>& pl =
               sim.ring().PreferenceList(sim.ring().PartitionOf(set));
           const NodeId victim = pl[Uniform(rng, 0, pl.size() - 1)];
@@ -362,7 +381,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
         ++result.failed;
         uncertain[set].insert(e);
       }
-      if (d.ok() &&
+      if (d.ok() && sim.IsUp(via) &&
           Stat(sim.node(via)->stats(), "write.coordinator_switches") !=
               Stat(before, "write.coordinator_switches")) {
         settle_failover(via, before, set, e);
@@ -544,6 +563,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
     total.keys_swept += r.keys_swept;
     total.failovers += r.failovers;
     total.mid_write_faults += r.mid_write_faults;
+    total.mid_write_stops += r.mid_write_stops;
     total.late_replies += r.late_replies;
     total.read_removes_checked += r.read_removes_checked;
     total.stalled += r.stalled;
@@ -556,7 +576,8 @@ TEST_CASE("soak: random operations under every fault against the model") {
       "invalid contexts "
       "(%llu refused), %llu fast-read checks, %llu read replica switches, "
       "%llu clears (%llu acknowledged), %llu keys swept, %llu messages "
-      "stalled, %llu partitions mid-write, %llu acknowledged writes "
+      "stalled, %llu partitions mid-write, %llu clean stops mid-write, "
+      "%llu acknowledged writes "
       "through failover (%llu late "
       "coordinator replies replicated), %llu checks that a read-based "
       "remove left its element absent, 0 divergences\n",
@@ -577,6 +598,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
       static_cast<unsigned long long>(total.keys_swept),
       static_cast<unsigned long long>(total.stalled),
       static_cast<unsigned long long>(total.mid_write_faults),
+      static_cast<unsigned long long>(total.mid_write_stops),
       static_cast<unsigned long long>(total.failovers),
       static_cast<unsigned long long>(total.late_replies),
       static_cast<unsigned long long>(total.read_removes_checked));
@@ -590,6 +612,7 @@ TEST_CASE("soak: random operations under every fault against the model") {
   CHECK(total.failovers > 0);
   CHECK(total.late_replies > 0);
   CHECK(total.read_removes_checked > 0);
+  CHECK(total.mid_write_stops > 0);
 }
 
 TEST_CASE("soak: the same seed gives the same run") {
