@@ -25,6 +25,9 @@ size_t Charge(const std::string& set, const SetState& s) {
 }  // namespace
 
 SetState* ClockCache::Lookup(std::string_view set) {
+  // The most recently used set again (a run of writes to one set): found
+  // without hashing its name, and already in place.
+  if (!lru_.empty() && lru_.front().set == set) return &lru_.front().state;
   auto it = map_.find(ToAbsl(set));
   if (it == map_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);

@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "leveldb/helpers/memenv.h"
 #include "map_store.h"
 #include "orswot_model.h"
+#include "replica/clock_cache.h"
 #include "replica/stripe_batch.h"
 #include "test_util.h"
 
@@ -1037,6 +1039,59 @@ TEST_CASE("replica: concurrent writers and readers") {
   auto report = r->Verify();
   REQUIRE(report.ok());
   CHECK(report->ok());
+}
+
+TEST_CASE("clock cache: lookups against a model, the most recent set first") {
+  // Lookup answers the most recently used set without hashing its name:
+  // random inserts, erases and lookups over a few names (some prefixes of
+  // others) must answer as a map does. Large enough never to evict.
+  constexpr uint64_t kSeed = 20261127;
+  INFO("seed " << kSeed);
+  std::mt19937_64 rng(kSeed);
+  const std::vector<std::string> names = {"", "a", "ab", "b", "ba", "abc"};
+  ClockCache cache(uint64_t{1} << 30);
+  std::map<std::string, uint64_t> model;
+  for (int step = 0; step < 5000; ++step) {
+    CAPTURE(step);
+    const std::string& name = names[rng() % names.size()];
+    switch (rng() % 3) {
+      case 0: {
+        SetState s;
+        s.count = static_cast<uint64_t>(step);
+        REQUIRE(cache.Insert(name, std::move(s))->count ==
+                static_cast<uint64_t>(step));
+        model[name] = static_cast<uint64_t>(step);
+        break;
+      }
+      case 1:
+        cache.Erase(name);
+        model.erase(name);
+        break;
+      default: {
+        SetState* got = cache.Lookup(name);
+        auto want = model.find(name);
+        REQUIRE((got != nullptr) == (want != model.end()));
+        if (got != nullptr) CHECK(got->count == want->second);
+      }
+    }
+    REQUIRE(cache.size() == model.size());
+  }
+}
+
+TEST_CASE("clock cache: a lookup makes its set the last evicted") {
+  ClockCache sizing(uint64_t{1} << 30);
+  const size_t one = sizing.Insert("s0", SetState())->charge;
+  // Room for three entries of this size.
+  ClockCache cache(3 * one);
+  for (int i = 0; i < 3; ++i) cache.Insert("s" + std::to_string(i), SetState());
+  REQUIRE(cache.size() == 3);
+  REQUIRE(cache.Lookup("s0") != nullptr);  // s1 is now the least recent.
+  REQUIRE(cache.Lookup("s0") != nullptr);  // The most recent again.
+  cache.Insert("s3", SetState());
+  CHECK(cache.Lookup("s1") == nullptr);
+  CHECK(cache.Lookup("s0") != nullptr);
+  CHECK(cache.Lookup("s2") != nullptr);
+  CHECK(cache.Lookup("s3") != nullptr);
 }
 
 }  // namespace
