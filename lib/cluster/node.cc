@@ -162,7 +162,10 @@ absl::Status Node::Impl::InstallRing(const Ring& ring) {
 }
 
 absl::Status Node::Impl::Close() {
-  if (closed_) return close_status_;
+  if (closed_) {
+    return close_done_ ? close_status_
+                       : absl::FailedPreconditionError("the node is closing");
+  }
   closed_ = true;
   // Timers set from now on, or earlier, run nothing: the clears of nothing
   // that wait for one are answered here.
@@ -186,6 +189,7 @@ absl::Status Node::Impl::Close() {
   }
   retired_.clear();
   close_status_ = first;
+  close_done_ = true;
   return first;
 }
 

@@ -179,7 +179,8 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // Set by Close: requests fail with FailedPrecondition, messages are
   // dropped.
   bool closed_ = false;
-  absl::Status close_status_;  // What the first Close returned.
+  absl::Status close_status_;  // What the first Close returned,
+  bool close_done_ = false;    // once it has.
   // Clears of nothing (an empty context) waiting for their answer from the
   // scheduler, by issue order: Close answers them.
   uint64_t next_empty_clear_ = 0;

@@ -2,6 +2,8 @@
 
 #include <asio.hpp>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <optional>
 #include <thread>
@@ -78,7 +80,16 @@ class NodeRunner::Impl {
  public:
   explicit Impl(NodeRunnerOptions options)
       : options_(std::move(options)), work_(asio::make_work_guard(io_)) {}
-  ~Impl() { (void)Close(); }
+  ~Impl() {
+    if (OnRunnerThread()) {
+      // Close cannot join the thread it runs on; destroying the runner
+      // from its own callback is a caller's error.
+      std::fprintf(
+          stderr, "NodeRunner destroyed on its own thread (from a callback)\n");
+      std::abort();
+    }
+    (void)Close();
+  }
 
   absl::Status Start();
   absl::Status Close();
@@ -221,6 +232,8 @@ absl::Status NodeRunner::Impl::Close() {
     work_.reset();
     io_.stop();
     thread_.join();
+    // Ids are reused: a later thread must not pass for the runner's.
+    thread_id_.store(std::thread::id());
   }
   // The store's lock goes with it (another process may open it now); the
   // transport stays, stopped, for its statistics.
@@ -312,6 +325,7 @@ void NodeRunner::Count(std::string set, const ClusterReadOptions& options,
 absl::StatusOr<Delta> NodeRunner::UpdateAndWait(
     std::string set, std::vector<UpdateOp> ops,
     const ClusterWriteOptions& options) {
+  if (impl_->OnRunnerThread()) return OwnThread();
   auto promise = std::make_shared<std::promise<absl::StatusOr<Delta>>>();
   std::future<absl::StatusOr<Delta>> future = promise->get_future();
   Update(
@@ -323,6 +337,7 @@ absl::StatusOr<Delta> NodeRunner::UpdateAndWait(
 absl::StatusOr<Membership> NodeRunner::ContainsAllAndWait(
     std::string set, std::vector<std::string> elements,
     const ClusterReadOptions& options) {
+  if (impl_->OnRunnerThread()) return OwnThread();
   auto promise = std::make_shared<std::promise<absl::StatusOr<Membership>>>();
   std::future<absl::StatusOr<Membership>> future = promise->get_future();
   ContainsAll(std::move(set), std::move(elements), options,
@@ -334,6 +349,7 @@ absl::StatusOr<Membership> NodeRunner::ContainsAllAndWait(
 
 absl::StatusOr<NodeRunner::ReadResult> NodeRunner::ReadAndWait(
     std::string set, const ClusterReadOptions& options) {
+  if (impl_->OnRunnerThread()) return OwnThread();
   auto handler = std::make_shared<CollectingHandler>();
   std::future<absl::StatusOr<ReadResult>> future = handler->future();
   // The handler lives until its OnDone, which the future waits for.

@@ -165,7 +165,15 @@ TEST_CASE("node runner: Close and CompactPartition from a callback refuse") {
   std::future<std::pair<absl::Status, absl::Status>> result = got.get_future();
   ClusterWriteOptions w1;
   w1.w = 1;
+  std::vector<absl::Status> waits;
   runner->Update("s", {UpdateOp::Add("x")}, w1, [&](absl::StatusOr<Delta>) {
+    // And every call that waits for the runner's thread.
+    waits.push_back(
+        runner->UpdateAndWait("s", {UpdateOp::Add("y")}, w1).status());
+    waits.push_back(runner->ReadAndWait("s", ClusterReadOptions()).status());
+    waits.push_back(
+        runner->ContainsAllAndWait("s", {"x"}, ClusterReadOptions()).status());
+    waits.push_back(runner->Stats().status());
     got.set_value({runner->Close(), runner->CompactPartition(0)});
   });
   REQUIRE(result.wait_for(std::chrono::seconds(20)) ==
@@ -173,7 +181,21 @@ TEST_CASE("node runner: Close and CompactPartition from a callback refuse") {
   auto [close, compact] = result.get();
   CHECK(absl::IsFailedPrecondition(close));
   CHECK(absl::IsFailedPrecondition(compact));
+  REQUIRE(waits.size() == 4);
+  for (const absl::Status& s : waits) CHECK(absl::IsFailedPrecondition(s));
   CHECK(runner->Close().ok());
+  // A thread made after the runner's ended may get its id: Close again
+  // from it is still the idempotent OK, and calls get "closed".
+  for (int i = 0; i < 8; ++i) {
+    absl::Status again, stats;
+    std::thread([&]() {
+      again = runner->Close();
+      stats = runner->Stats().status();
+    }).join();
+    CHECK(again.ok());
+    CHECK(absl::IsFailedPrecondition(stats));
+    CHECK(stats.message().find("closed") != std::string_view::npos);
+  }
 }
 
 }  // namespace

@@ -785,10 +785,12 @@ TEST_CASE(
   REQUIRE(answers["w1"][0].ok());
   order.clear();
 
-  std::optional<absl::Status> refused_in_callback;
+  std::optional<absl::Status> refused_in_callback, nested_close;
   c.node(1).Update("s", {UpdateOp::Add("w3")}, w3,
                    [&](absl::StatusOr<Delta> d) {
                      note("update", d.status());
+                     // Close is still running: not "closed, OK" yet.
+                     nested_close = c.node(1).Close();
                      // A callback that retries on the closing node is
                      // refused at once (no recursion, no new coordinator).
                      c.node(1).Update("s", {UpdateOp::Add("again")}, w3,
@@ -845,6 +847,8 @@ TEST_CASE(
   CHECK(absl::IsUnavailable(*read.status));
   REQUIRE(refused_in_callback.has_value());
   CHECK(absl::IsFailedPrecondition(*refused_in_callback));
+  REQUIRE(nested_close.has_value());
+  CHECK(absl::IsFailedPrecondition(*nested_close));
 
   // After Close: requests are refused at once, messages and timers do
   // nothing, and Close again is a no-op.
@@ -867,6 +871,34 @@ TEST_CASE(
   CHECK(c.node(1).Close().ok());
   CHECK(order.size() == 6);
   CHECK(answers["w1"].size() == 1);
+}
+
+TEST_CASE(
+    "defect: a write whose deadline callback closes the node ran on after "
+    "Close destroyed it") {
+  // At its deadline the write answers the client, then counts, leaves
+  // hints and ends: on itself. A client that closes the node from that
+  // answer destroys it first (ASan: heap-use-after-free without the check).
+  ManualCluster c(3, 3);
+  ClusterWriteOptions w3;
+  w3.w = 3;
+  w3.timeout_micros = 1'000'000;
+  std::optional<absl::Status> answer, closed;
+  c.node(1).Update("s", {UpdateOp::Add("x")}, w3, [&](absl::StatusOr<Delta> d) {
+    answer = d.status();
+    closed = c.node(1).Close();
+  });
+  const auto all = [](const ManualCluster::Sent&) { return true; };
+  for (int i = 0; i < 100 && !answer.has_value(); ++i) {
+    c.Drop(all);  // The other replicas never answer.
+    c.Tick(100'000);
+    c.RunTimers(1);
+  }
+  REQUIRE(answer.has_value());
+  CHECK(absl::IsDeadlineExceeded(*answer));
+  REQUIRE(closed.has_value());
+  CHECK(closed->ok());
+  CHECK(c.node(1).Close().ok());
 }
 
 }  // namespace

@@ -158,15 +158,17 @@ class BIGSET_EXPORT Node {
   // crash, as far as the next Open can tell (safe, and each replica then
   // starts a new actor epoch).
   //
-  // Requests still running are answered within Close, in the order the
-  // node issued them: a write whose answer was decided but not yet
-  // delivered gets that answer, a clear of nothing its empty delta, every
-  // other request Unavailable (a write may or may not have been applied,
-  // as after a timeout); a read's handler gets OnDone. Requests made after
-  // Close starts (from those callbacks too) fail at once with
-  // FailedPrecondition, as does InstallRing; messages are dropped, and
-  // timers and RunAntiEntropy do nothing. Close again returns what the
-  // first returned; a callback must not destroy the node.
+  // Requests still running are answered within Close: first the clears of
+  // nothing (their empty delta), then the others in the order the node
+  // issued them; a write whose answer was decided but not yet delivered
+  // gets that answer, every other request Unavailable (a write may or may
+  // not have been applied, as after a timeout); a read's handler gets
+  // OnDone. Requests made after Close starts (from those callbacks too)
+  // fail at once with FailedPrecondition, as does InstallRing; messages
+  // are dropped, and timers and RunAntiEntropy do nothing. Close again
+  // returns what the first returned (FailedPrecondition from a callback
+  // of the first, which is still closing); a callback must not destroy
+  // the node.
   absl::Status Close();
 
   // Hands a message that arrived from `from` to the node. Malformed bytes

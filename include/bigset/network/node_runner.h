@@ -55,7 +55,8 @@ class BIGSET_EXPORT NodeRunner {
   // or the transport refuse.
   static absl::StatusOr<std::unique_ptr<NodeRunner>> Start(
       NodeRunnerOptions options);
-  // Closes the node if Close was not called.
+  // Closes the node if Close was not called. REQUIRES: not on the runner's
+  // thread (not from a callback): the process aborts.
   ~NodeRunner();
   NodeRunner(const NodeRunner&) = delete;
   NodeRunner& operator=(const NodeRunner&) = delete;
@@ -65,9 +66,9 @@ class BIGSET_EXPORT NodeRunner {
   uint16_t port() const;
 
   // A clean shutdown: the node closes its replicas, the transport its
-  // connections, the thread ends. Requests still running are answered
-  // Unavailable (see Node::Close), on the runner's thread before Close
-  // returns; later calls fail with FailedPrecondition (callbacks get it).
+  // connections, the thread ends. Requests still running are answered as
+  // Node::Close answers them, on the runner's thread before Close returns;
+  // later calls fail with FailedPrecondition (callbacks get it).
   // Idempotent. From the runner's thread (a callback) it fails with
   // FailedPrecondition: it waits for that thread.
   absl::Status Close();
@@ -80,8 +81,11 @@ class BIGSET_EXPORT NodeRunner {
   void Clear(std::string set, Clock context, const ClusterWriteOptions& options,
              std::function<void(absl::StatusOr<Delta>)> done);
   // `handler` must live until its OnDone; its `next` may be called from
-  // any thread. With `bounds`, only the elements within them (see
-  // Node::Read); bounds that hold nothing read only the clock.
+  // any thread while the runner is open. A handler that holds a chunk on
+  // another thread must be done with it (and with `next`) before the
+  // runner is closed or destroyed: Close answers OnDone and frees the
+  // chunk. With `bounds`, only the elements within them (see Node::Read);
+  // bounds that hold nothing read only the clock.
   void Read(std::string set, const ClusterReadOptions& options,
             ReadHandler* handler,
             std::optional<ElementBounds> bounds = std::nullopt);
@@ -94,8 +98,8 @@ class BIGSET_EXPORT NodeRunner {
   void Count(std::string set, const ClusterReadOptions& options,
              std::function<void(absl::StatusOr<uint64_t>)> done);
 
-  // Blocking conveniences (they wait for the runner's thread; never call
-  // them from it).
+  // Blocking conveniences (they wait for the runner's thread; from it, a
+  // callback, they fail with FailedPrecondition).
   absl::StatusOr<Delta> UpdateAndWait(std::string set,
                                       std::vector<UpdateOp> ops,
                                       const ClusterWriteOptions& options);
