@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
   absl::StatusOr<Ring> ring = Ring::Create(ids, options.ring);
   if (!ring.ok()) return ring.status();
   sim->ring_.emplace(std::move(*ring));
+  sim->rings_.push_back(*sim->ring_);
   sim->transport_ = std::make_unique<SimTransport>(sim.get());
   sim->nodes_.resize(ids.size());
   for (NodeSlot& slot : sim->nodes_) slot.ring = sim->ring_;
@@ -267,42 +268,36 @@ absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
     std::sort(on.begin(), on.end());
     on.erase(std::unique(on.begin(), on.end()), on.end());
   }
-  // The ring each node runs before this install: a node that joins now is
-  // opened with the newest of them that does not name it.
-  std::vector<Ring> running;
-  for (const NodeSlot& slot : nodes_) {
-    if (slot.ring.has_value()) running.push_back(*slot.ring);
-  }
-  std::optional<Ring> opened_with;
   for (NodeId id : on) {
     if (id == nodes_.size() + 1) {
+      // Opened with the newest ring given out that does not name it (the
+      // initial ring never does).
       const Ring* newest = nullptr;
-      for (const Ring& r : running) {
+      for (const Ring& r : rings_) {
         const std::vector<NodeId>& names = r.nodes();
         if (std::find(names.begin(), names.end(), id) != names.end()) continue;
         if (newest == nullptr || r.epoch() > newest->epoch()) newest = &r;
       }
-      if (newest != nullptr) opened_with = *newest;
+      if (newest == nullptr) {
+        return absl::InternalError(
+            absl::StrCat("no ring given out leaves out joiner ", id));
+      }
+      const Ring opened_with = *newest;
       nodes_.emplace_back();
       if (!group_.empty()) {
         group_.push_back(*std::max_element(group_.begin(), group_.end()) + 1);
       }
-      // A node joins as an embedder joins one: opened with the ring the
-      // cluster runs (serving lists as the others have them), then given
-      // the ring that adds it. Not ring_ (or previous_ring_) blindly: a
-      // ring installed on some nodes only may name the joiner (one that
-      // removes another node, given to that node alone first), and a new
-      // store opened with a ring that places partitions on it serves them
-      // at once, as an original member, without their data.
-      if (opened_with.has_value()) {
-        nodes_.back().ring = *opened_with;
-      } else if (ring_.has_value() && ring_->epoch() < ring.epoch()) {
-        nodes_.back().ring = *ring_;
-      } else if (previous_ring_.has_value()) {
-        nodes_.back().ring = *previous_ring_;  // `ring` is on some nodes.
-      } else {
-        nodes_.back().ring = ring;
-      }
+      // A node joins as an embedder joins one: opened with a ring the
+      // cluster ran that leaves it out, then given the ring that adds it.
+      // Never one that names it: a new store opened with a ring that
+      // places partitions on it serves them at once, as an original
+      // member, without their data, and the node whose place it should
+      // have taken waits for a joiner forever. The rings the nodes run
+      // may all name it (a flap given to one node, then the ring that
+      // adds it given to the others first), and so may the ring before
+      // the newest: the lifecycle soak hit both (seeds 1592590527 and
+      // 1592590519 at BIGSET_TEST_SCALE=100).
+      nodes_.back().ring = opened_with;
       Trace(absl::StrCat("t=", now_, " node ", id, " joins at epoch ",
                          ring.epoch()));
       BIGSET_RETURN_IF_ERROR(StartNode(id));
@@ -321,8 +316,11 @@ absl::Status Simulator::InstallRing(const Ring& ring, std::vector<NodeId> on) {
     }
   }
   if (!ring_.has_value() || ring.epoch() > ring_->epoch()) {
-    if (ring_.has_value()) previous_ring_ = ring_;
     ring_.emplace(ring);
+  }
+  if (std::none_of(rings_.begin(), rings_.end(),
+                   [&](const Ring& r) { return r.epoch() == ring.epoch(); })) {
+    rings_.push_back(ring);
   }
   return absl::OkStatus();
 }

@@ -421,6 +421,53 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "handoff regression: a node that joins by a late install, after every "
+    "other node runs a ring naming it, serves nothing before it takes a "
+    "place") {
+  // As above, but the ring with both goes to the running nodes first and
+  // to node 5 (which it creates) later: every ring a node runs then names
+  // node 5, and so does the ring before the newest (the flap). The
+  // simulator opened node 5 with the flap, so it served as an original
+  // member with no data and a leaver waited for ever: the lifecycle soak
+  // at BIGSET_TEST_SCALE=100 (seeds 1592590527, 1592590519). It must be
+  // opened with the newest ring given out that leaves it out (epoch 1).
+  for (const std::vector<NodeId>& first :
+       {std::vector<NodeId>{1, 2, 3, 4}, std::vector<NodeId>{1, 2, 3}}) {
+    CAPTURE(first);
+    SimOptions o;
+    o.seed = 11;
+    o.nodes = 4;
+    o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
+    auto created = Simulator::Create(o);
+    REQUIRE(created.ok());
+    Simulator& sim = **created;
+    for (int i = 0; i < 16; ++i) {
+      REQUIRE(sim.Update(1 + i % 4, absl::StrCat("s", i),
+                         {UpdateOp::Add(absl::StrCat("e", i))})
+                  .ok());
+    }
+    REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 5}, 2), {4}).ok());
+    const Ring both = MakeRing({1, 2, 3, 4, 5}, 3);
+    REQUIRE(sim.InstallRing(both, first).ok());
+    std::vector<NodeId> rest = {5};
+    if (first.size() == 3) rest = {4, 5};
+    REQUIRE(sim.InstallRing(both, rest).ok());
+    REQUIRE(sim.RingOf(5) != nullptr);
+    for (uint32_t p = 0; p < 8; ++p) {
+      const std::vector<NodeId> list = sim.node(5)->ServingList(p);
+      CAPTURE(p, list);
+      CHECK(std::find(list.begin(), list.end(), 5) == list.end());
+    }
+    SettleOrFail(sim, 60 * kSecond);
+    for (int i = 0; i < 16; ++i) {
+      absl::StatusOr<SimReadResult> r = sim.Read(1, absl::StrCat("s", i));
+      REQUIRE(r.ok());
+      REQUIRE(r->elements.size() == 1);
+    }
+  }
+}
+
+TEST_CASE(
     "handoff regression: a node whose place was taken finds the holder "
     "after the place was handed on twice") {
   // Node 3 hands partition 0 over to node 4, which accepts; node 3 is cut

@@ -282,8 +282,9 @@ class BIGSET_EXPORT Simulator {
   std::unique_ptr<leveldb::Env> mem_env_;
   std::unique_ptr<FaultEnv> fault_env_;  // Over mem_env_ or the default.
   std::optional<Ring> ring_;
-  // The ring before ring_ (what a node joining by ring_ is opened with).
-  std::optional<Ring> previous_ring_;
+  // Every ring given out, the initial one first: a node that joins is
+  // opened with the newest of them that does not name it.
+  std::vector<Ring> rings_;
   std::unique_ptr<SimTransport> transport_;
   std::vector<NodeSlot> nodes_;   // Node id i at index i - 1.
   std::vector<Scheduled> queue_;  // A binary heap (std::push_heap).
