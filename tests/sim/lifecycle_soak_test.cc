@@ -3,8 +3,9 @@
 // whole-set clears, with a membership change every 25 operations or so (a
 // node joins, or a random node leaves; rings installed on every node, or on
 // some first and the rest later, often before the previous change has
-// finished), one node at a time crashed and restarted (in half the
-// histories with power losses, with the default sync_writes = false),
+// finished), one node at a time crashed or stopped cleanly and restarted
+// (in half the histories with power losses, with the default
+// sync_writes = false),
 // message loss and duplication, and anti-entropy rounds every 0.3 s.
 //
 // At every step a quorum read (R = 2 < N, no read repair) agrees with the
@@ -62,7 +63,8 @@ constexpr uint64_t kWriteback = 500'000;
 
 struct Totals {
   uint64_t histories = 0, ops = 0, acked = 0, failed = 0, changes = 0;
-  uint64_t crashes = 0, power_losses = 0, copy_checks = 0, transfers = 0;
+  uint64_t crashes = 0, power_losses = 0, clean_stops = 0, copy_checks = 0;
+  uint64_t transfers = 0;
   uint64_t slowest_settle = 0, total_settle = 0;
   uint64_t supplements = 0, receiver_restarts = 0, flaps = 0;
 };
@@ -242,6 +244,11 @@ class History {
         for (const auto& [key, at] : acked_at_) {
           if (at >= since) model_.sets[key.first][key.second] = Known::kUnknown;
         }
+      } else if (Uniform(rng_, 0, 2) == 0) {
+        // A clean stop (Node::Close) answers what the node coordinates and
+        // must leave its hand-offs resumable, as a crash does.
+        REQUIRE(sim_->Stop(down_).ok());
+        ++totals_->clean_stops;
       } else {
         REQUIRE(sim_->Crash(down_).ok());
       }
@@ -468,9 +475,10 @@ void Report(const char* name, const Totals& t) {
             << t.acked << " acknowledged, " << t.failed << " failed), "
             << t.changes << " membership changes (" << t.flaps
             << " seen removed and back by one node first), " << t.crashes
-            << " crashes (" << t.power_losses << " power losses), "
-            << t.copy_checks << " single-replica checks, " << t.transfers
-            << " transfers, " << t.receiver_restarts
+            << " nodes down (" << t.power_losses << " power losses, "
+            << t.clean_stops << " clean stops), " << t.copy_checks
+            << " single-replica checks, " << t.transfers << " transfers, "
+            << t.receiver_restarts
             << " runs restarted for a receiver restart; settle: slowest "
             << t.slowest_settle / 1000 << " ms, mean "
             << (t.histories ? t.total_settle / t.histories / 1000 : 0)
