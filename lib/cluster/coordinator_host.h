@@ -44,6 +44,13 @@ class CoordinatorHost {
   // each completed transfer applied (see handoff.h). Coordinators read and
   // write through it. Valid until the node's next message or timer.
   virtual const std::vector<NodeId>& ServingList(uint32_t partition) const = 0;
+  // The place of each node of ServingList(partition), by index (see
+  // MembershipState::ServingPlaces): a leaver and the node that took its
+  // place share one. Quorums count places: a write's acknowledgements from
+  // one place count once, and a read takes a place only with the answers
+  // of all its nodes (together they hold what the place holds).
+  virtual const std::vector<uint32_t>& ServingPlaces(
+      uint32_t partition) const = 0;
   virtual uint64_t NowMicros() const = 0;
   // A request id no other request of this node uses, across restarts too.
   virtual uint64_t NextRequestId() = 0;
@@ -63,6 +70,11 @@ class CoordinatorHost {
   // a coordinator whose list names it is behind, and an answer or an
   // acknowledgement from it would count a replica that holds no place.
   virtual Replica* ServingReplica(uint32_t partition) = 0;
+  // What reads (folds, queries, counts) use: ServingReplica, and also a
+  // replica handing over while it drains. Its writes go on to the node that
+  // took its place from the acceptance on, so it holds what it held then;
+  // the reader merges it with that node's (one place, see ServingPlaces).
+  virtual Replica* ReadableReplica(uint32_t partition) = 0;
   virtual NodeCounters& stats() = 0;
   // The coordinators this node runs, by request id, and the routes of
   // their sub-requests. A coordinator that is done calls

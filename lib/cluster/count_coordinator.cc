@@ -17,7 +17,10 @@ CountCoordinator::CountCoordinator(
       partition_(host->ring().PartitionOf(set_)),
       options_(options),
       done_(std::move(done)),
-      preference_(host->ServingList(partition_)) {}
+      preference_(host->ServingList(partition_)),
+      places_(host->ServingPlaces(partition_)),
+      kinds_(preference_.size(), QuorumReply::kNone),
+      replies_(preference_.size()) {}
 
 void CountCoordinator::Start() {
   deadline_ = host_->NowMicros() + options_.timeout_micros;
@@ -31,44 +34,27 @@ std::string CountCoordinator::CountBytes() const {
 }
 
 void CountCoordinator::OnReply(NodeId from, const msg::CountReply& m) {
-  if (found_.count(from) || not_found_.count(from) || failed_.count(from)) {
-    return;  // A duplicate.
-  }
-  if (std::find(preference_.begin(), preference_.end(), from) ==
-      preference_.end()) {
-    return;
-  }
+  const auto it = std::find(preference_.begin(), preference_.end(), from);
+  if (it == preference_.end()) return;
+  const size_t index = static_cast<size_t>(it - preference_.begin());
+  if (kinds_[index] != QuorumReply::kNone) return;  // A duplicate.
   if (!m.status.ok()) {
-    failed_.insert(from);
-  } else if (options_.notfound_ok || m.found) {
-    found_order_.push_back(from);
-    found_[from] = m;
+    kinds_[index] = QuorumReply::kFailed;
   } else {
-    not_found_[from] = m;
+    kinds_[index] = options_.notfound_ok || m.found ? QuorumReply::kFound
+                                                    : QuorumReply::kEmpty;
+    replies_[index] = m;
   }
-  const size_t r = static_cast<size_t>(options_.r);
-  const size_t answered = found_.size() + not_found_.size() + failed_.size();
-  std::vector<const msg::CountReply*> quorum;
-  if (found_.size() >= r) {
-    for (NodeId n : found_order_) {
-      if (quorum.size() < r) quorum.push_back(&found_[n]);
-    }
-  } else if (answered == preference_.size() &&
-             found_.size() + not_found_.size() >= r) {
-    // As for queries: the empty replicas make up the quorum after all.
-    for (NodeId n : found_order_) quorum.push_back(&found_[n]);
-    for (auto& [n, reply] : not_found_) {
-      if (quorum.size() < r) quorum.push_back(&reply);
-    }
-  } else if (preference_.size() - failed_.size() < r) {
-    Finish(absl::UnavailableError(
-        absl::StrCat("count of set \"", set_, "\": only ",
-                     preference_.size() - failed_.size(),
-                     " replicas answered, r = ", options_.r)));
+  order_.push_back(index);
+  const QuorumPick pick =
+      PickQuorum(places_, kinds_, order_, static_cast<size_t>(options_.r));
+  if (pick.outcome == QuorumPick::Outcome::kWait) return;
+  if (pick.outcome == QuorumPick::Outcome::kUnavailable) {
+    Finish(TooFewPlaces("count", set_, pick.live_places, options_.r));
     return;
-  } else {
-    return;  // Waiting for more replies.
   }
+  std::vector<const msg::CountReply*> quorum;
+  for (size_t i : pick.members) quorum.push_back(&replies_[i]);
   Answer(quorum);
 }
 
@@ -103,9 +89,9 @@ void CountCoordinator::OnTimer() {
     return;
   }
   const std::string bytes = CountBytes();
-  for (NodeId n : preference_) {
-    if (!found_.count(n) && !not_found_.count(n) && !failed_.count(n)) {
-      host_->Send(n, bytes);
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (kinds_[i] == QuorumReply::kNone) {
+      host_->Send(preference_[i], bytes);
       ++host_->stats().retransmits;
     }
   }

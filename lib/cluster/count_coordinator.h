@@ -3,7 +3,9 @@
 //
 // Asks every replica of the set's serving list for its count and set digest
 // (kCount; Replica::CountSummary, constant time) and takes the first R
-// answers, with the quorum rules of a query (query_coordinator.h): with
+// places' answers, with the quorum rules of a query (query_coordinator.h,
+// place_quorum.h: a leaver and the node that took its place are one
+// place, counted once both answered, and both must agree): with
 // notfound_ok off, a replica without the set counts towards R only when
 // every replica answered and fewer than R hold it. If the R replicas agree
 // (equal set digests, which they keep for anti-entropy, and equal tombstone
@@ -20,14 +22,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_host.h"
+#include "cluster/place_quorum.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -56,12 +57,11 @@ class CountCoordinator : public Coordinator {
   const ClusterReadOptions options_;
   std::function<void(absl::StatusOr<std::optional<uint64_t>>)> done_;
   std::vector<NodeId> preference_;
-  // Replies: found (count towards R), not found (with notfound_ok off),
-  // in arrival order.
-  std::map<NodeId, msg::CountReply> found_;
-  std::map<NodeId, msg::CountReply> not_found_;
-  std::vector<NodeId> found_order_;
-  std::set<NodeId> failed_;
+  std::vector<uint32_t> places_;  // The place of each preference_ node.
+  // By preference index: what each node answered, and its reply.
+  std::vector<QuorumReply> kinds_;
+  std::vector<msg::CountReply> replies_;
+  std::vector<size_t> order_;  // Indices, in the order they answered.
   uint64_t deadline_ = 0;
 };
 

@@ -279,7 +279,10 @@ void HandoffManager::HostingChanged() {
 bool HandoffManager::HandingOver(uint32_t partition) const {
   auto it = outgoing_.lower_bound({partition, 0});
   for (; it != outgoing_.end() && it->first.first == partition; ++it) {
-    if (it->second.phase == Phase::kDraining && !it->second.supplement) {
+    // A supplement too: the holder took its data, and what reaches this
+    // node from now on goes on to it (applied here, it would be lost when
+    // this node lets go).
+    if (it->second.phase == Phase::kDraining) {
       return true;
     }
   }

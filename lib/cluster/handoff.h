@@ -97,6 +97,9 @@ class HandoffManager {
   const std::vector<NodeId>& ServingList(uint32_t partition) const {
     return membership_.ServingList(partition);
   }
+  const std::vector<uint32_t>& ServingPlaces(uint32_t partition) const {
+    return membership_.ServingPlaces(partition);
+  }
   // Whether this node serves `partition` (by its own state).
   bool Serves(uint32_t partition) const {
     return membership_.Serves(partition);

@@ -303,6 +303,7 @@ bool MembershipState::NodeServes(NodeId node, uint32_t partition) const {
 void MembershipState::Rebuild() {
   const uint32_t size = latest_->ring_size();
   serving_.assign(size, {});
+  places_.assign(size, {});
   moving_by_partition_.assign(size, false);
   moving_ = 0;
   // Every node that may serve something: those with a state, and those the
@@ -323,7 +324,61 @@ void MembershipState::Rebuild() {
       moving_by_partition_[p] = true;
       ++moving_;
     }
+    places_[p] = PlacesOf(p, list);
   }
+}
+
+std::vector<uint32_t> MembershipState::PlacesOf(
+    uint32_t partition, const std::vector<NodeId>& list) const {
+  std::vector<uint32_t> place(list.size());
+  for (uint32_t i = 0; i < list.size(); ++i) place[i] = i;
+  auto root = [&place](uint32_t i) {
+    while (place[i] != i) i = place[i];
+    return i;
+  };
+  // Follows each node's place back to the node it was taken from, through
+  // nodes that handed it on and departed, to a node of the list. That node
+  // shares the place if it still serves in that episode, or this view has
+  // never heard of it (grouping two places as one costs availability,
+  // counting one place twice costs a quorum). A node of the list serving
+  // another episode (it came back in another place, or on a new store:
+  // episodes of different stores are unordered) is passed through like a
+  // departed one. Lists are a handful of nodes.
+  for (uint32_t i = 0; i < list.size(); ++i) {
+    const std::optional<ServeEntry> e = EntryOf(list[i], partition);
+    if (!e.has_value()) continue;
+    NodeId from = e->took_from;
+    uint64_t since = e->took_since;
+    for (size_t step = 0; from != 0 && step <= states_.size(); ++step) {
+      const auto j = std::find(list.begin(), list.end(), from);
+      if (j != list.end()) {
+        const std::optional<ServeEntry> giver = EntryOf(from, partition);
+        if (giver.has_value() &&
+            (giver->since == since || states_.count(from) == 0)) {
+          const uint32_t a = root(i);
+          const uint32_t b = root(static_cast<uint32_t>(j - list.begin()));
+          place[std::max(a, b)] = std::min(a, b);
+          break;
+        }
+      }
+      const ServeEntry* then = EpisodeOf(from, partition, since);
+      if (then == nullptr) break;
+      from = then->took_from;
+      since = then->took_since;
+    }
+  }
+  for (uint32_t i = 0; i < list.size(); ++i) place[i] = root(i);
+  return place;
+}
+
+const ServeEntry* MembershipState::EpisodeOf(NodeId node, uint32_t partition,
+                                             uint64_t since) const {
+  auto it = states_.find(node);
+  if (it == states_.end()) return nullptr;
+  for (const ServeEntry& e : it->second.entries) {
+    if (e.partition == partition && e.since == since) return &e;
+  }
+  return nullptr;
 }
 
 bool MembershipState::Moving(uint32_t partition) const {

@@ -65,6 +65,16 @@ class MembershipState {
   const std::vector<NodeId>& ServingList(uint32_t partition) const {
     return serving_[partition];
   }
+  // The place of each node of ServingList(partition), by index: a node
+  // that took the place of another node of the list (in that node's
+  // current episode, directly or through nodes that handed the place on)
+  // shares its place; every other node has a place of its own. A place is named
+  // by the smallest index of its nodes. While a partition moves, a leaver and
+  // the node that took its place both serve it, and together they hold one
+  // place's writes: quorums count places, not nodes (docs/DESIGN.md, "Places").
+  const std::vector<uint32_t>& ServingPlaces(uint32_t partition) const {
+    return places_[partition];
+  }
   // Partitions whose serving list holds other nodes than the latest ring's.
   size_t PartitionsMoving() const { return moving_; }
   bool Moving(uint32_t partition) const;
@@ -142,6 +152,13 @@ class MembershipState {
   absl::Status LoadOldFormat(const std::string& serving_bytes);
   // Rebuilds the serving lists and the count of moving partitions.
   void Rebuild();
+  // ServingPlaces for `list`, the serving list of `partition`.
+  std::vector<uint32_t> PlacesOf(uint32_t partition,
+                                 const std::vector<NodeId>& list) const;
+  // `node`'s entry (live or departed) of its episode `since` of serving
+  // `partition`, if this view knows it.
+  const ServeEntry* EpisodeOf(NodeId node, uint32_t partition,
+                              uint64_t since) const;
   // Writes everything (the own state synced if `sync`).
   absl::Status Persist(bool sync);
   // Applies `change` to a copy of the own state, persists it synced, and
@@ -157,7 +174,8 @@ class MembershipState {
   std::map<NodeId, NodeServing> states_;
   // Nodes of every ring installed (persisted with the states).
   std::set<NodeId> ring_nodes_;
-  std::vector<std::vector<NodeId>> serving_;  // By partition.
+  std::vector<std::vector<NodeId>> serving_;   // By partition.
+  std::vector<std::vector<uint32_t>> places_;  // By partition, as serving_.
   std::vector<bool> moving_by_partition_;
   size_t moving_ = 0;
 };

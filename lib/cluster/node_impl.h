@@ -70,6 +70,10 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   const std::vector<NodeId>& ServingList(uint32_t partition) const override {
     return handoff_.ServingList(partition);
   }
+  const std::vector<uint32_t>& ServingPlaces(
+      uint32_t partition) const override {
+    return handoff_.ServingPlaces(partition);
+  }
   RequestRegistry& requests() override { return requests_; }
   ProtocolHooks& hooks() override { return *this; }
 
@@ -101,6 +105,9 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   Replica* HostedReplica(uint32_t partition) override;
   Replica* ServingReplica(uint32_t partition) override {
     return handoff_.Serves(partition) ? LocalReplica(partition) : nullptr;
+  }
+  Replica* ReadableReplica(uint32_t partition) override {
+    return handoff_.Serves(partition) ? HostedReplica(partition) : nullptr;
   }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
   NodeCounters& stats() override { return stats_; }

@@ -19,7 +19,10 @@ QueryCoordinator::QueryCoordinator(
       elements_(std::move(elements)),
       options_(options),
       done_(std::move(done)),
-      preference_(host->ServingList(partition_)) {}
+      preference_(host->ServingList(partition_)),
+      places_(host->ServingPlaces(partition_)),
+      kinds_(preference_.size(), QuorumReply::kNone),
+      replies_(preference_.size()) {}
 
 void QueryCoordinator::Start() {
   deadline_ = host_->NowMicros() + options_.timeout_micros;
@@ -34,45 +37,29 @@ std::string QueryCoordinator::QueryBytes() const {
 }
 
 void QueryCoordinator::OnReply(NodeId from, msg::QueryReply& m) {
-  if (found_.count(from) || not_found_.count(from) || failed_.count(from)) {
-    return;  // A duplicate.
-  }
-  if (std::find(preference_.begin(), preference_.end(), from) ==
-      preference_.end()) {
-    return;
-  }
+  const auto it = std::find(preference_.begin(), preference_.end(), from);
+  if (it == preference_.end()) return;
+  const size_t index = static_cast<size_t>(it - preference_.begin());
+  if (kinds_[index] != QuorumReply::kNone) return;  // A duplicate.
   if (!m.status.ok() || m.elements.size() != elements_.size()) {
-    failed_.insert(from);
-  } else if (options_.notfound_ok || !m.clock.empty()) {
-    found_order_.push_back(from);
-    found_[from] = std::move(m);
+    kinds_[index] = QuorumReply::kFailed;
   } else {
-    not_found_[from] = std::move(m);
+    kinds_[index] = options_.notfound_ok || !m.clock.empty()
+                        ? QuorumReply::kFound
+                        : QuorumReply::kEmpty;
+    replies_[index] = std::move(m);
   }
-  const size_t r = static_cast<size_t>(options_.r);
-  const size_t answered = found_.size() + not_found_.size() + failed_.size();
-  std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;
-  if (found_.size() >= r) {
-    for (NodeId n : found_order_) {
-      if (quorum.size() < r) quorum.emplace_back(n, &found_[n]);
-    }
-  } else if (answered == preference_.size() &&
-             found_.size() + not_found_.size() >= r) {
-    // Everyone answered and fewer than R hold the set: the empty replicas
-    // make up the quorum after all (as for reads).
-    for (NodeId n : found_order_) quorum.emplace_back(n, &found_[n]);
-    for (auto& [n, reply] : not_found_) {
-      if (quorum.size() < r) quorum.emplace_back(n, &reply);
-    }
-  } else if (preference_.size() - failed_.size() < r) {
-    Finish(absl::UnavailableError(
-        absl::StrCat("query of set \"", set_, "\": only ",
-                     preference_.size() - failed_.size(),
-                     " replicas answered, r = ", options_.r)));
+  order_.push_back(index);
+  const QuorumPick pick =
+      PickQuorum(places_, kinds_, order_, static_cast<size_t>(options_.r));
+  if (pick.outcome == QuorumPick::Outcome::kWait) return;
+  if (pick.outcome == QuorumPick::Outcome::kUnavailable) {
+    Finish(TooFewPlaces("query", set_, pick.live_places, options_.r));
     return;
-  } else {
-    return;  // Waiting for more replies.
   }
+  std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;
+  for (size_t i : pick.members)
+    quorum.emplace_back(preference_[i], &replies_[i]);
   Answer(std::move(quorum));
 }
 
@@ -141,9 +128,9 @@ void QueryCoordinator::OnTimer() {
     return;
   }
   const std::string bytes = QueryBytes();
-  for (NodeId n : preference_) {
-    if (!found_.count(n) && !not_found_.count(n) && !failed_.count(n)) {
-      host_->Send(n, bytes);
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (kinds_[i] == QuorumReply::kNone) {
+      host_->Send(preference_[i], bytes);
       ++host_->stats().retransmits;
     }
   }

@@ -2,11 +2,12 @@
 // Internal header.
 //
 // Asks every replica of the set's preference list for the elements' dots
-// and the clock of the same snapshot; merges the first R answers with the
-// ORSWOT join (ReadMerger) and repairs the differences. With notfound_ok
-// off, a replica without the set does not count towards R unless every
-// replica has answered and fewer than R hold the set (then the empty ones
-// make up the quorum, as for reads).
+// and the clock of the same snapshot; merges the first R places' answers
+// (place_quorum.h: a leaver and the node that took its place are one place,
+// counted once both answered) with the ORSWOT join (ReadMerger) and repairs
+// the differences. With notfound_ok off, a replica without the set does not
+// count towards R unless every replica has answered and fewer than R hold
+// the set (then the empty ones make up the quorum, as for reads).
 //
 // Thread-safety: runs on the node's thread.
 
@@ -15,14 +16,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_host.h"
+#include "cluster/place_quorum.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -41,7 +41,7 @@ class QueryCoordinator : public Coordinator {
   void ScheduleTimer();
   void OnTimer();
   std::string QueryBytes() const;
-  // Merges `replies` (R of them) and answers the client.
+  // Merges `replies` (R places' worth) and answers the client.
   void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies);
   void Finish(absl::StatusOr<Membership> result);
 
@@ -51,12 +51,11 @@ class QueryCoordinator : public Coordinator {
   const ClusterReadOptions options_;
   std::function<void(absl::StatusOr<Membership>)> done_;
   std::vector<NodeId> preference_;
-  // Replies in arrival order: found (count towards R), and not found
-  // (empty clock, with notfound_ok off).
-  std::map<NodeId, msg::QueryReply> found_;
-  std::map<NodeId, msg::QueryReply> not_found_;
-  std::vector<NodeId> found_order_;
-  std::set<NodeId> failed_;
+  std::vector<uint32_t> places_;  // The place of each preference_ node.
+  // By preference index: what each node answered, and its reply.
+  std::vector<QuorumReply> kinds_;
+  std::vector<msg::QueryReply> replies_;
+  std::vector<size_t> order_;  // Indices, in the order they answered.
   uint64_t deadline_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/place_quorum.h"
 #include "cluster/request_registry.h"
 
 namespace bigset {
@@ -20,8 +21,12 @@ ReadCoordinator::ReadCoordinator(CoordinatorHost* host, uint64_t id,
       bounds_(std::move(bounds)),
       limit_(limit),
       sink_(std::move(sink)) {
-  for (NodeId n : host->ServingList(partition_)) {
-    slots_.emplace_back().node = n;
+  const std::vector<NodeId>& list = host->ServingList(partition_);
+  const std::vector<uint32_t>& places = host->ServingPlaces(partition_);
+  for (size_t i = 0; i < list.size(); ++i) {
+    Slot& slot = slots_.emplace_back();
+    slot.node = list[i];
+    slot.place = i < places.size() ? places[i] : static_cast<uint32_t>(i);
   }
 }
 
@@ -60,7 +65,7 @@ void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
 bool ReadCoordinator::OpenLocal(size_t i, const ElementBounds& bounds) {
   Slot& slot = slots_[i];
   if (slot.node != host_->node_id()) return false;
-  Replica* replica = host_->LocalReplica(partition_);
+  Replica* replica = host_->ReadableReplica(partition_);
   if (replica == nullptr) return false;
   SetReadOptions ro;
   ro.batch_size = options_.batch_size;
@@ -166,41 +171,69 @@ void ReadCoordinator::AcceptClock(Slot& slot, Clock clock) {
 
 void ReadCoordinator::MaybeBegin() {
   if (merger_ != nullptr) return;
-  size_t accepted = 0, not_found = 0, failed = 0;
-  for (const Slot& s : slots_) {
-    accepted += s.state == SlotState::kAccepted;
-    not_found += s.state == SlotState::kNotFound;
-    failed += s.state == SlotState::kFailed;
-  }
-  const size_t r = static_cast<size_t>(options_.r);
-  if (accepted < r && accepted + not_found + failed == slots_.size()) {
-    // Everyone answered: empty replicas make up the quorum after all.
-    for (Slot& s : slots_) {
-      if (s.state == SlotState::kNotFound && accepted < r) {
-        s.state = SlotState::kAccepted;
-        ++accepted;
-      }
+  std::vector<uint32_t> places;
+  std::vector<QuorumReply> kinds;
+  std::vector<size_t> order;
+  size_t failed = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    places.push_back(s.place);
+    QuorumReply kind = QuorumReply::kNone;
+    switch (s.state) {
+      case SlotState::kAccepted:
+        kind = QuorumReply::kFound;
+        break;
+      case SlotState::kNotFound:
+        kind = QuorumReply::kEmpty;
+        break;
+      case SlotState::kFailed:
+        kind = QuorumReply::kFailed;
+        ++failed;
+        break;
+      default:
+        break;
     }
+    kinds.push_back(kind);
+    if (kind != QuorumReply::kNone) order.push_back(i);
   }
-  if (accepted >= r) {
-    Begin();
-  } else if (slots_.size() - failed < r) {
-    Finish(absl::UnavailableError(absl::StrCat(
-        "read of set \"", set_, "\": only ", slots_.size() - failed,
-        " replicas answered, r = ", options_.r)));
+  const QuorumPick pick = PickQuorum(places, kinds, order, options_.r);
+  switch (pick.outcome) {
+    case QuorumPick::Outcome::kWait:
+      return;
+    case QuorumPick::Outcome::kUnavailable:
+      Finish(absl::UnavailableError(
+          absl::StrCat("read of set \"", set_, "\": only ",
+                       slots_.size() - failed, " replicas answered (",
+                       pick.live_places, " places can), r = ", options_.r)));
+      return;
+    case QuorumPick::Outcome::kChosen:
+      Begin(pick.members);
+      return;
   }
 }
 
-void ReadCoordinator::Begin() {
+bool ReadCoordinator::AloneInPlace(size_t i) const {
+  for (size_t j = 0; j < slots_.size(); ++j) {
+    if (j != i && slots_[j].place == slots_[i].place) return false;
+  }
+  return true;
+}
+
+void ReadCoordinator::Begin(const std::vector<size_t>& members) {
   std::vector<Clock> clocks;
-  const size_t r = static_cast<size_t>(options_.r);
-  for (Slot& s : slots_) {
-    if (s.state == SlotState::kAccepted && clocks.size() < r) {
+  std::vector<bool> chosen(slots_.size(), false);
+  for (size_t i : members) chosen[i] = true;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (chosen[i]) {
+      // An empty replica of a chosen place is merged too (its place's
+      // other node may hold the set).
+      s.state = SlotState::kAccepted;
       s.merger_index = static_cast<int>(clocks.size());
       clocks.push_back(s.clock);
     } else if (s.state != SlotState::kFailed) {
-      // Not among the first R: stop its fold (asked ones too: their fold
-      // may be open already).
+      // Not among the first R places: stop its fold (asked ones too: their
+      // fold may be open already).
       StopFold(s);
     }
   }
@@ -373,6 +406,8 @@ void ReadCoordinator::Replace(size_t dropped, bool failed) {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (i == dropped || InMerge(s) || s.replaces >= 0) continue;
+    // Half of a place alone would not stand for it.
+    if (!AloneInPlace(i)) continue;
     if (s.state == SlotState::kStopped || s.state == SlotState::kNotFound ||
         s.state == SlotState::kIdle) {
       next = i;

@@ -64,6 +64,9 @@ class ReadCoordinator : public Coordinator {
   };
   struct Slot {
     NodeId node = 0;
+    // Its place (CoordinatorHost::ServingPlaces): a place counts towards R
+    // once every slot of it has its clock, and all of them are merged.
+    uint32_t place = 0;
     SlotState state = SlotState::kIdle;
     uint64_t fold_id = 0;
     Clock clock;
@@ -107,7 +110,10 @@ class ReadCoordinator : public Coordinator {
   void ScheduleTimer();
   void OnTimer();
   void MaybeBegin();
-  void Begin();
+  // Merges the slots `members` (R places' worth) and stops the others.
+  void Begin(const std::vector<size_t>& members);
+  // Whether slot `i` is alone in its place (a replacement must be).
+  bool AloneInPlace(size_t i) const;
   // Hands a slot's early chunk to the merger, if it has one.
   void FeedEarly(Slot& slot);
   void Fed(Slot& slot);

@@ -200,7 +200,7 @@ void ReplicaService::Fence(const FoldKey& key) {
 void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
                                  msg::Query& m) {
   msg::QueryReply reply;
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), header.partition);
     host_->hooks().TellMoved(from, header.partition);
@@ -219,7 +219,7 @@ void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
 void ReplicaService::HandleCount(NodeId from, const MessageHeader& header,
                                  msg::Count& m) {
   msg::CountReply reply;
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), header.partition);
     host_->hooks().TellMoved(from, header.partition);
@@ -250,7 +250,7 @@ void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
     return;
   }
   msg::ReadClock clock;
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     clock.status = NotAReplica(host_->node_id(), header.partition);
     host_->hooks().TellMoved(from, header.partition);

@@ -51,6 +51,10 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   heard_.assign(preference_.size(), false);
   extra_taken_.assign(preference_.size(), false);
   acks_ = 0;
+  const std::vector<uint32_t>& places = host_->ServingPlaces(partition_);
+  places_.assign(places.begin(), places.end());
+  place_acked_.assign(preference_.size(), false);
+  place_acks_ = 0;
   refused_ = false;
   for (const Extra& e : extras_) host_->requests().UnrouteWrite(e.id);
   extras_.clear();
@@ -311,6 +315,11 @@ void WriteCoordinator::Ack(int index) {
   if (acked_[index]) return;
   acked_[index] = true;
   ++acks_;
+  const uint32_t place = places_[index];
+  if (!place_acked_[place]) {
+    place_acked_[place] = true;
+    ++place_acks_;
+  }
 }
 
 void WriteCoordinator::OnTick(uint64_t now) {
@@ -318,7 +327,7 @@ void WriteCoordinator::OnTick(uint64_t now) {
     // Extra deltas extended the write, not the client's wait.
     Reply(absl::DeadlineExceededError(
         absl::StrCat(clear_.has_value() ? "clear" : "update", " of set \"",
-                     set_, "\": ", acks_, " of ", options_.w,
+                     set_, "\": ", place_acks_, " of ", options_.w,
                      " required replicas acknowledged before the timeout")));
     return;
   }
@@ -327,7 +336,7 @@ void WriteCoordinator::OnTick(uint64_t now) {
       std::weak_ptr<bool> token = Token();
       Reply(absl::DeadlineExceededError(
           absl::StrCat(clear_.has_value() ? "clear" : "update", " of set \"",
-                       set_, "\": ", acks_, " of ", options_.w,
+                       set_, "\": ", place_acks_, " of ", options_.w,
                        " required replicas acknowledged before the timeout")));
       // The callback may have closed the node, which destroyed this.
       if (token.expired()) return;
@@ -378,7 +387,7 @@ void WriteCoordinator::OnTick(uint64_t now) {
 }
 
 void WriteCoordinator::MaybeFinish() {
-  const bool reply = done_ && acks_ >= options_.w;
+  const bool reply = done_ && place_acks_ >= options_.w;
   const bool all = AllAcked();
   if (!reply && !all) return;
   if (starting_) {
@@ -419,7 +428,7 @@ void WriteCoordinator::Abort(const absl::Status& status) {
       Reply(*std::move(deferred_error_));
       return;
     }
-    if (coordinated_ && acks_ >= options_.w) {
+    if (coordinated_ && place_acks_ >= options_.w) {
       Reply(std::move(delta_));
       return;
     }

@@ -124,6 +124,12 @@ class WriteCoordinator : public Coordinator {
   absl::InlinedVector<bool, 8> heard_;
   absl::InlinedVector<bool, 8> extra_taken_;
   int acks_ = 0;
+  // The place of each preference index (a leaver and the node that took
+  // its place share one: the leaver's data ends up on the taker alone), and
+  // the places that acknowledged: W counts places.
+  absl::InlinedVector<uint32_t, 8> places_;
+  absl::InlinedVector<bool, 8> place_acked_;
+  int place_acks_ = 0;
   bool refused_ = false;  // Failover refused: the client has its error.
   struct Extra {
     uint64_t id = 0;

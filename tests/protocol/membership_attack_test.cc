@@ -54,8 +54,13 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
   return testing::RendezvousRing(std::move(nodes), epoch, size, n);
 }
 
+using testing::And;
+using testing::From;
 using testing::Has;
+using testing::OfType;
+using testing::Or;
 using testing::Stat;
+using testing::To;
 
 // ---- A manual cluster, driven until it settles.
 
@@ -667,6 +672,75 @@ TEST_CASE(
     }
     CHECK(ManualSees(c, cb.x, set, want, 2).size() == want.size());
   }
+}
+
+TEST_CASE(
+    "defect: a read counted a leaver and the node that took its place as two "
+    "replicas and missed a write acknowledged by the other two") {
+  // N = 3 on nodes {1, 2, 3}; node 4 joins and takes leaver L's place in
+  // partition p, but L never hears the acceptance (the answers are slow),
+  // so both serve p: a serving list of four nodes, three places. A write
+  // acknowledged by the other two (A and B, W = 2) misses L and node 4.
+  // An R = 2 query whose first answers come from L and node 4 must not
+  // take them for two places: before the fix it answered without the write.
+  const Ring r1 = testing::RendezvousRing({1, 2, 3}, 1, 8, 3);
+  const Ring r2 = testing::RendezvousRing({1, 2, 3, 4}, 2, 8, 3);
+  uint32_t p = r2.ring_size();
+  NodeId leaver = 0;
+  for (uint32_t q = 0; q < r2.ring_size() && leaver == 0; ++q) {
+    for (NodeId n : r1.PreferenceList(q)) {
+      if (!Has(r2.PreferenceList(q), n)) {
+        p = q;
+        leaver = n;
+      }
+    }
+  }
+  REQUIRE(leaver != 0);
+  std::vector<NodeId> stay;
+  for (NodeId n : r1.PreferenceList(p)) {
+    if (n != leaver) stay.push_back(n);
+  }
+  REQUIRE(stay.size() == 2);
+  CAPTURE(p, leaver, stay);
+  ManualCluster c(4, r1);
+  const std::string set = SetsOf(r1, p, 1)[0];
+  REQUIRE(ManualWrite(c, stay[0], set, UpdateOp::Add("before"), 2).ok());
+  const auto done_ack_to_leaver =
+      And(OfType(MessageType::kHandoffDoneAck), To(leaver));
+  c.Hold(done_ack_to_leaver);
+  InstallAll(c, 4, r2);
+  c.Advance(100'000, 40);
+  // Node 4 took the leaver's place; the leaver still serves.
+  const std::vector<NodeId> list = c.node(stay[0]).ServingList(p);
+  REQUIRE(list.size() == 4);
+  REQUIRE(Has(list, leaver));
+  REQUIRE(Has(list, 4));
+  // The write reaches A and B only.
+  c.Hold(Or(done_ack_to_leaver,
+            And(OfType(MessageType::kReplicate), Or(To(leaver), To(4)))));
+  REQUIRE(ManualWrite(c, stay[0], set, UpdateOp::Add("acked"), 2).ok());
+  // The query's answers from A and B are slow.
+  c.Hold(Or(done_ack_to_leaver,
+            Or(And(OfType(MessageType::kReplicate), Or(To(leaver), To(4))),
+               And(OfType(MessageType::kQueryReply),
+                   Or(From(stay[0]), From(stay[1]))))));
+  ClusterReadOptions ro;
+  ro.r = 2;
+  ro.read_repair = false;
+  std::optional<absl::StatusOr<Membership>> got;
+  c.node(leaver).ContainsAll(set, {"before", "acked"}, ro,
+                             [&](absl::StatusOr<Membership> m) { got = m; });
+  c.Advance(50'000, 4);
+  if (got.has_value()) {
+    // Answered from the leaver and node 4 alone: one place, not a quorum.
+    REQUIRE(got->ok());
+    CHECK((*got)->all_present);
+  }
+  c.Unhold();
+  for (int i = 0; i < 100 && !got.has_value(); ++i) c.Advance(50'000);
+  REQUIRE(got.has_value());
+  REQUIRE(got->ok());
+  CHECK((*got)->all_present);
 }
 
 // ---- 2. Reordering and replay.

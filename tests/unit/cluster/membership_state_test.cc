@@ -150,6 +150,67 @@ TEST_CASE("membership: places taken, handed on, and pruned") {
   CHECK(departed() == 0);
 }
 
+TEST_CASE(
+    "membership: a leaver and the nodes its place went to share one place") {
+  MemStore m;
+  const Ring ring = MakeRing({1, 2, 3, 4, 5}, 1);
+  // A partition of node 1 that nodes 4 and 5 do not serve.
+  uint32_t p = ring.ring_size();
+  for (uint32_t q = 0; q < ring.ring_size(); ++q) {
+    const std::vector<NodeId>& list = ring.PreferenceList(q);
+    if (Has(list, 1) && !Has(list, 4) && !Has(list, 5)) p = q;
+  }
+  REQUIRE(p < ring.ring_size());
+  MembershipState a(1, m.store.get());
+  REQUIRE(a.Load(ring).ok());
+  const uint64_t since = a.Own(p)->since;
+  auto place_of = [&](NodeId node) {
+    const std::vector<NodeId>& list = a.ServingList(p);
+    const size_t i = std::find(list.begin(), list.end(), node) - list.begin();
+    REQUIRE(i < list.size());
+    return a.ServingPlaces(p)[i];
+  };
+  REQUIRE(a.ServingPlaces(p) == std::vector<uint32_t>{0, 1, 2});
+  // Node 4 took node 1's place; node 1 still serves (it has not heard the
+  // acceptance): two nodes, one place.
+  bool raised = false;
+  a.Merge({NodeServing{4, 7, {ServeEntry{p, 7, 1, since, 0, false}}}}, &raised);
+  REQUIRE(a.ServingList(p).size() == 4);
+  CHECK(place_of(4) == place_of(1));
+  CHECK(place_of(2) != place_of(1));
+  CHECK(place_of(3) != place_of(1));
+  CHECK(place_of(2) != place_of(3));
+  // Node 4 handed the place on to node 5 and departed: node 5's place is
+  // node 1's, through node 4's departed entry.
+  a.Merge({NodeServing{4, 9, {ServeEntry{p, 7, 1, since, 5, true}}},
+           NodeServing{5, 4, {ServeEntry{p, 4, 4, 7, 0, false}}}},
+          &raised);
+  REQUIRE(a.ServingList(p).size() == 4);
+  CHECK(place_of(5) == place_of(1));
+  // Node 2's view has never heard of node 1: node 4 is grouped with it all
+  // the same (a guess that costs availability, never a quorum).
+  MemStore m2;
+  MembershipState b(2, m2.store.get());
+  REQUIRE(b.Load(ring).ok());
+  b.Merge({NodeServing{4, 7, {ServeEntry{p, 7, 1, since, 0, false}}}}, &raised);
+  const std::vector<NodeId>& list = b.ServingList(p);
+  const size_t one = std::find(list.begin(), list.end(), 1) - list.begin();
+  const size_t four = std::find(list.begin(), list.end(), 4) - list.begin();
+  REQUIRE(four < list.size());
+  CHECK(b.ServingPlaces(p)[one] == b.ServingPlaces(p)[four]);
+  // Node 1 serves p in another episode (it came back to a new place, or on
+  // a new store): node 4 took an earlier one, so they are two places.
+  b.Merge({NodeServing{
+              1, since + 100, {ServeEntry{p, since + 100, 0, 0, 0, false}}}},
+          &raised);
+  const std::vector<NodeId>& again = b.ServingList(p);
+  const size_t one2 = std::find(again.begin(), again.end(), 1) - again.begin();
+  const size_t four2 = std::find(again.begin(), again.end(), 4) - again.begin();
+  REQUIRE(one2 < again.size());
+  REQUIRE(four2 < again.size());
+  CHECK(b.ServingPlaces(p)[one2] != b.ServingPlaces(p)[four2]);
+}
+
 TEST_CASE("membership: persisted, reopened, and refusing older rings") {
   MemStore m;
   const Ring ring = MakeRing({1, 2, 3}, 1);
