@@ -70,11 +70,9 @@ class CoordinatorHost {
   // a coordinator whose list names it is behind, and an answer or an
   // acknowledgement from it would count a replica that holds no place.
   virtual Replica* ServingReplica(uint32_t partition) = 0;
-  // What reads (folds, queries, counts) use: ServingReplica, and also a
-  // replica handing over while it drains. Its writes go on to the node that
-  // took its place from the acceptance on, so it holds what it held then;
-  // the reader merges it with that node's (one place, see ServingPlaces).
-  virtual Replica* ReadableReplica(uint32_t partition) = 0;
+  // Whether this node serves `partition` by its own account (also while
+  // it hands it over and its replica is no longer used).
+  virtual bool Serves(uint32_t partition) const = 0;
   virtual NodeCounters& stats() = 0;
   // The coordinators this node runs, by request id, and the routes of
   // their sub-requests. A coordinator that is done calls

@@ -39,7 +39,7 @@ void CountCoordinator::OnReply(NodeId from, const msg::CountReply& m) {
   const size_t index = static_cast<size_t>(it - preference_.begin());
   if (kinds_[index] != QuorumReply::kNone) return;  // A duplicate.
   if (!m.status.ok()) {
-    kinds_[index] = QuorumReply::kFailed;
+    kinds_[index] = ReplyOfError(m.status);
   } else {
     kinds_[index] = options_.notfound_ok || m.found ? QuorumReply::kFound
                                                     : QuorumReply::kEmpty;

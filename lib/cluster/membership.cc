@@ -343,7 +343,9 @@ std::vector<uint32_t> MembershipState::PlacesOf(
   // counting one place twice costs a quorum). A node of the list serving
   // another episode (it came back in another place, or on a new store:
   // episodes of different stores are unordered) is passed through like a
-  // departed one. Lists are a handful of nodes.
+  // departed one; a chain this view cannot follow groups the node with
+  // every leaver of the list. Lists are a handful of nodes.
+  const std::vector<NodeId>& ring_list = latest_->PreferenceList(partition);
   for (uint32_t i = 0; i < list.size(); ++i) {
     const std::optional<ServeEntry> e = EntryOf(list[i], partition);
     if (!e.has_value()) continue;
@@ -362,7 +364,21 @@ std::vector<uint32_t> MembershipState::PlacesOf(
         }
       }
       const ServeEntry* then = EpisodeOf(from, partition, since);
-      if (then == nullptr) break;
+      if (then == nullptr) {
+        // A state of `from` at or after the episode without it: `from`
+        // left it (and its giver no longer serves it, or the departed
+        // entry would be kept). A view that knows no such state cannot
+        // follow the place: it may be a leaver's of the list, so the node
+        // is grouped with every one of them.
+        const auto known = states_.find(from);
+        if (known != states_.end() && known->second.version >= since) break;
+        for (uint32_t j = 0; j < list.size(); ++j) {
+          if (j == i || Contains(ring_list, list[j])) continue;
+          const uint32_t a = root(i), b = root(j);
+          place[std::max(a, b)] = std::min(a, b);
+        }
+        break;
+      }
       from = then->took_from;
       since = then->took_since;
     }

@@ -106,8 +106,8 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   Replica* ServingReplica(uint32_t partition) override {
     return handoff_.Serves(partition) ? LocalReplica(partition) : nullptr;
   }
-  Replica* ReadableReplica(uint32_t partition) override {
-    return handoff_.Serves(partition) ? HostedReplica(partition) : nullptr;
+  bool Serves(uint32_t partition) const override {
+    return handoff_.Serves(partition);
   }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
   NodeCounters& stats() override { return stats_; }

@@ -15,6 +15,7 @@ QuorumPick PickQuorum(const std::vector<uint32_t>& places,
   bool everyone = true;
   for (size_t i = 0; i < n; ++i) {
     const uint32_t p = places[i];
+    if (replies[i] == QuorumReply::kGone) continue;  // Not of its place.
     ++nodes[p];
     if (replies[i] == QuorumReply::kNone) everyone = false;
     if (replies[i] == QuorumReply::kFailed) failed[p] = true;
@@ -29,7 +30,10 @@ QuorumPick PickQuorum(const std::vector<uint32_t>& places,
     if (i >= n) continue;
     const uint32_t p = places[i];
     if (replies[i] == QuorumReply::kFound) found[p] = true;
-    if (replies[i] == QuorumReply::kNone || failed[p]) continue;
+    if (replies[i] == QuorumReply::kNone || replies[i] == QuorumReply::kGone ||
+        failed[p]) {
+      continue;
+    }
     if (++answered[p] == nodes[p]) (found[p] ? full : empty).push_back(p);
   }
   std::vector<uint32_t> chosen;
@@ -47,10 +51,16 @@ QuorumPick PickQuorum(const std::vector<uint32_t>& places,
   pick.outcome = QuorumPick::Outcome::kChosen;
   for (uint32_t p : chosen) {
     for (size_t i = 0; i < n; ++i) {
-      if (places[i] == p) pick.members.push_back(i);
+      if (places[i] == p && replies[i] != QuorumReply::kGone) {
+        pick.members.push_back(i);
+      }
     }
   }
   return pick;
+}
+
+QuorumReply ReplyOfError(const absl::Status& status) {
+  return absl::IsNotFound(status) ? QuorumReply::kGone : QuorumReply::kFailed;
 }
 
 absl::Status TooFewPlaces(std::string_view what, std::string_view set,

@@ -28,7 +28,15 @@ enum class QuorumReply : uint8_t {
   kFound,   // Holds the set (or notfound_ok).
   kEmpty,   // Answered and holds nothing of the set.
   kFailed,  // Answered with an error: its place cannot be read.
+  // Does not serve the partition (any more): the rest of its place stands
+  // for it (a leaver lets go only once the node that took its place holds
+  // everything); alone in its place, it fails it.
+  kGone,
 };
+
+// The reply kind of a read-side answer's error: kGone for NotFound (the
+// replica service's "does not serve"), else kFailed.
+QuorumReply ReplyOfError(const absl::Status& status);
 
 struct QuorumPick {
   enum class Outcome { kWait, kChosen, kUnavailable };
@@ -36,7 +44,7 @@ struct QuorumPick {
   // kChosen: the list indices of every node of the R chosen places, place
   // by place in the order the places completed.
   std::vector<size_t> members;
-  // Places none of whose nodes failed.
+  // Places none of whose nodes failed, and not all gone.
   size_t live_places = 0;
 };
 

@@ -41,7 +41,9 @@ void QueryCoordinator::OnReply(NodeId from, msg::QueryReply& m) {
   if (it == preference_.end()) return;
   const size_t index = static_cast<size_t>(it - preference_.begin());
   if (kinds_[index] != QuorumReply::kNone) return;  // A duplicate.
-  if (!m.status.ok() || m.elements.size() != elements_.size()) {
+  if (!m.status.ok()) {
+    kinds_[index] = ReplyOfError(m.status);
+  } else if (m.elements.size() != elements_.size()) {
     kinds_[index] = QuorumReply::kFailed;
   } else {
     kinds_[index] = options_.notfound_ok || !m.clock.empty()

@@ -50,6 +50,7 @@ void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
   if (slot.fold_id != 0) host_->requests().UnrouteFold(slot.fold_id);
   slot.fold_id = host_->NextRequestId();
   slot.state = SlotState::kAsked;
+  slot.gone = false;
   slot.merger_index = -1;
   slot.next_seq = 0;
   slot.requested = true;
@@ -65,7 +66,7 @@ void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
 bool ReadCoordinator::OpenLocal(size_t i, const ElementBounds& bounds) {
   Slot& slot = slots_[i];
   if (slot.node != host_->node_id()) return false;
-  Replica* replica = host_->ReadableReplica(partition_);
+  Replica* replica = host_->LocalReplica(partition_);
   if (replica == nullptr) return false;
   SetReadOptions ro;
   ro.batch_size = options_.batch_size;
@@ -138,6 +139,7 @@ void ReadCoordinator::OnClock(uint64_t fold_id, NodeId from,
       return;
     }
     slot->state = SlotState::kFailed;
+    slot->gone = ReplyOfError(m.status) == QuorumReply::kGone;
     MaybeBegin();
     return;
   }
@@ -187,7 +189,7 @@ void ReadCoordinator::MaybeBegin() {
         kind = QuorumReply::kEmpty;
         break;
       case SlotState::kFailed:
-        kind = QuorumReply::kFailed;
+        kind = s.gone ? QuorumReply::kGone : QuorumReply::kFailed;
         ++failed;
         break;
       default:

@@ -67,6 +67,9 @@ class ReadCoordinator : public Coordinator {
     // Its place (CoordinatorHost::ServingPlaces): a place counts towards R
     // once every slot of it has its clock, and all of them are merged.
     uint32_t place = 0;
+    // kFailed because the node does not serve the partition (any more):
+    // the rest of its place stands for it (QuorumReply::kGone).
+    bool gone = false;
     SlotState state = SlotState::kIdle;
     uint64_t fold_id = 0;
     Clock clock;

@@ -25,6 +25,20 @@ absl::Status WrongPartition(std::string_view set, uint32_t partition) {
 
 }  // namespace
 
+absl::Status ReplicaService::NoReadableReplica(uint32_t partition) const {
+  const NodeId self = host_->node_id();
+  if (host_->Serves(partition)) {
+    // Handing over: its writes go on to the node that took its place, so
+    // its replica alone is not the place's; nor is that node's, until the
+    // forwards drain (docs/DESIGN.md, "Quorums count places").
+    return absl::UnavailableError(
+        absl::StrCat("node ", self, " hands partition ", partition, " over"));
+  }
+  // Not serving (any more): what it held is with whoever took its place.
+  return absl::NotFoundError(
+      absl::StrCat("node ", self, " does not serve partition ", partition));
+}
+
 ReplicaService::ReplicaService(CoordinatorHost* host,
                                const ReplicaServiceOptions& options)
     : host_(host), options_(options) {}
@@ -200,9 +214,9 @@ void ReplicaService::Fence(const FoldKey& key) {
 void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
                                  msg::Query& m) {
   msg::QueryReply reply;
-  Replica* replica = host_->ReadableReplica(header.partition);
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    reply.status = NotAReplica(host_->node_id(), header.partition);
+    reply.status = NoReadableReplica(header.partition);
     host_->hooks().TellMoved(from, header.partition);
   } else {
     absl::StatusOr<Membership> result =
@@ -219,9 +233,9 @@ void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
 void ReplicaService::HandleCount(NodeId from, const MessageHeader& header,
                                  msg::Count& m) {
   msg::CountReply reply;
-  Replica* replica = host_->ReadableReplica(header.partition);
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    reply.status = NotAReplica(host_->node_id(), header.partition);
+    reply.status = NoReadableReplica(header.partition);
     host_->hooks().TellMoved(from, header.partition);
   } else {
     absl::StatusOr<SetCount> count = replica->CountSummary(m.set);
@@ -250,9 +264,9 @@ void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
     return;
   }
   msg::ReadClock clock;
-  Replica* replica = host_->ReadableReplica(header.partition);
+  Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    clock.status = NotAReplica(host_->node_id(), header.partition);
+    clock.status = NoReadableReplica(header.partition);
     host_->hooks().TellMoved(from, header.partition);
     Reply(from, header, clock);
     return;

@@ -66,6 +66,12 @@ class ReplicaService {
   size_t reply_cache_bytes() const { return reply_bytes_; }
 
  private:
+  // Why this node answers no read, query or count of `partition`:
+  // Unavailable while it hands the partition over (its place cannot be read
+  // without it), NotFound when it does not serve it (the coordinator takes
+  // the node that took its place alone: see place_quorum.h, kGone).
+  absl::Status NoReadableReplica(uint32_t partition) const;
+
   // A fold is keyed by (coordinator node, fold request id).
   using FoldKey = std::pair<NodeId, uint64_t>;
   struct Fold {

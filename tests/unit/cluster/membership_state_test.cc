@@ -209,6 +209,25 @@ TEST_CASE(
   REQUIRE(one2 < again.size());
   REQUIRE(four2 < again.size());
   CHECK(b.ServingPlaces(p)[one2] != b.ServingPlaces(p)[four2]);
+
+  // A view that cannot follow a place: node 5 took it from node 4, whom
+  // node 3's view has never heard of. Node 5 is grouped with the list's
+  // leavers (node 1 here: the latest ring leaves it out).
+  MemStore m3;
+  MembershipState c(3, m3.store.get());
+  REQUIRE(c.Load(ring).ok());
+  REQUIRE(c.InstallRing(MakeRing({2, 3, 4, 5}, 2)).ok());
+  c.Merge({NodeServing{5, 4, {ServeEntry{p, 4, 4, 7, 0, false}}}}, &raised);
+  const std::vector<NodeId>& view = c.ServingList(p);
+  const size_t one3 = std::find(view.begin(), view.end(), 1) - view.begin();
+  const size_t five3 = std::find(view.begin(), view.end(), 5) - view.begin();
+  REQUIRE(one3 < view.size());
+  REQUIRE(five3 < view.size());
+  CHECK(c.ServingPlaces(p)[one3] == c.ServingPlaces(p)[five3]);
+  // Once the view knows node 4 left that episode, node 5 is a place of its
+  // own again (node 1 still serves its own, earlier one).
+  c.Merge({NodeServing{4, 9, {}}}, &raised);
+  CHECK(c.ServingPlaces(p)[one3] != c.ServingPlaces(p)[five3]);
 }
 
 TEST_CASE("membership: persisted, reopened, and refusing older rings") {

@@ -57,6 +57,23 @@ TEST_CASE("place quorum: a failed node fails its whole place") {
   CHECK(pick.live_places == 1);
 }
 
+TEST_CASE("place quorum: a node that no longer serves leaves its place") {
+  // 3 handed its place to 7 and let go: 7 stands for the place alone.
+  const std::vector<uint32_t> places = {0, 1, 2, 2};
+  std::vector<R> replies = {R::kNone, R::kFound, R::kFound, R::kGone};
+  std::vector<size_t> order = {3, 2, 1};
+  QuorumPick pick = PickQuorum(places, replies, order, 2);
+  REQUIRE(pick.outcome == Outcome::kChosen);
+  CHECK(pick.members == std::vector<size_t>{2, 1});
+  CHECK(pick.live_places == 3);
+  // Alone in its place, a node that does not serve fails the place.
+  replies = {R::kGone, R::kGone, R::kNone, R::kNone};
+  order = {0, 1};
+  pick = PickQuorum(places, replies, order, 2);
+  CHECK(pick.outcome == Outcome::kUnavailable);
+  CHECK(pick.live_places == 1);
+}
+
 TEST_CASE("place quorum: empty places make up the quorum once all answered") {
   const std::vector<uint32_t> places = {0, 1, 1};
   std::vector<R> replies = {R::kEmpty, R::kEmpty, R::kNone};
@@ -83,12 +100,16 @@ struct Expected {
 Expected Model(const std::vector<uint32_t>& places,
                const std::vector<R>& replies, const std::vector<size_t>& order,
                size_t r) {
+  // A node that does not serve the partition any more is not of its place.
   std::map<uint32_t, std::vector<size_t>> nodes;
-  for (size_t i = 0; i < places.size(); ++i) nodes[places[i]].push_back(i);
+  for (size_t i = 0; i < places.size(); ++i) {
+    if (replies[i] != R::kGone) nodes[places[i]].push_back(i);
+  }
   std::vector<uint32_t> full, empty;
   std::set<size_t> seen;
   for (size_t i : order) {
     seen.insert(i);
+    if (replies[i] == R::kGone) continue;
     const std::vector<size_t>& of = nodes[places[i]];
     const bool done = std::all_of(of.begin(), of.end(), [&](size_t j) {
       return seen.count(j) && replies[j] != R::kFailed &&
@@ -106,8 +127,9 @@ Expected Model(const std::vector<uint32_t>& places,
   }
   size_t live = 0;
   for (const auto& [p, of] : nodes) {
-    live += std::none_of(of.begin(), of.end(),
-                         [&](size_t j) { return replies[j] == R::kFailed; });
+    live += !of.empty() && std::none_of(of.begin(), of.end(), [&](size_t j) {
+      return replies[j] == R::kFailed;
+    });
   }
   const bool everyone = std::none_of(replies.begin(), replies.end(),
                                      [](R x) { return x == R::kNone; });
@@ -140,7 +162,7 @@ TEST_CASE("place quorum: random lists, answers and orders match the model") {
     std::vector<R> replies(n);
     std::vector<size_t> order;
     for (size_t i = 0; i < n; ++i) {
-      replies[i] = static_cast<R>(Uniform(rng, 0, 3));
+      replies[i] = static_cast<R>(Uniform(rng, 0, 4));
       if (replies[i] != R::kNone) order.push_back(i);
     }
     std::shuffle(order.begin(), order.end(), rng);
@@ -154,7 +176,7 @@ TEST_CASE("place quorum: random lists, answers and orders match the model") {
     std::vector<size_t> members;
     for (uint32_t p : want.chosen) {
       for (size_t i = 0; i < n; ++i) {
-        if (places[i] == p) members.push_back(i);
+        if (places[i] == p && replies[i] != R::kGone) members.push_back(i);
       }
     }
     CHECK(pick.members == members);
