@@ -48,7 +48,8 @@ class CoordinatorHost {
   // MembershipState::ServingPlaces): a leaver and the node that took its
   // place share one. Quorums count places: a write's acknowledgements from
   // one place count once, and a read takes a place only with the answers
-  // of all its nodes (together they hold what the place holds).
+  // of all its nodes that still serve (together they hold what the place
+  // holds).
   virtual const std::vector<uint32_t>& ServingPlaces(
       uint32_t partition) const = 0;
   virtual uint64_t NowMicros() const = 0;

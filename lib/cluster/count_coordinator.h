@@ -7,10 +7,10 @@
 // place_quorum.h: a leaver and the node that took its place are one
 // place, counted once both answered, and both must agree): with
 // notfound_ok off, a replica without the set counts towards R only when
-// every replica answered and fewer than R hold it. If the R replicas agree
-// (equal set digests, which they keep for anti-entropy, and equal tombstone
-// digests: the same element keys, clock and tombstone; or none of them
-// holds the set), they hold the same elements and their count is the
+// every replica answered and fewer than R places hold it. If the R replicas
+// agree (equal set digests, which they keep for anti-entropy, and equal
+// tombstone digests: the same element keys, clock and tombstone; or none of
+// them holds the set), they hold the same elements and their count is the
 // answer: what a merged read would count. Otherwise `done`
 // gets nullopt, and the node counts with a merged read of the set instead
 // (docs/DESIGN.md, "Counts").

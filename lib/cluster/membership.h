@@ -68,7 +68,9 @@ class MembershipState {
   // The place of each node of ServingList(partition), by index: a node
   // that took the place of another node of the list (in that node's
   // current episode, directly or through nodes that handed the place on)
-  // shares its place; every other node has a place of its own. A place is named
+  // shares its place; a node whose chain this view cannot follow shares
+  // the place of every leaver of the list; every other node has a place of
+  // its own. A place is named
   // by the smallest index of its nodes. While a partition moves, a leaver and
   // the node that took its place both serve it, and together they hold one
   // place's writes: quorums count places, not nodes (docs/DESIGN.md, "Places").

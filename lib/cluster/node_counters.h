@@ -56,6 +56,9 @@ struct NodeCounters {
   // serve, and the bytes of cached update replies.
   uint64_t folds_open = 0;
   uint64_t reply_cache_bytes = 0;
+  // Gauge: routes of the folds of the reads this node coordinates (none
+  // once every read ended).
+  uint64_t fold_routes = 0;
   // Replica objects the node holds: those it hosts, and those it retired
   // (handed over) and frees at its next turn.
   uint64_t replicas_open = 0;

@@ -5,7 +5,8 @@
 // that took its place: two nodes, one place. Each may lack writes the other
 // holds (the leaver passes writes on once its place is taken; forwards to
 // the taker may still be in flight), so a place counts towards R only once
-// every node of it answered, and then all of them are merged.
+// every node of it answered (a node that no longer serves, kGone, aside),
+// and then all of them are merged.
 //
 // Thread-safety: a pure function.
 

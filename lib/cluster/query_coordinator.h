@@ -6,8 +6,8 @@
 // (place_quorum.h: a leaver and the node that took its place are one place,
 // counted once both answered) with the ORSWOT join (ReadMerger) and repairs
 // the differences. With notfound_ok off, a replica without the set does not
-// count towards R unless every replica has answered and fewer than R hold
-// the set (then the empty ones make up the quorum, as for reads).
+// count towards R unless every replica has answered and fewer than R places
+// hold the set (then the empty ones make up the quorum, as for reads).
 //
 // Thread-safety: runs on the node's thread.
 

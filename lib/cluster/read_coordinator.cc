@@ -216,7 +216,9 @@ void ReadCoordinator::MaybeBegin() {
 
 bool ReadCoordinator::AloneInPlace(size_t i) const {
   for (size_t j = 0; j < slots_.size(); ++j) {
-    if (j != i && slots_[j].place == slots_[i].place) return false;
+    const Slot& s = slots_[j];
+    const bool gone = s.state == SlotState::kFailed && s.gone;
+    if (j != i && s.place == slots_[i].place && !gone) return false;
   }
   return true;
 }
@@ -493,6 +495,10 @@ void ReadCoordinator::Finish(absl::Status status) {
     if (s.state != SlotState::kStopped && s.state != SlotState::kFailed &&
         s.state != SlotState::kIdle) {
       StopFold(s);
+    }
+    // Failed folds too: their routes would outlive the read.
+    if (s.fold_id != 0 && s.node != host_->node_id()) {
+      host_->requests().UnrouteFold(s.fold_id);
     }
   }
   std::unique_ptr<ReadSink> sink = std::move(sink_);

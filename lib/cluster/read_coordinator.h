@@ -65,7 +65,8 @@ class ReadCoordinator : public Coordinator {
   struct Slot {
     NodeId node = 0;
     // Its place (CoordinatorHost::ServingPlaces): a place counts towards R
-    // once every slot of it has its clock, and all of them are merged.
+    // once every slot of it has its clock (but those `gone`), and all of
+    // them are merged.
     uint32_t place = 0;
     // kFailed because the node does not serve the partition (any more):
     // the rest of its place stands for it (QuorumReply::kGone).

@@ -23,6 +23,14 @@ absl::Status WrongPartition(std::string_view set, uint32_t partition) {
                    "\" does not belong to partition ", partition));
 }
 
+// A replica's read error as a reply carries it: NotFound there means "does
+// not serve" (a coordinator lets the rest of the place stand for the node),
+// so a store's NotFound (a table file gone) travels as DataLoss.
+absl::Status ReadError(const absl::Status& status) {
+  if (!absl::IsNotFound(status)) return status;
+  return absl::DataLossError(status.message());
+}
+
 }  // namespace
 
 absl::Status ReplicaService::NoReadableReplica(uint32_t partition) const {
@@ -224,7 +232,7 @@ void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
     if (result.ok()) {
       reply.elements = std::move(result->elements);
     } else {
-      reply.status = result.status();
+      reply.status = ReadError(result.status());
     }
   }
   Reply(from, header, reply);
@@ -245,7 +253,7 @@ void ReplicaService::HandleCount(NodeId from, const MessageHeader& header,
       reply.set_digest = count->digest;
       reply.tombstone_digest = count->tombstone_digest;
     } else {
-      reply.status = count.status();
+      reply.status = ReadError(count.status());
     }
   }
   Reply(from, header, reply);
@@ -277,7 +285,7 @@ void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
   ro.bounds = std::move(m.bounds);
   absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(m.set, ro);
   if (!reader.ok()) {
-    clock.status = reader.status();
+    clock.status = ReadError(reader.status());
     Reply(from, header, clock);
     return;
   }

@@ -68,6 +68,7 @@ class RequestRegistry {
   // (both 0 once every write ended).
   size_t writes_running() const { return writes_.size(); }
   size_t write_routes() const { return write_routes_.size(); }
+  size_t fold_routes() const { return fold_routes_.size(); }
   size_t idle_writes() const { return idle_writes_.size(); }
   // The ids of the running writes, ascending (so that a tick visits them in
   // a deterministic order).

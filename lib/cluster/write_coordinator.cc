@@ -325,19 +325,19 @@ void WriteCoordinator::Ack(int index) {
 void WriteCoordinator::OnTick(uint64_t now) {
   if (done_ && now >= client_deadline_ && now < deadline_) {
     // Extra deltas extended the write, not the client's wait.
-    Reply(absl::DeadlineExceededError(
-        absl::StrCat(clear_.has_value() ? "clear" : "update", " of set \"",
-                     set_, "\": ", place_acks_, " of ", options_.w,
-                     " required replicas acknowledged before the timeout")));
+    Reply(absl::DeadlineExceededError(absl::StrCat(
+        clear_.has_value() ? "clear" : "update", " of set \"", set_,
+        "\": ", place_acks_, " of ", options_.w,
+        " required places (replicas) acknowledged before the timeout")));
     return;
   }
   if (now >= deadline_) {
     if (done_) {
       std::weak_ptr<bool> token = Token();
-      Reply(absl::DeadlineExceededError(
-          absl::StrCat(clear_.has_value() ? "clear" : "update", " of set \"",
-                       set_, "\": ", place_acks_, " of ", options_.w,
-                       " required replicas acknowledged before the timeout")));
+      Reply(absl::DeadlineExceededError(absl::StrCat(
+          clear_.has_value() ? "clear" : "update", " of set \"", set_,
+          "\": ", place_acks_, " of ", options_.w,
+          " required places (replicas) acknowledged before the timeout")));
       // The callback may have closed the node, which destroyed this.
       if (token.expired()) return;
     }

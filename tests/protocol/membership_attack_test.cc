@@ -819,6 +819,26 @@ TEST_CASE(
                         [&](absl::StatusOr<Membership> m) { got = m; });
   c.Advance(50'000, 4);
   if (got.has_value() && got->ok()) CHECK((*got)->all_present);
+  // A read through A: the leaver refuses its fold, A and B answer. Every
+  // fold's route ends with the read (a refused fold's route outlived it).
+  struct Done final : ReadHandler {
+    void OnClock(const Clock&) override {}
+    void OnChunk(std::vector<ElementDots>* e,
+                 std::function<void()> next) override {
+      for (const ElementDots& x : *e) names.insert(x.element);
+      next();
+    }
+    void OnDone(absl::Status s) override { status = s; }
+    std::set<std::string> names;
+    std::optional<absl::Status> status;
+  } read;
+  ClusterReadOptions all = ro;
+  c.node(a).Read(set, all, &read);
+  for (int i = 0; i < 40 && !read.status.has_value(); ++i) c.Advance(50'000);
+  REQUIRE(read.status.has_value());
+  REQUIRE(read.status->ok());
+  CHECK(read.names == std::set<std::string>{"acked", "before"});
+  CHECK(Stat(c.node(a).stats(), "read.fold_routes") == 0);
   c.Unhold();
   c.QueueMembership(false);
   for (int i = 0; i < 100 && !got.has_value(); ++i) c.Advance(50'000);
