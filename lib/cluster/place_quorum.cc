@@ -63,6 +63,11 @@ QuorumReply ReplyOfError(const absl::Status& status) {
   return absl::IsNotFound(status) ? QuorumReply::kGone : QuorumReply::kFailed;
 }
 
+absl::Status ReadErrorForReply(const absl::Status& status) {
+  if (!absl::IsNotFound(status)) return status;
+  return absl::DataLossError(status.message());
+}
+
 absl::Status TooFewPlaces(std::string_view what, std::string_view set,
                           size_t live, int r) {
   return absl::UnavailableError(absl::StrCat(ToAbsl(what), " of set \"",

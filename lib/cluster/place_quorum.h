@@ -39,6 +39,12 @@ enum class QuorumReply : uint8_t {
 // replica service's "does not serve"), else kFailed.
 QuorumReply ReplyOfError(const absl::Status& status);
 
+// The status a replica service sends for its replica's own read error. A
+// reply's NotFound means only "does not serve" (ReplyOfError lets the rest
+// of the place stand for the node), so the replica's NotFound (a table
+// file gone) travels as DataLoss; any other status as it is.
+absl::Status ReadErrorForReply(const absl::Status& status);
+
 struct QuorumPick {
   enum class Outcome { kWait, kChosen, kUnavailable };
   Outcome outcome = Outcome::kWait;

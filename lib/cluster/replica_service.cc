@@ -5,6 +5,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/place_quorum.h"
 #include "core/string_view_compat.h"
 
 namespace bigset {
@@ -21,14 +22,6 @@ absl::Status WrongPartition(std::string_view set, uint32_t partition) {
   return absl::InvalidArgumentError(
       absl::StrCat("set \"", absl::CHexEscape(ToAbsl(set)),
                    "\" does not belong to partition ", partition));
-}
-
-// A replica's read error as a reply carries it: NotFound there means "does
-// not serve" (a coordinator lets the rest of the place stand for the node),
-// so a store's NotFound (a table file gone) travels as DataLoss.
-absl::Status ReadError(const absl::Status& status) {
-  if (!absl::IsNotFound(status)) return status;
-  return absl::DataLossError(status.message());
 }
 
 }  // namespace
@@ -232,7 +225,7 @@ void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
     if (result.ok()) {
       reply.elements = std::move(result->elements);
     } else {
-      reply.status = ReadError(result.status());
+      reply.status = ReadErrorForReply(result.status());
     }
   }
   Reply(from, header, reply);
@@ -253,7 +246,7 @@ void ReplicaService::HandleCount(NodeId from, const MessageHeader& header,
       reply.set_digest = count->digest;
       reply.tombstone_digest = count->tombstone_digest;
     } else {
-      reply.status = ReadError(count.status());
+      reply.status = ReadErrorForReply(count.status());
     }
   }
   Reply(from, header, reply);
@@ -285,7 +278,7 @@ void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
   ro.bounds = std::move(m.bounds);
   absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(m.set, ro);
   if (!reader.ok()) {
-    clock.status = ReadError(reader.status());
+    clock.status = ReadErrorForReply(reader.status());
     Reply(from, header, clock);
     return;
   }

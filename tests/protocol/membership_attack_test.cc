@@ -708,6 +708,40 @@ std::function<bool(const ManualCluster::Sent&)> OfPartition(uint32_t p) {
   };
 }
 
+// Ring 1 puts N = 3 on nodes {1, 2, 3}; ring 2 adds node 4, which takes
+// the place of one of them (the leaver) in partition p; A and B stay.
+struct LeaverCase {
+  Ring r1 = testing::RendezvousRing({1, 2, 3}, 1, 8, 3);
+  Ring r2 = testing::RendezvousRing({1, 2, 3, 4}, 2, 8, 3);
+  OneMove move = FindOneMove(r1, r2);
+  NodeId a = move.stay[0], b = move.stay[1], leaver = move.leaver;
+  std::string set = SetsOf(r1, move.p, 1)[0];
+};
+
+// A read's element names and its end.
+struct NamesRead final : ReadHandler {
+  void OnClock(const Clock&) override {}
+  void OnChunk(std::vector<ElementDots>* e,
+               std::function<void()> next) override {
+    for (const ElementDots& x : *e) names.insert(x.element);
+    next();
+  }
+  void OnDone(absl::Status s) override { status = s; }
+  std::set<std::string> names;
+  std::optional<absl::Status> status;
+};
+
+// Whether `node` drains its hand-off of partition `p` (to `peer`, if not 0).
+bool Draining(Node& node, uint32_t p, NodeId peer = 0) {
+  for (const PartitionMove& m : node.Moving()) {
+    if (m.partition == p && (peer == 0 || m.peer == peer) &&
+        m.state.find("draining") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST_CASE(
     "defect: a read counted a leaver and the node that took its place as two "
     "replicas and missed a write acknowledged by the other two") {
@@ -773,13 +807,10 @@ TEST_CASE(
   // node 4 serves: its list is {A, B, L}. A write through B reaches B and
   // (through L) node 4: W = 2. A's R = 2 query must not take L's replica,
   // frozen at the acceptance, for L's place: it would miss the write.
-  const Ring r1 = testing::RendezvousRing({1, 2, 3}, 1, 8, 3);
-  const Ring r2 = testing::RendezvousRing({1, 2, 3, 4}, 2, 8, 3);
-  const OneMove move = FindOneMove(r1, r2);
-  const NodeId a = move.stay[0], b = move.stay[1];
-  CAPTURE(move.p, move.leaver, a, b);
+  const LeaverCase k;
+  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
-  const std::string set = SetsOf(r1, move.p, 1)[0];
   REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
   c.QueueMembership(true);
   const auto proposal =
@@ -787,15 +818,7 @@ TEST_CASE(
   const auto slow = Or(proposal, And(OfType(MessageType::kMembership), To(a)));
   c.Hold(slow);
   InstallAll(c, 4, r2);
-  auto draining = [&] {
-    for (const PartitionMove& m : c.node(move.leaver).Moving()) {
-      if (m.partition == move.p &&
-          m.state.find("draining") != std::string::npos) {
-        return true;
-      }
-    }
-    return false;
-  };
+  auto draining = [&] { return Draining(c.node(leaver), move.p); };
   // The leaver's first proposal of p goes through (node 4 accepts); its
   // confirmation stays held.
   for (int i = 0; i < 400 && !draining(); ++i) {
@@ -821,17 +844,7 @@ TEST_CASE(
   if (got.has_value() && got->ok()) CHECK((*got)->all_present);
   // A read through A: the leaver refuses its fold, A and B answer. Every
   // fold's route ends with the read (a refused fold's route outlived it).
-  struct Done final : ReadHandler {
-    void OnClock(const Clock&) override {}
-    void OnChunk(std::vector<ElementDots>* e,
-                 std::function<void()> next) override {
-      for (const ElementDots& x : *e) names.insert(x.element);
-      next();
-    }
-    void OnDone(absl::Status s) override { status = s; }
-    std::set<std::string> names;
-    std::optional<absl::Status> status;
-  } read;
+  NamesRead read;
   ClusterReadOptions all = ro;
   c.node(a).Read(set, all, &read);
   for (int i = 0; i < 40 && !read.status.has_value(); ++i) c.Advance(50'000);
@@ -845,6 +858,151 @@ TEST_CASE(
   REQUIRE(got.has_value());
   REQUIRE(got->ok());
   CHECK((*got)->all_present);
+}
+
+TEST_CASE(
+    "defect: a read found no replacement for a stalled replica in a place "
+    "whose other node no longer serves") {
+  // Node 4 took leaver L's place in p and L let go, but node A has not
+  // heard it: A's list is {A, B, L, 4}, places {A}, {B}, {L, 4}. L answers
+  // "does not serve" (gone), so node 4 stands for its place alone. A's
+  // R = 2 read merges A and B; B stalls mid-read. Node 4 must replace B:
+  // before the fix, its gone place-mate kept it from counting as alone in
+  // its place, B was asked again, and the read timed out.
+  const LeaverCase k;
+  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  CAPTURE(move.p, leaver, a, b);
+  ManualCluster c(4, r1);
+  std::set<std::string> written;
+  for (int i = 0; i < 12; ++i) {
+    const std::string e = absl::StrCat("e", i);
+    REQUIRE(ManualWrite(c, a, set, UpdateOp::Add(e), 2).ok());
+    written.insert(e);
+  }
+  c.Settle();
+  // Node 4 takes L's place; L serves until it hears the acceptance.
+  const auto done_ack_to_leaver =
+      And(OfType(MessageType::kHandoffDoneAck), To(leaver));
+  c.Hold(done_ack_to_leaver);
+  InstallAll(c, 4, r2);
+  c.Advance(100'000, 40);
+  REQUIRE(c.node(a).ServingList(move.p).size() == 4);
+  // From now on A hears no gossip; L hears the acceptance and lets go.
+  c.QueueMembership(true);
+  const auto gossip_to_a = And(OfType(MessageType::kMembership), To(a));
+  c.Hold(gossip_to_a);
+  for (int i = 0; i < 100 && Has(c.node(leaver).ServingList(move.p), leaver);
+       ++i) {
+    c.Advance(50'000);
+  }
+  REQUIRE_FALSE(Has(c.node(leaver).ServingList(move.p), leaver));
+  REQUIRE(c.node(leaver).LocalReplica(move.p) == nullptr);
+  REQUIRE(Has(c.node(a).ServingList(move.p), leaver));
+  REQUIRE(Has(c.node(a).ServingList(move.p), 4));
+  // The read: node 4's clock comes late (A and B make the quorum), and B
+  // sends nothing after its first chunk.
+  // (A held message is asked again at every delivery round: B's count
+  // only grows, and node 4's clocks pass once released.)
+  int b_chunks = 0;
+  bool four_released = false;
+  c.Hold([&](const ManualCluster::Sent& s) {
+    if (gossip_to_a(s)) return true;
+    if (s.from == 4 && s.to == a && s.type() == MessageType::kReadClock) {
+      return !four_released;
+    }
+    return s.from == b && s.to == a && s.type() == MessageType::kReadChunk &&
+           ++b_chunks > 1;
+  });
+  NamesRead read;
+  ClusterReadOptions ro;
+  ro.r = 2;
+  ro.read_repair = false;
+  ro.batch_size = 2;
+  c.node(a).Read(set, ro, &read);
+  c.Advance(10'000, 3);
+  REQUIRE_FALSE(read.status.has_value());
+  // Node 4's clock arrives after the quorum: its fold is stopped.
+  four_released = true;
+  REQUIRE(c.DeliverOne([&](const ManualCluster::Sent& s) {
+    return s.from == 4 && s.type() == MessageType::kReadClock;
+  }));
+  c.Settle();
+  for (int i = 0; i < 60 && !read.status.has_value(); ++i) c.Advance(50'000);
+  REQUIRE(read.status.has_value());
+  CHECK(read.status->ok());
+  CHECK(read.names == written);
+  CHECK(Stat(c.node(a).stats(), "read.replica_switches") >= 1);
+  c.Unhold();
+  c.QueueMembership(false);
+}
+
+TEST_CASE(
+    "defect: a leaver draining a supplement applied the writes that reached "
+    "it and lost them when it let go") {
+  // Node 4 took leaver L's place in p and handed it on to node 5 (a later
+  // ring), all before L heard that its place was taken. L, restarted (its
+  // forwards were in memory), runs its data again to the holder, node 5,
+  // as a supplement. Once node 5 took it, L drains: a write that reaches L
+  // must go on to node 5. Before the fix L applied it to its own replica,
+  // which it then released: node 5 never had it.
+  const LeaverCase k;
+  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  const Ring r3 = testing::RendezvousRing({a, b, 5}, 3, 8, 3);
+  CAPTURE(move.p, leaver, a, b);
+  ManualCluster c(5, r1);
+  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
+  c.Settle();
+  const auto done_ack_to_leaver =
+      And(OfType(MessageType::kHandoffDoneAck), To(leaver));
+  c.Hold(done_ack_to_leaver);
+  InstallAll(c, 5, r2);
+  c.Advance(100'000, 40);
+  REQUIRE(Has(c.node(a).ServingList(move.p), 4));
+  // Node 4 hands the place on to node 5; L still has not heard.
+  InstallAll(c, 5, r3);
+  c.SetOpenRing(r3);
+  for (int i = 0; i < 200 && Has(c.node(a).ServingList(move.p), 4); ++i) {
+    c.Advance(50'000);
+  }
+  REQUIRE(Has(c.node(a).ServingList(move.p), 5));
+  REQUIRE_FALSE(Has(c.node(a).ServingList(move.p), 4));
+  REQUIRE(Has(c.node(leaver).ServingList(move.p), leaver));
+  // L restarts and proposes its supplement to node 5, which takes it; L's
+  // proposal sent again is slow.
+  const auto proposal =
+      And(And(OfType(MessageType::kHandoffDone), From(leaver)),
+          OfPartition(move.p));
+  c.Drop(done_ack_to_leaver);
+  c.Hold(proposal);
+  c.Restart(leaver, c.Now(leaver));
+  auto draining = [&] { return Draining(c.node(leaver), move.p, 5); };
+  for (int i = 0; i < 400 && !draining(); ++i) {
+    c.DeliverOne(proposal);
+    c.Advance(20'000);
+  }
+  REQUIRE(draining());
+  // A write through B whose direct copy to node 5 is lost: node 5 can only
+  // have it through L.
+  const auto direct_to_5 = And(OfType(MessageType::kReplicate), To(5));
+  c.Hold(Or(proposal, direct_to_5));
+  REQUIRE(Has(c.node(b).ServingList(move.p), leaver));
+  REQUIRE(ManualWrite(c, b, set, UpdateOp::Add("while-draining"), 2).ok());
+  c.Drop(direct_to_5);
+  REQUIRE(draining());
+  // L finishes and lets go; anti-entropy (every 10 s) has not run.
+  c.Unhold();
+  for (int i = 0; i < 100 && Has(c.node(leaver).ServingList(move.p), leaver);
+       ++i) {
+    c.Advance(20'000);
+  }
+  REQUIRE_FALSE(Has(c.node(leaver).ServingList(move.p), leaver));
+  Replica* five = c.node(5).LocalReplica(move.p);
+  REQUIRE(five != nullptr);
+  std::set<std::string> held;
+  for (const ElementDots& e : testing::ReadAll(*five, set)) {
+    held.insert(e.element);
+  }
+  CHECK(held == std::set<std::string>{"before", "while-draining"});
 }
 
 // ---- 2. Reordering and replay.

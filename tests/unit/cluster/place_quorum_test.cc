@@ -74,6 +74,34 @@ TEST_CASE("place quorum: a node that no longer serves leaves its place") {
   CHECK(pick.live_places == 1);
 }
 
+TEST_CASE(
+    "defect: a replica whose store lost a table file answered a read "
+    "NOT_FOUND, which a coordinator took for 'does not serve'") {
+  // LevelDB reports a missing table file as NotFound. Sent as it is, the
+  // coordinator counted the node as gone and let its place-mate stand for
+  // the place alone; the error must fail the place instead.
+  const absl::Status lost = absl::NotFoundError("000123.ldb: No such file");
+  const absl::Status sent = ReadErrorForReply(lost);
+  CHECK(absl::IsDataLoss(sent));
+  CHECK(sent.message() == lost.message());
+  CHECK(ReplyOfError(sent) == R::kFailed);
+  const std::vector<uint32_t> places = {0, 1, 1};
+  const std::vector<R> replies = {R::kFound, R::kFound, ReplyOfError(sent)};
+  const std::vector<size_t> order = {0, 1, 2};
+  const QuorumPick pick = PickQuorum(places, replies, order, 2);
+  CHECK(pick.outcome == Outcome::kUnavailable);
+  CHECK(pick.live_places == 1);
+  // Every other error travels unchanged, and the service's own NotFound
+  // ("does not serve") still means gone.
+  for (const absl::Status& s :
+       {absl::UnavailableError("draining"), absl::DataLossError("crc"),
+        absl::InternalError("io"), absl::InvalidArgumentError("bad")}) {
+    CHECK(ReadErrorForReply(s) == s);
+  }
+  CHECK(ReplyOfError(absl::NotFoundError("node 3 holds no replica")) ==
+        R::kGone);
+}
+
 TEST_CASE("place quorum: empty places make up the quorum once all answered") {
   const std::vector<uint32_t> places = {0, 1, 1};
   std::vector<R> replies = {R::kEmpty, R::kEmpty, R::kNone};
