@@ -46,10 +46,10 @@ class CoordinatorHost {
   virtual const std::vector<NodeId>& ServingList(uint32_t partition) const = 0;
   // The place of each node of ServingList(partition), by index (see
   // MembershipState::ServingPlaces): a leaver and the node that took its
-  // place share one. Quorums count places: a write's acknowledgements from
-  // one place count once, and a read takes a place only with the answers
-  // of all its nodes that still serve (together they hold what the place
-  // holds).
+  // place share one. Quorums count places: a write counts a place once
+  // all its nodes acknowledged, and a read takes a place only with the
+  // answers of all its nodes that still serve (together they hold what the
+  // place holds).
   virtual const std::vector<uint32_t>& ServingPlaces(
       uint32_t partition) const = 0;
   virtual uint64_t NowMicros() const = 0;
@@ -71,6 +71,12 @@ class CoordinatorHost {
   // a coordinator whose list names it is behind, and an answer or an
   // acknowledgement from it would count a replica that holds no place.
   virtual Replica* ServingReplica(uint32_t partition) = 0;
+  // ServingReplica, unless this node committed to hand its place over:
+  // what reads, queries and counts use. Once it committed, its receiver
+  // may take the place at any moment, and what this node passes on from
+  // then on (while it drains, and again after a restart that forgot it
+  // drained) is not in its replica.
+  virtual Replica* ReadableReplica(uint32_t partition) = 0;
   // Whether this node serves `partition` by its own account (also while
   // it hands it over and its replica is no longer used).
   virtual bool Serves(uint32_t partition) const = 0;

@@ -289,6 +289,15 @@ bool HandoffManager::HandingOver(uint32_t partition) const {
   return false;
 }
 
+bool HandoffManager::Committed(uint32_t partition) const {
+  for (const ServeEntry& e : membership_.own().entries) {
+    if (e.partition == partition && !e.departed && e.handing_to != 0) {
+      return true;
+    }
+  }
+  return membership_.ReplacedBy(partition).has_value();
+}
+
 bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
                                 const Delta& delta) {
   auto to = moved_to_.find(header.partition);

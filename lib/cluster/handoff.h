@@ -113,6 +113,12 @@ class HandoffManager {
   // Whether this node's receiver accepted its transfer of `partition` and
   // the last forwards drain: the replica is no longer used.
   bool HandingOver(uint32_t partition) const;
+  // Whether this node committed to hand its place in `partition` over (its
+  // own state names a receiver), or its view shows its place taken. Its
+  // receiver may have accepted, and then this node may have passed writes
+  // on that its replica lacks: after a restart while draining, say, or
+  // after the receiver lost what it accepted. Reads do not use its replica.
+  bool Committed(uint32_t partition) const;
   // See CoordinatorHost::ProxyDelta.
   bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta);
   // At open: a partition this node does not host but still has keys of

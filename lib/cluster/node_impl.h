@@ -106,6 +106,9 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   Replica* ServingReplica(uint32_t partition) override {
     return handoff_.Serves(partition) ? LocalReplica(partition) : nullptr;
   }
+  Replica* ReadableReplica(uint32_t partition) override {
+    return handoff_.Committed(partition) ? nullptr : ServingReplica(partition);
+  }
   bool Serves(uint32_t partition) const override {
     return handoff_.Serves(partition);
   }

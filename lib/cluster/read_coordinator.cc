@@ -66,7 +66,7 @@ void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
 bool ReadCoordinator::OpenLocal(size_t i, const ElementBounds& bounds) {
   Slot& slot = slots_[i];
   if (slot.node != host_->node_id()) return false;
-  Replica* replica = host_->LocalReplica(partition_);
+  Replica* replica = host_->ReadableReplica(partition_);
   if (replica == nullptr) return false;
   SetReadOptions ro;
   ro.batch_size = options_.batch_size;

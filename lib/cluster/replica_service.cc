@@ -29,9 +29,10 @@ absl::Status WrongPartition(std::string_view set, uint32_t partition) {
 absl::Status ReplicaService::NoReadableReplica(uint32_t partition) const {
   const NodeId self = host_->node_id();
   if (host_->Serves(partition)) {
-    // Handing over: its writes go on to the node that took its place, so
-    // its replica alone is not the place's; nor is that node's, until the
-    // forwards drain (docs/DESIGN.md, "Quorums count places").
+    // Handing over, or committed to: its writes go (or may have gone) on
+    // to the node that took its place, so its replica alone is not the
+    // place's; nor is that node's, until the forwards drain
+    // (docs/DESIGN.md, "Quorums count places").
     return absl::UnavailableError(
         absl::StrCat("node ", self, " hands partition ", partition, " over"));
   }
@@ -215,7 +216,7 @@ void ReplicaService::Fence(const FoldKey& key) {
 void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
                                  msg::Query& m) {
   msg::QueryReply reply;
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     reply.status = NoReadableReplica(header.partition);
     host_->hooks().TellMoved(from, header.partition);
@@ -234,7 +235,7 @@ void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
 void ReplicaService::HandleCount(NodeId from, const MessageHeader& header,
                                  msg::Count& m) {
   msg::CountReply reply;
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     reply.status = NoReadableReplica(header.partition);
     host_->hooks().TellMoved(from, header.partition);
@@ -265,7 +266,7 @@ void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
     return;
   }
   msg::ReadClock clock;
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     clock.status = NoReadableReplica(header.partition);
     host_->hooks().TellMoved(from, header.partition);

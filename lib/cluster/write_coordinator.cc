@@ -244,6 +244,15 @@ void WriteCoordinator::OnReplicateAck(uint64_t request_id, NodeId from,
     // its own never coordinated the write, and now never will (fenced).
     heard_[index] = true;
     Ack(index);
+    // A node that passed the delta on to the node that took its place
+    // answers for that place: both of them have it (the one that passed it
+    // on refuses reads from now on). Of another place, it answers only for
+    // the node that applied it.
+    const int relay = IndexOf(from);
+    if (relay >= 0 && relay != index && places_[relay] == places_[index]) {
+      heard_[relay] = true;
+      Ack(relay);
+    }
   } else {
     for (Extra& e : extras_) {
       if (e.id == request_id && !e.acked[index]) {
@@ -316,10 +325,15 @@ void WriteCoordinator::Ack(int index) {
   acked_[index] = true;
   ++acks_;
   const uint32_t place = places_[index];
-  if (!place_acked_[place]) {
-    place_acked_[place] = true;
-    ++place_acks_;
+  if (place_acked_[place]) return;
+  // A place counts once every node of it has the write: a reader whose
+  // view lists only one of them (it has not heard who took the place, or
+  // it no longer lists the leaver) reads that one alone.
+  for (size_t i = 0; i < places_.size(); ++i) {
+    if (places_[i] == place && !acked_[i]) return;
   }
+  place_acked_[place] = true;
+  ++place_acks_;
 }
 
 void WriteCoordinator::OnTick(uint64_t now) {

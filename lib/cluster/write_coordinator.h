@@ -61,7 +61,7 @@ class WriteCoordinator : public Coordinator {
   // `applied_by` is the node that applied it: `from`, or the node `from`
   // passed it on to (it handed the partition over), which counts in its
   // own place if the write asked it too, so that W acknowledgements are W
-  // distinct replicas.
+  // distinct replicas; `from` counts too if it shares that place.
   void OnReplicateAck(uint64_t request_id, NodeId from, NodeId applied_by,
                       const absl::Status& status);
   // A given-up candidate applied the chosen delta and had coordinated the
@@ -126,7 +126,7 @@ class WriteCoordinator : public Coordinator {
   int acks_ = 0;
   // The place of each preference index (a leaver and the node that took
   // its place share one: the leaver's data ends up on the taker alone), and
-  // the places that acknowledged: W counts places.
+  // the places every node of which acknowledged: W counts places.
   absl::InlinedVector<uint32_t, 8> places_;
   absl::InlinedVector<bool, 8> place_acked_;
   int place_acks_ = 0;

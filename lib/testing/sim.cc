@@ -169,6 +169,16 @@ void Simulator::Heal() {
   Trace(absl::StrCat("t=", now_, " heal"));
 }
 
+void Simulator::SlowLink(NodeId from, NodeId to, uint64_t extra_micros) {
+  if (extra_micros == 0) {
+    slow_links_.erase({from, to});
+  } else {
+    slow_links_[{from, to}] = extra_micros;
+  }
+  Trace(absl::StrCat("t=", now_, " slow link ", from, "->", to, " +",
+                     extra_micros, "us"));
+}
+
 absl::Status Simulator::Crash(NodeId id) {
   NodeSlot* found = SlotOf(id);
   if (found == nullptr) return absl::NotFoundError("no such node");
@@ -367,6 +377,10 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
   for (int copy = 0; copy < (dup ? 2 : 1); ++copy) {
     Event e;
     uint64_t time = now_ + Latency();
+    if (!slow_links_.empty()) {
+      auto slow = slow_links_.find({from, to});
+      if (slow != slow_links_.end()) time += slow->second;
+    }
     if (stall_ > 0 && std::uniform_real_distribution<double>()(rng_) < stall_) {
       ++stalled_;
       time += std::uniform_int_distribution<uint64_t>(

@@ -1005,6 +1005,128 @@ TEST_CASE(
   CHECK(held == std::set<std::string>{"before", "while-draining"});
 }
 
+TEST_CASE(
+    "defect: a write counted a place through the node that took it while "
+    "the leaver lacked the write, and a reader that had not heard of the "
+    "taker missed it") {
+  // Node 4 took leaver L's place in p; L has not heard so and serves. Node
+  // A knows (its list is {A, B, L, 4}: places {A}, {B}, {L, 4}); node B
+  // does not (its list is {A, B, L}). A write through A reaches A and node
+  // 4; its copies to L and B are slow. Counting the place {L, 4} through
+  // node 4 made W = 2, yet B's R = 2 read, answered by B and L, missed the
+  // write. A place counts once every node of it has the write.
+  const LeaverCase k;
+  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  CAPTURE(move.p, leaver, a, b);
+  ManualCluster c(4, r1);
+  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
+  c.QueueMembership(true);
+  const auto slow = Or(And(OfType(MessageType::kHandoffDoneAck), To(leaver)),
+                       And(OfType(MessageType::kMembership), To(b)));
+  c.Hold(slow);
+  InstallAll(c, 4, r2);
+  for (int i = 0; i < 100 && c.node(a).ServingList(move.p).size() < 4; ++i) {
+    c.Advance(50'000);
+  }
+  REQUIRE(c.node(a).ServingList(move.p).size() == 4);
+  REQUIRE_FALSE(Has(c.node(b).ServingList(move.p), 4));
+  REQUIRE(Has(c.node(leaver).ServingList(move.p), leaver));
+  // The write: its copies to L and B are slow.
+  const auto slow_copies =
+      And(OfType(MessageType::kReplicate), Or(To(leaver), To(b)));
+  c.Hold(Or(slow, slow_copies));
+  ClusterWriteOptions wo;
+  wo.w = 2;
+  std::optional<absl::StatusOr<Delta>> wrote;
+  c.node(a).Update(set, {UpdateOp::Add("acked")}, wo,
+                   [&](absl::StatusOr<Delta> d) { wrote = std::move(d); });
+  c.Advance(50'000, 4);
+  // Acknowledged, it must be seen by B's R = 2 read (A's answer slow).
+  c.Hold(Or(Or(slow, slow_copies),
+            And(OfType(MessageType::kQueryReply), From(a))));
+  ClusterReadOptions ro;
+  ro.r = 2;
+  ro.read_repair = false;
+  std::optional<absl::StatusOr<Membership>> got;
+  c.node(b).ContainsAll(set, {"before", "acked"}, ro,
+                        [&](absl::StatusOr<Membership> m) { got = m; });
+  c.Advance(50'000, 4);
+  if (wrote.has_value() && wrote->ok()) {
+    REQUIRE(got.has_value());
+    REQUIRE(got->ok());
+    CHECK((*got)->all_present);
+  }
+  // Not acknowledged while the leaver lacks it; once the copies arrive it
+  // is.
+  CHECK_FALSE(wrote.has_value());
+  c.Unhold();
+  c.QueueMembership(false);
+  for (int i = 0; i < 100 && !(wrote.has_value() && got.has_value()); ++i) {
+    c.Advance(50'000);
+  }
+  REQUIRE(wrote.has_value());
+  CHECK(wrote->ok());
+  REQUIRE(got.has_value());
+  CHECK(got->ok());
+}
+
+TEST_CASE(
+    "defect: a leaver restarted while it drained answered reads from a "
+    "replica that lacked what it had passed on") {
+  // Leaver L drains (node 4 took its place): a write through B reaches B
+  // and, through L, node 4 (W = 2); L's replica lacks it. L restarts: its
+  // drain was in memory, so it runs its hand-off again and, before the
+  // fix, served reads from its replica. A, whose view has not heard of
+  // node 4 (list {A, B, L}), then answered an R = 2 query from itself and
+  // L without the write. A node that committed to hand its place over
+  // refuses reads.
+  const LeaverCase k;
+  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  CAPTURE(move.p, leaver, a, b);
+  ManualCluster c(4, r1);
+  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
+  c.QueueMembership(true);
+  const auto proposal = And(OfType(MessageType::kHandoffDone), From(leaver));
+  const auto slow = Or(proposal, And(OfType(MessageType::kMembership), To(a)));
+  c.Hold(slow);
+  InstallAll(c, 4, r2);
+  for (int i = 0; i < 400 && !Draining(c.node(leaver), move.p); ++i) {
+    c.DeliverOne(And(proposal, OfPartition(move.p)));
+    c.Advance(20'000);
+  }
+  REQUIRE(Draining(c.node(leaver), move.p));
+  REQUIRE_FALSE(Has(c.node(a).ServingList(move.p), 4));
+  // B's write: its copy to A is slow; the one to node 4 is lost, so node 4
+  // has it through L only.
+  const auto to_a = And(OfType(MessageType::kReplicate), To(a));
+  const auto direct_to_4 =
+      And(And(OfType(MessageType::kReplicate), To(4)), From(b));
+  c.Hold(Or(Or(slow, to_a), direct_to_4));
+  REQUIRE(ManualWrite(c, b, set, UpdateOp::Add("acked"), 2).ok());
+  c.Drop(direct_to_4);
+  // L restarts; its proposals stay slow, so it does not finish.
+  c.SetOpenRing(r2);
+  c.Restart(leaver, c.Now(leaver));
+  c.Advance(50'000, 4);
+  REQUIRE(Has(c.node(leaver).ServingList(move.p), leaver));
+  // A's query: B's answer is slow.
+  c.Hold(Or(Or(slow, to_a), And(OfType(MessageType::kQueryReply), From(b))));
+  ClusterReadOptions ro;
+  ro.r = 2;
+  ro.read_repair = false;
+  std::optional<absl::StatusOr<Membership>> got;
+  c.node(a).ContainsAll(set, {"before", "acked"}, ro,
+                        [&](absl::StatusOr<Membership> m) { got = m; });
+  c.Advance(50'000, 4);
+  if (got.has_value() && got->ok()) CHECK((*got)->all_present);
+  c.Unhold();
+  c.QueueMembership(false);
+  for (int i = 0; i < 100 && !got.has_value(); ++i) c.Advance(50'000);
+  REQUIRE(got.has_value());
+  REQUIRE(got->ok());
+  CHECK((*got)->all_present);
+}
+
 // ---- 2. Reordering and replay.
 
 // A manual cluster whose messages (gossip included) are delivered in a

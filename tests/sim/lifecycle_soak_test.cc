@@ -67,6 +67,7 @@ struct Totals {
   uint64_t transfers = 0;
   uint64_t slowest_settle = 0, total_settle = 0;
   uint64_t supplements = 0, receiver_restarts = 0, flaps = 0;
+  uint64_t slow_links = 0;
 };
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
@@ -103,8 +104,16 @@ std::string Describe(Simulator& sim) {
 
 class History {
  public:
-  History(uint64_t seed, bool power, Totals* totals)
-      : seed_(seed), power_(power), totals_(totals), rng_(seed * 31 + power) {
+  // `slow_links`: now and then one direction of one link is slow for a
+  // while (its own random sequence, so that the other faults of a seed
+  // stay as they were).
+  History(uint64_t seed, bool power, Totals* totals, bool slow_links = false)
+      : seed_(seed),
+        power_(power),
+        slow_links_(slow_links),
+        totals_(totals),
+        rng_(seed * 31 + power),
+        slow_rng_(seed * 37 + 11) {
     SimOptions o;
     o.seed = seed;
     o.nodes = 5;
@@ -139,6 +148,7 @@ class History {
       Faults();
       if (!late_.empty() && --late_in_ <= 0) InstallLate();
       if (Uniform(rng_, 0, 24) == 0) Change();
+      if (slow_links_) SlowLinks();
       if (check_copies_in_ > 0 && --check_copies_in_ == 0) CheckCopies();
     }
     Settle();
@@ -253,6 +263,25 @@ class History {
         REQUIRE(sim_->Crash(down_).ok());
       }
     }
+  }
+
+  // One direction of one link at a time is slow (100 ms to 1.5 s more),
+  // for a few operations: the node at its end hears gossip late, so its
+  // view lags the others' while writes and reads go on through it.
+  void SlowLinks() {
+    if (slow_for_ > 0) {
+      if (--slow_for_ == 0) sim_->SlowLink(slow_.first, slow_.second, 0);
+      return;
+    }
+    if (Uniform(slow_rng_, 0, 5) != 0) return;
+    const NodeId n = sim_->node_count();
+    const NodeId from = static_cast<NodeId>(Uniform(slow_rng_, 1, n));
+    NodeId to = static_cast<NodeId>(Uniform(slow_rng_, 1, n - 1));
+    if (to >= from) ++to;
+    slow_ = {from, to};
+    slow_for_ = static_cast<int>(Uniform(slow_rng_, 3, 30));
+    sim_->SlowLink(from, to, Uniform(slow_rng_, 100'000, 1'500'000));
+    ++totals_->slow_links;
   }
 
   // A node joins (the next id) or a member leaves; the ring goes to every
@@ -413,6 +442,8 @@ class History {
   void Settle() {
     if (!late_.empty()) InstallLate();
     sim_->Heal();
+    if (slow_for_ > 0) sim_->SlowLink(slow_.first, slow_.second, 0);
+    slow_for_ = 0;
     sim_->SetLoss(0);
     sim_->SetDuplicate(0);
     if (down_ != 0) REQUIRE(sim_->Restart(down_).ok());
@@ -453,8 +484,12 @@ class History {
 
   const uint64_t seed_;
   const bool power_;
+  const bool slow_links_;
   Totals* const totals_;
   Rng rng_;
+  Rng slow_rng_;
+  std::pair<NodeId, NodeId> slow_;
+  int slow_for_ = 0;
   std::unique_ptr<Simulator> sim_;
   Model model_;
   std::map<std::pair<std::string, std::string>, uint64_t> acked_at_;
@@ -476,7 +511,8 @@ void Report(const char* name, const Totals& t) {
             << t.changes << " membership changes (" << t.flaps
             << " seen removed and back by one node first), " << t.crashes
             << " nodes down (" << t.power_losses << " power losses, "
-            << t.clean_stops << " clean stops), " << t.copy_checks
+            << t.clean_stops << " clean stops), " << t.slow_links
+            << " slow one-way links, " << t.copy_checks
             << " single-replica checks, " << t.transfers << " transfers, "
             << t.receiver_restarts
             << " runs restarted for a receiver restart; settle: slowest "
@@ -501,6 +537,26 @@ TEST_CASE(
     History(seed, /*power=*/true, &totals).Run(300);
   }
   Report("lifecycle soak, power losses", totals);
+}
+
+// Hidden (run it by name): it finds an open defect. With slow one-way
+// links, a clear acknowledged by W = 2 is later missed: in seed 1592590375
+// (crashes only) the clear of e34 in s5 reached nodes 2 and 3 while node
+// 1, the add's other copy, was down; within one operation, with node 1
+// still down, nodes 2 and 3 held the element's key again, uncovered, and
+// a later read returned it. Seeds 1592590391 and 1592590426 fail alike,
+// with or without the write-side place rule. Not yet diagnosed; the test
+// joins the others once it is fixed.
+TEST_CASE(
+    "lifecycle soak: slow one-way links (lagging views) with crashes and "
+    "power losses during changes converge",
+    "[.][open-defect]") {
+  Totals totals;
+  for (uint64_t seed : Seeds(2)) {
+    History(seed, /*power=*/false, &totals, /*slow_links=*/true).Run(300);
+    History(seed, /*power=*/true, &totals, /*slow_links=*/true).Run(300);
+  }
+  Report("lifecycle soak, slow links", totals);
 }
 
 TEST_CASE(

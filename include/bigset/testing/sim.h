@@ -41,6 +41,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -147,6 +148,11 @@ class BIGSET_EXPORT Simulator {
   // Only nodes within one group can talk; nodes in no group are isolated.
   void Partition(const std::vector<std::vector<NodeId>>& groups);
   void Heal();
+  // Every message from `from` to `to` (one direction only) arrives
+  // `extra_micros` later than its latency says, as over a congested link;
+  // 0 makes the link normal again. Views lag across such a link (its
+  // gossip is late) while the other direction and other links flow.
+  void SlowLink(NodeId from, NodeId to, uint64_t extra_micros);
   void SetCorruption(double p) { corrupt_ = p; }
   // Kills a node: its Node object, timers and in-flight messages are gone;
   // its store is closed (without a clean shutdown) and survives.
@@ -302,6 +308,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t min_latency_;
   uint64_t max_latency_;
   std::vector<int> group_;  // By node id - 1; empty: no partition.
+  std::map<std::pair<NodeId, NodeId>, uint64_t> slow_links_;  // -> extra.
   uint64_t events_ = 0;
   uint64_t delivered_ = 0;
   uint64_t bytes_delivered_ = 0;
