@@ -742,6 +742,27 @@ bool Draining(Node& node, uint32_t p, NodeId peer = 0) {
   return false;
 }
 
+// Leaver L drains its hand-off of p to node 4 (node 4 accepted its place;
+// L's confirmation is held), and node A hears no gossip: A's list stays
+// {A, B, L}. Returns what stays held (L's proposals, gossip to A).
+std::function<bool(const ManualCluster::Sent&)> DrainUnknownToA(
+    ManualCluster& c, const LeaverCase& k) {
+  c.QueueMembership(true);
+  const auto proposal = And(OfType(MessageType::kHandoffDone), From(k.leaver));
+  auto slow = Or(proposal, And(OfType(MessageType::kMembership), To(k.a)));
+  c.Hold(slow);
+  InstallAll(c, 4, k.r2);
+  // The leaver's first proposal of p goes through (node 4 accepts); its
+  // confirmation stays held.
+  for (int i = 0; i < 400 && !Draining(c.node(k.leaver), k.move.p); ++i) {
+    c.DeliverOne(And(proposal, OfPartition(k.move.p)));
+    c.Advance(20'000);
+  }
+  REQUIRE(Draining(c.node(k.leaver), k.move.p));
+  REQUIRE_FALSE(Has(c.node(k.a).ServingList(k.move.p), 4));
+  return slow;
+}
+
 TEST_CASE(
     "defect: a read counted a leaver and the node that took its place as two "
     "replicas and missed a write acknowledged by the other two") {
@@ -812,25 +833,11 @@ TEST_CASE(
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
-  c.QueueMembership(true);
-  const auto proposal =
-      And(OfType(MessageType::kHandoffDone), From(move.leaver));
-  const auto slow = Or(proposal, And(OfType(MessageType::kMembership), To(a)));
-  c.Hold(slow);
-  InstallAll(c, 4, r2);
-  auto draining = [&] { return Draining(c.node(leaver), move.p); };
-  // The leaver's first proposal of p goes through (node 4 accepts); its
-  // confirmation stays held.
-  for (int i = 0; i < 400 && !draining(); ++i) {
-    c.DeliverOne(And(proposal, OfPartition(move.p)));
-    c.Advance(20'000);
-  }
-  REQUIRE(draining());
-  REQUIRE_FALSE(Has(c.node(a).ServingList(move.p), 4));
+  const auto slow = DrainUnknownToA(c, k);
   // B's write: its copy to A is slow.
   c.Hold(Or(slow, And(OfType(MessageType::kReplicate), To(a))));
   REQUIRE(ManualWrite(c, b, set, UpdateOp::Add("acked"), 2).ok());
-  REQUIRE(draining());
+  REQUIRE(Draining(c.node(leaver), move.p));
   // A's query: B's answer is slow.
   c.Hold(Or(Or(slow, And(OfType(MessageType::kReplicate), To(a))),
             And(OfType(MessageType::kQueryReply), From(b))));
@@ -1085,17 +1092,7 @@ TEST_CASE(
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
-  c.QueueMembership(true);
-  const auto proposal = And(OfType(MessageType::kHandoffDone), From(leaver));
-  const auto slow = Or(proposal, And(OfType(MessageType::kMembership), To(a)));
-  c.Hold(slow);
-  InstallAll(c, 4, r2);
-  for (int i = 0; i < 400 && !Draining(c.node(leaver), move.p); ++i) {
-    c.DeliverOne(And(proposal, OfPartition(move.p)));
-    c.Advance(20'000);
-  }
-  REQUIRE(Draining(c.node(leaver), move.p));
-  REQUIRE_FALSE(Has(c.node(a).ServingList(move.p), 4));
+  const auto slow = DrainUnknownToA(c, k);
   // B's write: its copy to A is slow; the one to node 4 is lost, so node 4
   // has it through L only.
   const auto to_a = And(OfType(MessageType::kReplicate), To(a));
