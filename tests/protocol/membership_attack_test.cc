@@ -829,7 +829,10 @@ TEST_CASE(
   // (through L) node 4: W = 2. A's R = 2 query must not take L's replica,
   // frozen at the acceptance, for L's place: it would miss the write.
   const LeaverCase k;
-  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  const Ring& r1 = k.r1;
+  const OneMove& move = k.move;
+  const NodeId a = k.a, b = k.b, leaver = k.leaver;
+  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
@@ -877,7 +880,11 @@ TEST_CASE(
   // before the fix, its gone place-mate kept it from counting as alone in
   // its place, B was asked again, and the read timed out.
   const LeaverCase k;
-  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  const Ring& r1 = k.r1;
+  const Ring& r2 = k.r2;
+  const OneMove& move = k.move;
+  const NodeId a = k.a, b = k.b, leaver = k.leaver;
+  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   std::set<std::string> written;
@@ -953,7 +960,11 @@ TEST_CASE(
   // must go on to node 5. Before the fix L applied it to its own replica,
   // which it then released: node 5 never had it.
   const LeaverCase k;
-  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  const Ring& r1 = k.r1;
+  const Ring& r2 = k.r2;
+  const OneMove& move = k.move;
+  const NodeId a = k.a, b = k.b, leaver = k.leaver;
+  const std::string& set = k.set;
   const Ring r3 = testing::RendezvousRing({a, b, 5}, 3, 8, 3);
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(5, r1);
@@ -1023,7 +1034,11 @@ TEST_CASE(
   // node 4 made W = 2, yet B's R = 2 read, answered by B and L, missed the
   // write. A place counts once every node of it has the write.
   const LeaverCase k;
-  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  const Ring& r1 = k.r1;
+  const Ring& r2 = k.r2;
+  const OneMove& move = k.move;
+  const NodeId a = k.a, b = k.b, leaver = k.leaver;
+  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
@@ -1088,7 +1103,11 @@ TEST_CASE(
   // L without the write. A node that committed to hand its place over
   // refuses reads.
   const LeaverCase k;
-  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  const Ring& r1 = k.r1;
+  const Ring& r2 = k.r2;
+  const OneMove& move = k.move;
+  const NodeId a = k.a, b = k.b, leaver = k.leaver;
+  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
