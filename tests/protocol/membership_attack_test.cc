@@ -763,6 +763,30 @@ std::function<bool(const ManualCluster::Sent&)> DrainUnknownToA(
   return slow;
 }
 
+// An R = 2 query of "before" and "acked" through `via` (read repair off),
+// started while some answers are held: answered then, it must see both;
+// after Finish (everything delivered), it must answer and see both.
+struct HeldQuery {
+  std::optional<absl::StatusOr<Membership>> got;
+  void Start(ManualCluster& c, NodeId via, const std::string& set) {
+    ClusterReadOptions ro;
+    ro.r = 2;
+    ro.read_repair = false;
+    c.node(via).ContainsAll(set, {"before", "acked"}, ro,
+                            [this](absl::StatusOr<Membership> m) { got = m; });
+    c.Advance(50'000, 4);
+    if (got.has_value() && got->ok()) CHECK((*got)->all_present);
+  }
+  void Finish(ManualCluster& c) {
+    c.Unhold();
+    c.QueueMembership(false);
+    for (int i = 0; i < 100 && !got.has_value(); ++i) c.Advance(50'000);
+    REQUIRE(got.has_value());
+    REQUIRE(got->ok());
+    CHECK((*got)->all_present);
+  }
+};
+
 TEST_CASE(
     "defect: a read counted a leaver and the node that took its place as two "
     "replicas and missed a write acknowledged by the other two") {
@@ -844,30 +868,21 @@ TEST_CASE(
   // A's query: B's answer is slow.
   c.Hold(Or(Or(slow, And(OfType(MessageType::kReplicate), To(a))),
             And(OfType(MessageType::kQueryReply), From(b))));
-  ClusterReadOptions ro;
-  ro.r = 2;
-  ro.read_repair = false;
-  std::optional<absl::StatusOr<Membership>> got;
-  c.node(a).ContainsAll(set, {"before", "acked"}, ro,
-                        [&](absl::StatusOr<Membership> m) { got = m; });
-  c.Advance(50'000, 4);
-  if (got.has_value() && got->ok()) CHECK((*got)->all_present);
+  HeldQuery query;
+  query.Start(c, a, set);
   // A read through A: the leaver refuses its fold, A and B answer. Every
   // fold's route ends with the read (a refused fold's route outlived it).
   NamesRead read;
-  ClusterReadOptions all = ro;
+  ClusterReadOptions all;
+  all.r = 2;
+  all.read_repair = false;
   c.node(a).Read(set, all, &read);
   for (int i = 0; i < 40 && !read.status.has_value(); ++i) c.Advance(50'000);
   REQUIRE(read.status.has_value());
   REQUIRE(read.status->ok());
   CHECK(read.names == std::set<std::string>{"acked", "before"});
   CHECK(Stat(c.node(a).stats(), "read.fold_routes") == 0);
-  c.Unhold();
-  c.QueueMembership(false);
-  for (int i = 0; i < 100 && !got.has_value(); ++i) c.Advance(50'000);
-  REQUIRE(got.has_value());
-  REQUIRE(got->ok());
-  CHECK((*got)->all_present);
+  query.Finish(c);
 }
 
 TEST_CASE(
@@ -1127,20 +1142,9 @@ TEST_CASE(
   REQUIRE(Has(c.node(leaver).ServingList(move.p), leaver));
   // A's query: B's answer is slow.
   c.Hold(Or(Or(slow, to_a), And(OfType(MessageType::kQueryReply), From(b))));
-  ClusterReadOptions ro;
-  ro.r = 2;
-  ro.read_repair = false;
-  std::optional<absl::StatusOr<Membership>> got;
-  c.node(a).ContainsAll(set, {"before", "acked"}, ro,
-                        [&](absl::StatusOr<Membership> m) { got = m; });
-  c.Advance(50'000, 4);
-  if (got.has_value() && got->ok()) CHECK((*got)->all_present);
-  c.Unhold();
-  c.QueueMembership(false);
-  for (int i = 0; i < 100 && !got.has_value(); ++i) c.Advance(50'000);
-  REQUIRE(got.has_value());
-  REQUIRE(got->ok());
-  CHECK((*got)->all_present);
+  HeldQuery query;
+  query.Start(c, a, set);
+  query.Finish(c);
 }
 
 // ---- 2. Reordering and replay.
