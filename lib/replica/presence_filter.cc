@@ -1,6 +1,11 @@
 #include "replica/presence_filter.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include "core/digest.h"
 
@@ -10,7 +15,7 @@ namespace {
 
 // 20 bits per element and 12 probes in one 512-bit block: a false positive
 // costs a seek (tens of microseconds on a large store), so the rate is kept
-// near 0.05% per full layer (measured: tests/presence_filter_test.cc).
+// near 0.05% per full layer (tests/unit/replica/presence_filter_test.cc).
 constexpr uint64_t kBitsPerElement = 20;
 constexpr int kProbes = 12;
 // Each layer is this many times larger than the previous one: few layers
@@ -46,6 +51,12 @@ struct Probes {
   uint16_t bit[kProbes];
 };
 
+// Layers of at least this size are aligned to it and asked for
+// transparent huge pages: an insert probes a random block of every layer,
+// and with 4 KiB pages the probe of a multi-megabyte layer also misses the
+// TLB (a page walk, costlier still in a virtual machine).
+constexpr size_t kHugePage = size_t{2} << 20;
+
 // The block of `hash` in layer `layer` of `blocks` blocks.
 uint64_t BlockIn(uint64_t hash, size_t layer, uint64_t blocks) {
   return BlockOf(Mix(hash + (layer + 1) * 0x9e3779b97f4a7c15ULL), blocks);
@@ -66,12 +77,29 @@ size_t PresenceFilter::LayerBytes(uint64_t capacity) {
   return blocks * kBlockWords * sizeof(uint64_t);
 }
 
+void PresenceFilter::FreeWords::operator()(uint64_t* words) const {
+  std::free(words);
+}
+
+uint64_t* PresenceFilter::AllocateWords(size_t bytes) {
+  void* p = nullptr;
+  const size_t align = bytes >= kHugePage ? kHugePage : 64;
+  if (posix_memalign(&p, align, bytes) != 0) throw std::bad_alloc();
+  if (align == kHugePage) {
+    // Advice only: without huge pages the layer works the same.
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+  }
+  std::memset(p, 0, bytes);
+  return static_cast<uint64_t*>(p);
+}
+
 void PresenceFilter::AddLayer(uint64_t capacity) {
   Layer& layer = layers_.emplace_back();
   layer.capacity = capacity;
-  layer.blocks = LayerBytes(capacity) / (kBlockWords * sizeof(uint64_t));
-  layer.words.assign(layer.blocks * kBlockWords, 0);
-  bytes_ += layer.words.size() * sizeof(uint64_t);
+  const size_t bytes = LayerBytes(capacity);
+  layer.blocks = bytes / (kBlockWords * sizeof(uint64_t));
+  layer.words.reset(AllocateWords(bytes));
+  bytes_ += bytes;
 }
 
 size_t PresenceFilter::GrowthBytes() const {
@@ -105,6 +133,14 @@ bool PresenceFilter::MayContain(uint64_t hash) const {
     if (all) return true;
   }
   return false;
+}
+
+void PresenceFilter::Prefetch(uint64_t hash) const {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = layers_[i];
+    __builtin_prefetch(
+        &layer.words[BlockIn(hash, i, layer.blocks) * kBlockWords]);
+  }
 }
 
 void PresenceFilter::Add(uint64_t hash) {

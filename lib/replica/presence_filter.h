@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,9 @@ class PresenceFilter {
   static uint64_t Hash(std::string_view element);
 
   bool MayContain(uint64_t hash) const;
+  // Starts loading the blocks MayContain(hash) reads, so that their cache
+  // misses overlap the caller's work until then. Changes nothing.
+  void Prefetch(uint64_t hash) const;
   void Add(uint64_t hash);
   // Starts loading the cache line Add(hash) will set, so that a caller
   // adding many elements overlaps their cache misses. Changes nothing.
@@ -47,8 +51,12 @@ class PresenceFilter {
   size_t GrowthBytes() const;
 
  private:
+  struct FreeWords {
+    void operator()(uint64_t* words) const;
+  };
   struct Layer {
-    std::vector<uint64_t> words;  // Blocks of kBlockWords words.
+    // Blocks of kBlockWords words, zeroed (AllocateWords).
+    std::unique_ptr<uint64_t[], FreeWords> words;
     uint64_t blocks = 0;
     uint64_t capacity = 0;
     uint64_t added = 0;
@@ -56,6 +64,7 @@ class PresenceFilter {
   static constexpr uint64_t kBlockWords = 8;  // One 64-byte cache line.
   static constexpr uint64_t kMinCapacity = 1024;
   static size_t LayerBytes(uint64_t capacity);
+  static uint64_t* AllocateWords(size_t bytes);
   void AddLayer(uint64_t capacity);
 
   uint64_t first_capacity_;

@@ -515,6 +515,23 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
     from_replica |= op.context_from_replica;
   }
 
+  StateChanges changes;
+  // Counts, and contexts taken from the replica, need each element's live
+  // dots; without them a remove looks up the keys it deletes (digests) or
+  // deletes blindly.
+  const bool track_live = options_.keep_counts || from_replica;
+  changes.track_keys = ops.size() > 1 && !track_live;
+  changes.one_element = ops.size() == 1;
+  if (absl::Status s = PrepareLiveness(stripe, set, state, &changes); !s.ok()) {
+    stripe.cache->Erase(set);
+    return s;
+  }
+  // A large set's filter misses the cache: its loads start now, under the
+  // delta's and the batch's setup.
+  if (track_live && changes.one_element) {
+    StartPresenceProbe(ops.front().element, &changes);
+  }
+
   Delta delta;
   delta.set.assign(set);
   delta.ops.reserve(ops.size());
@@ -526,17 +543,6 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
     size_t bytes = 64 + set.size();
     for (const UpdateOp& op : ops) bytes += 48 + set.size() + op.element.size();
     batch.Reserve(bytes);
-  }
-  StateChanges changes;
-  // Counts, and contexts taken from the replica, need each element's live
-  // dots; without them a remove looks up the keys it deletes (digests) or
-  // deletes blindly.
-  const bool track_live = options_.keep_counts || from_replica;
-  changes.track_keys = ops.size() > 1 && !track_live;
-  changes.one_element = ops.size() == 1;
-  if (absl::Status s = PrepareLiveness(stripe, set, state, &changes); !s.ok()) {
-    stripe.cache->Erase(set);
-    return s;
   }
   uint64_t puts = 0, deletes = 0;
   for (const UpdateOp& op : ops) {
@@ -634,6 +640,9 @@ absl::Status Replica::Apply(const Delta& delta) {
   if (absl::Status s = PrepareLiveness(stripe, set, state, &changes); !s.ok()) {
     stripe.cache->Erase(set);
     return s;
+  }
+  if (options_.keep_counts && changes.one_element) {
+    StartPresenceProbe(delta.ops.front().element, &changes);
   }
   uint64_t puts = 0;
   if (delta.clear.has_value() && !delta.clear->empty())

@@ -64,6 +64,14 @@ absl::Status Replica::PrepareLiveness(Stripe& stripe, std::string_view set,
   return absl::OkStatus();
 }
 
+void Replica::StartPresenceProbe(std::string_view element,
+                                 StateChanges* changes) {
+  if (!changes->one_element || changes->filter == nullptr) return;
+  changes->element_hash = PresenceFilter::Hash(element);
+  changes->element_hash_known = true;
+  changes->filter->Prefetch(changes->element_hash);
+}
+
 absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
                                                     std::string_view element,
                                                     SetState* state,
@@ -73,6 +81,9 @@ absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
   if (changes->one_element) {
     changes->single_live.clear();
     dots_out = &changes->single_live;
+    if (!changes->element_hash_known) {
+      changes->element_hash = PresenceFilter::Hash(element);
+    }
   } else {
     auto [it, inserted] = changes->live.try_emplace(ToAbsl(element));
     if (!inserted) {
@@ -80,8 +91,8 @@ absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
       return &it->second;
     }
     dots_out = &it->second;
+    changes->element_hash = PresenceFilter::Hash(element);
   }
-  changes->element_hash = PresenceFilter::Hash(element);
   if (changes->filter != nullptr &&
       !changes->filter->MayContain(changes->element_hash)) {
     return dots_out;  // Certainly absent.

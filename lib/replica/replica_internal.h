@@ -54,8 +54,10 @@ struct Replica::StateChanges {
   bool one_element = false;
   std::vector<Dot> single_live;
   // The presence hash (PresenceFilter::Hash) of the element LiveDots last
-  // looked up.
+  // looked up; of a one-element write's element from StartPresenceProbe on
+  // (element_hash_known).
   uint64_t element_hash = 0;
+  bool element_hash_known = false;
   std::unique_ptr<Iterator> elements_it;
   PresenceFilter* filter = nullptr;
   // A clear hid every element: the filter is reset once the write commits.

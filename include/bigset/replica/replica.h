@@ -471,6 +471,9 @@ class BIGSET_EXPORT Replica {
   absl::Status PrepareLiveness(Stripe& stripe, std::string_view set,
                                SetState* state, StateChanges* changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  // For a write of one element (changes->one_element) with a filter: hashes
+  // `element` and starts loading the filter's blocks it will probe.
+  void StartPresenceProbe(std::string_view element, StateChanges* changes);
   // The live dots of `element` as this write leaves them so far: the
   // filter's "absent", else one seek; then amended by the write itself.
   absl::StatusOr<std::vector<Dot>*> LiveDots(std::string_view set,
