@@ -299,7 +299,7 @@ bool HandoffManager::Committed(uint32_t partition) const {
 }
 
 bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
-                                const Delta& delta) {
+                                const Delta& delta, const Delta* own) {
   auto to = moved_to_.find(header.partition);
   // A coordinator's delta goes to the new owner even when the new owner is
   // that coordinator (its list still named this node); a forward does not
@@ -316,14 +316,20 @@ bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
     EncodeDeltaMessage(
         MessageHeader{MessageType::kHandoffDelta, id, header.partition}, delta,
         &bytes);
-    // A given-up request is answered like a replicate: this node did not
-    // coordinate it (AnswerGivenUp found no reply of its own).
-    proxied_[id] =
-        Proxied{from,
-                header.type == MessageType::kHandoffDelta
-                    ? MessageType::kHandoffDeltaAck
-                    : MessageType::kReplicateAck,
-                header.request_id, header.partition, host_->NowMicros()};
+    // A given-up request is answered like a replicate, or with this node's
+    // own delta if it coordinated the request: either way only once the new
+    // owner applied the chosen delta, since the answer counts this node's
+    // place.
+    Proxied& p = proxied_[id];
+    p.coordinator = from;
+    p.reply = header.type == MessageType::kHandoffDelta
+                  ? MessageType::kHandoffDeltaAck
+                  : MessageType::kReplicateAck;
+    p.request_id = header.request_id;
+    p.partition = header.partition;
+    p.since = host_->NowMicros();
+    p.own.reset();
+    if (own != nullptr) p.own = *own;
     EnsureTick();  // Expires it if no answer comes.
   }
   ++host_->stats().handoff_deltas_proxied;

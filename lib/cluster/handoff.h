@@ -120,7 +120,8 @@ class HandoffManager {
   // after the receiver lost what it accepted. Reads do not use its replica.
   bool Committed(uint32_t partition) const;
   // See CoordinatorHost::ProxyDelta.
-  bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta);
+  bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta,
+                  const Delta* own);
   // At open: a partition this node does not host but still has keys of
   // (a crash came between a completion and its release) is released.
   void ReleaseIfHeld(uint32_t partition);
@@ -309,6 +310,9 @@ class HandoffManager {
     uint64_t request_id = 0;
     uint32_t partition = 0;
     uint64_t since = 0;
+    // A given-up request this node coordinated: its delta, the answer once
+    // the new owner applied the chosen one.
+    std::optional<Delta> own;
   };
   std::map<uint64_t, Proxied> proxied_;
   std::set<uint32_t> releasing_;

@@ -242,12 +242,21 @@ void HandoffManager::HandleDeltaAck(NodeId from, uint64_t request_id,
   if (auto p = proxied_.find(request_id); p != proxied_.end()) {
     auto moved = moved_to_.find(p->second.partition);
     if (moved == moved_to_.end() || moved->second != from) return;
-    // The coordinator counts the node that applied the delta, not this
-    // one: one replica acknowledges once however it is reached.
     std::string ack;
-    EncodeStatusReply(MessageHeader{p->second.reply, p->second.request_id,
-                                    p->second.partition},
-                      status, applied_by, &ack);
+    if (p->second.own.has_value() && status.ok()) {
+      // This node coordinated the given-up request: its delta, the write's
+      // to replicate, answers for its place (the new owner applied the
+      // chosen delta).
+      ack =
+          EncodeMessage(p->second.request_id, p->second.partition,
+                        msg::ReplicateAckWithDelta{std::move(*p->second.own)});
+    } else {
+      // The coordinator counts the node that applied the delta, not this
+      // one: one replica acknowledges once however it is reached.
+      EncodeStatusReply(MessageHeader{p->second.reply, p->second.request_id,
+                                      p->second.partition},
+                        status, applied_by, &ack);
+    }
     host_->Send(p->second.coordinator, std::move(ack));
     proxied_.erase(p);
     return;

@@ -82,9 +82,9 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
     handoff_.OnApplied(partition, delta);
   }
   bool HostingChanged() override;
-  bool ProxyDelta(NodeId from, const MessageHeader& header,
-                  const Delta& delta) override {
-    return handoff_.ProxyDelta(from, header, delta);
+  bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta,
+                  const Delta* own) override {
+    return handoff_.ProxyDelta(from, header, delta, own);
   }
   void TellMoved(NodeId to, uint32_t partition) override {
     handoff_.TellMoved(to, partition);

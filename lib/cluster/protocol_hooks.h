@@ -32,9 +32,11 @@ class ProtocolHooks {
   // handed the partition to another node, passed the delta on to it, and
   // answers `from` itself (with the new owner's status), so that a
   // coordinator with an old serving list still reaches the replica that
-  // holds the partition now.
+  // holds the partition now. With `own` (a kReplicateGivenUp for a request
+  // this node coordinated before it handed over), the answer, once the new
+  // owner applied the delta, is a kReplicateAckWithDelta carrying `own`.
   virtual bool ProxyDelta(NodeId from, const MessageHeader& header,
-                          const Delta& delta) = 0;
+                          const Delta& delta, const Delta* own) = 0;
   // This node's replica of `partition` applied `delta` (coordinated,
   // replicated or repaired): hand-offs forward it.
   virtual void OnApplied(uint32_t partition, const Delta& delta) = 0;

@@ -69,14 +69,19 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
                          ? host_->LocalReplica(header.partition)
                          : host_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    // Handed over: the delta goes on to the partition's new owner. A
-    // given-up request this node did coordinate is answered from its cache
-    // first (its delta reached the new owner as a forward).
-    if (header.type == MessageType::kReplicateGivenUp &&
-        AnswerGivenUp(from, header)) {
+    // Handed over: the delta goes on to the partition's new owner, which
+    // answers through this node. A given-up request this node did
+    // coordinate is answered with its own delta (which reached the new
+    // owner as a forward), but only once the new owner applied the chosen
+    // one: the answer counts this node's place.
+    std::optional<Delta> own;
+    if (header.type == MessageType::kReplicateGivenUp) {
+      own = GivenUpOwnDelta(from, header);
+    }
+    if (host_->hooks().ProxyDelta(from, header, scratch_delta_,
+                                  own.has_value() ? &*own : nullptr)) {
       return;
     }
-    if (host_->hooks().ProxyDelta(from, header, scratch_delta_)) return;
   }
   absl::Status applied;
   if (replica == nullptr) {
@@ -96,9 +101,12 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     if (applied.ok()) ++host_->stats().repairs_applied;
     return;
   }
-  if (header.type == MessageType::kReplicateGivenUp && applied.ok() &&
-      AnswerGivenUp(from, header)) {
-    return;
+  if (header.type == MessageType::kReplicateGivenUp && applied.ok()) {
+    if (std::optional<Delta> own = GivenUpOwnDelta(from, header)) {
+      // Applied here: its own delta answers for this replica.
+      Reply(from, header, msg::ReplicateAckWithDelta{*std::move(own)});
+      return;
+    }
   }
   std::string ack;
   EncodeStatusReply(MessageHeader{header.type == MessageType::kHandoffDelta
@@ -109,25 +117,24 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
   host_->Send(from, std::move(ack));
 }
 
-bool ReplicaService::AnswerGivenUp(NodeId from, const MessageHeader& header) {
+std::optional<Delta> ReplicaService::GivenUpOwnDelta(
+    NodeId from, const MessageHeader& header) {
   // The write asked this replica to coordinate, then gave up on it and had
   // another do it. If this one did coordinate it too, its delta holds a dot
-  // no other replica knows: hand it to the write to replicate. Otherwise
-  // fence the request, so a delayed copy of it is never coordinated here
-  // later.
+  // no other replica knows: the write is to replicate it. Otherwise fence
+  // the request, so a delayed copy of it is never coordinated here later.
   const FoldKey key{from, header.request_id};
   // Fenced either way: once the cached reply is evicted, a delayed copy of
   // the request must not be coordinated again.
   Fence(key);
   auto cached = reply_index_.find(key);
-  if (cached == reply_index_.end()) return false;
+  if (cached == reply_index_.end()) return std::nullopt;
   absl::StatusOr<Message> reply =
       DecodeMessage(replies_[cached->second - first_reply_seq_].bytes);
-  if (!reply.ok()) return false;
+  if (!reply.ok()) return std::nullopt;
   msg::UpdateReply* update = reply->As<msg::UpdateReply>();
-  if (update == nullptr || !update->status.ok()) return false;
-  Reply(from, header, msg::ReplicateAckWithDelta{std::move(update->delta)});
-  return true;
+  if (update == nullptr || !update->status.ok()) return std::nullopt;
+  return std::move(update->delta);
 }
 
 void ReplicaService::HandleUpdate(NodeId from, const MessageHeader& header,

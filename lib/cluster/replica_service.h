@@ -21,6 +21,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -106,8 +107,11 @@ class ReplicaService {
   // Remembers that write `key` was coordinated elsewhere (bounded, oldest
   // forgotten first).
   // A kReplicateGivenUp from `from`: fences the request, and if this node
-  // coordinated it after all, answers with its delta (true).
-  bool AnswerGivenUp(NodeId from, const MessageHeader& header);
+  // coordinated it after all, returns the delta it made (the write's to
+  // replicate; the caller answers with it once the chosen delta is applied,
+  // here or by the node that took this one's place).
+  std::optional<Delta> GivenUpOwnDelta(NodeId from,
+                                       const MessageHeader& header);
   void Fence(const FoldKey& key);
 
   CoordinatorHost* const host_;

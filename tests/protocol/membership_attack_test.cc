@@ -1147,6 +1147,81 @@ TEST_CASE(
   query.Finish(c);
 }
 
+TEST_CASE(
+    "defect: a leaver that coordinated a given-up write answered for its "
+    "place from its cache while its taker never got the chosen delta") {
+  // Node 5 serves nothing and has not heard that node 4 took leaver L's
+  // place (its list is {A, B, L}). Its write asks L to coordinate; L does,
+  // but its answer is lost. L then hands its place to node 4 and drains.
+  // The write fails over to B and asks L "did you coordinate this?" with
+  // B's delta. L answered from its cache with its own delta, which counted
+  // as L's place: W = 2 with B, while node 4, which holds L's place, never
+  // got B's dot. The place now counts once node 4 has applied it.
+  const LeaverCase k;
+  const NodeId a = k.a, b = k.b, leaver = k.leaver;
+  const uint32_t p = k.move.p;
+  const std::string& set = k.set;
+  CAPTURE(p, leaver, a, b);
+  ManualCluster c(5, k.r1);
+  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
+  c.QueueMembership(true);
+  const auto gossip_to_5 = And(OfType(MessageType::kMembership), To(5));
+  const auto update = OfType(MessageType::kUpdate);
+  const auto from_5 = And(From(5), OfPartition(p));
+  // 1. Node 5's write: only L gets the request (it coordinates); its
+  // answer is lost.
+  c.Hold(Or(gossip_to_5, Or(from_5, To(5))));
+  ClusterWriteOptions wo;
+  wo.w = 2;
+  wo.timeout_micros = 600'000'000;  // Outlasts the hand-off below.
+  std::optional<absl::StatusOr<Delta>> wrote;
+  c.node(5).Update(set, {UpdateOp::Add("acked")}, wo,
+                   [&](absl::StatusOr<Delta> d) { wrote = std::move(d); });
+  for (int i = 0; i < 100 && !c.DeliverOne(And(update, To(leaver))); ++i) {
+    c.Drop(And(update, Not(To(leaver))));
+    c.Advance(50'000);
+  }
+  REQUIRE(c.Drop(And(OfType(MessageType::kUpdateReply), From(leaver))) > 0);
+  REQUIRE(c.node(leaver).LocalReplica(p)->Contains(set, "acked")->size() == 1);
+  // 2. Ring 2: node 4 takes L's place; L drains (its confirmation held).
+  const auto proposal = And(OfType(MessageType::kHandoffDone), From(leaver));
+  c.Hold(Or(Or(gossip_to_5, Or(from_5, To(5))), proposal));
+  InstallAll(c, 4, k.r2);
+  for (int i = 0; i < 400 && !Draining(c.node(leaver), p); ++i) {
+    c.DeliverOne(And(proposal, OfPartition(p)));
+    c.Advance(20'000);
+  }
+  REQUIRE(Draining(c.node(leaver), p));
+  REQUIRE(c.node(5).ServingList(p).size() == 3);
+  // 3. The write fails over to B; nothing of it reaches A, so W = 2 needs
+  // L's place.
+  const auto no_coordinator_but_b =
+      Or(And(update, Not(To(b))),
+         And(OfType(MessageType::kUpdateReply), From(leaver)));
+  c.Drop(And(From(leaver), To(5)));
+  c.Hold(Or(Or(gossip_to_5, proposal), Or(To(a), no_coordinator_but_b)));
+  for (int i = 0; i < 100 && !wrote.has_value(); ++i) c.Advance(50'000);
+  REQUIRE(wrote.has_value());
+  REQUIRE(wrote->ok());
+  REQUIRE((*wrote)->ops.size() == 1);
+  REQUIRE((*wrote)->ops[0].add.has_value());
+  const Dot chosen = *(*wrote)->ops[0].add;
+  // The case the test is about: B's delta was chosen, and L answered with
+  // the delta it had coordinated, which the write replicated as an extra.
+  REQUIRE(Stat(c.node(5).stats(), "write.late_coordinator_replies") == 1);
+  REQUIRE(Stat(c.node(5).stats(), "write.extra_dots") == 1);
+  // B coordinated it; L's place holds it now: node 4 has B's dot.
+  Replica* taker = c.node(4).LocalReplica(p);
+  REQUIRE(taker != nullptr);
+  absl::StatusOr<std::vector<Dot>> dots = taker->Contains(set, "acked");
+  REQUIRE(dots.ok());
+  CHECK(std::find(dots->begin(), dots->end(), chosen) != dots->end());
+  CHECK(c.node(b).LocalReplica(p)->Contains(set, "acked")->size() >= 1);
+  c.Unhold();
+  c.QueueMembership(false);
+  c.Advance(50'000, 20);
+}
+
 // ---- 2. Reordering and replay.
 
 // A manual cluster whose messages (gossip included) are delivered in a
