@@ -13,14 +13,40 @@
 
 namespace bigset::bench {
 
+namespace {
+
+std::filesystem::path BenchBase() {
+  const char* base = std::getenv("BIGSET_BENCH_DIR");
+  return base != nullptr ? std::filesystem::path(base)
+                         : std::filesystem::temp_directory_path();
+}
+
+std::string ProcessPrefix() {
+  return "bigset_bench_" + std::to_string(::getpid()) + "_";
+}
+
+}  // namespace
+
 BenchDir::BenchDir() {
   static std::atomic<int> counter{0};
-  const char* base = std::getenv("BIGSET_BENCH_DIR");
-  path_ = std::filesystem::path(
-              base != nullptr ? base : std::filesystem::temp_directory_path()) /
-          ("bigset_bench_" + std::to_string(::getpid()) + "_" +
-           std::to_string(counter++));
+  path_ = BenchBase() / (ProcessPrefix() + std::to_string(counter++));
   std::filesystem::remove_all(path_);
+}
+
+void RemoveProcessDirs() {
+  const std::string prefix = ProcessPrefix();
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    bool left = false;
+    std::error_code ec;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(BenchBase(), ec)) {
+      if (entry.path().filename().string().rfind(prefix, 0) != 0) continue;
+      std::error_code rm;
+      std::filesystem::remove_all(entry.path(), rm);
+      left = left || rm;
+    }
+    if (!left) return;
+  }
 }
 
 BenchDir::~BenchDir() { std::filesystem::remove_all(path_); }

@@ -43,6 +43,12 @@ class BenchDir {
   std::filesystem::path path_;
 };
 
+// Removes every BenchDir this process made, including those of databases
+// kept until exit. Called once the benchmarks are done; LevelDB's
+// background threads may still write, so a file that appears meanwhile
+// makes it try again (a few times) rather than fail.
+void RemoveProcessDirs();
+
 std::string RandomElement(Rng& rng);
 
 // A seed no earlier call in this process returned: for a benchmark whose

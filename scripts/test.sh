@@ -22,8 +22,11 @@ args=(-Doptimization=1 -Ddebug=false -Db_ndebug=false -Dcpp_args=-g1
 if [[ "${1:-}" == "--sanitize" ]]; then
   BIGSET_WITH_CLANG=1 bash scripts/install-deps.sh
   dir=build-asan
-  args=(--buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
-         "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer -Wthread-safety -Wthread-safety-beta -fsanitize=fuzzer-no-link")
+  # -O2 with line tables only (what the sanitizers' reports need): full
+  # debug information made this build, CI's longest step, 15% slower.
+  args=(-Doptimization=2 -Ddebug=false -Db_ndebug=false -Dwerror=true
+        -Db_sanitize=address,undefined -Db_lundef=false
+        "-Dcpp_args=-gline-tables-only -fno-sanitize-recover=all -fno-omit-frame-pointer -Wthread-safety -Wthread-safety-beta -fsanitize=fuzzer-no-link")
   export CXX=clang++
   # Every third seed of the randomized tests: the plain build runs them all.
   export BIGSET_TEST_SEED_STRIDE="${BIGSET_TEST_SEED_STRIDE:-3}"
@@ -31,7 +34,7 @@ else
   bash scripts/install-deps.sh
 fi
 if [[ "$dir" == build-asan && -f "$dir/build.ninja" ]] &&
-   ! grep -q "fuzzer-no-link" "$dir/build.ninja"; then
+   ! grep -q "gline-tables-only" "$dir/build.ninja"; then
   rm -rf "$dir"  # Made by an older version of this script.
 fi
 if [[ "$dir" == build-test && -f "$dir/build.ninja" ]] &&
