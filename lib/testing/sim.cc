@@ -16,6 +16,7 @@ class Simulator::SimTransport final : public Transport {
  public:
   explicit SimTransport(Simulator* sim) : sim_(sim) {}
   void Send(NodeId from, NodeId to, std::string bytes) override {
+    if (sim_->observer_) sim_->observer_(from, to, bytes);
     sim_->Route(from, to, std::move(bytes));
   }
 

@@ -12,7 +12,13 @@
 // model of acknowledged writes. After each change, once every node is up,
 // single replicas are checked against what the protocol promises: every
 // acknowledged add is on at least W distinct replicas of the partition
-// (each counted by its own node's state), before any repair.
+// (each counted by its own node's state), before any repair. And at every
+// write: an acknowledged add's dot, and an acknowledged remove's context,
+// are on W distinct replicas the moment the write returns (failed over
+// too), and every acknowledgement of a replicated add, as it is sent,
+// names a node that applied it (or whose taker did). Storm histories make
+// writes fail over while places move: slow nodes, a change every 8
+// operations, a node down a third of the time.
 //
 // Then the network heals, every node restarts, and no client operation
 // runs: within the bound (kSettleBound of virtual time) every node's
@@ -34,12 +40,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
 #include "bigset/testing/sim.h"
 #include "handoff_util.h"
+#include "net/message.h"
 #include "replica_views.h"
 #include "test_util.h"
 
@@ -67,7 +75,9 @@ struct Totals {
   uint64_t transfers = 0;
   uint64_t slowest_settle = 0, total_settle = 0;
   uint64_t supplements = 0, receiver_restarts = 0, flaps = 0;
-  uint64_t slow_links = 0, failed_over = 0;
+  uint64_t slow_links = 0, slow_nodes = 0, failed_over = 0, ack_checks = 0;
+  uint64_t answer_checks = 0;
+  uint64_t violations = 0;  // Of the copy and acknowledgement checks.
 };
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
@@ -107,10 +117,17 @@ class History {
   // `slow_links`: now and then one direction of one link is slow for a
   // while (its own random sequence, so that the other faults of a seed
   // stay as they were).
-  History(uint64_t seed, bool power, Totals* totals, bool slow_links = false)
+  // `storm`: slow links and nodes more often, a change every 8 operations
+  // or so and a node down a third of the time, so that writes fail over
+  // while places move and one replica of the set is down (what W then
+  // needs of a leaver's place: "defect: a leaver that coordinated a
+  // given-up write ..." in membership_attack_test).
+  History(uint64_t seed, bool power, Totals* totals, bool slow_links = false,
+          bool storm = false)
       : seed_(seed),
         power_(power),
-        slow_links_(slow_links),
+        slow_links_(slow_links || storm),
+        storm_(storm),
         totals_(totals),
         rng_(seed * 31 + power),
         slow_rng_(seed * 37 + 11) {
@@ -135,6 +152,10 @@ class History {
     auto created = Simulator::Create(o);
     REQUIRE(created.ok());
     sim_ = std::move(*created);
+    sim_->SetSendObserver(
+        [this](NodeId from, NodeId to, std::string_view bytes) {
+          Observe(from, to, bytes);
+        });
     for (NodeId id = 1; id <= 5; ++id) members_.push_back(id);
     wo_.timeout_micros = 3'000'000;
     ro_.timeout_micros = 3'000'000;
@@ -147,7 +168,7 @@ class History {
       Op();
       Faults();
       if (!late_.empty() && --late_in_ <= 0) InstallLate();
-      if (Uniform(rng_, 0, 24) == 0) Change();
+      if (Uniform(rng_, 0, storm_ ? 7 : 24) == 0) Change();
       if (slow_links_) SlowLinks();
       if (check_copies_in_ > 0 && --check_copies_in_ == 0) CheckCopies();
     }
@@ -191,6 +212,12 @@ class History {
       } else {
         Acked(set, element, d.ok() ? Known::kPresent : Known::kUnknown);
       }
+      // Failed over or not, the dot the write chose is on W places now.
+      if (d.ok()) {
+        REQUIRE(d->ops.size() == 1);
+        REQUIRE(d->ops[0].add.has_value());
+        CheckAckedAdd(set, element, *d->ops[0].add);
+      }
     } else if (kind < 80) {
       const std::string element = absl::StrCat("e", Uniform(rng_, 0, 60));
       Known& known =
@@ -213,6 +240,7 @@ class History {
       } else if (!d.ok()) {
         Acked(set, element, Known::kUnknown);
       }
+      if (d.ok()) CheckAckedRemove(set, element, context);
     } else if (kind < 83) {
       absl::StatusOr<SimReadResult> r = sim_->Read(via, set, ro_);
       if (!r.ok()) return;
@@ -252,7 +280,7 @@ class History {
     if (down_ != 0 && --down_for_ <= 0) {
       REQUIRE(sim_->Restart(down_, Uniform(rng_, 0, 1) == 0).ok());
       down_ = 0;
-    } else if (down_ == 0 && Uniform(rng_, 0, 11) == 0) {
+    } else if (down_ == 0 && Uniform(rng_, 0, storm_ ? 2 : 11) == 0) {
       down_ = RandomUp();
       down_for_ = static_cast<int>(Uniform(rng_, 1, 8));
       ++totals_->crashes;
@@ -260,6 +288,7 @@ class History {
       if (power_ && Uniform(rng_, 0, 1) == 0) {
         REQUIRE(sim_->PowerLoss(down_).ok());
         ++totals_->power_losses;
+        last_power_loss_ = sim_->NowMicros();
         // Writes acknowledged within the last writeback interval may be
         // gone from that machine (and with it below W copies).
         const uint64_t now = sim_->NowMicros();
@@ -281,20 +310,34 @@ class History {
 
   // One direction of one link at a time is slow (100 ms to 1.5 s more),
   // for a few operations: the node at its end hears gossip late, so its
-  // view lags the others' while writes and reads go on through it.
+  // view lags the others' while writes and reads go on through it. Or, one
+  // time in three, every link into one node is slow (an overloaded node):
+  // its view lags all of the cluster, and every answer to what it
+  // coordinates is late, so its writes fail over while places move.
   void SlowLinks() {
     if (slow_for_ > 0) {
-      if (--slow_for_ == 0) sim_->SlowLink(slow_.first, slow_.second, 0);
+      if (--slow_for_ == 0) {
+        for (const auto& [from, to] : slow_) sim_->SlowLink(from, to, 0);
+        slow_.clear();
+      }
       return;
     }
-    if (Uniform(slow_rng_, 0, 5) != 0) return;
+    if (Uniform(slow_rng_, 0, storm_ ? 1 : 5) != 0) return;
     const NodeId n = sim_->node_count();
-    const NodeId from = static_cast<NodeId>(Uniform(slow_rng_, 1, n));
-    NodeId to = static_cast<NodeId>(Uniform(slow_rng_, 1, n - 1));
-    if (to >= from) ++to;
-    slow_ = {from, to};
+    const NodeId to = static_cast<NodeId>(Uniform(slow_rng_, 1, n));
+    if (storm_ || Uniform(slow_rng_, 0, 2) == 0) {
+      for (NodeId from = 1; from <= n; ++from) {
+        if (from != to) slow_.emplace_back(from, to);
+      }
+      ++totals_->slow_nodes;
+    } else {
+      NodeId from = static_cast<NodeId>(Uniform(slow_rng_, 1, n - 1));
+      if (from >= to) ++from;
+      slow_.emplace_back(from, to);
+    }
     slow_for_ = static_cast<int>(Uniform(slow_rng_, 3, 30));
-    sim_->SlowLink(from, to, Uniform(slow_rng_, 100'000, 1'500'000));
+    const uint64_t extra = Uniform(slow_rng_, 100'000, 1'500'000);
+    for (const auto& [from, to] : slow_) sim_->SlowLink(from, to, extra);
     ++totals_->slow_links;
   }
 
@@ -366,6 +409,211 @@ class History {
     late_.clear();
   }
 
+  // Every acknowledgement of a replicated add is checked as it is sent:
+  // the node it names (the one that acknowledges, or the one it passed the
+  // delta on to) has the add's dot in its set-clock, or, handed over, in
+  // its store or through the node that took its place. Whether the write
+  // still needs that answer does not matter, so this finds a place
+  // answered for falsely even when the other replicas' acks make W without
+  // it (the given-up defect needed one of them down to show in the copy
+  // checks, and no soak history found it that way).
+  struct SentAdd {
+    std::string set;
+    std::string element;
+    Dot dot;
+    uint64_t at;  // When it was first sent.
+  };
+  using SentKey = std::tuple<NodeId, uint64_t, NodeId>;  // From, id, to.
+
+  void Observe(NodeId from, NodeId to, std::string_view bytes) {
+    absl::StatusOr<Message> m = DecodeMessage(bytes);
+    if (!m.ok()) return;
+    const SentKey key{from, m->header.request_id, to};
+    const SentKey answered{to, m->header.request_id, from};
+    if (const auto* r = m->As<msg::Replicate>()) {
+      Record(r->delta, &replicated_[key]);
+    } else if (const auto* g = m->As<msg::ReplicateGivenUp>()) {
+      Record(g->delta, &given_up_[key]);
+    } else if (const auto* a = m->As<msg::ReplicateAck>()) {
+      if (!a->status.ok()) return;
+      CheckAnswer(from, a->applied_by, replicated_[answered],
+                  given_up_[answered]);
+    } else if (m->As<msg::ReplicateAckWithDelta>() != nullptr) {
+      CheckAnswer(from, from, {}, given_up_[answered]);
+    }
+  }
+
+  void Record(const Delta& delta, std::vector<SentAdd>* sent) {
+    for (const DeltaOp& op : delta.ops) {
+      if (!op.add.has_value()) continue;
+      const bool known =
+          std::any_of(sent->begin(), sent->end(), [&](const SentAdd& a) {
+            return a.dot == *op.add && a.element == op.element;
+          });
+      if (!known) {
+        sent->push_back(
+            SentAdd{delta.set, op.element, *op.add, sim_->NowMicros()});
+      }
+    }
+  }
+
+  // `answerer` acknowledged what the coordinator sent it under one request
+  // id (adds, as Replicate or as a given-up question); `applied_by` is the
+  // node it names as having applied it. One of those adds must be there.
+  void CheckAnswer(NodeId answerer, NodeId applied_by,
+                   const std::vector<SentAdd>& replicated,
+                   const std::vector<SentAdd>& given_up) {
+    std::vector<const SentAdd*> sent;
+    for (const SentAdd& a : replicated) sent.push_back(&a);
+    for (const SentAdd& a : given_up) sent.push_back(&a);
+    if (sent.empty()) return;  // Not an add, or sent before a restart.
+    bool held = false;
+    for (const SentAdd* a : sent) {
+      // A power loss since may have taken it: only a copy check counts
+      // copies then.
+      if (last_power_loss_ >= a->at || Applied(applied_by, *a, 0)) {
+        held = true;
+        break;
+      }
+    }
+    ++totals_->answer_checks;
+    if (held) return;
+    ++totals_->violations;
+    const SentAdd& a = *sent.front();
+    const std::string dot = DotToString(a.dot);
+    const uint32_t p = sim_->ring().PartitionOf(a.set);
+    const bool has_replica = sim_->node(applied_by) != nullptr &&
+                             sim_->node(applied_by)->LocalReplica(p) != nullptr;
+    const uint64_t sent_at = a.at, now = sim_->NowMicros();
+    CAPTURE(seed_, power_, answerer, applied_by, a.set, a.element, dot, p,
+            has_replica, sent_at, now);
+    FAIL_CHECK(Describe(*sim_));
+  }
+
+  // Whether node `id` applied `add`: its replica's set-clock has seen the
+  // dot; or, its replica handed over, its store still has the key (it
+  // applied the add before) or the node it hands over to applied it.
+  bool Applied(NodeId id, const SentAdd& add, int depth) {
+    if (!sim_->IsUp(id) || depth > 4) return true;  // Cannot tell.
+    const uint32_t p = sim_->ring().PartitionOf(add.set);
+    Node* node = sim_->node(id);
+    if (Replica* replica = node->LocalReplica(p)) {
+      absl::StatusOr<std::unique_ptr<SetReader>> reader =
+          replica->Read(add.set, SetReadOptions());
+      REQUIRE(reader.ok());
+      return (*reader)->clock().Seen(add.dot);
+    }
+    std::string value;
+    const absl::Status got = sim_->store(id)->Get(
+        ReadOptions(), ElementKey(p, add.set, add.element, add.dot), &value);
+    REQUIRE((got.ok() || absl::IsNotFound(got)));
+    if (got.ok()) return true;
+    for (const PartitionMove& move : node->Moving()) {
+      if (move.partition == p && move.peer != 0) {
+        return Applied(move.peer, add, depth + 1);
+      }
+    }
+    return true;  // Let go of the partition: where it went is not visible.
+  }
+
+  // Who holds a copy of `set`'s partition now, each by its own state: every
+  // node up with a replica of it, and every node up that still serves it
+  // but handed its replica over (`replica` null). Such a node's store keeps
+  // what it applied until its forwards drained and its taker confirmed
+  // them (only then does it stop serving), so a write it applied counts
+  // through its store; a write it passed on counts only through its taker,
+  // whose replica is among these.
+  struct Holder {
+    NodeId id;
+    Replica* replica;  // null: handed over; read its store.
+  };
+  std::vector<Holder> Holders(const std::string& set) {
+    const uint32_t p = sim_->ring().PartitionOf(set);
+    std::vector<Holder> out;
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+      if (!sim_->IsUp(id)) continue;
+      Node* node = sim_->node(id);
+      Replica* replica = node->LocalReplica(p);
+      const std::vector<NodeId> view = node->ServingList(p);
+      if (replica != nullptr ||
+          std::find(view.begin(), view.end(), id) != view.end()) {
+        out.push_back(Holder{id, replica});
+      }
+    }
+    return out;
+  }
+
+  // Whether `holder` has `dot` of `element` (a key that no tombstone of
+  // its covers, for a replica; the key itself, for a store).
+  bool Has(const Holder& holder, const std::string& set,
+           const std::string& element, Dot dot) {
+    if (holder.replica != nullptr) {
+      absl::StatusOr<std::vector<Dot>> dots =
+          holder.replica->Contains(set, element);
+      REQUIRE(dots.ok());
+      return std::find(dots->begin(), dots->end(), dot) != dots->end();
+    }
+    std::string value;
+    const absl::Status s = sim_->store(holder.id)->Get(
+        ReadOptions(),
+        ElementKey(sim_->ring().PartitionOf(set), set, element, dot), &value);
+    REQUIRE((s.ok() || absl::IsNotFound(s)));
+    return s.ok();
+  }
+
+  // When an add is acknowledged, the dot it chose is on at least W
+  // distinct nodes, each by its own state, before any repair could mend
+  // it: W places acknowledged, each only once the dot was applied there
+  // (through a failover too, and through a leaver for its taker). The
+  // element-level check (CheckCopies) missed a leaver that answered for
+  // its place with its own dot while its taker lacked the chosen one
+  // ("defect: a leaver that coordinated a given-up write answered for its
+  // place from its cache ..." in membership_attack_test).
+  void CheckAckedAdd(const std::string& set, const std::string& element,
+                     Dot dot) {
+    std::vector<NodeId> holders;
+    for (const Holder& h : Holders(set)) {
+      if (Has(h, set, element, dot)) holders.push_back(h.id);
+    }
+    ++totals_->ack_checks;
+    const std::string chosen = DotToString(dot);
+    CAPTURE(seed_, power_, set, element, chosen, holders);
+    if (static_cast<int>(holders.size()) < wo_.w) {
+      ++totals_->violations;
+      FAIL_CHECK(Describe(*sim_));
+    }
+  }
+
+  // When a remove is acknowledged, at least W distinct replicas have seen
+  // every dot of its context and hold none of them. (A handed-over node is
+  // counted if its store holds none: it may never have had them, so this
+  // errs towards passing.)
+  void CheckAckedRemove(const std::string& set, const std::string& element,
+                        const std::vector<Dot>& context) {
+    std::vector<NodeId> applied;
+    for (const Holder& h : Holders(set)) {
+      bool all = std::none_of(context.begin(), context.end(),
+                              [&](Dot d) { return Has(h, set, element, d); });
+      if (all && h.replica != nullptr) {
+        absl::StatusOr<std::unique_ptr<SetReader>> reader =
+            h.replica->Read(set, SetReadOptions());
+        REQUIRE(reader.ok());
+        const Clock& clock = (*reader)->clock();
+        all = std::all_of(context.begin(), context.end(),
+                          [&](Dot d) { return clock.Seen(d); });
+      }
+      if (all) applied.push_back(h.id);
+    }
+    ++totals_->ack_checks;
+    std::string removed;
+    for (const Dot& d : context) absl::StrAppend(&removed, DotToString(d), " ");
+    CAPTURE(seed_, power_, set, element, removed, applied);
+    if (static_cast<int>(applied.size()) < wo_.w) {
+      ++totals_->violations;
+      FAIL_CHECK(Describe(*sim_));
+    }
+  }
+
   // Every acknowledged add is on at least W distinct replicas that serve
   // its partition by their own account (a node handing over counts: its
   // copy is on its receiver once its forwards drain).
@@ -401,7 +649,10 @@ class History {
           if (replica == nullptr || have.count(element)) ++copies;
         }
         CAPTURE(seed_, power_, set, element, p, serving, copies);
-        if (copies < wo_.w) FAIL_CHECK(Describe(*sim_));
+        if (copies < wo_.w) {
+          ++totals_->violations;
+          FAIL_CHECK(Describe(*sim_));
+        }
       }
     }
   }
@@ -456,7 +707,8 @@ class History {
   void Settle() {
     if (!late_.empty()) InstallLate();
     sim_->Heal();
-    if (slow_for_ > 0) sim_->SlowLink(slow_.first, slow_.second, 0);
+    for (const auto& [from, to] : slow_) sim_->SlowLink(from, to, 0);
+    slow_.clear();
     slow_for_ = 0;
     sim_->SetLoss(0);
     sim_->SetDuplicate(0);
@@ -499,14 +751,17 @@ class History {
   const uint64_t seed_;
   const bool power_;
   const bool slow_links_;
+  const bool storm_;
   Totals* const totals_;
   Rng rng_;
   Rng slow_rng_;
-  std::pair<NodeId, NodeId> slow_;
+  std::vector<std::pair<NodeId, NodeId>> slow_;  // Links slow now.
   int slow_for_ = 0;
   std::unique_ptr<Simulator> sim_;
   Model model_;
   std::map<std::pair<std::string, std::string>, uint64_t> acked_at_;
+  std::map<SentKey, std::vector<SentAdd>> replicated_, given_up_;
+  uint64_t last_power_loss_ = 0;
   std::vector<NodeId> members_;
   uint64_t epoch_ = 1;
   std::vector<NodeId> late_;
@@ -527,13 +782,18 @@ void Report(const char* name, const Totals& t) {
             << " seen removed and back by one node first), " << t.crashes
             << " nodes down (" << t.power_losses << " power losses, "
             << t.clean_stops << " clean stops), " << t.slow_links
-            << " slow one-way links, " << t.copy_checks
-            << " single-replica checks, " << t.transfers << " transfers, "
-            << t.receiver_restarts
+            << " slow one-way links (" << t.slow_nodes
+            << " of them every link into one node), " << t.copy_checks
+            << " single-replica checks, " << t.ack_checks
+            << " checks of an acknowledged write's replicas, "
+            << t.answer_checks << " acknowledgements checked as they came, "
+            << t.transfers << " transfers, " << t.receiver_restarts
             << " runs restarted for a receiver restart; settle: slowest "
             << t.slowest_settle / 1000 << " ms, mean "
             << (t.histories ? t.total_settle / t.histories / 1000 : 0)
-            << " ms (bound " << kSettleBound / kSecond << " s); violations: 0");
+            << " ms (bound " << kSettleBound / kSecond
+            << " s); violations of the copy and acknowledgement checks: "
+            << t.violations);
 }
 
 TEST_CASE("lifecycle soak: frequent membership changes and crashes converge") {
@@ -568,6 +828,18 @@ TEST_CASE(
         .Run(300);
   }
   Report("lifecycle soak, slow links", totals);
+}
+
+TEST_CASE(
+    "lifecycle soak: storms (slow nodes, frequent changes, a node down a "
+    "third of the time) fail writes over while places move") {
+  Totals totals;
+  for (uint64_t seed : Seeds(1)) {
+    History(seed, /*power=*/seed % 2 == 0, &totals, /*slow_links=*/true,
+            /*storm=*/true)
+        .Run(300);
+  }
+  Report("lifecycle soak, storms", totals);
 }
 
 TEST_CASE(

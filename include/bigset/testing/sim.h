@@ -207,6 +207,19 @@ class BIGSET_EXPORT Simulator {
   absl::StatusOr<uint64_t> Count(NodeId via, std::string_view set,
                                  const ClusterReadOptions& options = {});
 
+  // ---- Observing.
+  // Called with every message a node sends, as it sends it (before any
+  // fault: a message later dropped is seen too), from inside the sending
+  // node's code. For tests that check what a message claims against the
+  // nodes' states at the moment it is made. It must not run the simulator
+  // or send; it may read nodes, replicas and stores. Replaces any earlier
+  // observer; an empty function removes it.
+  using SendObserver =
+      std::function<void(NodeId from, NodeId to, std::string_view bytes)>;
+  void SetSendObserver(SendObserver observer) {
+    observer_ = std::move(observer);
+  }
+
   // ---- Trace.
   uint64_t events() const { return events_; }
   uint64_t messages_delivered() const { return delivered_; }
@@ -309,6 +322,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t max_latency_;
   std::vector<int> group_;  // By node id - 1; empty: no partition.
   std::map<std::pair<NodeId, NodeId>, uint64_t> slow_links_;  // -> extra.
+  SendObserver observer_;
   uint64_t events_ = 0;
   uint64_t delivered_ = 0;
   uint64_t bytes_delivered_ = 0;
