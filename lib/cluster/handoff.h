@@ -161,6 +161,11 @@ class HandoffManager {
   void FillStats(NodeCounters* stats) const;
   // Why each partition still moves, in this node's view.
   std::vector<PartitionMove> Moving() const;
+  // Where writes for `partition` are passed on to (Node::PassesOnTo).
+  NodeId PassesOnTo(uint32_t partition) const {
+    auto it = moved_to_.find(partition);
+    return it == moved_to_.end() ? 0 : it->second;
+  }
 
  private:
   using TransferKey = std::pair<uint32_t, NodeId>;  // (partition, to)

@@ -715,6 +715,10 @@ const Ring& Node::ring() const { return impl_->ring(); }
 
 std::vector<PartitionMove> Node::Moving() const { return impl_->Moving(); }
 
+NodeId Node::PassesOnTo(uint32_t partition) const {
+  return impl_->PassesOnTo(partition);
+}
+
 std::vector<NodeId> Node::ServingList(uint32_t partition) const {
   if (partition >= impl_->ring().ring_size()) return {};
   return impl_->ServingList(partition);

@@ -113,6 +113,9 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
     return handoff_.Serves(partition);
   }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
+  NodeId PassesOnTo(uint32_t partition) const {
+    return handoff_.PassesOnTo(partition);
+  }
   NodeCounters& stats() override { return stats_; }
 
   // Hands the message to its protocol's handler (see InstallRoutes);

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -492,7 +493,8 @@ class History {
 
   // Whether node `id` applied `add`: its replica's set-clock has seen the
   // dot; or, its replica handed over, its store still has the key (it
-  // applied the add before) or the node it hands over to applied it.
+  // applied the add before) or the node it passes writes on to applied it.
+  // A node that let go and forgot where its place went cannot be checked.
   bool Applied(NodeId id, const SentAdd& add, int depth) {
     if (!sim_->IsUp(id) || depth > 4) return true;  // Cannot tell.
     const uint32_t p = sim_->ring().PartitionOf(add.set);
@@ -508,6 +510,9 @@ class History {
         ReadOptions(), ElementKey(p, add.set, add.element, add.dot), &value);
     REQUIRE((got.ok() || absl::IsNotFound(got)));
     if (got.ok()) return true;
+    if (const NodeId taker = node->PassesOnTo(p); taker != 0) {
+      return Applied(taker, add, depth + 1);
+    }
     for (const PartitionMove& move : node->Moving()) {
       if (move.partition == p && move.peer != 0) {
         return Applied(move.peer, add, depth + 1);
@@ -834,7 +839,13 @@ TEST_CASE(
     "lifecycle soak: storms (slow nodes, frequent changes, a node down a "
     "third of the time) fail writes over while places move") {
   Totals totals;
-  for (uint64_t seed : Seeds(1)) {
+  std::vector<uint64_t> seeds = Seeds(1);
+  // With the given-up defect put back (a leaver answered a given-up
+  // question for its place from its cache, its taker never got the chosen
+  // delta), this history's acknowledgement check fails: found at
+  // BIGSET_TEST_SCALE=30, replayed at every scale.
+  if (std::getenv("BIGSET_TEST_SEED") == nullptr) seeds.push_back(1592590354);
+  for (uint64_t seed : seeds) {
     History(seed, /*power=*/seed % 2 == 0, &totals, /*slow_links=*/true,
             /*storm=*/true)
         .Run(300);

@@ -234,6 +234,11 @@ class BIGSET_EXPORT Node {
   std::vector<NodeId> ServingList(uint32_t partition) const;
   // The partitions that still move in this node's view, and why.
   std::vector<PartitionMove> Moving() const;
+  // The node that took this node's place in `partition`, while this node
+  // passes writes for it on there (from the taker's acceptance until this
+  // node hosts the partition again, restarts, or the taker turns out to
+  // have lost what it took); 0 otherwise.
+  NodeId PassesOnTo(uint32_t partition) const;
 
   // The node's counters and gauges, by name (see node_stats.h).
   NodeStats stats() const;
