@@ -1590,6 +1590,56 @@ def test_sigstop_node():
 
 
 @test
+def test_sigterm_while_starting():
+    """Regression (fixed): bigsetd installed its signal handlers only once
+    it served, so a SIGTERM while it started (joining through a node that
+    does not answer, opening its store) killed it by the signal instead of
+    stopping it. A SIGTERM now waits for the serving loop, which stops the
+    node cleanly (exit status 0), and the join's retries give up at once."""
+    c = Cluster().start()
+    keep = seed_data(c[0])
+    # Joining through a port nobody listens on: it retries for 30 s.
+    n4 = c.new_node(4)
+    n4.start(join=free_port(), wait=False)
+    wait_for(lambda: "retrying" in n4.log_text() or not n4.alive(), 20,
+             "node 4 retries its join")
+    check(n4.alive(), "node 4 exited early: %s" % n4.log_tail())
+    t0 = time.time()
+    os.kill(n4.proc.pid, signal.SIGTERM)
+    try:
+        n4.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        raise Failure("node 4 still joining 5 s after SIGTERM: %s" %
+                      n4.log_tail())
+    eq(n4.proc.returncode, 0, "node 4's exit status after a SIGTERM while "
+       "joining (%.1f s)" % (time.time() - t0))
+    check("stopped while joining" in n4.log_text(),
+          "no stop logged: %s" % n4.log_tail())
+    # A node restarted on its store, SIGTERM as soon as it has its map
+    # (while it opens its store and starts serving), a few times: a clean
+    # stop each time, and then it starts and serves.
+    node = c[1]
+    for i in range(3):
+        eq(node.stop(), 0, "node 2 stopped (round %d)" % i)
+        before = node.log_text().count("cluster map from")
+        node.start(wait=False)
+        wait_for(lambda: node.log_text().count("cluster map from") > before
+                 or not node.alive(), 20, "node 2 has its map",
+                 interval=0.002)
+        os.kill(node.proc.pid, signal.SIGTERM)
+        try:
+            node.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            raise Failure("node 2 still running 15 s after SIGTERM: %s" %
+                          node.log_tail())
+        eq(node.proc.returncode, 0, "node 2's exit status after a SIGTERM "
+           "while starting (round %d): %s" % (i, node.log_tail()))
+    node.start()
+    check_intact(c, "keep", keep)
+    c.verify_all()
+
+
+@test
 def test_restart_behind_peers():
     """A node restarts behind its peers, again and again (a JOIN or a
     LEAVE while it is down, then a SIGTERM or a kill -9): it hears of the

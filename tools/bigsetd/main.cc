@@ -34,8 +34,32 @@ absl::StatusOr<Ring> FirstRing(const DaemonConfig& c) {
   return Ring::Create(nodes, ro);
 }
 
+// The signals the serving loop handles. Run blocks them first (every
+// thread started later inherits that), so that one that comes while the
+// node starts waits, pending, for the loop, which stops the node cleanly;
+// the start's own waits look for one and give up.
+sigset_t StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// Whether a SIGTERM or SIGINT is pending (blocked since Run began).
+bool StopPending() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGTERM) == 1 ||
+         sigismember(&pending, SIGINT) == 1;
+}
+
 // The cluster map to start with: the data directory's if it has one, else
 // the one a running node gives (--join), else the first one (--node).
+// Cancelled if a SIGTERM or SIGINT comes while it waits for the node to
+// join through.
 absl::StatusOr<ClusterMap> StartingMap(const DaemonConfig& c, Logger& log) {
   absl::StatusOr<ClusterMap> stored = ClusterMap::Load(c.data_dir);
   if (stored.ok()) {
@@ -51,7 +75,12 @@ absl::StatusOr<ClusterMap> StartingMap(const DaemonConfig& c, Logger& log) {
       if (attempt == 30) return stored.status();
       log.Warn(absl::StrCat("--join ", FormatAddress(*c.join), ": ",
                             stored.status().ToString(), "; retrying"));
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      for (int tick = 0; tick < 10; ++tick) {
+        if (StopPending()) {
+          return absl::CancelledError("stopped while joining");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     }
     log.Info(absl::StrCat("cluster map from ", FormatAddress(*c.join),
                           ": ring epoch ", stored->ring.epoch()));
@@ -87,12 +116,20 @@ absl::StatusOr<ClusterMap> StartingMap(const DaemonConfig& c, Logger& log) {
 }
 
 int Run(const DaemonConfig& c) {
+  const sigset_t stop_signals = StopSignals();
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A peer or client that goes away must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
   Logger log(c.log_level, c.log_file);
   if (absl::Status s = log.Open(); !s.ok()) {
     std::cerr << "bigsetd: " << s.message() << std::endl;
     return 2;
   }
   absl::StatusOr<ClusterMap> map = StartingMap(c, log);
+  if (absl::IsCancelled(map.status())) {
+    log.Info(absl::StrCat("SIGTERM or SIGINT: ", map.status().message()));
+    return 0;
+  }
   if (!map.ok()) {
     // Before anything is written: a setting or the stored map is wrong.
     std::cerr << "bigsetd: cluster map: " << map.status().message()
@@ -186,7 +223,9 @@ int Run(const DaemonConfig& c) {
           io.stop();
         };
     signals.async_wait(on_signal);
-    signal(SIGPIPE, SIG_IGN);
+    // Handled from here on (a signal that came while the node started is
+    // delivered now, to this thread alone: the others keep it blocked).
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
     log.Info(absl::StrCat("ready node=", c.id, " client_port=", server.port(),
                           " peer_port=", (*runner)->port(),
                           " nodes=", c.nodes.size(), " n=", c.n, " w=", c.w,
