@@ -1589,6 +1589,16 @@ def test_sigstop_node():
     c.verify_all()
 
 
+def sigterm_exit(node, timeout):
+    """Sends `node` a SIGTERM; its exit status, within `timeout` s."""
+    os.kill(node.proc.pid, signal.SIGTERM)
+    try:
+        return node.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure("node %d still running %d s after SIGTERM: %s" %
+                      (node.id, timeout, node.log_tail()))
+
+
 @test
 def test_sigterm_while_starting():
     """Regression (fixed): bigsetd installed its signal handlers only once
@@ -1604,15 +1614,8 @@ def test_sigterm_while_starting():
     wait_for(lambda: "retrying" in n4.log_text() or not n4.alive(), 20,
              "node 4 retries its join")
     check(n4.alive(), "node 4 exited early: %s" % n4.log_tail())
-    t0 = time.time()
-    os.kill(n4.proc.pid, signal.SIGTERM)
-    try:
-        n4.proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        raise Failure("node 4 still joining 5 s after SIGTERM: %s" %
-                      n4.log_tail())
-    eq(n4.proc.returncode, 0, "node 4's exit status after a SIGTERM while "
-       "joining (%.1f s)" % (time.time() - t0))
+    eq(sigterm_exit(n4, 5), 0, "node 4's exit status after a SIGTERM while "
+       "joining")
     check("stopped while joining" in n4.log_text(),
           "no stop logged: %s" % n4.log_tail())
     # A node restarted on its store, SIGTERM as soon as it has its map
@@ -1626,13 +1629,7 @@ def test_sigterm_while_starting():
         wait_for(lambda: node.log_text().count("cluster map from") > before
                  or not node.alive(), 20, "node 2 has its map",
                  interval=0.002)
-        os.kill(node.proc.pid, signal.SIGTERM)
-        try:
-            node.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            raise Failure("node 2 still running 15 s after SIGTERM: %s" %
-                          node.log_tail())
-        eq(node.proc.returncode, 0, "node 2's exit status after a SIGTERM "
+        eq(sigterm_exit(node, 15), 0, "node 2's exit status after a SIGTERM "
            "while starting (round %d): %s" % (i, node.log_tail()))
     node.start()
     check_intact(c, "keep", keep)
