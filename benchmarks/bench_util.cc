@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <span>
+#include <thread>
 
 #include "core/coding.h"
 #include "leveldb/write_batch.h"
@@ -46,6 +48,7 @@ void RemoveProcessDirs() {
       left = left || rm;
     }
     if (!left) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 

@@ -70,8 +70,10 @@ absl::StatusOr<ClusterMap> StartingMap(const DaemonConfig& c, Logger& log) {
     return stored.status();
   } else if (c.join.has_value()) {
     for (int attempt = 0;; ++attempt) {
+      if (StopPending()) return absl::CancelledError("stopped while joining");
       stored = ClusterMembership::Fetch(*c.join, c.requirepass);
       if (stored.ok()) break;
+      if (StopPending()) return absl::CancelledError("stopped while joining");
       if (attempt == 30) return stored.status();
       log.Warn(absl::StrCat("--join ", FormatAddress(*c.join), ": ",
                             stored.status().ToString(), "; retrying"));
@@ -177,6 +179,10 @@ int Run(const DaemonConfig& c) {
   o.transport.log = [&log](std::string_view line) {
     log.Info(absl::StrCat("peer: ", AV(line)));
   };
+  if (StopPending()) {
+    log.Info("SIGTERM or SIGINT: stopped before opening the store");
+    return 0;
+  }
   absl::StatusOr<std::unique_ptr<NodeRunner>> runner =
       NodeRunner::Start(std::move(o));
   if (!runner.ok()) {
@@ -232,6 +238,9 @@ int Run(const DaemonConfig& c) {
                           " r=", c.r, c.requirepass.empty() ? "" : " auth=on",
                           c.sync_writes ? " sync_writes=on" : ""));
     io.run();
+    // Blocked again: once `signals` goes, another SIGTERM would kill the
+    // process by its default action while the node closes.
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     server.Stop();
     // The membership lets go of the node first: a change still running
     // (a JOIN on a worker, a fetch) then fails here, instead of taking the
