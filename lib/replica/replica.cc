@@ -560,8 +560,12 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
     }
     const bool was_present = live != nullptr && !live->empty();
     if (op.context_from_replica) {
+      // The replica's dots and the caller's (a read quorum's), each once.
       d.context = *live;
+      d.context.insert(d.context.end(), op.context.begin(), op.context.end());
       std::sort(d.context.begin(), d.context.end());
+      d.context.erase(std::unique(d.context.begin(), d.context.end()),
+                      d.context.end());
     } else {
       d.context = op.context;
     }

@@ -95,68 +95,71 @@ ElementBounds Nothing() {
 
 }  // namespace
 
-void Session::CmdSadd(Args& a) {
-  std::vector<UpdateOp> ops;
-  for (std::string& m : Distinct(a, 2)) {
-    UpdateOp op = UpdateOp::Add(std::move(m));
-    // The coordinating replica's dots of the element become the add's
-    // context: the add replaces them (no dot piles up), and an element it
-    // already held is not counted as added.
-    op.context_from_replica = true;
-    ops.push_back(std::move(op));
-  }
-  ctx_->runner->Update(
-      a[1], std::move(ops), WriteOptions(),
-      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
-        if (!d.ok()) {
-          ReplyStatus(d.status(), true);
-        } else {
-          int64_t added = 0;
-          for (const DeltaOp& op : d->ops) {
-            if (op.add.has_value() && op.context.empty()) ++added;
-          }
-          Out().Integer(added);
-        }
-        Done();
-      }));
-}
-
-void Session::CmdSrem(Args& a) {
-  std::string set = a[1];
-  // The remove's context is what a read quorum holds, so that it covers
-  // every add a write quorum acknowledged (R + W > N).
+void Session::UpdateAfterRead(
+    std::string set, std::vector<std::string> members,
+    std::function<int64_t(Membership&, std::vector<UpdateOp>*)> plan) {
   ctx_->runner->ContainsAll(
-      set, Distinct(a, 2), ReadOptions(),
+      set, std::move(members), ReadOptions(),
       Later<absl::StatusOr<Membership>>(
-          [this, set](absl::StatusOr<Membership> m) mutable {
+          [this, set,
+           plan = std::move(plan)](absl::StatusOr<Membership> m) mutable {
             if (!m.ok()) {
               ReplyStatus(m.status(), false);
               Done();
               return;
             }
             std::vector<UpdateOp> ops;
-            for (ElementDots& e : m->elements) {
-              if (e.dots.empty()) continue;
-              ops.push_back(
-                  UpdateOp::Remove(std::move(e.element), std::move(e.dots)));
-            }
+            const int64_t reply = plan(*m, &ops);
             if (ops.empty()) {
-              Out().Integer(0);
+              Out().Integer(reply);
               Done();
               return;
             }
-            const int64_t removed = static_cast<int64_t>(ops.size());
             ctx_->runner->Update(std::move(set), std::move(ops), WriteOptions(),
                                  Later<absl::StatusOr<Delta>>(
-                                     [this, removed](absl::StatusOr<Delta> d) {
+                                     [this, reply](absl::StatusOr<Delta> d) {
                                        if (!d.ok()) {
                                          ReplyStatus(d.status(), true);
                                        } else {
-                                         Out().Integer(removed);
+                                         Out().Integer(reply);
                                        }
                                        Done();
                                      }));
           }));
+}
+
+void Session::CmdSadd(Args& a) {
+  // What is added is what a read quorum does not hold: the coordinating
+  // replica alone may have missed a remove that a write quorum
+  // acknowledged (R + W > N makes the read see it).
+  UpdateAfterRead(
+      a[1], Distinct(a, 2), [](Membership& m, std::vector<UpdateOp>* ops) {
+        int64_t added = 0;
+        ops->reserve(m.elements.size());
+        for (ElementDots& e : m.elements) {
+          if (e.dots.empty()) ++added;
+          // The add replaces the dots the quorum read and those
+          // the coordinating replica holds: no dot piles up.
+          UpdateOp op = UpdateOp::Add(std::move(e.element), std::move(e.dots));
+          op.context_from_replica = true;
+          ops->push_back(std::move(op));
+        }
+        return added;
+      });
+}
+
+void Session::CmdSrem(Args& a) {
+  // The remove's context is what a read quorum holds, so that it covers
+  // every add a write quorum acknowledged (R + W > N).
+  UpdateAfterRead(
+      a[1], Distinct(a, 2), [](Membership& m, std::vector<UpdateOp>* ops) {
+        for (ElementDots& e : m.elements) {
+          if (e.dots.empty()) continue;
+          ops->push_back(
+              UpdateOp::Remove(std::move(e.element), std::move(e.dots)));
+        }
+        return static_cast<int64_t>(ops->size());
+      });
 }
 
 void Session::CmdSismember(Args& a) {

@@ -124,6 +124,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void CountKeys(
       std::vector<std::string> keys,
       std::function<void(absl::StatusOr<std::vector<uint64_t>>)> done);
+  // Reads `members` from a read quorum, lets `plan` turn what it holds into
+  // ops (its result is the reply), and writes them unless there are none:
+  // SADD and SREM.
+  void UpdateAfterRead(
+      std::string set, std::vector<std::string> members,
+      std::function<int64_t(Membership&, std::vector<UpdateOp>*)> plan);
   // Clears `set` as a read quorum sees it: true if it held elements.
   void ClearSet(std::string set,
                 std::function<void(absl::StatusOr<bool>)> done);

@@ -25,9 +25,10 @@ struct UpdateOp {
   // dot names one add of one element; an invented dot could later name
   // another element's add, which would then be lost).
   std::vector<Dot> context;
-  // Use the element's dots currently on this replica as the context (read
-  // under the set's lock, so nothing slips in between). For single-node
-  // use; `context` is then ignored.
+  // Add the element's dots currently on this replica to `context` (read
+  // under the set's lock, so nothing slips in between): for single-node
+  // use with an empty `context`, or with a read quorum's dots so that the
+  // coordinator's own stale dots are replaced too.
   bool context_from_replica = false;
 
   static UpdateOp Add(std::string element, std::vector<Dot> context = {}) {

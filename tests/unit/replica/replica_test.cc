@@ -550,6 +550,28 @@ TEST_CASE("replica: an add with a context replaces only the dots it saw") {
   CHECK(Dots(*p.b, "x") == want);
 }
 
+TEST_CASE(
+    "replica: a context from the replica joins the given context (SADD with "
+    "a read quorum's dots)") {
+  Pair p;
+  Delta a1 = Do(*p.a, UpdateOp::Add("x"));  // a's own dot.
+  Delta b1 = Do(*p.b, UpdateOp::Add("x"));  // A dot a has not seen yet.
+  UpdateOp add = UpdateOp::Add("x", {*b1.ops[0].add, *a1.ops[0].add});
+  add.context_from_replica = true;
+  Delta a2 = Do(*p.a, add);
+  // Each dot once, sorted: a's own and the one it was given.
+  std::vector<Dot> context = {*a1.ops[0].add, *b1.ops[0].add};
+  std::sort(context.begin(), context.end());
+  CHECK(a2.ops[0].context == context);
+  CHECK(Dots(*p.a, "x") == std::vector<Dot>{*a2.ops[0].add});
+  // b1 arrives late: replaced already, it stays out; b ends the same.
+  REQUIRE(p.a->Apply(b1).ok());
+  CHECK(Dots(*p.a, "x") == std::vector<Dot>{*a2.ops[0].add});
+  REQUIRE(p.b->Apply(a2).ok());
+  REQUIRE(p.b->Apply(a1).ok());
+  CHECK(Dots(*p.b, "x") == std::vector<Dot>{*a2.ops[0].add});
+}
+
 TEST_CASE("replica: two dots of one actor on one element both survive") {
   Pair p;
   Delta d1 = Do(*p.a, UpdateOp::Add("x"));
