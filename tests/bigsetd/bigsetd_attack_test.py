@@ -985,24 +985,25 @@ def test_pipeline_order():
 
 @test
 def test_sadd_reply_of_lagging_coordinator():
-    """SADD answers what a read quorum holds, not what the coordinating
-    replica holds: a node that missed a remove (it was down) and
-    coordinates the next SADD of that member answers 1. (Regression: SADD
-    counted the coordinator's own dots; found by pipeline_order in CI,
-    where a round's coordinator had not yet applied the previous round's
-    remove that two other replicas had acknowledged.)"""
+    """SADD (and BIGSET.ADD without a context) answers what a read quorum
+    holds, not what the coordinating replica holds: a node that missed a
+    remove (it was down) and coordinates the next SADD of that member
+    answers 1. (Regression: SADD counted the coordinator's own dots; found
+    by pipeline_order in CI, where a round's coordinator had not yet
+    applied the previous round's remove that two other replicas had
+    acknowledged.)"""
     # No anti-entropy: nothing but the SADD's own read may tell node 1.
     c = Cluster(extra=["--ae-interval-ms", "0"]).start()
     r = c[0].client()
-    eq(r.command("SADD", "lag", "d", "e"), 2, "first SADD")
+    eq(r.command("SADD", "lag", "d", "e", "f"), 3, "first SADD")
     r.close()
     # Every replica holds both (W=2 acknowledged; wait for the third).
-    wait_for(lambda: all(smembers(n, "lag") == {b"d", b"e"} for n in c.nodes),
-             30, "all replicas hold d and e")
+    wait_for(lambda: all(smembers(n, "lag") == {b"d", b"e", b"f"}
+                         for n in c.nodes), 30, "all replicas hold d, e, f")
     time.sleep(0.5)
     c[0].kill9()
     r = c[1].client()
-    eq(r.command("SREM", "lag", "d"), 1, "SREM while node 1 is down")
+    eq(r.command("SREM", "lag", "d", "f"), 2, "SREM while node 1 is down")
     r.close()
     # Node 2 holds the hint for node 1: stopped, it cannot hand it over.
     os.kill(c[1].proc.pid, signal.SIGSTOP)
@@ -1012,13 +1013,15 @@ def test_sadd_reply_of_lagging_coordinator():
         eq(r.command("SADD", "lag", "d"), 1,
            "SADD of the removed member at the node that missed the remove")
         eq(r.command("SADD", "lag", "e"), 0, "SADD of a held member")
+        eq(r.command("BIGSET.ADD", "lag", "f"), 1,
+           "BIGSET.ADD (no context) of the other removed member")
         eq(r.command("SISMEMBER", "lag", "d"), 1, "d is back")
         r.close()
     finally:
         os.kill(c[1].proc.pid, signal.SIGCONT)
     for n in c.nodes:
-        wait_for(lambda: smembers(n, "lag") == {b"d", b"e"}, 30,
-                 "node %d reads d and e" % n.id)
+        wait_for(lambda: smembers(n, "lag") == {b"d", b"e", b"f"}, 30,
+                 "node %d reads d, e, f" % n.id)
     c.verify_all()
 
 

@@ -153,20 +153,9 @@ void Session::HeldContext(std::string set, std::string element,
 
 void Session::CmdBigsetAdd(Args& a) {
   if (a.size() == 3) {
-    // Without a context, like SADD: the coordinating replica's dots.
-    UpdateOp op = UpdateOp::Add(a[2]);
-    op.context_from_replica = true;
-    ctx_->runner->Update(
-        a[1], {std::move(op)}, WriteOptions(),
-        Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
-          if (!d.ok()) {
-            ReplyStatus(d.status(), true);
-          } else {
-            // 1 if the add replaced no dot: the element was new to it.
-            Out().Integer(!d->ops.empty() && d->ops[0].context.empty() ? 1 : 0);
-          }
-          Done();
-        }));
+    // Without a context, as SADD of one member: 1 if a read quorum did not
+    // hold it; the add replaces what the quorum and this replica hold.
+    CmdSadd(a);
     return;
   }
   if (a.size() != 5 || absl::AsciiStrToLower(a[3]) != "context") {
