@@ -1745,6 +1745,7 @@ def test_config_errors():
             ("--ring-size 0", lambda a: a + ["--ring-size", "0"]),
             ("--max-clients abc", lambda a: a + ["--max-clients", "abc"]),
             ("--log-level loud", lambda a: a + ["--log-level", "loud"]),
+            ("--sadd-reply exact", lambda a: a + ["--sadd-reply", "exact"]),
             ("--config missing", lambda a: a + ["--config",
                                                 os.path.join(d, "none")]),
             ("--config not TOML", lambda a: a + ["--config", bad_toml]),

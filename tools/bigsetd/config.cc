@@ -39,7 +39,7 @@ ParsedConfig ParseConfig(int argc, char** argv) {
 
   DaemonConfig c;
   std::string listen = "127.0.0.1:6379", peer_listen, tls_dir, join,
-              log_level = "info";
+              log_level = "info", sadd_reply = "quorum";
   std::vector<std::string> nodes;
   uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
 
@@ -138,6 +138,12 @@ ParsedConfig ParseConfig(int argc, char** argv) {
                  "SSCAN cursors kept; the oldest are forgotten (default "
                  "100000)")
       ->group("Clients");
+  app.add_option("--sadd-reply", sadd_reply,
+                 "what SADD counts as added: quorum (the members a read "
+                 "quorum lacks: exact, one read round trip more) or "
+                 "coordinator (those the coordinating replica lacks: "
+                 "faster, wrong when it missed a write; default quorum)")
+      ->group("Clients");
   app.add_option("--log-level", log_level, "debug, info, warn or error")
       ->group("Logging");
   app.add_option("--log-file", c.log_file,
@@ -230,6 +236,12 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   }
   if (c.max_query_buffer_bytes < (64 << 10)) {
     return Fail("--max-query-buffer-bytes must be at least 65536");
+  }
+  if (sadd_reply == "quorum" || sadd_reply == "coordinator") {
+    c.sadd_reply_from_quorum = sadd_reply == "quorum";
+  } else {
+    return Fail(absl::StrCat("bad --sadd-reply '", sadd_reply,
+                             "': quorum or coordinator"));
   }
   if (!ParseLogLevel(log_level, &c.log_level)) {
     return Fail(absl::StrCat("bad --log-level '", log_level,

@@ -70,6 +70,10 @@ struct DaemonConfig {
   size_t output_pause_bytes = 1 << 20;
   // SMEMBERS of a larger set is refused (use SSCAN).
   size_t smembers_max = 1'000'000;
+  // SADD counts the members a read quorum lacks (read before the write);
+  // false: those the coordinating replica lacks (no read; wrong when that
+  // replica missed a write another node coordinated).
+  bool sadd_reply_from_quorum = true;
   // SSCAN cursors kept (see CursorTable).
   size_t max_cursors = 100'000;
   size_t max_cursor_bytes = 64 << 20;

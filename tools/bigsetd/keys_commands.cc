@@ -129,6 +129,10 @@ void Session::UpdateAfterRead(
 }
 
 void Session::CmdSadd(Args& a) {
+  if (!ctx_->config->sadd_reply_from_quorum) {
+    SaddFromCoordinator(a);
+    return;
+  }
   // What is added is what a read quorum does not hold: the coordinating
   // replica alone may have missed a remove that a write quorum
   // acknowledged (R + W > N makes the read see it).
@@ -146,6 +150,31 @@ void Session::CmdSadd(Args& a) {
         }
         return added;
       });
+}
+
+void Session::SaddFromCoordinator(Args& a) {
+  std::vector<UpdateOp> ops;
+  for (std::string& m : Distinct(a, 2)) {
+    // The replica's dots become the context under the set's lock; a member
+    // it held is not counted as added.
+    UpdateOp op = UpdateOp::Add(std::move(m));
+    op.context_from_replica = true;
+    ops.push_back(std::move(op));
+  }
+  ctx_->runner->Update(
+      a[1], std::move(ops), WriteOptions(),
+      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
+        if (!d.ok()) {
+          ReplyStatus(d.status(), true);
+        } else {
+          int64_t added = 0;
+          for (const DeltaOp& op : d->ops) {
+            if (op.add.has_value() && op.context.empty()) ++added;
+          }
+          Out().Integer(added);
+        }
+        Done();
+      }));
 }
 
 void Session::CmdSrem(Args& a) {

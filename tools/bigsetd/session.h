@@ -124,6 +124,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void CountKeys(
       std::vector<std::string> keys,
       std::function<void(absl::StatusOr<std::vector<uint64_t>>)> done);
+  // SADD under --sadd-reply coordinator: no read, the coordinating
+  // replica's dots are the context and decide the count.
+  void SaddFromCoordinator(Args& a);
   // Reads `members` from a read quorum, lets `plan` turn what it holds into
   // ops (its result is the reply), and writes them unless there are none:
   // SADD and SREM.
