@@ -1051,6 +1051,34 @@ def test_sadd_reply_of_lagging_coordinator():
 
 
 @test
+def test_write_then_hang_up():
+    """A client sends a write whose first step is a read (SADD, SREM, DEL,
+    BIGSET.ADD without a context) and closes at once: the write still
+    happens, as it would in Redis. (Regression: the read's answer was
+    dropped with the closed connection, so the write was never sent; found
+    by a review of SADD's quorum read.)"""
+    c = Cluster().start()
+    r = c[1].client()
+    eq(r.command("SADD", "hup-rm", "x", "y"), 2, "seed hup-rm")
+    eq(r.command("SADD", "hup-del", "z"), 1, "seed hup-del")
+    r.close()
+    writes = [encode("SADD", "hup", "a", "b"), encode("BIGSET.ADD", "hup", "c"),
+              encode("SREM", "hup-rm", "x"), encode("DEL", "hup-del")]
+    for i, w in enumerate(writes):
+        s = socket.create_connection(("127.0.0.1", c[i % 3].cport), timeout=5)
+        s.sendall(w)
+        s.shutdown(socket.SHUT_WR)
+        s.close()
+    wait_for(lambda: smembers(c[2], "hup") == {b"a", b"b", b"c"}, 10,
+             "the adds of clients that hung up")
+    wait_for(lambda: smembers(c[2], "hup-rm") == {b"y"}, 10,
+             "the remove of a client that hung up")
+    wait_for(lambda: smembers(c[2], "hup-del") == set(), 10,
+             "the DEL of a client that hung up")
+    check_alive(c)
+
+
+@test
 def test_quit_mid_pipeline():
     """QUIT in the middle of a pipeline: the replies before it, +OK, then
     the close; nothing after QUIT runs."""

@@ -131,7 +131,7 @@ void Session::HeldContext(std::string set, std::string element,
   std::vector<std::string> elements = {element};
   ctx_->runner->ContainsAll(
       std::move(set), std::move(elements), ReadOptions(),
-      Later<absl::StatusOr<Membership>>(
+      Continue<absl::StatusOr<Membership>>(
           [given = std::move(given), done](absl::StatusOr<Membership> m) {
             if (!m.ok()) {
               done(m.status());

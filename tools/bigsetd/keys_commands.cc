@@ -100,7 +100,7 @@ void Session::UpdateAfterRead(
     std::function<int64_t(Membership&, std::vector<UpdateOp>*)> plan) {
   ctx_->runner->ContainsAll(
       set, std::move(members), ReadOptions(),
-      Later<absl::StatusOr<Membership>>(
+      Continue<absl::StatusOr<Membership>>(
           [this, set,
            plan = std::move(plan)](absl::StatusOr<Membership> m) mutable {
             if (!m.ok()) {
@@ -429,8 +429,8 @@ void Session::ClearSet(std::string set,
                        std::function<void(absl::StatusOr<bool>)> done) {
   ctx_->runner->Count(
       set, ReadOptions(),
-      Later<absl::StatusOr<uint64_t>>([this, set,
-                                       done](absl::StatusOr<uint64_t> n) {
+      Continue<absl::StatusOr<uint64_t>>([this, set,
+                                          done](absl::StatusOr<uint64_t> n) {
         if (!n.ok() || *n == 0) {
           done(n.ok() ? absl::StatusOr<bool>(false) : n.status());
           return;
@@ -438,7 +438,7 @@ void Session::ClearSet(std::string set,
         // The context of the clear is the clock a read quorum returns: what
         // they hold is removed, an add none of them had seen survives.
         ctx_->runner->Read(set, ReadOptions(),
-                           new ClockHandler(Later<absl::StatusOr<Clock>>(
+                           new ClockHandler(Continue<absl::StatusOr<Clock>>(
                                [this, set, done](absl::StatusOr<Clock> clock) {
                                  if (!clock.ok()) {
                                    done(clock.status());
@@ -446,7 +446,7 @@ void Session::ClearSet(std::string set,
                                  }
                                  ctx_->runner->Clear(
                                      set, std::move(*clock), WriteOptions(),
-                                     Later<absl::StatusOr<Delta>>(
+                                     Continue<absl::StatusOr<Delta>>(
                                          [done](absl::StatusOr<Delta> d) {
                                            done(d.ok()
                                                     ? absl::StatusOr<bool>(true)

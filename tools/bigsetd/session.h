@@ -78,6 +78,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // at all once the connection is closed (the command is then dropped).
   template <typename T>
   std::function<void(T)> Later(std::function<void(T)> fn);
+  // The same, but it runs even after the connection closed: for the steps
+  // of a write command that has begun (a read that decides its write), so
+  // that a client hanging up after sending it does not drop the write.
+  // Replies written then are discarded.
+  template <typename T>
+  std::function<void(T)> Continue(std::function<void(T)> fn);
   ClusterWriteOptions WriteOptions() const;
   ClusterReadOptions ReadOptions() const;
 
@@ -171,15 +177,23 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 template <typename T>
-std::function<void(T)> Session::Later(std::function<void(T)> fn) {
+std::function<void(T)> Session::Continue(std::function<void(T)> fn) {
   std::shared_ptr<Session> self = shared_from_this();
   return [self, fn = std::move(fn)](T value) mutable {
     asio::post(*self->ctx_->io,
                [self, fn = std::move(fn), value = std::move(value)]() mutable {
-                 if (self->closed_) return;
                  fn(std::move(value));
                });
   };
+}
+
+template <typename T>
+std::function<void(T)> Session::Later(std::function<void(T)> fn) {
+  // Continue keeps the session alive, so `this` is valid when it runs.
+  return Continue<T>([this, fn = std::move(fn)](T value) mutable {
+    if (closed_) return;
+    fn(std::move(value));
+  });
 }
 
 }  // namespace bigset::server
