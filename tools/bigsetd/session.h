@@ -84,6 +84,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Replies written then are discarded.
   template <typename T>
   std::function<void(T)> Continue(std::function<void(T)> fn);
+  // What both share: `fn` posted to the server's thread, with the session
+  // kept alive until it ran.
+  template <typename T>
+  std::function<void(T)> Post(std::function<void(T)> fn, bool even_if_closed);
   ClusterWriteOptions WriteOptions() const;
   ClusterReadOptions ReadOptions() const;
 
@@ -177,23 +181,26 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 template <typename T>
-std::function<void(T)> Session::Continue(std::function<void(T)> fn) {
+std::function<void(T)> Session::Post(std::function<void(T)> fn,
+                                     bool even_if_closed) {
   std::shared_ptr<Session> self = shared_from_this();
-  return [self, fn = std::move(fn)](T value) mutable {
-    asio::post(*self->ctx_->io,
-               [self, fn = std::move(fn), value = std::move(value)]() mutable {
-                 fn(std::move(value));
-               });
+  return [self, fn = std::move(fn), even_if_closed](T value) mutable {
+    asio::post(*self->ctx_->io, [self, fn = std::move(fn), even_if_closed,
+                                 value = std::move(value)]() mutable {
+      if (self->closed_ && !even_if_closed) return;
+      fn(std::move(value));
+    });
   };
 }
 
 template <typename T>
 std::function<void(T)> Session::Later(std::function<void(T)> fn) {
-  // Continue keeps the session alive, so `this` is valid when it runs.
-  return Continue<T>([this, fn = std::move(fn)](T value) mutable {
-    if (closed_) return;
-    fn(std::move(value));
-  });
+  return Post(std::move(fn), false);
+}
+
+template <typename T>
+std::function<void(T)> Session::Continue(std::function<void(T)> fn) {
+  return Post(std::move(fn), true);
 }
 
 }  // namespace bigset::server
