@@ -1078,6 +1078,192 @@ def test_write_then_hang_up():
     check_alive(c)
 
 
+def connected_clients(node):
+    c = node.client()
+    info = c.command("INFO", "clients")
+    c.close()
+    m = re.search(rb"connected_clients:(\d+)", info)
+    check(m is not None, "INFO clients has connected_clients: %r" % info)
+    return int(m.group(1))
+
+
+class SetModel:
+    """One key's sequential model: each command's reply and the state after
+    it, for SADD, SREM, DEL and SISMEMBER."""
+
+    def __init__(self):
+        self.members = set()
+        self.states = [frozenset()]  # The state after each prefix.
+        self.replies = []
+
+    def apply(self, cmd):
+        op, es = cmd[0], set(cmd[2:])
+        if op == "SADD":
+            reply = len(es - self.members)
+            self.members |= es
+        elif op == "SREM":
+            reply = len(es & self.members)
+            self.members -= es
+        elif op == "DEL":
+            reply = 1 if self.members else 0
+            self.members = set()
+        else:  # SISMEMBER
+            reply = 1 if cmd[2] in self.members else 0
+        self.replies.append(reply)
+        self.states.append(frozenset(self.members))
+
+
+def random_writes(rng, key, count):
+    cmds = []
+    pool = ["e%d" % i for i in range(12)]
+    for _ in range(count):
+        x = rng.random()
+        if x < 0.5:
+            cmds.append(("SADD", key) + tuple(rng.sample(pool, rng.randint(1, 4))))
+        elif x < 0.8:
+            cmds.append(("SREM", key) + tuple(rng.sample(pool, rng.randint(1, 3))))
+        elif x < 0.87:
+            cmds.append(("DEL", key))
+        else:
+            cmds.append(("SISMEMBER", key, rng.choice(pool)))
+    return cmds
+
+
+def hang_up(port, data, mode, rng=None):
+    """Sends `data` and hangs up: "half" shuts down its side and reads every
+    reply until the server closes (returns them), "close" closes at once,
+    "reset" closes with a TCP reset (SO_LINGER 0), "later" closes after a
+    few milliseconds."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        s.sendall(data)
+        if mode == "half":
+            s.shutdown(socket.SHUT_WR)
+            r = Resp.__new__(Resp)
+            r.sock, r.buf = s, bytearray()
+            check(r.closed_by_server(timeout=30),
+                  "the server closes a half-closed connection once its "
+                  "commands ran")
+            return bytes(r.buf)
+        if mode == "reset":
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                         struct.pack("ii", 1, 0))
+        elif mode == "later":
+            time.sleep((rng or random).uniform(0.001, 0.02))
+        return None
+    finally:
+        s.close()
+
+
+def parse_replies(raw):
+    r = Resp.__new__(Resp)
+    r.sock, r.buf = None, bytearray(raw)
+    out = []
+    while r.buf:
+        out.append(r.read())
+    return out
+
+
+@test
+def test_pipeline_then_hang_up():
+    """A client pipelines writes and hangs up before reading a reply (it
+    closes, resets, or shuts down its side and reads): every complete
+    command it sent runs, in order, as in Redis; a trailing partial command
+    does not; a half-closed client reads every reply, then the server
+    closes. (Regression: the end of the stream closed the session at once,
+    dropping every command still queued behind the running one; found by
+    random_hang_ups, written after write_then_hang_up covered a single
+    command.)"""
+    c = Cluster().start()
+    for i, mode in enumerate(["half", "close", "reset", "partial"]):
+        key = "hup-%s" % mode
+        model = SetModel()
+        cmds = [("SADD", key, "m%d" % j, "n%d" % j) for j in range(30)]
+        cmds += [("SREM", key, "n%d" % j) for j in range(30)]
+        cmds += [("SISMEMBER", key, "m7"), ("SADD", key, "last")]
+        for cmd in cmds:
+            model.apply(cmd)
+        data = b"".join(encode(*cmd) for cmd in cmds)
+        if mode == "partial":
+            data += b"*3\r\n$4\r\nSADD\r\n$%d\r\n%s\r\n$7\r\npar" % (
+                len(key), key.encode())
+        node = c[i % 3]
+        got = hang_up(node.cport, data, "close" if mode == "partial" else mode)
+        if mode == "half":
+            eq(parse_replies(got), model.replies,
+               "the replies a half-closed client reads")
+        want = {e.encode() for e in model.members}
+        wait_for(lambda: smembers(c[(i + 1) % 3], key) == want, 20,
+                 "%s: every command the client sent ran" % mode)
+    wait_for(lambda: all(connected_clients(n) == 1 for n in c.nodes), 10,
+             "sessions of clients that hung up are gone")
+    check_alive(c)
+    c.verify_all()
+
+
+@test
+def test_random_hang_ups():
+    """Clients on every node pipeline random SADD, SREM, DEL and SISMEMBER
+    on their own key and hang up at random (half-close and read, close,
+    close a little later, close after half a command, reset): each key ends
+    as its sequential model after all the complete commands (after a prefix
+    of them for a reset), a half-closed client's replies equal the model's,
+    and every session ends."""
+    c = Cluster().start()
+    rng = random.Random(SEED)
+    modes = ["half", "close", "later", "partial", "reset"]
+    jobs = []
+    for i in range(40):
+        key = "rh%d" % i
+        mode = modes[i % len(modes)]
+        cmds = random_writes(rng, key, rng.randint(1, 50))
+        model = SetModel()
+        for cmd in cmds:
+            model.apply(cmd)
+        data = b"".join(encode(*cmd) for cmd in cmds)
+        if mode == "partial":
+            part = encode("SADD", key, "never")
+            data += part[:rng.randint(1, len(part) - 1)]
+        jobs.append((key, mode, model, data, c[rng.randrange(3)],
+                     random.Random(rng.random())))
+    errors = []
+
+    def run(job):
+        key, mode, model, data, node, jrng = job
+        try:
+            got = hang_up(node.cport, data,
+                          "close" if mode == "partial" else mode, jrng)
+            if mode == "half":
+                eq(parse_replies(got), model.replies,
+                   "replies read by half-closed client of %s" % key)
+        except Exception as e:  # noqa: BLE001
+            errors.append("%s (%s): %s" % (key, mode, e))
+
+    for start in range(0, len(jobs), 8):
+        threads = [threading.Thread(target=run, args=(j,))
+                   for j in jobs[start:start + 8]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    check(not errors, "clients: %s" % errors[:3])
+    reader = c[0]
+    for key, mode, model, _, _, _ in jobs:
+        final = {e.encode() for e in model.members}
+        if mode == "reset":
+            allowed = {frozenset(e.encode() for e in st) for st in model.states}
+            wait_for(lambda: frozenset(smembers(reader, key)) in allowed, 20,
+                     "%s (reset): the state after a prefix of its commands"
+                     % key)
+        else:
+            wait_for(lambda: smembers(reader, key) == final, 20,
+                     "%s (%s): every complete command ran" % (key, mode))
+    wait_for(lambda: all(connected_clients(n) == 1 for n in c.nodes), 10,
+             "sessions of clients that hung up are gone")
+    check_alive(c)
+    c.verify_all()
+
+
 @test
 def test_quit_mid_pipeline():
     """QUIT in the middle of a pipeline: the replies before it, +OK, then

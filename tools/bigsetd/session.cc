@@ -81,7 +81,7 @@ void Session::CloseNow() {
 }
 
 void Session::MaybeRead() {
-  if (reading_ || closed_ || closing_) return;
+  if (reading_ || closed_ || closing_ || input_ended_) return;
   // Back-pressure: no more input while a command runs with more queued,
   // or while the client leaves its replies unread.
   if (out_.size() + writing_.size() >= ctx_->config->output_pause_bytes) return;
@@ -98,7 +98,11 @@ void Session::OnRead(const asio::error_code& ec, size_t n) {
   reading_ = false;
   if (closed_) return;
   if (ec) {
-    CloseNow();
+    // The client hung up (or the connection broke): what it sent before is
+    // still run, in order, as Redis runs every command it has read; a
+    // trailing partial command is dropped. Process closes once none is left.
+    input_ended_ = true;
+    Process();
     return;
   }
   ctx_->stats.net_input_bytes.fetch_add(n, std::memory_order_relaxed);
@@ -117,8 +121,11 @@ void Session::OnRead(const asio::error_code& ec, size_t n) {
 void Session::Process() {
   if (processing_ || closed_) return;
   processing_ = true;
-  while (!busy_ && !closing_ && !closed_ &&
-         out_.size() + writing_.size() < ctx_->config->output_pause_bytes) {
+  while (!busy_ && !closing_ && !closed_) {
+    if (output_failed_) out_.clear();  // Nobody can read it.
+    if (out_.size() + writing_.size() >= ctx_->config->output_pause_bytes) {
+      break;
+    }
     Args args;
     absl::StatusOr<bool> got = parser_.Next(&args);
     if (!got.ok()) {
@@ -129,7 +136,11 @@ void Session::Process() {
       closing_ = true;
       break;
     }
-    if (!*got) break;
+    if (!*got) {
+      // Nothing more will come: close once the replies are written.
+      if (input_ended_) closing_ = true;
+      break;
+    }
     busy_ = true;
     ctx_->stats.commands_processed.fetch_add(1, std::memory_order_relaxed);
     Execute(std::move(args));
@@ -146,6 +157,7 @@ void Session::Done() {
 
 void Session::Flush() {
   if (closed_ || write_active_) return;
+  if (output_failed_) out_.clear();  // Nobody can read it.
   if (out_.empty()) {
     if (closing_) CloseNow();
     return;
@@ -164,8 +176,10 @@ void Session::Flush() {
       std::string().swap(self->writing_);
     if (self->closed_) return;
     if (ec) {
-      self->CloseNow();
-      return;
+      // The client is gone: the commands it sent still run (see OnRead),
+      // their replies discarded; no more input is read.
+      self->output_failed_ = true;
+      self->input_ended_ = true;
     }
     // Releasing the output may let paused commands and reads go on.
     self->Process();

@@ -3,6 +3,11 @@
 // replies come back in order, and a command sees every earlier command of
 // its connection applied), and writes the replies.
 //
+// A client that hangs up (end of stream, or a reset) has every complete
+// command it sent run, in order, as Redis does with what it has read;
+// replies that can no longer be written are discarded, and a trailing
+// partial command is dropped.
+//
 // Memory per connection is bounded: unparsed input by
 // DaemonConfig::max_query_buffer_bytes (past it the connection is closed),
 // queued replies by output_pause_bytes (past it no further command runs
@@ -75,13 +80,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReplyError(std::string_view text);
   void ReplyStatus(const absl::Status& status, bool write);
   // Wraps a node callback so that it runs on the server's thread, and not
-  // at all once the connection is closed (the command is then dropped).
+  // at all once the session is closed (the command is then dropped). A
+  // client's hang-up does not close it before its commands ran; the server
+  // closing it (shutdown, a query buffer overflow) does.
   template <typename T>
   std::function<void(T)> Later(std::function<void(T)> fn);
-  // The same, but it runs even after the connection closed: for the steps
-  // of a write command that has begun (a read that decides its write), so
-  // that a client hanging up after sending it does not drop the write.
-  // Replies written then are discarded.
+  // The same, but it runs even after the session closed: for the steps of
+  // a write command that has begun (a read that decides its write), so that
+  // a session closed meanwhile does not drop the write. Replies written
+  // then are discarded.
   template <typename T>
   std::function<void(T)> Continue(std::function<void(T)> fn);
   // What both share: `fn` posted to the server's thread, with the session
@@ -171,6 +178,11 @@ class Session : public std::enable_shared_from_this<Session> {
   bool processing_ = false;  // Inside Process's loop.
   bool closing_ = false;     // Close once the output is written.
   bool closed_ = false;
+  // The client sent its last byte (end of stream or a broken connection):
+  // the complete commands already received still run, then the session
+  // closes.
+  bool input_ended_ = false;
+  bool output_failed_ = false;  // Writes fail: replies are discarded.
   bool handshake_done_ = false;
   // Connection state a client sets.
   int protocol_ = 2;
