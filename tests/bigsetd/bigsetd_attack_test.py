@@ -22,12 +22,14 @@ import os
 import random
 import re
 import shutil
+import fcntl
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import traceback
@@ -1129,14 +1131,27 @@ def random_writes(rng, key, count):
     return cmds
 
 
-def hang_up(port, data, mode, rng=None):
+def unacked_bytes(s):
+    """What the peer's kernel has not acknowledged of what `s` sent
+    (SIOCOUTQ): bytes a close may still lose."""
+    return struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ,
+                                          b"\0" * 4))[0]
+
+
+def hang_up(port, data, mode, rng=None, settle=0):
     """Sends `data` and hangs up: "half" shuts down its side and reads every
     reply until the server closes (returns them), "close" closes at once,
     "reset" closes with a TCP reset (SO_LINGER 0), "later" closes after a
-    few milliseconds."""
+    few milliseconds. With `settle`, waits up to that many seconds for the
+    server's kernel to acknowledge every byte first. Other modes return how
+    many bytes the server's kernel had acknowledged at the close: what
+    TCP delivers whatever the client's kernel does with the rest."""
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     try:
         s.sendall(data)
+        end = time.time() + settle
+        while unacked_bytes(s) > 0 and time.time() < end:
+            time.sleep(0.01)
         if mode == "half":
             s.shutdown(socket.SHUT_WR)
             r = Resp.__new__(Resp)
@@ -1150,7 +1165,7 @@ def hang_up(port, data, mode, rng=None):
                          struct.pack("ii", 1, 0))
         elif mode == "later":
             time.sleep((rng or random).uniform(0.001, 0.02))
-        return None
+        return len(data) - unacked_bytes(s)
     finally:
         s.close()
 
@@ -1199,6 +1214,86 @@ def test_pipeline_then_hang_up():
              "sessions of clients that hung up are gone")
     check_alive(c)
     c.verify_all()
+
+
+@test
+def test_long_pipeline_then_hang_up():
+    """A pipeline longer than what a session parses ahead (4,000 SADDs,
+    150 KB), sent while its first command waits (the peers are stopped),
+    then a close or a reset: every SADD the server's kernel had received
+    runs, also those still unread in the socket when the first reply's
+    write failed. (What the client's kernel still held is lost to the
+    reset that a close with replies arriving causes, in Redis too.)
+    (Regression: a failed write ended the input, so only the ~80 KB parsed
+    ran, 2,372 of 5,000; found by a helper's attack on the hang-up
+    change.)"""
+    c = Cluster().start()
+    for i, mode in enumerate(["close", "reset"]):
+        key = "long-%s" % mode
+        cmds = [encode("SADD", key, "m%d" % j) for j in range(4000)]
+        for n in c.nodes[1:]:
+            os.kill(n.proc.pid, signal.SIGSTOP)
+        try:
+            acked = hang_up(c[0].cport, b"".join(cmds), mode, settle=3)
+            time.sleep(0.3)
+        finally:
+            for n in c.nodes[1:]:
+                os.kill(n.proc.pid, signal.SIGCONT)
+        delivered = 0  # Commands wholly within what the server received.
+        size = 0
+        for cmd in cmds:
+            size += len(cmd)
+            if size > acked:
+                break
+            delivered += 1
+        check(delivered > 2500, "%s: the server's kernel took %d bytes, "
+              "too few to test (its receive window?)" % (mode, acked))
+
+        def scard():
+            r = c[1].client()
+            got = r.command("SCARD", key)
+            r.close()
+            return got
+        wait_for(lambda: delivered <= scard() <= len(cmds), 60,
+                 "%s: the %d SADDs the server received ran" %
+                 (mode, delivered))
+    wait_for(lambda: connected_clients(c[0]) == 1, 20,
+             "the sessions that hung up are gone")
+    check_alive(c)
+
+
+@test
+def test_pipeline_at_min_query_buffer():
+    """With --max-query-buffer-bytes at its minimum (65536), a client that
+    pipelines 3,000 SADDs (108 KB) while reading its replies gets every
+    reply. (Regression: a session read on while a command ran until 64 KiB
+    were queued, and one more 16 KiB read passed the limit, closing a
+    well-behaved client; found by a helper's attack on the hang-up
+    change.)"""
+    c = Cluster(extra=["--max-query-buffer-bytes", "65536"]).start()
+    s = socket.create_connection(("127.0.0.1", c[0].cport), timeout=30)
+    data = b"".join(encode("SADD", "qb", "m%d" % i) for i in range(3000))
+    errors = []
+
+    def send():
+        try:
+            s.sendall(data)
+        except OSError as e:
+            errors.append(repr(e))
+    th = threading.Thread(target=send)
+    th.start()
+    r = Resp.__new__(Resp)
+    r.sock, r.buf = s, bytearray()
+    try:
+        for i in range(3000):
+            eq(r.read(), 1, "reply %d" % i)
+    except Closed:
+        raise Failure("closed after %d replies: %s" % (i, c[0].log_tail(3)))
+    finally:
+        th.join(timeout=30)
+        s.close()
+    check(not errors, "sending: %s" % errors)
+    check_alive(c)
 
 
 @test

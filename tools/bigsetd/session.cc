@@ -2,6 +2,8 @@
 
 #include "session.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace bigset::server {
@@ -85,7 +87,13 @@ void Session::MaybeRead() {
   // Back-pressure: no more input while a command runs with more queued,
   // or while the client leaves its replies unread.
   if (out_.size() + writing_.size() >= ctx_->config->output_pause_bytes) return;
-  if (busy_ && parser_.buffered() >= (64 << 10)) return;
+  // While a command runs, input queues in the parser: pause early enough
+  // that one more read cannot pass the query buffer's limit (a client that
+  // pipelines and reads its replies is never cut off).
+  const size_t limit = ctx_->config->max_query_buffer_bytes;
+  const size_t pause_at = std::min<size_t>(
+      64 << 10, limit > read_buf_.size() ? limit - read_buf_.size() : 0);
+  if (busy_ && parser_.buffered() >= pause_at) return;
   reading_ = true;
   stream_.AsyncReadSome(
       asio::buffer(read_buf_),
@@ -176,10 +184,11 @@ void Session::Flush() {
       std::string().swap(self->writing_);
     if (self->closed_) return;
     if (ec) {
-      // The client is gone: the commands it sent still run (see OnRead),
-      // their replies discarded; no more input is read.
+      // The client is gone, but what it sent before may still be unread in
+      // the socket (Linux keeps bytes queued before a reset readable): reads
+      // go on until they fail, and every command runs (see OnRead), its
+      // reply discarded.
       self->output_failed_ = true;
-      self->input_ended_ = true;
     }
     // Releasing the output may let paused commands and reads go on.
     self->Process();
