@@ -765,6 +765,7 @@ ReplicaStats Replica::stats() const {
   s.sweep_errors = counters_.sweep_errors.load();
   s.count_scans = counters_.count_scans.load();
   s.presence_seeks = counters_.presence_seeks.load();
+  s.presence_seeks_saved = counters_.presence_seeks_saved.load();
   s.presence_filter_bytes = filter_bytes_.load();
   s.presence_filters_dropped = counters_.presence_filters_dropped.load();
   return s;

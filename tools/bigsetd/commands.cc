@@ -6,6 +6,7 @@
 #include <span>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "glob.h"
@@ -112,22 +113,88 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 }  // namespace
 
 void Session::ReplyError(std::string_view text) {
-  ctx_->stats.error_replies.fetch_add(1, std::memory_order_relaxed);
-  Out().Error(text);
+  RespWriter w = Out();
+  WriteError(w, text);
 }
 
 void Session::ReplyStatus(const absl::Status& status, bool write) {
+  RespWriter w = Out();
+  WriteStatus(w, status, write);
+}
+
+void Session::WriteError(RespWriter& w, std::string_view text) {
+  ctx_->stats.error_replies.fetch_add(1, std::memory_order_relaxed);
+  w.Error(text);
+}
+
+void Session::WriteStatus(RespWriter& w, const absl::Status& status,
+                          bool write) {
   ctx_->stats.cluster_errors.fetch_add(1, std::memory_order_relaxed);
   std::string what(status.message());
   if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
-    ReplyError(
-        absl::StrCat(write ? "NOREPLICAS Not enough good replicas to write: "
-                           : "TRYAGAIN Not enough replicas answered: ",
-                     absl::StatusCodeToString(status.code()), ": ", what));
+    WriteError(
+        w, absl::StrCat(write ? "NOREPLICAS Not enough good replicas to write: "
+                              : "TRYAGAIN Not enough replicas answered: ",
+                        absl::StatusCodeToString(status.code()), ": ", what));
   } else {
-    ReplyError(absl::StrCat("ERR ", absl::StatusCodeToString(status.code()),
-                            ": ", what));
+    WriteError(w, absl::StrCat("ERR ", absl::StatusCodeToString(status.code()),
+                               ": ", what));
   }
+}
+
+bool Session::JoinsInflight(const Args& args) const {
+  if (inflight_.size() >= kMaxInflight || !authenticated_ || args.size() < 3 ||
+      args[1] != inflight_set_) {
+    return false;
+  }
+  const std::string& name = args[0];
+  if (absl::EqualsIgnoreCase(name, "sadd") ||
+      absl::EqualsIgnoreCase(name, "srem") ||
+      absl::EqualsIgnoreCase(name, "smismember")) {
+    return true;
+  }
+  return args.size() == 3 && (absl::EqualsIgnoreCase(name, "sismember") ||
+                              absl::EqualsIgnoreCase(name, "bigset.add"));
+}
+
+void Session::RunBatched(SetCommand::Kind kind, std::string set,
+                         std::vector<std::string> members, BatchReply shape) {
+  const uint64_t seq = inflight_base_ + inflight_.size();
+  inflight_.emplace_back();
+  inflight_set_ = set;
+  std::shared_ptr<Session> self = shared_from_this();
+  // The batch runs whatever becomes of the connection (a write that has
+  // begun is never dropped); a closed connection only drops the reply.
+  ctx_->batcher->Submit(std::move(set), r_, w_,
+                        SetCommand{kind, std::move(members)},
+                        [self, seq, shape](SetCommandResult result) {
+                          if (self->closed_) return;
+                          self->CompleteBatched(seq, shape, result);
+                        });
+  Done();
+}
+
+void Session::CompleteBatched(uint64_t seq, BatchReply shape,
+                              const SetCommandResult& result) {
+  Pending& pending = inflight_[seq - inflight_base_];
+  RespWriter w(&pending.reply, protocol_);
+  if (!result.status.ok()) {
+    WriteStatus(w, result.status, result.write_failed);
+  } else if (shape == BatchReply::kCount) {
+    w.Integer(result.count);
+  } else if (shape == BatchReply::kFlag) {
+    w.Integer(!result.present.empty() && result.present[0]);
+  } else {
+    w.Array(result.present.size());
+    for (bool p : result.present) w.Integer(p);
+  }
+  pending.done = true;
+  while (!inflight_.empty() && inflight_.front().done) {
+    out_.append(inflight_.front().reply);
+    inflight_.pop_front();
+    ++inflight_base_;
+  }
+  if (!processing_) Process();
 }
 
 ClusterWriteOptions Session::WriteOptions() const {

@@ -95,129 +95,29 @@ ElementBounds Nothing() {
 
 }  // namespace
 
-void Session::UpdateAfterRead(
-    std::string set, std::vector<std::string> members,
-    std::function<int64_t(Membership&, std::vector<UpdateOp>*)> plan) {
-  ctx_->runner->ContainsAll(
-      set, std::move(members), ReadOptions(),
-      Continue<absl::StatusOr<Membership>>(
-          [this, set,
-           plan = std::move(plan)](absl::StatusOr<Membership> m) mutable {
-            if (!m.ok()) {
-              ReplyStatus(m.status(), false);
-              Done();
-              return;
-            }
-            std::vector<UpdateOp> ops;
-            const int64_t reply = plan(*m, &ops);
-            if (ops.empty()) {
-              Out().Integer(reply);
-              Done();
-              return;
-            }
-            ctx_->runner->Update(std::move(set), std::move(ops), WriteOptions(),
-                                 Later<absl::StatusOr<Delta>>(
-                                     [this, reply](absl::StatusOr<Delta> d) {
-                                       if (!d.ok()) {
-                                         ReplyStatus(d.status(), true);
-                                       } else {
-                                         Out().Integer(reply);
-                                       }
-                                       Done();
-                                     }));
-          }));
-}
-
 void Session::CmdSadd(Args& a) {
-  if (!ctx_->config->sadd_reply_from_quorum) {
-    SaddFromCoordinator(a);
-    return;
-  }
-  // What is added is what a read quorum does not hold: the coordinating
+  // What is added is what a read quorum does not hold (the coordinating
   // replica alone may have missed a remove that a write quorum
-  // acknowledged (R + W > N makes the read see it).
-  UpdateAfterRead(
-      a[1], Distinct(a, 2), [](Membership& m, std::vector<UpdateOp>* ops) {
-        int64_t added = 0;
-        ops->reserve(m.elements.size());
-        for (ElementDots& e : m.elements) {
-          if (e.dots.empty()) ++added;
-          // The add replaces the dots the quorum read and those
-          // the coordinating replica holds: no dot piles up.
-          UpdateOp op = UpdateOp::Add(std::move(e.element), std::move(e.dots));
-          op.context_from_replica = true;
-          ops->push_back(std::move(op));
-        }
-        return added;
-      });
-}
-
-void Session::SaddFromCoordinator(Args& a) {
-  std::vector<UpdateOp> ops;
-  for (std::string& m : Distinct(a, 2)) {
-    // The replica's dots become the context under the set's lock; a member
-    // it held is not counted as added.
-    UpdateOp op = UpdateOp::Add(std::move(m));
-    op.context_from_replica = true;
-    ops.push_back(std::move(op));
-  }
-  ctx_->runner->Update(
-      a[1], std::move(ops), WriteOptions(),
-      Later<absl::StatusOr<Delta>>([this](absl::StatusOr<Delta> d) {
-        if (!d.ok()) {
-          ReplyStatus(d.status(), true);
-        } else {
-          int64_t added = 0;
-          for (const DeltaOp& op : d->ops) {
-            if (op.add.has_value() && op.context.empty()) ++added;
-          }
-          Out().Integer(added);
-        }
-        Done();
-      }));
+  // acknowledged: R + W > N makes the read see it), unless --sadd-reply
+  // coordinator skips the read (SetBatcher).
+  RunBatched(SetCommand::Kind::kAdd, a[1], Distinct(a, 2), BatchReply::kCount);
 }
 
 void Session::CmdSrem(Args& a) {
   // The remove's context is what a read quorum holds, so that it covers
   // every add a write quorum acknowledged (R + W > N).
-  UpdateAfterRead(
-      a[1], Distinct(a, 2), [](Membership& m, std::vector<UpdateOp>* ops) {
-        for (ElementDots& e : m.elements) {
-          if (e.dots.empty()) continue;
-          ops->push_back(
-              UpdateOp::Remove(std::move(e.element), std::move(e.dots)));
-        }
-        return static_cast<int64_t>(ops->size());
-      });
+  RunBatched(SetCommand::Kind::kRemove, a[1], Distinct(a, 2),
+             BatchReply::kCount);
 }
 
 void Session::CmdSismember(Args& a) {
-  ctx_->runner->ContainsAll(
-      a[1], {a[2]}, ReadOptions(),
-      Later<absl::StatusOr<Membership>>([this](absl::StatusOr<Membership> m) {
-        if (!m.ok()) {
-          ReplyStatus(m.status(), false);
-        } else {
-          Out().Integer(!m->elements.empty() && !m->elements[0].dots.empty());
-        }
-        Done();
-      }));
+  RunBatched(SetCommand::Kind::kIsMember, a[1], {a[2]}, BatchReply::kFlag);
 }
 
 void Session::CmdSmismember(Args& a) {
-  std::vector<std::string> members(a.begin() + 2, a.end());
-  ctx_->runner->ContainsAll(
-      a[1], std::move(members), ReadOptions(),
-      Later<absl::StatusOr<Membership>>([this](absl::StatusOr<Membership> m) {
-        if (!m.ok()) {
-          ReplyStatus(m.status(), false);
-        } else {
-          RespWriter w = Out();
-          w.Array(m->elements.size());
-          for (const ElementDots& e : m->elements) w.Integer(!e.dots.empty());
-        }
-        Done();
-      }));
+  RunBatched(SetCommand::Kind::kIsMember, a[1],
+             std::vector<std::string>(a.begin() + 2, a.end()),
+             BatchReply::kFlags);
 }
 
 void Session::CmdScard(Args& a) {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "runner_batch_backend.h"
 #include "session.h"
 
 namespace bigset::server {
@@ -21,6 +22,12 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
   ctx_.log = log;
   ctx_.cursors = std::make_unique<CursorTable>(
       config->max_cursors, config->max_cursor_bytes, std::random_device{}());
+  ctx_.batch_backend = std::make_unique<RunnerBatchBackend>(
+      io, runner, config->timeout_micros);
+  SetBatcherOptions batching;
+  batching.read_before_add = config->sadd_reply_from_quorum;
+  ctx_.batcher =
+      std::make_unique<SetBatcher>(ctx_.batch_backend.get(), batching);
   ctx_.worker = std::make_unique<Worker>();
   ctx_.membership_worker = std::make_unique<Worker>();
   ctx_.started = std::chrono::steady_clock::now();

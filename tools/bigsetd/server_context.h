@@ -19,6 +19,7 @@
 #include "config.h"
 #include "cursor_table.h"
 #include "log.h"
+#include "set_batcher.h"
 #include "worker.h"
 
 namespace bigset::server {
@@ -57,6 +58,10 @@ struct ServerContext {
   const DaemonConfig* config = nullptr;
   Logger* log = nullptr;
   std::unique_ptr<CursorTable> cursors;
+  // The batched set commands of every connection (SetBatcher), and what
+  // they run on.
+  std::unique_ptr<BatchBackend> batch_backend;
+  std::unique_ptr<SetBatcher> batcher;
   std::unique_ptr<Worker> worker;
   // Membership changes (they wait on other nodes).
   std::unique_ptr<Worker> membership_worker;

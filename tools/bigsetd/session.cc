@@ -93,7 +93,7 @@ void Session::MaybeRead() {
   const size_t limit = ctx_->config->max_query_buffer_bytes;
   const size_t pause_at = std::min<size_t>(
       64 << 10, limit > read_buf_.size() ? limit - read_buf_.size() : 0);
-  if (busy_ && parser_.buffered() >= pause_at) return;
+  if ((busy_ || held_.has_value()) && parser_.buffered() >= pause_at) return;
   reading_ = true;
   stream_.AsyncReadSome(
       asio::buffer(read_buf_),
@@ -129,26 +129,40 @@ void Session::OnRead(const asio::error_code& ec, size_t n) {
 void Session::Process() {
   if (processing_ || closed_) return;
   processing_ = true;
-  while (!busy_ && !closing_ && !closed_) {
+  while (!closing_ && !closed_) {
     if (output_failed_) out_.clear();  // Nobody can read it.
     if (out_.size() + writing_.size() >= ctx_->config->output_pause_bytes) {
       break;
     }
-    Args args;
-    absl::StatusOr<bool> got = parser_.Next(&args);
-    if (!got.ok()) {
+    if (!held_.has_value() && !parse_error_.has_value()) {
+      Args args;
+      absl::StatusOr<bool> got = parser_.Next(&args);
+      if (!got.ok()) {
+        parse_error_ = got.status();
+      } else if (!*got) {
+        // Nothing more will come: close once every command answered and
+        // the replies are written.
+        if (input_ended_ && !busy_ && inflight_.empty()) closing_ = true;
+        break;
+      } else {
+        held_ = std::move(args);
+      }
+    }
+    // What comes next waits for the running command, and for the batched
+    // ones unless it joins them.
+    if (busy_) break;
+    if (parse_error_.has_value()) {
+      if (!inflight_.empty()) break;
       ctx_->stats.protocol_errors.fetch_add(1, std::memory_order_relaxed);
       ctx_->log->Info(absl::StrCat("client ", id_, " (", peer_,
-                                   "): ", got.status().message(), "; closed"));
-      ReplyError(absl::StrCat("ERR ", got.status().message()));
+                                   "): ", parse_error_->message(), "; closed"));
+      ReplyError(absl::StrCat("ERR ", parse_error_->message()));
       closing_ = true;
       break;
     }
-    if (!*got) {
-      // Nothing more will come: close once the replies are written.
-      if (input_ended_) closing_ = true;
-      break;
-    }
+    if (!inflight_.empty() && !JoinsInflight(*held_)) break;
+    Args args = std::move(*held_);
+    held_.reset();
     busy_ = true;
     ctx_->stats.commands_processed.fetch_add(1, std::memory_order_relaxed);
     Execute(std::move(args));

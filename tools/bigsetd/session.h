@@ -1,7 +1,14 @@
 // Session: one client connection: reads its bytes, parses commands (RESP
-// or inline), runs them one at a time in arrival order (a pipeline's
-// replies come back in order, and a command sees every earlier command of
-// its connection applied), and writes the replies.
+// or inline), runs them in arrival order (a pipeline's replies come back in
+// order, and a command sees every earlier command of its connection
+// applied), and writes the replies.
+//
+// The set commands that SetBatcher groups (SADD, SREM, SISMEMBER,
+// SMISMEMBER, BIGSET.ADD without a context) do not wait for each other: a
+// pipeline of them on one set is handed to the batcher as it is parsed (up
+// to kMaxInflight at a time), and their replies are written in order as
+// they come. Every other command, and a batched command on another set,
+// waits until the commands before it have answered, and then runs alone.
 //
 // A client that hangs up (end of stream, or a reset) has every complete
 // command it sent run, in order, as Redis does with what it has read;
@@ -24,6 +31,7 @@
 #include <array>
 #include <asio.hpp>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -36,6 +44,7 @@
 #include "resp_parser.h"
 #include "resp_writer.h"
 #include "server_context.h"
+#include "set_batcher.h"
 
 namespace bigset::server {
 
@@ -59,6 +68,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // One command and its arguments; `args[0]` is the command name.
   using Args = std::vector<std::string>;
 
+  // Batched commands one connection may have running at once.
+  static constexpr size_t kMaxInflight = 1024;
+
  private:
   struct Command;
   static std::span<const Command> Commands();
@@ -74,11 +86,29 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Commands (commands.cc, keys_commands.cc, bigset_commands.cc).
   void Execute(Args args);
+  // Whether `args` is a batched command that can run now, beside the
+  // batched commands this connection has running (same set, a valid
+  // command: its replies then cannot come out of order).
+  bool JoinsInflight(const Args& args) const;
+  // How a batched command's result is written.
+  enum class BatchReply { kCount, kFlag, kFlags };
+  // Hands a command to the batcher; its reply takes the next place among
+  // the connection's pending replies. Ends the command (Done): the next one
+  // may run.
+  void RunBatched(SetCommand::Kind kind, std::string set,
+                  std::vector<std::string> members, BatchReply shape);
+  // A batched command's result came: writes it in its place, and every
+  // reply now complete at the head of the queue to the output.
+  void CompleteBatched(uint64_t seq, BatchReply shape,
+                       const SetCommandResult& result);
   // Ends the running command (its reply written): the next one may run.
   void Done();
   RespWriter Out() { return RespWriter(&out_, protocol_); }
   void ReplyError(std::string_view text);
   void ReplyStatus(const absl::Status& status, bool write);
+  // The same, into `w` (a batched command's place).
+  void WriteError(RespWriter& w, std::string_view text);
+  void WriteStatus(RespWriter& w, const absl::Status& status, bool write);
   // Wraps a node callback so that it runs on the server's thread, and not
   // at all once the session is closed (the command is then dropped). A
   // client's hang-up does not close it before its commands ran; the server
@@ -141,15 +171,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void CountKeys(
       std::vector<std::string> keys,
       std::function<void(absl::StatusOr<std::vector<uint64_t>>)> done);
-  // SADD under --sadd-reply coordinator: no read, the coordinating
-  // replica's dots are the context and decide the count.
-  void SaddFromCoordinator(Args& a);
-  // Reads `members` from a read quorum, lets `plan` turn what it holds into
-  // ops (its result is the reply), and writes them unless there are none:
-  // SADD and SREM.
-  void UpdateAfterRead(
-      std::string set, std::vector<std::string> members,
-      std::function<int64_t(Membership&, std::vector<UpdateOp>*)> plan);
   // Clears `set` as a read quorum sees it: true if it held elements.
   void ClearSet(std::string set,
                 std::function<void(absl::StatusOr<bool>)> done);
@@ -184,6 +205,20 @@ class Session : public std::enable_shared_from_this<Session> {
   bool input_ended_ = false;
   bool output_failed_ = false;  // Writes fail: replies are discarded.
   bool handshake_done_ = false;
+  // A parsed command that waits for the commands before it.
+  std::optional<Args> held_;
+  // The input was not RESP: answered (and the connection closed) once the
+  // commands before it have answered.
+  std::optional<absl::Status> parse_error_;
+  // Batched commands running, oldest first: their replies, in order, once
+  // written. `inflight_base_` numbers the first; all are on `inflight_set_`.
+  struct Pending {
+    std::string reply;
+    bool done = false;
+  };
+  std::deque<Pending> inflight_;
+  uint64_t inflight_base_ = 0;
+  std::string inflight_set_;
   // Connection state a client sets.
   int protocol_ = 2;
   bool authenticated_ = false;

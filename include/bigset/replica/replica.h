@@ -388,6 +388,7 @@ class BIGSET_EXPORT Replica {
     std::atomic<uint64_t> sweep_errors{0};
     std::atomic<uint64_t> count_scans{0};
     std::atomic<uint64_t> presence_seeks{0};
+    std::atomic<uint64_t> presence_seeks_saved{0};
     std::atomic<uint64_t> presence_filters_dropped{0};
   };
   class Sweeper;
@@ -508,13 +509,17 @@ class BIGSET_EXPORT Replica {
                                                std::string_view set,
                                                std::string_view element,
                                                const Clock& tombstone);
-  // A snapshot and a copy of the set's tombstone and clock, consistent.
+  // A snapshot and a copy of the set's tombstone and clock, consistent;
+  // and, for each element of `probe`, whether the set's presence filter
+  // (if it has one) says it is certainly absent from that snapshot.
   struct View {
     std::unique_ptr<const Snapshot> snapshot;
     Clock clock;
     Clock tombstone;
+    std::vector<bool> absent;
   };
-  absl::StatusOr<View> OpenView(std::string_view set, bool with_clock);
+  absl::StatusOr<View> OpenView(std::string_view set, bool with_clock,
+                                std::span<const std::string> probe = {});
   // The key a scan of `set` within `bounds` seeks to; empty for the start
   // of the set.
   std::string SeekKey(std::string_view set, const ElementBounds& bounds) const;

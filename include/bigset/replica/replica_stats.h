@@ -42,6 +42,9 @@ struct ReplicaStats {
   // not tell, or the set had none).
   uint64_t count_scans = 0;
   uint64_t presence_seeks = 0;
+  // Elements of membership queries (ContainsAll) that the presence filter
+  // answered "absent" without a seek.
+  uint64_t presence_seeks_saved = 0;
   // Memory of the presence filters now, and filters dropped to stay within
   // ReplicaOptions::presence_filter_bytes.
   uint64_t presence_filter_bytes = 0;

@@ -1,0 +1,420 @@
+// SetBatcher against a sequential model: commands submitted in any
+// interleaving, while batches run, answer as if each ran alone in
+// submission order; failures fail exactly the commands that depend on them.
+
+#include "set_batcher.h"
+
+#include <catch2/catch.hpp>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace bigset::server {
+namespace {
+
+using bigset::testing::Rng;
+using bigset::testing::Seeds;
+using bigset::testing::Uniform;
+
+// One replica's worth of a set per batch key, in memory. Calls are queued
+// until the test completes them (so that batches form behind them); a
+// queued call can be made to fail. Adds replace their context's dots;
+// removes take out exactly theirs (observed-remove), as Replica does.
+class FakeBackend final : public BatchBackend {
+ public:
+  struct Call {
+    bool is_read = false;
+    std::string set;
+    int quorum = 0;
+    std::vector<std::string> elements;
+    std::vector<UpdateOp> ops;
+    std::function<void(absl::StatusOr<Membership>)> read_done;
+    std::function<void(absl::StatusOr<Delta>)> write_done;
+  };
+
+  void ContainsAll(std::string set, std::vector<std::string> elements, int r,
+                   std::function<void(absl::StatusOr<Membership>)> done)
+      override {
+    Call c;
+    c.is_read = true;
+    c.set = std::move(set);
+    c.quorum = r;
+    c.elements = std::move(elements);
+    c.read_done = std::move(done);
+    calls.push_back(std::move(c));
+  }
+  void Update(std::string set, std::vector<UpdateOp> ops, int w,
+              std::function<void(absl::StatusOr<Delta>)> done) override {
+    Call c;
+    c.set = std::move(set);
+    c.quorum = w;
+    c.ops = std::move(ops);
+    c.write_done = std::move(done);
+    calls.push_back(std::move(c));
+  }
+
+  // Completes the call at `i`: with `error` (the write applied anyway if
+  // `apply`), or normally.
+  void Complete(size_t i, absl::Status error = absl::OkStatus(),
+                bool apply = false) {
+    Call c = std::move(calls[i]);
+    calls.erase(calls.begin() + static_cast<long>(i));
+    auto& set = sets[c.set];
+    if (c.is_read) {
+      if (!error.ok()) {
+        c.read_done(error);
+        return;
+      }
+      Membership m;
+      for (const std::string& e : c.elements) {
+        ElementDots& ed = m.elements.emplace_back();
+        ed.element = e;
+        auto it = set.find(e);
+        if (it != set.end()) ed.dots = it->second;
+      }
+      c.read_done(std::move(m));
+      return;
+    }
+    Delta delta;
+    delta.set = c.set;
+    if (error.ok() || apply) {
+      for (const UpdateOp& op : c.ops) {
+        std::vector<Dot>& dots = set[op.element];
+        DeltaOp& d = delta.ops.emplace_back();
+        d.element = op.element;
+        d.context = op.context;
+        if (op.context_from_replica) {
+          d.context.insert(d.context.end(), dots.begin(), dots.end());
+          std::sort(d.context.begin(), d.context.end());
+          d.context.erase(std::unique(d.context.begin(), d.context.end()),
+                          d.context.end());
+        }
+        std::erase_if(dots, [&](const Dot& x) {
+          return std::find(d.context.begin(), d.context.end(), x) !=
+                 d.context.end();
+        });
+        if (op.kind == UpdateOp::Kind::kAdd) {
+          d.add = Dot{1, ++counter};
+          dots.push_back(*d.add);
+        }
+        if (dots.empty()) set.erase(op.element);
+      }
+    }
+    if (!error.ok()) {
+      c.write_done(error);
+    } else {
+      c.write_done(std::move(delta));
+    }
+  }
+
+  std::deque<Call> calls;
+  std::map<std::string, std::map<std::string, std::vector<Dot>>> sets;
+  uint64_t counter = 0;
+};
+
+// The sequential model: what each command answers run alone, in order.
+struct Model {
+  std::map<std::string, std::set<std::string>> sets;
+  SetCommandResult Run(const std::string& set, const SetCommand& c) {
+    SetCommandResult r;
+    std::set<std::string>& s = sets[set];
+    for (const std::string& m : c.members) {
+      switch (c.kind) {
+        case SetCommand::Kind::kAdd:
+          r.count += s.insert(m).second;
+          break;
+        case SetCommand::Kind::kRemove:
+          r.count += s.erase(m);
+          break;
+        case SetCommand::Kind::kIsMember:
+          r.present.push_back(s.count(m) > 0);
+          break;
+      }
+    }
+    return r;
+  }
+};
+
+SetCommand Command(Rng& rng, const std::vector<std::string>& pool) {
+  SetCommand c;
+  const uint64_t kind = Uniform(rng, 0, 2);
+  c.kind = kind == 0   ? SetCommand::Kind::kAdd
+           : kind == 1 ? SetCommand::Kind::kRemove
+                       : SetCommand::Kind::kIsMember;
+  const size_t n = Uniform(rng, 1, 4);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& m = pool[Uniform(rng, 0, pool.size() - 1)];
+    // SADD and SREM name each member once (the session dedups them);
+    // SMISMEMBER may repeat one.
+    if (c.kind != SetCommand::Kind::kIsMember && !seen.insert(m).second) {
+      continue;
+    }
+    c.members.push_back(m);
+  }
+  return c;
+}
+
+struct Submitted {
+  std::string set;
+  SetCommandResult expected;
+  std::optional<SetCommandResult> got;
+};
+
+TEST_CASE("set batcher: any interleaving answers as submission order") {
+  for (uint64_t seed : Seeds(40)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    FakeBackend backend;
+    SetBatcherOptions options;
+    options.read_before_add = Uniform(rng, 0, 3) != 0;
+    options.max_batch_members = Uniform(rng, 1, 12);
+    SetBatcher batcher(&backend, options);
+    Model model;
+    const std::vector<std::string> pool = {"a", "b", "c", "d", "",
+                                           std::string("e\0f", 3)};
+    const std::vector<std::string> sets = {"s", "t"};
+    std::vector<Submitted> submitted;
+    submitted.reserve(2000);
+    const int steps = 400;
+    for (int step = 0; step < steps || !backend.calls.empty(); ++step) {
+      if (step < steps && (backend.calls.empty() || Uniform(rng, 0, 2) != 0)) {
+        const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
+        SetCommand c = Command(rng, pool);
+        const size_t index = submitted.size();
+        submitted.push_back(Submitted{set, model.Run(set, c), std::nullopt});
+        batcher.Submit(set, 2, 2, std::move(c),
+                       [&submitted, index](SetCommandResult r) {
+                         REQUIRE(!submitted[index].got.has_value());
+                         submitted[index].got = std::move(r);
+                       });
+      } else {
+        backend.Complete(Uniform(rng, 0, backend.calls.size() - 1));
+      }
+    }
+    for (size_t i = 0; i < submitted.size(); ++i) {
+      CAPTURE(i);
+      const Submitted& s = submitted[i];
+      REQUIRE(s.got.has_value());
+      REQUIRE(s.got->status.ok());
+      REQUIRE(s.got->count == s.expected.count);
+      REQUIRE(s.got->present == s.expected.present);
+    }
+    // What the replica holds is what the model holds: every member once.
+    for (const std::string& set : sets) {
+      std::set<std::string> held;
+      for (const auto& [e, dots] : backend.sets[set]) {
+        REQUIRE(dots.size() == 1);  // No dot piles up.
+        held.insert(e);
+      }
+      REQUIRE(held == model.sets[set]);
+    }
+    const SetBatcherStats stats = batcher.stats();
+    REQUIRE(stats.commands == submitted.size());
+    REQUIRE(stats.waiting == 0);
+    REQUIRE(stats.batches <= stats.commands);
+  }
+}
+
+TEST_CASE("set batcher: commands that wait share one read and one write") {
+  FakeBackend backend;
+  SetBatcher batcher(&backend, {});
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
+  REQUIRE(backend.calls.size() == 1);  // The first runs at once.
+  // These wait for it, then run as one batch.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x", "y"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"y", "z"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"z"}}, keep);
+  REQUIRE(batcher.stats().waiting == 4);
+  backend.Complete(0);  // The first's read.
+  backend.Complete(0);  // Its write.
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].count == 1);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].is_read);
+  REQUIRE(backend.calls[0].elements ==
+          std::vector<std::string>{"x", "y", "z"});
+  backend.Complete(0);
+  // One write: x removed (it was there), y and z added.
+  REQUIRE(backend.calls.size() == 1);
+  const std::vector<UpdateOp>& ops = backend.calls[0].ops;
+  REQUIRE(ops.size() == 3);
+  REQUIRE(ops[0].element == "x");
+  REQUIRE(ops[0].kind == UpdateOp::Kind::kRemove);
+  REQUIRE(ops[0].context.size() == 1);
+  REQUIRE(ops[1].element == "y");
+  REQUIRE(ops[1].kind == UpdateOp::Kind::kAdd);
+  REQUIRE(ops[1].context_from_replica);
+  REQUIRE(ops[2].element == "z");
+  REQUIRE(ops[2].kind == UpdateOp::Kind::kAdd);
+  REQUIRE(got.size() == 1);  // Nothing answers before the write.
+  backend.Complete(0);
+  REQUIRE(got.size() == 5);
+  REQUIRE(got[1].count == 1);  // y
+  REQUIRE(got[2].present == std::vector<bool>{true, false});
+  REQUIRE(got[3].count == 1);
+  REQUIRE(got[4].count == 1);
+  const SetBatcherStats stats = batcher.stats();
+  REQUIRE(stats.batches == 2);
+  REQUIRE(stats.reads == 2);
+  REQUIRE(stats.writes == 2);
+  REQUIRE(stats.largest_batch == 4);
+}
+
+TEST_CASE("set batcher: other quorums or sets are other batches") {
+  FakeBackend backend;
+  SetBatcher batcher(&backend, {});
+  int answered = 0;
+  auto count = [&answered](SetCommandResult) { ++answered; };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x"}}, count);
+  batcher.Submit("s", 3, 2, {SetCommand::Kind::kIsMember, {"x"}}, count);
+  batcher.Submit("s", 2, 1, {SetCommand::Kind::kIsMember, {"x"}}, count);
+  batcher.Submit("t", 2, 2, {SetCommand::Kind::kIsMember, {"x"}}, count);
+  REQUIRE(backend.calls.size() == 4);
+  REQUIRE(backend.calls[1].quorum == 3);
+  REQUIRE(backend.calls[3].set == "t");
+  while (!backend.calls.empty()) backend.Complete(0);
+  REQUIRE(answered == 4);
+}
+
+TEST_CASE("set batcher: a failed read fails its batch and writes nothing") {
+  FakeBackend backend;
+  SetBatcher batcher(&backend, {});
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"y"}}, keep);
+  backend.Complete(0, absl::DeadlineExceededError("read"));
+  REQUIRE(got.size() == 1);
+  REQUIRE(absl::IsDeadlineExceeded(got[0].status));
+  REQUIRE_FALSE(got[0].write_failed);
+  // The next batch runs.
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].is_read);
+  backend.Complete(0);
+  backend.Complete(0);
+  REQUIRE(got.size() == 2);
+  REQUIRE(got[1].status.ok());
+  REQUIRE(backend.sets["s"].count("x") == 0);
+}
+
+TEST_CASE("set batcher: a failed write fails only what depends on it") {
+  FakeBackend backend;
+  SetBatcher batcher(&backend, {});
+  backend.sets["s"]["p"] = {Dot{7, 1}};
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"q"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x", "p"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"p"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"q"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"y"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"y"}}, keep);
+  backend.Complete(0);  // The first batch: SISMEMBER q alone.
+  REQUIRE(got.size() == 1);
+  backend.Complete(0);  // The second's read.
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].ops.size() == 1);  // Only x: y came and went.
+  backend.Complete(0, absl::UnavailableError("write"));
+  REQUIRE(got.size() == 7);
+  // SADD x: its write failed.
+  REQUIRE(absl::IsUnavailable(got[1].status));
+  REQUIRE(got[1].write_failed);
+  // SMISMEMBER x p saw the failed add of x.
+  REQUIRE(absl::IsUnavailable(got[2].status));
+  REQUIRE_FALSE(got[2].write_failed);
+  // SISMEMBER p, SREM q, SADD y / SREM y depend on no write.
+  REQUIRE(got[3].status.ok());
+  REQUIRE(got[3].present == std::vector<bool>{true});
+  REQUIRE(got[4].status.ok());
+  REQUIRE(got[4].count == 0);
+  REQUIRE(got[5].status.ok());
+  REQUIRE(got[5].count == 1);
+  REQUIRE(got[6].status.ok());
+  REQUIRE(got[6].count == 1);
+}
+
+TEST_CASE("set batcher: without the read, the replica's dots count") {
+  FakeBackend backend;
+  SetBatcherOptions options;
+  options.read_before_add = false;
+  SetBatcher batcher(&backend, options);
+  backend.sets["s"]["x"] = {Dot{7, 1}};
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x", "y"}}, keep);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE_FALSE(backend.calls[0].is_read);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"y", "z"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"z"}}, keep);
+  backend.Complete(0);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].count == 1);  // y
+  // A batch with a remove reads first.
+  REQUIRE(backend.calls[0].is_read);
+  backend.Complete(0);
+  backend.Complete(0);
+  REQUIRE(got.size() == 3);
+  REQUIRE(got[1].count == 1);  // z
+  REQUIRE(got[2].count == 1);
+  REQUIRE(backend.sets["s"].count("z") == 0);
+  REQUIRE(backend.sets["s"]["x"].size() == 1);
+}
+
+TEST_CASE("set batcher: a command larger than the bound runs alone") {
+  FakeBackend backend;
+  SetBatcherOptions options;
+  options.max_batch_members = 3;
+  SetBatcher batcher(&backend, options);
+  int answered = 0;
+  auto count = [&answered](SetCommandResult) { ++answered; };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a"}}, count);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b"}},
+                 count);
+  batcher.Submit("s", 2, 2,
+                 {SetCommand::Kind::kIsMember, {"a", "b", "c", "d"}}, count);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"e"}}, count);
+  backend.Complete(0);
+  REQUIRE(backend.calls[0].elements.size() == 2);  // a, b
+  backend.Complete(0);
+  REQUIRE(backend.calls[0].elements.size() == 4);  // alone
+  backend.Complete(0);
+  REQUIRE(backend.calls[0].elements.size() == 1);
+  backend.Complete(0);
+  REQUIRE(answered == 4);
+}
+
+TEST_CASE("set batcher: an answer may submit more; a dead batcher is inert") {
+  FakeBackend backend;
+  std::vector<int64_t> counts;
+  {
+    SetBatcher batcher(&backend, {});
+    std::function<void(SetCommandResult)> again =
+        [&](SetCommandResult r) {
+          counts.push_back(r.count);
+          if (counts.size() < 3) {
+            batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, again);
+          }
+        };
+    batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, again);
+    backend.Complete(0);  // The read.
+    backend.Complete(0);  // The write, whose answer submits the next.
+    REQUIRE(counts == std::vector<int64_t>{1});
+    REQUIRE(backend.calls.size() == 1);  // The second's read.
+  }
+  // The batcher is gone: completing its calls calls nothing.
+  while (!backend.calls.empty()) backend.Complete(0);
+  REQUIRE(counts.size() == 1);
+}
+
+}  // namespace
+}  // namespace bigset::server

@@ -1,0 +1,41 @@
+// RunnerBatchBackend: SetBatcher's backend on this process's node: each
+// call goes to the NodeRunner, each answer is posted back to the server's
+// thread.
+//
+// Thread-safety: the calls are made, and the callbacks run, on the thread
+// that runs `io`.
+
+#ifndef BIGSET_TOOLS_BIGSETD_RUNNER_BATCH_BACKEND_H_
+#define BIGSET_TOOLS_BIGSETD_RUNNER_BATCH_BACKEND_H_
+
+#include <asio.hpp>
+#include <cstdint>
+
+#include "bigset/network/node_runner.h"
+#include "set_batcher.h"
+
+namespace bigset::server {
+
+class RunnerBatchBackend final : public BatchBackend {
+ public:
+  // REQUIRES: `io` and `runner` outlive the backend; `timeout_micros` is
+  // every request's deadline.
+  RunnerBatchBackend(asio::io_context* io, NodeRunner* runner,
+                     uint64_t timeout_micros)
+      : io_(io), runner_(runner), timeout_micros_(timeout_micros) {}
+
+  void ContainsAll(
+      std::string set, std::vector<std::string> elements, int r,
+      std::function<void(absl::StatusOr<Membership>)> done) override;
+  void Update(std::string set, std::vector<UpdateOp> ops, int w,
+              std::function<void(absl::StatusOr<Delta>)> done) override;
+
+ private:
+  asio::io_context* const io_;
+  NodeRunner* const runner_;
+  const uint64_t timeout_micros_;
+};
+
+}  // namespace bigset::server
+
+#endif  // BIGSET_TOOLS_BIGSETD_RUNNER_BATCH_BACKEND_H_

@@ -1,0 +1,171 @@
+// SetBatcher: runs the set commands that arrive together for one set (a
+// pipeline, many clients) as one quorum read and one write, the way
+// LevelDB groups concurrent writers into one log write.
+//
+// Per batch key (a set and the read and write quorums its commands ask
+// for) at most one batch runs at a time. Commands submitted while one runs
+// wait, and the next batch takes all of them (up to a bound on its distinct
+// members): under load, batches grow by themselves; alone, a command runs
+// at once. A batch:
+//
+//   1. reads every distinct member its commands name from a read quorum
+//      (one ContainsAll), unless it holds only SADDs and the options skip
+//      that read (--sadd-reply coordinator);
+//   2. runs its commands in submission order against what the read found,
+//      so that each reply is the one the commands would get one after the
+//      other (SADD counts members absent before it, SREM members present,
+//      SISMEMBER sees the SADDs and SREMs before it);
+//   3. writes, as one multi-op update (one delta, one batch per replica,
+//      one message per peer), one op per member the batch changed: the
+//      last command decides whether it is an add (whose context is what the
+//      read found plus what the coordinating replica holds, so no dot piles
+//      up) or a remove of what the read found;
+//   4. answers every command once the write is acknowledged (W places), or
+//      at once if nothing was written.
+//
+// Commands of different connections that share a batch are concurrent (no
+// reply had been sent to either), so any order is a valid one; the batch
+// takes them in the order they came. A connection's own commands take
+// effect in its order: the batches of a key run one after the other, and
+// a command is never in a batch that started before it was submitted.
+//
+// If the write fails, the commands whose answer depends on it (they name a
+// member the batch wrote) fail with its error: the write may or may not
+// have been applied. The others keep their answers. If the read fails,
+// every command of the batch fails with its error and nothing is written.
+//
+// Thread-safety: not thread-safe; used on one thread, which the backend's
+// callbacks also run on. Callbacks may submit more commands.
+
+#ifndef BIGSET_TOOLS_BIGSETD_SET_BATCHER_H_
+#define BIGSET_TOOLS_BIGSETD_SET_BATCHER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bigset/core/delta.h"
+#include "bigset/core/update_op.h"
+#include "bigset/replica/query.h"
+
+namespace bigset::server {
+
+// What a batch needs of the node: bigsetd's implementation posts each call
+// to the node's thread and each callback back to the batcher's thread.
+class BatchBackend {
+ public:
+  virtual ~BatchBackend() = default;
+  // The dots a read quorum of `r` holds for each of `elements`, in their
+  // order (Node::ContainsAll). `done` runs once, on the batcher's thread.
+  virtual void ContainsAll(std::string set, std::vector<std::string> elements,
+                           int r,
+                           std::function<void(absl::StatusOr<Membership>)> done) = 0;
+  // One update acknowledged by `w` places (Node::Update).
+  virtual void Update(std::string set, std::vector<UpdateOp> ops, int w,
+                      std::function<void(absl::StatusOr<Delta>)> done) = 0;
+};
+
+// One command of a batch.
+struct SetCommand {
+  enum class Kind {
+    kAdd,       // SADD: `members` distinct; answers how many were absent.
+    kRemove,    // SREM: `members` distinct; answers how many were present.
+    kIsMember,  // SISMEMBER, SMISMEMBER: `members` as given (repeats too).
+  };
+  Kind kind = Kind::kAdd;
+  std::vector<std::string> members;
+};
+
+struct SetCommandResult {
+  // Not OK: the command failed; `write_failed` says whether its write did
+  // (it may or may not have been applied) or the read before it.
+  absl::Status status;
+  bool write_failed = false;
+  int64_t count = 0;           // kAdd, kRemove.
+  std::vector<bool> present;   // kIsMember, per member.
+};
+
+struct SetBatcherOptions {
+  // SADD-only batches skip the read: the coordinating replica's own dots
+  // are the add's context and decide the count (--sadd-reply coordinator).
+  bool read_before_add = true;
+  // A batch stops taking commands once it names this many distinct
+  // members (a command larger than this runs alone).
+  size_t max_batch_members = 4096;
+};
+
+// Counters of the batcher (all since it was made).
+struct SetBatcherStats {
+  uint64_t batches = 0;
+  uint64_t commands = 0;
+  uint64_t reads = 0;
+  uint64_t writes = 0;
+  uint64_t largest_batch = 0;  // In commands.
+  uint64_t waiting = 0;        // Commands queued now behind a running batch.
+};
+
+class SetBatcher {
+ public:
+  using Done = std::function<void(SetCommandResult)>;
+
+  // REQUIRES: `backend` outlives the batcher.
+  SetBatcher(BatchBackend* backend, const SetBatcherOptions& options);
+  ~SetBatcher();
+  SetBatcher(const SetBatcher&) = delete;
+  SetBatcher& operator=(const SetBatcher&) = delete;
+
+  // Runs `command` on `set` with quorums `r` and `w` after every command
+  // submitted before it for the same set and quorums; `done` gets its
+  // result, once (possibly within this call, from a backend that answers
+  // at once).
+  void Submit(std::string set, int r, int w, SetCommand command, Done done);
+
+  SetBatcherStats stats() const;
+
+ private:
+  struct Pending {
+    SetCommand command;
+    Done done;
+  };
+  struct Key {
+    std::string set;
+    int r;
+    int w;
+    friend bool operator==(const Key& a, const Key& b) {
+      return a.r == b.r && a.w == b.w && a.set == b.set;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.set, k.r, k.w);
+    }
+  };
+  struct Queue {
+    std::deque<Pending> waiting;
+    bool running = false;
+  };
+  struct Batch;
+
+  // Starts the next batch of `key` if none runs and commands wait.
+  void MaybeStart(const Key& key);
+  void OnRead(std::shared_ptr<Batch> batch, absl::StatusOr<Membership> read);
+  void Finish(std::shared_ptr<Batch> batch, const absl::Status& write_status);
+
+  BatchBackend* const backend_;
+  const SetBatcherOptions options_;
+  absl::flat_hash_map<Key, Queue> queues_;
+  SetBatcherStats stats_;
+  // Callbacks hold this: a batcher destroyed first leaves them inert.
+  std::shared_ptr<bool> alive_;
+};
+
+}  // namespace bigset::server
+
+#endif  // BIGSET_TOOLS_BIGSETD_SET_BATCHER_H_
