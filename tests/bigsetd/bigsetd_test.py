@@ -1746,6 +1746,8 @@ def test_config_errors():
             ("--max-clients abc", lambda a: a + ["--max-clients", "abc"]),
             ("--log-level loud", lambda a: a + ["--log-level", "loud"]),
             ("--sadd-reply exact", lambda a: a + ["--sadd-reply", "exact"]),
+            ("--batch-depth 0", lambda a: a + ["--batch-depth", "0"]),
+            ("--batch-members 0", lambda a: a + ["--batch-members", "0"]),
             ("--config missing", lambda a: a + ["--config",
                                                 os.path.join(d, "none")]),
             ("--config not TOML", lambda a: a + ["--config", bad_toml]),

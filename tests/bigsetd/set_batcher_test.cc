@@ -24,7 +24,10 @@ using bigset::testing::Uniform;
 // One replica's worth of a set per batch key, in memory. Calls are queued
 // until the test completes them (so that batches form behind them); a
 // queued call can be made to fail. Adds replace their context's dots;
-// removes take out exactly theirs (observed-remove), as Replica does.
+// removes take out exactly theirs (observed-remove), as Replica does. A
+// write is applied when it completes, or, with `early_writes` (an Rng),
+// sometimes as soon as it is made (reads completed meanwhile see it, as
+// reads racing a real write may).
 class FakeBackend final : public BatchBackend {
  public:
   struct Call {
@@ -33,6 +36,7 @@ class FakeBackend final : public BatchBackend {
     int quorum = 0;
     std::vector<std::string> elements;
     std::vector<UpdateOp> ops;
+    std::optional<Delta> applied;  // A write applied before it completes.
     std::function<void(absl::StatusOr<Membership>)> read_done;
     std::function<void(absl::StatusOr<Delta>)> write_done;
   };
@@ -55,21 +59,25 @@ class FakeBackend final : public BatchBackend {
     c.quorum = w;
     c.ops = std::move(ops);
     c.write_done = std::move(done);
+    if (early_writes != nullptr && Uniform(*early_writes, 0, 1) == 0) {
+      c.applied = Apply(c);
+    }
     calls.push_back(std::move(c));
   }
 
-  // Completes the call at `i`: with `error` (the write applied anyway if
-  // `apply`), or normally.
-  void Complete(size_t i, absl::Status error = absl::OkStatus(),
+  // Completes the call at `i`: with `error` (a write then applied anyway
+  // if `apply`, or if it was applied early), or normally. Returns whether a
+  // failed write was applied.
+  bool Complete(size_t i, absl::Status error = absl::OkStatus(),
                 bool apply = false) {
     Call c = std::move(calls[i]);
     calls.erase(calls.begin() + static_cast<long>(i));
-    auto& set = sets[c.set];
     if (c.is_read) {
       if (!error.ok()) {
         c.read_done(error);
-        return;
+        return false;
       }
+      auto& set = sets[c.set];
       Membership m;
       for (const std::string& e : c.elements) {
         ElementDots& ed = m.elements.emplace_back();
@@ -78,43 +86,51 @@ class FakeBackend final : public BatchBackend {
         if (it != set.end()) ed.dots = it->second;
       }
       c.read_done(std::move(m));
-      return;
+      return false;
     }
-    Delta delta;
-    delta.set = c.set;
-    if (error.ok() || apply) {
-      for (const UpdateOp& op : c.ops) {
-        std::vector<Dot>& dots = set[op.element];
-        DeltaOp& d = delta.ops.emplace_back();
-        d.element = op.element;
-        d.context = op.context;
-        if (op.context_from_replica) {
-          d.context.insert(d.context.end(), dots.begin(), dots.end());
-          std::sort(d.context.begin(), d.context.end());
-          d.context.erase(std::unique(d.context.begin(), d.context.end()),
-                          d.context.end());
-        }
-        std::erase_if(dots, [&](const Dot& x) {
-          return std::find(d.context.begin(), d.context.end(), x) !=
-                 d.context.end();
-        });
-        if (op.kind == UpdateOp::Kind::kAdd) {
-          d.add = Dot{1, ++counter};
-          dots.push_back(*d.add);
-        }
-        if (dots.empty()) set.erase(op.element);
-      }
-    }
+    if (!c.applied.has_value() && (error.ok() || apply)) c.applied = Apply(c);
+    const bool applied = c.applied.has_value();
     if (!error.ok()) {
       c.write_done(error);
     } else {
-      c.write_done(std::move(delta));
+      c.write_done(std::move(*c.applied));
     }
+    return applied;
   }
 
   std::deque<Call> calls;
   std::map<std::string, std::map<std::string, std::vector<Dot>>> sets;
   uint64_t counter = 0;
+  Rng* early_writes = nullptr;
+
+ private:
+  Delta Apply(const Call& c) {
+    auto& set = sets[c.set];
+    Delta delta;
+    delta.set = c.set;
+    for (const UpdateOp& op : c.ops) {
+      std::vector<Dot>& dots = set[op.element];
+      DeltaOp& d = delta.ops.emplace_back();
+      d.element = op.element;
+      d.context = op.context;
+      if (op.context_from_replica) {
+        d.context.insert(d.context.end(), dots.begin(), dots.end());
+        std::sort(d.context.begin(), d.context.end());
+        d.context.erase(std::unique(d.context.begin(), d.context.end()),
+                        d.context.end());
+      }
+      std::erase_if(dots, [&](const Dot& x) {
+        return std::find(d.context.begin(), d.context.end(), x) !=
+               d.context.end();
+      });
+      if (op.kind == UpdateOp::Kind::kAdd) {
+        d.add = Dot{1, ++counter};
+        dots.push_back(*d.add);
+      }
+      if (dots.empty()) set.erase(op.element);
+    }
+    return delta;
+  }
 };
 
 // The sequential model: what each command answers run alone, in order.
@@ -160,51 +176,100 @@ SetCommand Command(Rng& rng, const std::vector<std::string>& pool) {
   return c;
 }
 
+// One batch at a time: the shape of each batch is what a test looks at.
+SetBatcherOptions OneAtATime() {
+  SetBatcherOptions o;
+  o.max_batches = 1;
+  return o;
+}
+
 struct Submitted {
   std::string set;
-  SetCommandResult expected;
+  SetCommand command;
   std::optional<SetCommandResult> got;
+  // For a command that failed with its write: whether that write applied.
+  bool applied = false;
 };
 
+// Submits random commands while completing the backend's calls in random
+// order, some with failures (a failed write applied or not), then checks
+// every answer against the sequential model in submission order: a command
+// that failed counts as run if its write was applied, as not run if not.
 TEST_CASE("set batcher: any interleaving answers as submission order") {
-  for (uint64_t seed : Seeds(40)) {
+  for (uint64_t seed : Seeds(60)) {
     CAPTURE(seed);
     Rng rng(seed);
     FakeBackend backend;
+    backend.early_writes = &rng;
     SetBatcherOptions options;
     options.read_before_add = Uniform(rng, 0, 3) != 0;
     options.max_batch_members = Uniform(rng, 1, 12);
+    options.max_batches = Uniform(rng, 1, 5);
+    const bool failures = Uniform(rng, 0, 1) == 0;
+    CAPTURE(options.read_before_add, options.max_batch_members,
+            options.max_batches, failures);
     SetBatcher batcher(&backend, options);
-    Model model;
     const std::vector<std::string> pool = {"a", "b", "c", "d", "",
                                            std::string("e\0f", 3)};
     const std::vector<std::string> sets = {"s", "t"};
     std::vector<Submitted> submitted;
     submitted.reserve(2000);
+    // Set while a failed write completes: its callbacks record it.
+    bool completing_applied = false;
     const int steps = 400;
     for (int step = 0; step < steps || !backend.calls.empty(); ++step) {
       if (step < steps && (backend.calls.empty() || Uniform(rng, 0, 2) != 0)) {
         const std::string& set = sets[Uniform(rng, 0, sets.size() - 1)];
         SetCommand c = Command(rng, pool);
         const size_t index = submitted.size();
-        submitted.push_back(Submitted{set, model.Run(set, c), std::nullopt});
+        submitted.push_back(Submitted{set, c, std::nullopt, false});
         batcher.Submit(set, 2, 2, std::move(c),
-                       [&submitted, index](SetCommandResult r) {
+                       [&submitted, &completing_applied,
+                        index](SetCommandResult r) {
                          REQUIRE(!submitted[index].got.has_value());
+                         // Only a failed write can have been applied (a
+                         // read that failed with it changes nothing).
+                         submitted[index].applied =
+                             r.write_failed && completing_applied;
                          submitted[index].got = std::move(r);
                        });
-      } else {
-        backend.Complete(Uniform(rng, 0, backend.calls.size() - 1));
+        continue;
       }
+      const size_t call = Uniform(rng, 0, backend.calls.size() - 1);
+      if (!failures || Uniform(rng, 0, 5) != 0) {
+        completing_applied = false;
+        backend.Complete(call);
+        continue;
+      }
+      // A failure; a write may be applied all the same. Whether it was is
+      // known only once it completed, so its callbacks read it from the
+      // backend's call before: decided here, before Complete.
+      const bool is_read = backend.calls[call].is_read;
+      const bool apply = !is_read && (backend.calls[call].applied.has_value() ||
+                                      Uniform(rng, 0, 1) == 0);
+      completing_applied = apply;
+      backend.Complete(call,
+                       is_read ? absl::DeadlineExceededError("read")
+                               : absl::UnavailableError("write"),
+                       apply);
+      completing_applied = false;
     }
+    Model model;
+    size_t failed = 0;
     for (size_t i = 0; i < submitted.size(); ++i) {
       CAPTURE(i);
       const Submitted& s = submitted[i];
       REQUIRE(s.got.has_value());
-      REQUIRE(s.got->status.ok());
-      REQUIRE(s.got->count == s.expected.count);
-      REQUIRE(s.got->present == s.expected.present);
+      if (!s.got->status.ok()) {
+        ++failed;
+        if (s.applied) model.Run(s.set, s.command);
+        continue;
+      }
+      const SetCommandResult want = model.Run(s.set, s.command);
+      REQUIRE(s.got->count == want.count);
+      REQUIRE(s.got->present == want.present);
     }
+    if (!failures) REQUIRE(failed == 0);
     // What the replica holds is what the model holds: every member once.
     for (const std::string& set : sets) {
       std::set<std::string> held;
@@ -223,7 +288,7 @@ TEST_CASE("set batcher: any interleaving answers as submission order") {
 
 TEST_CASE("set batcher: commands that wait share one read and one write") {
   FakeBackend backend;
-  SetBatcher batcher(&backend, {});
+  SetBatcher batcher(&backend, OneAtATime());
   std::vector<SetCommandResult> got;
   auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
@@ -287,7 +352,7 @@ TEST_CASE("set batcher: other quorums or sets are other batches") {
 
 TEST_CASE("set batcher: a failed read fails its batch and writes nothing") {
   FakeBackend backend;
-  SetBatcher batcher(&backend, {});
+  SetBatcher batcher(&backend, OneAtATime());
   std::vector<SetCommandResult> got;
   auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
@@ -308,7 +373,7 @@ TEST_CASE("set batcher: a failed read fails its batch and writes nothing") {
 
 TEST_CASE("set batcher: a failed write fails only what depends on it") {
   FakeBackend backend;
-  SetBatcher batcher(&backend, {});
+  SetBatcher batcher(&backend, OneAtATime());
   backend.sets["s"]["p"] = {Dot{7, 1}};
   std::vector<SetCommandResult> got;
   auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
@@ -345,7 +410,7 @@ TEST_CASE("set batcher: a failed write fails only what depends on it") {
 
 TEST_CASE("set batcher: without the read, the replica's dots count") {
   FakeBackend backend;
-  SetBatcherOptions options;
+  SetBatcherOptions options = OneAtATime();
   options.read_before_add = false;
   SetBatcher batcher(&backend, options);
   backend.sets["s"]["x"] = {Dot{7, 1}};
@@ -372,7 +437,7 @@ TEST_CASE("set batcher: without the read, the replica's dots count") {
 
 TEST_CASE("set batcher: a command larger than the bound runs alone") {
   FakeBackend backend;
-  SetBatcherOptions options;
+  SetBatcherOptions options = OneAtATime();
   options.max_batch_members = 3;
   SetBatcher batcher(&backend, options);
   int answered = 0;
@@ -397,7 +462,7 @@ TEST_CASE("set batcher: an answer may submit more; a dead batcher is inert") {
   FakeBackend backend;
   std::vector<int64_t> counts;
   {
-    SetBatcher batcher(&backend, {});
+    SetBatcher batcher(&backend, OneAtATime());
     std::function<void(SetCommandResult)> again =
         [&](SetCommandResult r) {
           counts.push_back(r.count);
@@ -414,6 +479,90 @@ TEST_CASE("set batcher: an answer may submit more; a dead batcher is inert") {
   // The batcher is gone: completing its calls calls nothing.
   while (!backend.calls.empty()) backend.Complete(0);
   REQUIRE(counts.size() == 1);
+}
+
+}  // namespace
+}  // namespace bigset::server
+
+namespace bigset::server {
+namespace {
+
+TEST_CASE("set batcher: a read ahead of a write sees that write laid over") {
+  FakeBackend backend;
+  SetBatcherOptions options;
+  options.max_batches = 3;
+  SetBatcher batcher(&backend, options);
+  backend.sets["s"]["y"] = {Dot{7, 1}};
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
+  backend.Complete(0);  // Its read; its write is made.
+  REQUIRE(backend.calls.size() == 1);
+  // Two more batches read at once, ahead of the first one's write; a
+  // fourth command waits for one of the three to end.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"y"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x", "y"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
+  REQUIRE(backend.calls.size() == 3);
+  REQUIRE(backend.calls[1].is_read);
+  REQUIRE(backend.calls[2].is_read);
+  REQUIRE(batcher.stats().waiting == 1);
+  // Both reads come back before the write: neither saw x.
+  backend.Complete(1);
+  backend.Complete(1);
+  REQUIRE(got.empty());
+  backend.Complete(0);  // The write of x.
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].count == 1);
+  // The fourth reads now; the second, with x's add laid over its read,
+  // removes y.
+  REQUIRE(backend.calls.size() == 2);
+  REQUIRE(backend.calls[0].is_read);
+  REQUIRE(backend.calls[1].ops.size() == 1);
+  REQUIRE(backend.calls[1].ops[0].element == "y");
+  backend.Complete(1);
+  // The second answered; the third, which read nothing of either write,
+  // sees x (laid over) and not y (its removal laid over).
+  REQUIRE(got.size() == 3);
+  REQUIRE(got[1].count == 1);
+  REQUIRE(got[2].present == std::vector<bool>{true, false});
+  // The fourth's SREM x removes the dot the first batch made.
+  backend.Complete(0);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].ops.size() == 1);
+  REQUIRE(backend.calls[0].ops[0].element == "x");
+  REQUIRE(backend.calls[0].ops[0].kind == UpdateOp::Kind::kRemove);
+  REQUIRE(backend.calls[0].ops[0].context == backend.sets["s"]["x"]);
+  backend.Complete(0);
+  REQUIRE(got.size() == 4);
+  REQUIRE(got[3].count == 1);
+  REQUIRE(backend.sets["s"].empty());
+  REQUIRE(batcher.stats().reads_repeated == 0);
+}
+
+TEST_CASE("set batcher: a read ahead of a failed write is made again") {
+  FakeBackend backend;
+  SetBatcher batcher(&backend, {});
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
+  backend.Complete(0);  // Its read; its write is made.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
+  backend.Complete(1);  // The second batch's read: x absent.
+  // The write fails, applied after all: the second batch must not count
+  // x as added on the strength of a read that could not see it.
+  REQUIRE(backend.Complete(0, absl::UnavailableError("write"), true));
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].write_failed);
+  REQUIRE(batcher.stats().reads_repeated == 1);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].is_read);
+  backend.Complete(0);
+  backend.Complete(0);
+  REQUIRE(got.size() == 2);
+  REQUIRE(got[1].status.ok());
+  REQUIRE(got[1].count == 0);
+  REQUIRE(backend.sets["s"]["x"].size() == 1);
 }
 
 }  // namespace

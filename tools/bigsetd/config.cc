@@ -144,6 +144,14 @@ ParsedConfig ParseConfig(int argc, char** argv) {
                  "coordinator (those the coordinating replica lacks: "
                  "faster, wrong when it missed a write; default quorum)")
       ->group("Clients");
+  app.add_option("--batch-members", c.batch_members,
+                 "members one batch of set commands names at most (default "
+                 "4096)")
+      ->group("Clients");
+  app.add_option("--batch-depth", c.batch_depth,
+                 "batches of one set running at once, reading ahead of the "
+                 "write before them (default 2)")
+      ->group("Clients");
   app.add_option("--log-level", log_level, "debug, info, warn or error")
       ->group("Logging");
   app.add_option("--log-file", c.log_file,
@@ -165,6 +173,12 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   }
 
   if (c.id == 0) return Fail("--id is required (a node id > 0)");
+  if (c.batch_members < 1 || c.batch_members > (1u << 20)) {
+    return Fail("--batch-members must be from 1 to 1048576");
+  }
+  if (c.batch_depth < 1 || c.batch_depth > 64) {
+    return Fail("--batch-depth must be from 1 to 64");
+  }
   if (c.data_dir.empty()) return Fail("--data is required");
   if (!join.empty()) {
     absl::StatusOr<PeerAddress> seed = ParsePeerAddress(join);

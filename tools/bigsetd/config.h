@@ -74,6 +74,11 @@ struct DaemonConfig {
   // false: those the coordinating replica lacks (no read; wrong when that
   // replica missed a write another node coordinated).
   bool sadd_reply_from_quorum = true;
+  // Set commands that arrive together run as batches (SetBatcher): at
+  // most this many members named per batch, and this many batches of one
+  // set at once (each reads ahead of the write before it).
+  size_t batch_members = 4096;
+  size_t batch_depth = 2;
   // SSCAN cursors kept (see CursorTable).
   size_t max_cursors = 100'000;
   size_t max_cursor_bytes = 64 << 20;

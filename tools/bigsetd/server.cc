@@ -26,6 +26,8 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
       io, runner, config->timeout_micros);
   SetBatcherOptions batching;
   batching.read_before_add = config->sadd_reply_from_quorum;
+  batching.max_batch_members = config->batch_members;
+  batching.max_batches = config->batch_depth;
   ctx_.batcher =
       std::make_unique<SetBatcher>(ctx_.batch_backend.get(), batching);
   ctx_.worker = std::make_unique<Worker>();

@@ -3,18 +3,22 @@
 // LevelDB groups concurrent writers into one log write.
 //
 // Per batch key (a set and the read and write quorums its commands ask
-// for) at most one batch runs at a time. Commands submitted while one runs
-// wait, and the next batch takes all of them (up to a bound on its distinct
-// members): under load, batches grow by themselves; alone, a command runs
-// at once. A batch:
+// for), batches take effect one after the other. Commands submitted while
+// batches run wait, and the next batch takes all of them (up to a bound on
+// its distinct members): under load, batches grow by themselves; alone, a
+// command runs at once. A batch:
 //
 //   1. reads every distinct member its commands name from a read quorum
 //      (one ContainsAll), unless it holds only SADDs and the options skip
 //      that read (--sadd-reply coordinator);
-//   2. runs its commands in submission order against what the read found,
-//      so that each reply is the one the commands would get one after the
-//      other (SADD counts members absent before it, SREM members present,
-//      SISMEMBER sees the SADDs and SREMs before it);
+//   2. once every batch before it is done, runs its commands in submission
+//      order against what the read found, with the writes of the batches
+//      that were still running when its read began laid over it (their
+//      deltas: the dots each removed go, the dot each added comes), so it
+//      sees the set as those batches left it. Each reply is the one the
+//      commands would get one after the other (SADD counts members absent
+//      before it, SREM members present, SISMEMBER sees the SADDs and SREMs
+//      before it);
 //   3. writes, as one multi-op update (one delta, one batch per replica,
 //      one message per peer), one op per member the batch changed: the
 //      last command decides whether it is an add (whose context is what the
@@ -23,11 +27,16 @@
 //   4. answers every command once the write is acknowledged (W places), or
 //      at once if nothing was written.
 //
+// Up to `max_batches` batches of a key run at once: their reads overlap
+// the write before them (read-ahead); their writes go one at a time. If a
+// batch before a read-ahead fails its write (it may or may not have been
+// applied), the read is made again once that batch is done.
+//
 // Commands of different connections that share a batch are concurrent (no
 // reply had been sent to either), so any order is a valid one; the batch
 // takes them in the order they came. A connection's own commands take
-// effect in its order: the batches of a key run one after the other, and
-// a command is never in a batch that started before it was submitted.
+// effect in its order: batches take effect in the order they were made,
+// and a command is never in a batch made before it was submitted.
 //
 // If the write fails, the commands whose answer depends on it (they name a
 // member the batch wrote) fail with its error: the write may or may not
@@ -97,9 +106,12 @@ struct SetBatcherOptions {
   // SADD-only batches skip the read: the coordinating replica's own dots
   // are the add's context and decide the count (--sadd-reply coordinator).
   bool read_before_add = true;
-  // A batch stops taking commands once it names this many distinct
-  // members (a command larger than this runs alone).
+  // A batch stops taking commands once it names this many members (a
+  // command larger than this runs alone).
   size_t max_batch_members = 4096;
+  // Batches of one key running at once (reading ahead of the write before
+  // them). >= 1.
+  size_t max_batches = 4;
 };
 
 // Counters of the batcher (all since it was made).
@@ -109,6 +121,8 @@ struct SetBatcherStats {
   uint64_t reads = 0;
   uint64_t writes = 0;
   uint64_t largest_batch = 0;  // In commands.
+  // Reads made again because a batch before them failed its write.
+  uint64_t reads_repeated = 0;
   uint64_t waiting = 0;        // Commands queued now behind a running batch.
 };
 
@@ -147,16 +161,25 @@ class SetBatcher {
       return H::combine(std::move(h), k.set, k.r, k.w);
     }
   };
+  struct Batch;
   struct Queue {
     std::deque<Pending> waiting;
-    bool running = false;
+    // Running batches, in the order they take effect.
+    std::deque<std::shared_ptr<Batch>> batches;
   };
-  struct Batch;
 
-  // Starts the next batch of `key` if none runs and commands wait.
+  // Makes batches of `key`'s waiting commands while fewer than
+  // max_batches run.
   void MaybeStart(const Key& key);
-  void OnRead(std::shared_ptr<Batch> batch, absl::StatusOr<Membership> read);
-  void Finish(std::shared_ptr<Batch> batch, const absl::Status& write_status);
+  void Read(const std::shared_ptr<Batch>& batch);
+  // Moves the batches at the head of `key`'s queue on: plans the first if
+  // its read is in and writes it, or finishes it if it writes nothing.
+  void Advance(const Key& key);
+  // Runs the batch's commands against its read and the writes laid over
+  // it; false if it must read again first.
+  bool Plan(Batch& batch);
+  // Answers the batch's commands and takes it off its queue.
+  void Finish(const std::shared_ptr<Batch>& batch);
 
   BatchBackend* const backend_;
   const SetBatcherOptions options_;
