@@ -22,7 +22,8 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 LEVELDB_ALLOWED = re.compile(
     r"(include/bigset/keys/comparator\.h|lib/keys/comparator\.cc|"
     r"include/bigset/store/leveldb_store\.h|lib/store/leveldb_store\.cc|"
-    r"lib/store/read_only_env\.(h|cc)|lib/store/iterator_pool\.(h|cc)|"
+    r"lib/store/read_only_env\.(h|cc)|lib/store/pread_env\.(h|cc)|"
+    r"lib/store/iterator_pool\.(h|cc)|"
     r"lib/store/write_batch\.cc|lib/store/write_batch_rep\.h|"
     r"include/bigset/testing/|lib/testing/)")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -39,6 +39,10 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
       transport_(transport),
       scheduler_(scheduler),
       options_(options),
+      filter_budget_(options.replica.presence_filter_budget != nullptr
+                         ? options.replica.presence_filter_budget
+                         : std::make_shared<MemoryBudget>(
+                               options.replica.presence_filter_bytes)),
       alive_(std::make_shared<Impl*>(this)),
       replicas_(initial_ring_.ring_size()),
       service_(this, options_.service),
@@ -120,6 +124,7 @@ absl::Status Node::Impl::OpenReplica(uint32_t p) {
   const size_t mine = std::max<size_t>(1, ring().PartitionsOf(id_).size());
   ro.clock_cache_bytes =
       std::max<size_t>(4096, options_.replica.clock_cache_bytes / mine);
+  ro.presence_filter_budget = filter_budget_;
   absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
   if (!r.ok()) {
     return absl::Status(r.status().code(),

@@ -175,6 +175,8 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   Transport* const transport_;
   Scheduler* const scheduler_;
   const NodeOptions options_;
+  // What every replica's presence filters draw on: the node's total.
+  const std::shared_ptr<MemoryBudget> filter_budget_;
   // Expires when the node is destroyed; timers hold a weak reference.
   std::shared_ptr<Impl*> alive_;
 

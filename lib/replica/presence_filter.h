@@ -47,6 +47,10 @@ class PresenceFilter {
 
   // Heap bytes of the bit arrays.
   size_t MemoryBytes() const { return bytes_; }
+  // The bytes of a filter made for `expected` elements, once it holds them.
+  static size_t BytesFor(uint64_t expected) {
+    return LayerBytes(expected < kMinCapacity ? kMinCapacity : expected);
+  }
   // Bytes the next Add may allocate (0 unless the last layer is full).
   size_t GrowthBytes() const;
 

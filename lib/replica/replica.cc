@@ -84,6 +84,10 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
       sweeper_(std::make_unique<Sweeper>()),
       digest_buckets_(std::max<uint32_t>(1, options.digest_buckets)),
       buckets_(std::make_unique<std::atomic<uint64_t>[]>(digest_buckets_)) {
+  filter_budget_ =
+      options.presence_filter_budget != nullptr
+          ? options.presence_filter_budget
+          : std::make_shared<MemoryBudget>(options.presence_filter_bytes);
   size_t per_stripe =
       std::max<size_t>(1, options.clock_cache_bytes / options.lock_stripes);
   for (int i = 0; i < options.lock_stripes; ++i) {
@@ -91,7 +95,11 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
   }
 }
 
-Replica::~Replica() { StopSweeper(); }
+Replica::~Replica() {
+  StopSweeper();
+  // A shared budget outlives this replica's filters.
+  filter_budget_->Release(filter_bytes_.load());
+}
 
 absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
     Store* store, const ReplicaOptions& options) {
@@ -447,8 +455,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
     sweep_pending_.store(true, std::memory_order_release);
   }
   if (changes.reset_filter && changes.filter != nullptr) {
-    filter_bytes_.fetch_sub(changes.filter->MemoryBytes(),
-                            std::memory_order_relaxed);
+    ReleaseFilterBytes(changes.filter->MemoryBytes());
     changes.filter->Reset();
   }
   AccountDigest(state);

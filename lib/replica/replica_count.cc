@@ -58,6 +58,12 @@ absl::Status Replica::PrepareLiveness(Stripe& stripe, std::string_view set,
       kMinSeeksBeforeBuild, state->count_known ? state->count / 4 : 0);
   if (state->presence_seeks < threshold) return absl::OkStatus();
   state->presence_seeks = 0;
+  // A filter the budget cannot hold would be built by a scan of the whole
+  // set and dropped again: wait until there is room for it.
+  if (state->count_known &&
+      filter_budget_->available() < PresenceFilter::BytesFor(state->count)) {
+    return absl::OkStatus();
+  }
   BIGSET_RETURN_IF_ERROR(CountScan(stripe, set, state));
   it = stripe.filters.find(ToAbsl(set));
   if (it != stripe.filters.end()) changes->filter = it->second.get();
@@ -165,8 +171,7 @@ absl::Status Replica::CountScan(Stripe& stripe, std::string_view set,
   {
     auto old = stripe.filters.find(ToAbsl(set));
     if (old != stripe.filters.end()) {
-      filter_bytes_.fetch_sub(old->second->MemoryBytes(),
-                              std::memory_order_relaxed);
+      ReleaseFilterBytes(old->second->MemoryBytes());
       stripe.filters.erase(old);
     }
     // Sized for the count last known; its bytes are reserved as it grows.
@@ -214,35 +219,39 @@ absl::Status Replica::CountScan(Stripe& stripe, std::string_view set,
 
 bool Replica::ReserveFilterBytes(Stripe& stripe, std::string_view set,
                                  size_t bytes) {
-  const size_t budget = options_.presence_filter_bytes;
-  if (bytes > budget) return false;
-  if (filter_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <=
-      budget) {
+  if (filter_budget_->TryReserve(bytes)) {
+    filter_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }
   // Over: drop other filters of this stripe (other stripes' filters are
-  // under their own locks) until the new bytes fit.
+  // under their own locks, other replicas' under theirs) until the new
+  // bytes fit.
   for (auto it = stripe.filters.begin(); it != stripe.filters.end();) {
     if (it->first == set) {
       ++it;
       continue;
     }
-    filter_bytes_.fetch_sub(it->second->MemoryBytes(),
-                            std::memory_order_relaxed);
+    ReleaseFilterBytes(it->second->MemoryBytes());
     counters_.presence_filters_dropped.fetch_add(1, std::memory_order_relaxed);
     stripe.filters.erase(it++);
-    if (filter_bytes_.load(std::memory_order_relaxed) <= budget) return true;
+    if (filter_budget_->TryReserve(bytes)) {
+      filter_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      return true;
+    }
   }
-  filter_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   return false;
+}
+
+void Replica::ReleaseFilterBytes(size_t bytes) {
+  filter_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  filter_budget_->Release(bytes);
 }
 
 void Replica::DropFilter(Stripe& stripe, std::string_view set,
                          StateChanges* changes) {
   auto it = stripe.filters.find(ToAbsl(set));
   if (it != stripe.filters.end()) {
-    filter_bytes_.fetch_sub(it->second->MemoryBytes(),
-                            std::memory_order_relaxed);
+    ReleaseFilterBytes(it->second->MemoryBytes());
     stripe.filters.erase(it);
   }
   changes->filter = nullptr;

@@ -19,6 +19,7 @@
 #include "leveldb/iterator.h"
 #include "leveldb/write_batch.h"
 #include "store/iterator_pool.h"
+#include "store/pread_env.h"
 #include "store/read_only_env.h"
 #include "store/write_batch_rep.h"
 
@@ -267,10 +268,13 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
   absl::StatusOr<NativeOptions> native = ToNative(options);
   if (!native.ok()) return native.status();
   leveldb::Options& o = native->options;
-  std::unique_ptr<leveldb::Env> read_only_env;
+  std::unique_ptr<leveldb::Env> own_env;
   if (options.read_only) {
-    read_only_env = NewReadOnlyEnv(o.env);
-    o.env = read_only_env.get();
+    own_env = NewReadOnlyEnv(o.env);
+    o.env = own_env.get();
+  } else if (!options.mmap_reads && options.env == nullptr) {
+    own_env = NewPreadEnv(o.env);
+    o.env = own_env.get();
   }
 
   // LevelDB creates the directory and its lock file before it finds that
@@ -309,7 +313,7 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(
   // reads (store/iterator_pool.h).
   store->iterators_ = std::make_unique<IteratorPool>(kMaxIteratorUses);
   store->read_only_ = options.read_only;
-  store->env_ = std::move(read_only_env);
+  store->env_ = std::move(own_env);
   store->comparator_ = std::move(native->comparator);
   store->cache_ = std::move(native->cache);
   store->filter_policy_ = std::move(native->filter);

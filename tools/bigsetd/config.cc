@@ -42,6 +42,7 @@ ParsedConfig ParseConfig(int argc, char** argv) {
               log_level = "info", sadd_reply = "quorum";
   std::vector<std::string> nodes;
   uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
+  uint64_t block_cache_mib = 32, write_buffer_mib = 4, filter_mib = 16;
 
   app.add_option("--id", c.id, "this node's id (> 0, one of --node)")
       ->group("Node");
@@ -104,6 +105,17 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       ->group("Storage");
   app.add_option("--clock-cache-mib", clock_cache_mib,
                  "memory for cached set clocks (default 64)")
+      ->group("Storage");
+  app.add_option("--block-cache-mib", block_cache_mib,
+                 "memory for LevelDB's cache of table blocks (default 32)")
+      ->group("Storage");
+  app.add_option("--write-buffer-mib", write_buffer_mib,
+                 "LevelDB's memtable; two at most are held (default 4)")
+      ->group("Storage");
+  app.add_option("--presence-filter-mib", filter_mib,
+                 "memory for the sets' presence filters, 3 to 10 bytes per "
+                 "element; a set whose filter does not fit costs a seek per "
+                 "add and per query of a member it lacks (default 16)")
       ->group("Storage");
   app.add_option("--client-tls-cert", c.client_tls_cert_file,
                  "TLS for clients: the server's certificate (PEM)")
@@ -244,6 +256,16 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   c.anti_entropy_interval_micros = ae_interval_ms * 1000;
   if (clock_cache_mib == 0) return Fail("--clock-cache-mib must be > 0");
   c.clock_cache_bytes = clock_cache_mib << 20;
+  if (block_cache_mib == 0 || block_cache_mib > (1 << 20) ||
+      write_buffer_mib == 0 || write_buffer_mib > 1024 ||
+      filter_mib > (1 << 20) || clock_cache_mib > (1 << 20)) {
+    return Fail(
+        "--block-cache-mib and --write-buffer-mib must be > 0; the "
+        "memory sizes at most 1048576 MiB (--write-buffer-mib 1024)");
+  }
+  c.block_cache_bytes = block_cache_mib << 20;
+  c.write_buffer_bytes = write_buffer_mib << 20;
+  c.presence_filter_bytes = filter_mib << 20;
   if (c.max_clients == 0) return Fail("--max-clients must be > 0");
   if (c.limits.max_args == 0 || c.limits.max_bulk_bytes == 0) {
     return Fail("--max-args and --max-bulk-bytes must be > 0");

@@ -52,6 +52,11 @@ struct DaemonConfig {
   bool plaintext_peers = false;
   bool sync_writes = false;
   size_t clock_cache_bytes = 64 << 20;
+  // What else the node's memory holds (README, "Memory"): LevelDB's block
+  // cache and memtable, and the presence filters of the node's sets.
+  size_t block_cache_bytes = 32 << 20;
+  size_t write_buffer_bytes = 4 << 20;
+  size_t presence_filter_bytes = 16 << 20;
   uint64_t anti_entropy_interval_micros = 10'000'000;
 
   // Clients. TLS if a certificate is given; with a CA, clients must

@@ -175,6 +175,9 @@ void Session::CmdInfo(Args& a) {
       line("used_memory_rss_human", Human(rss));
       line("maxmemory", 0);
       line("clock_cache_bytes", c.clock_cache_bytes);
+      line("block_cache_bytes", c.block_cache_bytes);
+      line("write_buffer_bytes", c.write_buffer_bytes);
+      line("presence_filter_budget_bytes", c.presence_filter_bytes);
       line("sscan_cursors", ctx_->cursors->size());
       line("sscan_cursor_bytes", ctx_->cursors->bytes());
       text += "\r\n";

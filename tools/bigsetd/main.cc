@@ -164,6 +164,15 @@ int Run(const DaemonConfig& c) {
   o.addresses = book;
   o.node.replica.sync_writes = c.sync_writes;
   o.node.replica.clock_cache_bytes = c.clock_cache_bytes;
+  o.node.replica.presence_filter_bytes = c.presence_filter_bytes;
+  o.store.block_cache_bytes = c.block_cache_bytes;
+  o.store.write_buffer_bytes = c.write_buffer_bytes;
+  // Bigset finds elements by seeks, which LevelDB's Bloom filters do not
+  // serve; they would only cost 10 bits per key of memory.
+  o.store.bloom_bits_per_key = 0;
+  // Table files read with pread: resident memory stays what the caches
+  // hold instead of growing with the data on disk.
+  o.store.mmap_reads = false;
   o.node.anti_entropy.interval_micros = c.anti_entropy_interval_micros;
   o.node.handoff.on_stale_ring = [&membership](uint64_t epoch, NodeId from) {
     membership.OnStaleRing(epoch, from);

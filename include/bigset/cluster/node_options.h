@@ -104,7 +104,12 @@ struct AntiEntropyOptions {
 struct NodeOptions {
   // The node's replicas, one per partition it holds. `keyspace` is set by
   // the node (the partition); `clock_cache_bytes` is the node's total,
-  // divided among its replicas (the other settings are each replica's);
+  // divided among its replicas; `presence_filter_bytes` is the node's
+  // total too, which the replicas' filters share (first come, first
+  // served: a set whose filter finds no room costs a seek per add and per
+  // membership query of an element it lacks), unless
+  // `presence_filter_budget` gives one (the other settings are each
+  // replica's);
   // `read_only` must be false. With `sync_writes` a W
   // acknowledgement means "on disk in W machines"; without it "applied in
   // W processes" (a process crash loses nothing, a machine losing power may

@@ -50,6 +50,7 @@
 #include "bigset/core/delta.h"
 #include "bigset/core/dot.h"
 #include "bigset/core/element_dots.h"
+#include "bigset/core/memory_budget.h"
 #include "bigset/core/mutex.h"
 #include "bigset/core/set_summary.h"
 #include "bigset/core/update_op.h"
@@ -102,8 +103,12 @@ struct ReplicaOptions {
   bool keep_counts = true;
   // Upper bound on the memory of the presence filters (20 to 80 bits per
   // element of each set that has one, as its filter grows by layers). A set
-  // without a filter still has an exact count; its adds then cost a seek each.
+  // without a filter still has an exact count; its adds then cost a seek
+  // each, as do membership queries of elements it lacks.
   size_t presence_filter_bytes = 64 << 20;
+  // If set, the presence filters draw on this budget, shared with other
+  // replicas (a node's), instead of presence_filter_bytes of their own.
+  std::shared_ptr<MemoryBudget> presence_filter_budget;
 };
 
 // A set's count and what tells whether two replicas count the same
@@ -503,6 +508,8 @@ class BIGSET_EXPORT Replica {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   void DropFilter(Stripe& stripe, std::string_view set, StateChanges* changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  // A filter's `bytes` were freed: back to the budget.
+  void ReleaseFilterBytes(size_t bytes);
 
   // Dots of `element` present on the replica now (tombstone filtered).
   absl::StatusOr<std::vector<Dot>> CurrentDots(Iterator* it,
@@ -539,8 +546,10 @@ class BIGSET_EXPORT Replica {
   const uint32_t digest_buckets_;
   // Sum (mod 2^64) of the set digests of each bucket's sets.
   std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
-  // Bytes of all presence filters (bounded by presence_filter_bytes).
+  // Bytes of this replica's presence filters, reserved from
+  // `filter_budget_` (its own, or one it shares).
   std::atomic<size_t> filter_bytes_{0};
+  std::shared_ptr<MemoryBudget> filter_budget_;
   Counters counters_;
 };
 

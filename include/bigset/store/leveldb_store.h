@@ -65,6 +65,12 @@ struct LevelDbStoreOptions {
   size_t max_file_size = 8 << 20;
   int max_open_files = 1000;
   bool snappy_compression = true;
+  // Read table files through memory maps (LevelDB's own choice on 64-bit
+  // systems) or with pread. Mapped pages a read or a compaction touched
+  // count in the process's resident memory, which then grows with the data
+  // on disk; with pread it stays what the caches above hold (a block-cache
+  // miss costs a system call instead). Ignored with `env` or `read_only`.
+  bool mmap_reads = true;
   // Not owned; nullptr means leveldb::Env::Default(). REQUIRES: outlives the
   // store.
   leveldb::Env* env = nullptr;
@@ -160,7 +166,7 @@ class BIGSET_EXPORT LevelDbStore final : public Store {
   // Opened read-only (see LevelDbStoreOptions::read_only).
   bool read_only_ = false;
   // The read-only overlay Env; destroyed after db_ (see the destructor).
-  std::unique_ptr<leveldb::Env> env_;
+  std::unique_ptr<leveldb::Env> env_;  // read_only, or !mmap_reads.
   leveldb::DB* db_;
   Ownership ownership_;
   // Objects the options of an opened database point to; they must outlive

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bigset/core/memory_budget.h"
 #include "bigset/replica/replica.h"
 #include "test_util.h"
 
@@ -226,6 +227,60 @@ TEST_CASE(
     REQUIRE(report.ok());
     CHECK(report->ok());
   }
+}
+
+// Replicas that share a presence-filter budget (a node's) hold at most its
+// bytes together, stay exact when their filters find no room, do not scan
+// a set again and again for a filter the budget cannot hold, and give
+// their bytes back when they go.
+TEST_CASE("count: a shared filter budget bounds the replicas' filters") {
+  MemStore mem;
+  auto budget = std::make_shared<MemoryBudget>(64 << 10);
+  std::vector<std::unique_ptr<Replica>> r;
+  for (KeyspaceId ks : {1, 2, 3}) {
+    ReplicaOptions o = Options(ks);
+    o.presence_filter_budget = budget;
+    r.push_back(Open(mem.store.get(), o));
+  }
+  // Each set grows past what the budget holds for all three.
+  for (int i = 0; i < 30000; ++i) {
+    for (auto& replica : r) {
+      Add(*replica, "s", absl::StrCat("e", i % 20000));
+    }
+    if (i % 5000 == 0) {
+      size_t held = 0;
+      for (auto& replica : r) held += replica->stats().presence_filter_bytes;
+      REQUIRE(held <= budget->limit());
+      REQUIRE(held == budget->used());
+    }
+  }
+  size_t held = 0;
+  for (auto& replica : r) {
+    CHECK(CountOf(*replica, "s") == 20000);
+    held += replica->stats().presence_filter_bytes;
+  }
+  CHECK(held <= budget->limit());
+  CHECK(held == budget->used());
+  r[0].reset();
+  r[1].reset();
+  CHECK(budget->used() == r[2]->stats().presence_filter_bytes);
+  r[2].reset();
+  CHECK(budget->used() == 0);
+}
+
+// A set whose filter no longer fits its budget is not scanned again and
+// again to build one (each scan reads the whole set, under its lock): once
+// its count needs more than the budget, no scan runs.
+TEST_CASE("count: no scan builds a filter the budget cannot hold") {
+  MemStore mem;
+  auto r = Open(mem.store.get(), Options(1, 16 << 10));
+  for (int i = 0; i < 40000; ++i) Add(*r, "s", absl::StrCat("e", i));
+  CHECK(CountOf(*r, "s") == 40000);
+  CHECK(r->stats().presence_filter_bytes <= (16 << 10));
+  // The filter was dropped near 5,000 elements; past 6,553 (16 KiB at 20
+  // bits each) none can fit. Without the check, a scan every quarter of
+  // the count's growth: about eight.
+  CHECK(r->stats().count_scans <= 1);
 }
 
 TEST_CASE("count: stored, reloaded, and counted once for an old store") {

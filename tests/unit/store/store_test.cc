@@ -637,6 +637,8 @@ TEST_CASE("store: corrupt table files surface as errors, not crashes") {
   TempDir dir;
   LevelDbStoreOptions o;
   o.block_cache_bytes = 1 << 20;
+  o.mmap_reads = GENERATE(true, false);
+  CAPTURE(o.mmap_reads);
   FillAndCompact(dir.path.string(), o);
   // Flip bytes in the middle of every table file.
   const int corrupted =
@@ -659,6 +661,73 @@ TEST_CASE("store: corrupt table files surface as errors, not crashes") {
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
   CHECK(n < 5000);
   CHECK(it->status().code() == absl::StatusCode::kDataLoss);
+}
+
+// The kB of file-backed pages this process has resident (RssFile).
+size_t ResidentFileKb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssFile:", 0) == 0) return std::stoul(line.substr(8));
+  }
+  return 0;
+}
+
+// Tables read with pread answer exactly as mapped ones, and leave no file
+// pages resident in the process: a scan of ~8 MiB of tables grows its
+// resident memory by the scan's buffers only (mapped, by the tables read).
+TEST_CASE("store: tables read with pread keep them out of resident memory") {
+  TempDir dir;
+  Rng rng(7);
+  std::map<std::string, std::string> want;
+  {
+    LevelDbStoreOptions o;
+    auto s = LevelDbStore::Open(dir.path.string(), o);
+    REQUIRE(s.ok());
+    WriteBatch b;
+    for (int i = 0; i < 20000; ++i) {
+      std::string value(400, 0);
+      for (char& c : value) c = static_cast<char>(Uniform(rng, 0, 255));
+      const std::string key =
+          ElementKey(0, "s", std::to_string(i), Dot{1, uint64_t(i + 1)});
+      b.Put(key, value);
+      want[key] = value;
+    }
+    REQUIRE((*s)->Write(WriteOptions(), b).ok());
+    REQUIRE((*s)->CompactRange(KeyspaceRange(0)).ok());
+  }
+  size_t grew_mapped = 0;
+  size_t grew_pread = 0;
+  for (bool mmap : {false, true}) {
+    CAPTURE(mmap);
+    LevelDbStoreOptions o;
+    o.mmap_reads = mmap;
+    o.block_cache_bytes = 1 << 20;
+    auto s = LevelDbStore::Open(dir.path.string(), o);
+    REQUIRE(s.ok());
+    const size_t before = ResidentFileKb();
+    ReadOptions ro;
+    ro.fill_cache = false;
+    auto it = (*s)->NewIterator(ro, SetRange(0, "s"));
+    auto w = want.begin();
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++w) {
+      REQUIRE(w != want.end());
+      REQUIRE(it->key() == w->first);
+      REQUIRE(it->value() == w->second);
+    }
+    REQUIRE(it->status().ok());
+    REQUIRE(w == want.end());
+    std::string value;
+    REQUIRE((*s)->Get(ReadOptions(), want.begin()->first, &value).ok());
+    REQUIRE(value == want.begin()->second);
+    REQUIRE(absl::IsNotFound((*s)->Get(
+        ReadOptions(), ElementKey(0, "s", "none", Dot{1, 1}), &value)));
+    const size_t after = ResidentFileKb();
+    (mmap ? grew_mapped : grew_pread) = after > before ? after - before : 0;
+  }
+  CHECK(grew_pread < 1024);
+  // The check can fail: mapped reads do grow it.
+  CHECK(grew_mapped > 4096);
 }
 
 // A kept iterator must never be one in error. The store's iterator tells
