@@ -108,9 +108,11 @@ start_redis() {
     --appendfsync everysec --save '' --daemonize no --logfile "$d/p.log" &
   pids+=($!)
   wait_for "$p" PONG ping
+  local i=0
   for r in "$r1" "$r2"; do
-    redis-server --port "$r" --bind 127.0.0.1 --dir "$d/r$r" --save '' \
-      --replicaof 127.0.0.1 "$p" --daemonize no --logfile "$d/r$r.log" &
+    i=$((i + 1))
+    redis-server --port "$r" --bind 127.0.0.1 --dir "$d/r$i" --save '' \
+      --replicaof 127.0.0.1 "$p" --daemonize no --logfile "$d/r$i.log" &
     pids+=($!)
   done
   wait_for "$r1" 'master_link_status:up' info replication
@@ -199,7 +201,8 @@ if [[ "$big" -gt 0 ]]; then
   # pipeline), a million at a time.
   while ((loaded < big)); do
     n=$((big - loaded < step ? big - loaded : step))
-    python3 -c '
+    # Debian's python3, which has python3-redis (not a pyenv's).
+    /usr/bin/python3 -c '
 import redis, sys
 port, first, n = (int(a) for a in sys.argv[1:])
 r = redis.Redis(port=port)

@@ -56,6 +56,13 @@ class CoordinatorHost {
   // A request id no other request of this node uses, across restarts too.
   virtual uint64_t NextRequestId() = 0;
   virtual void Send(NodeId to, std::string bytes) = 0;
+  // Send, except that a message to this node itself is handled before
+  // SendFirst returns (its answer travels as any other, later). For a
+  // query whose answer must show this node's replica as it is now, before
+  // whatever this same turn goes on to change: a write made right after
+  // it (each peer takes a node's messages in order, so the query reaches
+  // every replica before the write does).
+  virtual void SendFirst(NodeId to, std::string bytes) = 0;
   // Runs `fn` after `delay_micros` on the node's thread, unless the node is
   // gone by then. Never runs it before returning.
   virtual void After(uint64_t delay_micros, std::function<void()> fn) = 0;

@@ -267,6 +267,14 @@ void Node::Impl::Send(NodeId to, std::string bytes) {
   transport_->Send(id_, to, std::move(bytes));
 }
 
+void Node::Impl::SendFirst(NodeId to, std::string bytes) {
+  if (to != id_) {
+    Send(to, std::move(bytes));
+    return;
+  }
+  Receive(id_, bytes);
+}
+
 void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
   std::weak_ptr<Impl*> alive = alive_;
   scheduler_->After(delay_micros,

@@ -100,6 +100,7 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
   uint64_t NextRequestId() override;
   void Send(NodeId to, std::string bytes) override;
+  void SendFirst(NodeId to, std::string bytes) override;
   void After(uint64_t delay_micros, std::function<void()> fn) override;
   Replica* LocalReplica(uint32_t partition) override;
   Replica* HostedReplica(uint32_t partition) override;

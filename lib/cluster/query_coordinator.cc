@@ -27,7 +27,10 @@ QueryCoordinator::QueryCoordinator(
 void QueryCoordinator::Start() {
   deadline_ = host_->NowMicros() + options_.timeout_micros;
   const std::string bytes = QueryBytes();
-  for (NodeId n : preference_) host_->Send(n, bytes);
+  // This node's own replica answers now: a write the client makes right
+  // after the query (an SADD's adds, sent with its read) then changes it
+  // only after the query saw it, as on every other replica.
+  for (NodeId n : preference_) host_->SendFirst(n, bytes);
   ScheduleTimer();
 }
 

@@ -387,6 +387,13 @@ void Simulator::Route(NodeId from, NodeId to, std::string bytes) {
       time += std::uniform_int_distribution<uint64_t>(
           0, options_.stall_max_micros)(rng_);
     }
+    if (options_.fifo_links) {
+      // Strictly after the link's previous message, also when ties are
+      // shuffled.
+      uint64_t& last = link_arrivals_[{from, to}];
+      time = std::max(time, last + 1);
+      last = time;
+    }
     e.is_message = true;
     e.from = from;
     e.to = to;

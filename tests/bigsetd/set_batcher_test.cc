@@ -25,9 +25,10 @@ using bigset::testing::Uniform;
 // until the test completes them (so that batches form behind them); a
 // queued call can be made to fail. Adds replace their context's dots;
 // removes take out exactly theirs (observed-remove), as Replica does. A
-// write is applied when it completes, or, with `early_writes` (an Rng),
-// sometimes as soon as it is made (reads completed meanwhile see it, as
-// reads racing a real write may).
+// read answers what the writes applied before it was made left (a replica
+// takes a node's messages in order). A write is applied when it
+// completes, or, with `early_writes` (an Rng), sometimes as soon as it is
+// made (reads made meanwhile see it, as reads behind a real write may).
 class FakeBackend final : public BatchBackend {
  public:
   struct Call {
@@ -37,6 +38,7 @@ class FakeBackend final : public BatchBackend {
     std::vector<std::string> elements;
     std::vector<UpdateOp> ops;
     std::optional<Delta> applied;  // A write applied before it completes.
+    Membership answer;             // A read's, as of when it was made.
     std::function<void(absl::StatusOr<Membership>)> read_done;
     std::function<void(absl::StatusOr<Delta>)> write_done;
   };
@@ -50,6 +52,16 @@ class FakeBackend final : public BatchBackend {
     c.quorum = r;
     c.elements = std::move(elements);
     c.read_done = std::move(done);
+    // A replica takes a node's messages in order: the read sees what the
+    // writes made before it left, never one made after it (whenever it
+    // completes).
+    auto& held = sets[c.set];
+    for (const std::string& e : c.elements) {
+      ElementDots& ed = c.answer.elements.emplace_back();
+      ed.element = e;
+      auto it = held.find(e);
+      if (it != held.end()) ed.dots = it->second;
+    }
     calls.push_back(std::move(c));
   }
   void Update(std::string set, std::vector<UpdateOp> ops, int w,
@@ -75,17 +87,9 @@ class FakeBackend final : public BatchBackend {
     if (c.is_read) {
       if (!error.ok()) {
         c.read_done(error);
-        return false;
+      } else {
+        c.read_done(std::move(c.answer));
       }
-      auto& set = sets[c.set];
-      Membership m;
-      for (const std::string& e : c.elements) {
-        ElementDots& ed = m.elements.emplace_back();
-        ed.element = e;
-        auto it = set.find(e);
-        if (it != set.end()) ed.dots = it->second;
-      }
-      c.read_done(std::move(m));
       return false;
     }
     if (!c.applied.has_value() && (error.ok() || apply)) c.applied = Apply(c);
@@ -192,30 +196,32 @@ struct Submitted {
 };
 
 // Submits random commands while completing the backend's calls in random
-// order, some with failures (a failed write applied or not), then checks
-// every answer against the sequential model in submission order: a command
-// that failed counts as run if its write was applied, as not run if not.
+// order, some with failures, then checks every answer against the
+// sequential model in submission order: a command that failed with its
+// write counts as run if the write was applied, as not run if not. Which
+// it was is one choice per seed (every failed write applied, or none), as
+// a batch's answers may come after later calls completed.
 TEST_CASE("set batcher: any interleaving answers as submission order") {
   for (uint64_t seed : Seeds(60)) {
     CAPTURE(seed);
     Rng rng(seed);
     FakeBackend backend;
-    backend.early_writes = &rng;
     SetBatcherOptions options;
     options.read_before_add = Uniform(rng, 0, 3) != 0;
     options.max_batch_members = Uniform(rng, 1, 12);
     options.max_batches = Uniform(rng, 1, 5);
     const bool failures = Uniform(rng, 0, 1) == 0;
+    const bool failed_writes_apply = Uniform(rng, 0, 1) == 0;
+    // A write applied when it is made and then failing was applied.
+    if (!failures || failed_writes_apply) backend.early_writes = &rng;
     CAPTURE(options.read_before_add, options.max_batch_members,
-            options.max_batches, failures);
+            options.max_batches, failures, failed_writes_apply);
     SetBatcher batcher(&backend, options);
     const std::vector<std::string> pool = {"a", "b", "c", "d", "",
                                            std::string("e\0f", 3)};
     const std::vector<std::string> sets = {"s", "t"};
     std::vector<Submitted> submitted;
     submitted.reserve(2000);
-    // Set while a failed write completes: its callbacks record it.
-    bool completing_applied = false;
     const int steps = 400;
     for (int step = 0; step < steps || !backend.calls.empty(); ++step) {
       if (step < steps && (backend.calls.empty() || Uniform(rng, 0, 2) != 0)) {
@@ -224,35 +230,27 @@ TEST_CASE("set batcher: any interleaving answers as submission order") {
         const size_t index = submitted.size();
         submitted.push_back(Submitted{set, c, std::nullopt, false});
         batcher.Submit(set, 2, 2, std::move(c),
-                       [&submitted, &completing_applied,
+                       [&submitted, failed_writes_apply,
                         index](SetCommandResult r) {
                          REQUIRE(!submitted[index].got.has_value());
                          // Only a failed write can have been applied (a
                          // read that failed with it changes nothing).
                          submitted[index].applied =
-                             r.write_failed && completing_applied;
+                             r.write_failed && failed_writes_apply;
                          submitted[index].got = std::move(r);
                        });
         continue;
       }
       const size_t call = Uniform(rng, 0, backend.calls.size() - 1);
       if (!failures || Uniform(rng, 0, 5) != 0) {
-        completing_applied = false;
         backend.Complete(call);
         continue;
       }
-      // A failure; a write may be applied all the same. Whether it was is
-      // known only once it completed, so its callbacks read it from the
-      // backend's call before: decided here, before Complete.
       const bool is_read = backend.calls[call].is_read;
-      const bool apply = !is_read && (backend.calls[call].applied.has_value() ||
-                                      Uniform(rng, 0, 1) == 0);
-      completing_applied = apply;
       backend.Complete(call,
                        is_read ? absl::DeadlineExceededError("read")
                                : absl::UnavailableError("write"),
-                       apply);
-      completing_applied = false;
+                       !is_read && failed_writes_apply);
     }
     Model model;
     size_t failed = 0;
@@ -289,9 +287,10 @@ TEST_CASE("set batcher: any interleaving answers as submission order") {
 TEST_CASE("set batcher: commands that wait share one read and one write") {
   FakeBackend backend;
   SetBatcher batcher(&backend, OneAtATime());
+  backend.sets["s"]["x"] = {Dot{7, 1}};
   std::vector<SetCommandResult> got;
   auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x"}}, keep);
   REQUIRE(backend.calls.size() == 1);  // The first runs at once.
   // These wait for it, then run as one batch.
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x", "y"}}, keep);
@@ -300,9 +299,9 @@ TEST_CASE("set batcher: commands that wait share one read and one write") {
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"z"}}, keep);
   REQUIRE(batcher.stats().waiting == 4);
   backend.Complete(0);  // The first's read.
-  backend.Complete(0);  // Its write.
   REQUIRE(got.size() == 1);
-  REQUIRE(got[0].count == 1);
+  REQUIRE(got[0].present == std::vector<bool>{true});
+  // The batch of four reads first: its SREM's write needs the read.
   REQUIRE(backend.calls.size() == 1);
   REQUIRE(backend.calls[0].is_read);
   REQUIRE(backend.calls[0].elements ==
@@ -330,7 +329,8 @@ TEST_CASE("set batcher: commands that wait share one read and one write") {
   const SetBatcherStats stats = batcher.stats();
   REQUIRE(stats.batches == 2);
   REQUIRE(stats.reads == 2);
-  REQUIRE(stats.writes == 2);
+  REQUIRE(stats.writes == 1);
+  REQUIRE(stats.reads_with_write == 0);
   REQUIRE(stats.largest_batch == 4);
 }
 
@@ -353,10 +353,12 @@ TEST_CASE("set batcher: other quorums or sets are other batches") {
 TEST_CASE("set batcher: a failed read fails its batch and writes nothing") {
   FakeBackend backend;
   SetBatcher batcher(&backend, OneAtATime());
+  backend.sets["s"]["x"] = {Dot{7, 1}};
   std::vector<SetCommandResult> got;
   auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"y"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
+  REQUIRE(backend.calls.size() == 1);  // An SREM's write waits for its read.
   backend.Complete(0, absl::DeadlineExceededError("read"));
   REQUIRE(got.size() == 1);
   REQUIRE(absl::IsDeadlineExceeded(got[0].status));
@@ -368,7 +370,53 @@ TEST_CASE("set batcher: a failed read fails its batch and writes nothing") {
   backend.Complete(0);
   REQUIRE(got.size() == 2);
   REQUIRE(got[1].status.ok());
+  REQUIRE(got[1].count == 1);
   REQUIRE(backend.sets["s"].count("x") == 0);
+}
+
+TEST_CASE("set batcher: an SADD's read and write go together") {
+  FakeBackend backend;
+  SetBatcher batcher(&backend, OneAtATime());
+  backend.sets["s"]["x"] = {Dot{7, 1}};
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x", "y"}}, keep);
+  // Both at once: the read first (a replica takes them in that order).
+  REQUIRE(backend.calls.size() == 2);
+  REQUIRE(backend.calls[0].is_read);
+  REQUIRE_FALSE(backend.calls[1].is_read);
+  REQUIRE(backend.calls[1].ops.size() == 2);
+  REQUIRE(backend.calls[1].ops[0].context_from_replica);
+  REQUIRE(batcher.stats().reads_with_write == 1);
+  backend.Complete(1);  // The write first: the answer waits for the read.
+  REQUIRE(got.empty());
+  backend.Complete(0);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].status.ok());
+  REQUIRE(got[0].count == 1);  // y: x was there before.
+  // The read fails, the write succeeds: the coordinating replica's dots
+  // (the delta's contexts) count, and an SISMEMBER of a member the batch
+  // does not write fails with the read.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"y", "z"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"q"}}, keep);
+  backend.Complete(0, absl::DeadlineExceededError("read"));
+  REQUIRE(got.size() == 1);
+  backend.Complete(0);
+  REQUIRE(got.size() == 2);
+  REQUIRE(got[1].status.ok());
+  REQUIRE(got[1].count == 1);  // z
+  // The SISMEMBER ran in the next batch (one at a time here).
+  backend.Complete(0);
+  REQUIRE(got.size() == 3);
+  REQUIRE(got[2].present == std::vector<bool>{false});
+  // Read and write both fail: the SADD fails with the write (it may have
+  // been applied).
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"w"}}, keep);
+  backend.Complete(0, absl::DeadlineExceededError("read"));
+  backend.Complete(0, absl::UnavailableError("write"));
+  REQUIRE(got.size() == 4);
+  REQUIRE(absl::IsUnavailable(got[3].status));
+  REQUIRE(got[3].write_failed);
 }
 
 TEST_CASE("set batcher: a failed write fails only what depends on it") {
@@ -474,7 +522,7 @@ TEST_CASE("set batcher: an answer may submit more; a dead batcher is inert") {
     backend.Complete(0);  // The read.
     backend.Complete(0);  // The write, whose answer submits the next.
     REQUIRE(counts == std::vector<int64_t>{1});
-    REQUIRE(backend.calls.size() == 1);  // The second's read.
+    REQUIRE(backend.calls.size() == 2);  // The second's read and write.
   }
   // The batcher is gone: completing its calls calls nothing.
   while (!backend.calls.empty()) backend.Complete(0);

@@ -20,8 +20,16 @@ struct SetBatcher::Batch {
   // search paths then stay in cache).
   std::vector<uint32_t> sorted;
 
-  // Whether the batch reads (else its write tells what was there).
-  bool reads = true;
+  // How the batch learns what was there:
+  //   kRead       a quorum read, then the write it plans from it;
+  //   kAddsFirst  no read (SADDs only, --sadd-reply coordinator): the
+  //               write's delta (the coordinating replica's dots);
+  //   kTogether   the read and the write at once (see Advance).
+  enum class Mode { kRead, kAddsFirst, kTogether };
+  Mode mode = Mode::kRead;
+  // SADDs and no SREM: the write does not depend on the read (its ops are
+  // adds of the members SADD names), so both may go at once.
+  bool adds_only_write = true;
   bool read_done = false;
   absl::Status read_status;
   // Per member: the dots the read found, then (Plan) those the batches
@@ -32,8 +40,8 @@ struct SetBatcher::Batch {
   std::vector<std::shared_ptr<Batch>> ahead;
 
   bool planned = false;
-  bool writing = false;
-  bool done = false;
+  bool write_issued = false;
+  bool write_done = false;
   // Per member: the index of its op in the update (and in the delta), or
   // -1 if the batch writes none.
   std::vector<int32_t> op_of;
@@ -82,13 +90,17 @@ void SetBatcher::MaybeStart(const Key& key) {
     batch->key = key;
     size_t named = 0;
     bool only_adds = true;
+    bool no_removes = true;
+    bool some_add = false;
     while (!queue.waiting.empty() &&
            (batch->commands.empty() ||
             named + queue.waiting.front().command.members.size() <=
                 options_.max_batch_members)) {
       named += queue.waiting.front().command.members.size();
-      only_adds &=
-          queue.waiting.front().command.kind == SetCommand::Kind::kAdd;
+      const SetCommand::Kind kind = queue.waiting.front().command.kind;
+      only_adds &= kind == SetCommand::Kind::kAdd;
+      no_removes &= kind != SetCommand::Kind::kRemove;
+      some_add |= kind == SetCommand::Kind::kAdd;
       batch->commands.push_back(std::move(queue.waiting.front()));
       queue.waiting.pop_front();
       --stats_.waiting;
@@ -114,20 +126,21 @@ void SetBatcher::MaybeStart(const Key& key) {
     batch->op_of.assign(batch->members.size(), -1);
     batch->results.resize(batch->commands.size());
     batch->depends.resize(batch->commands.size());
-    // Without a read, the write itself tells what the replica held: it
-    // needs no batch laid over it, and none made later may read ahead of
-    // it (its ops are known only once it ran).
-    batch->reads = !(only_adds && !options_.read_before_add);
-    if (batch->reads) {
-      batch->ahead.assign(queue.batches.begin(), queue.batches.end());
-    }
-    queue.batches.push_back(batch);
-    if (batch->reads) {
-      Read(batch);
-    } else {
-      batch->read_done = true;
+    batch->adds_only_write = no_removes && some_add;
+    if (only_adds && !options_.read_before_add) {
+      // No read: the write tells what the coordinating replica held. It is
+      // planned and written once every batch before it is done.
+      batch->mode = Batch::Mode::kAddsFirst;
+      queue.batches.push_back(batch);
       Advance(key);
+      continue;
     }
+    // The read goes now, ahead of the writes of the batches before it,
+    // which are laid over it when this batch plans.
+    batch->ahead.assign(queue.batches.begin(), queue.batches.end());
+    queue.batches.push_back(batch);
+    Read(batch);
+    Advance(key);  // A batch first in line may write at once.
   }
 }
 
@@ -159,79 +172,131 @@ void SetBatcher::Advance(const Key& key) {
   while (true) {
     auto it = queues_.find(key);
     if (it == queues_.end() || it->second.batches.empty()) return;
+    // Every batch before the first is done: it may write.
     std::shared_ptr<Batch> batch = it->second.batches.front();
-    if (batch->writing || !batch->read_done) return;
-    if (!batch->planned) {
-      if (!Plan(*batch)) {
-        // A batch laid over the read failed its write: read again, now
-        // that nothing runs before this batch.
-        ++stats_.reads_repeated;
-        batch->planned = false;
-        batch->read_done = false;
-        batch->ahead.clear();
-        Read(batch);
+    if (batch->write_issued && !batch->write_done) return;
+    if (batch->mode == Batch::Mode::kAddsFirst) {
+      if (!batch->write_issued) {
+        AddEveryNamedMember(*batch);
+        Write(batch);
         return;
       }
-    }
-    if (batch->ops.empty() || !batch->read_status.ok()) {
+      if (batch->write_status.ok()) {
+        // The replica's dots before the add tell what was there.
+        for (size_t i = 0; i < batch->members.size(); ++i) {
+          batch->dots[i] =
+              batch->delta.ops[static_cast<size_t>(batch->op_of[i])].context;
+        }
+        Plan(*batch);
+      } else {
+        DependOnWrite(*batch);  // Every SADD fails with the write.
+      }
       Finish(batch);
       continue;
     }
-    // The write: for a batch that read, its planned ops; without a read,
-    // an add of every member with the replica's own dots as context.
-    batch->writing = true;
-    ++stats_.writes;
-    std::weak_ptr<bool> alive = alive_;
-    backend_->Update(
-        key.set, std::move(batch->ops), key.w,
-        [this, alive, batch](absl::StatusOr<Delta> delta) {
-          if (alive.expired()) return;
-          if (delta.ok() && delta->ops.size() != batch->op_count) {
-            delta = absl::InternalError("the delta does not match the update");
-          }
-          if (!delta.ok()) {
-            batch->write_status = delta.status();
-          } else {
-            batch->delta = std::move(*delta);
-          }
-          if (!batch->reads && batch->write_status.ok()) {
-            // The replica's dots before the add tell what was there.
-            for (size_t i = 0; i < batch->members.size(); ++i) {
-              batch->dots[i] =
-                  batch->delta.ops[static_cast<size_t>(batch->op_of[i])]
-                      .context;
-            }
-            batch->reads = true;  // Plan from these dots now.
-            batch->planned = false;
-            const bool planned = Plan(*batch);
-            (void)planned;  // Nothing was laid over a batch without a read.
-          }
-          Finish(batch);
-          Advance(batch->key);
-        });
-    return;
+    if (!batch->read_done) {
+      // A read still on its way: a batch whose write does not depend on it
+      // writes now (the single client's SADD then waits for one round
+      // trip, not two). The read went first to every replica, and each
+      // takes a node's messages in order, so it sees them as they were
+      // before the write. Only when the batches laid over the read all
+      // wrote: one that failed calls for a read made after it.
+      if (batch->mode == Batch::Mode::kRead && batch->adds_only_write &&
+          !batch->write_issued &&
+          std::all_of(batch->ahead.begin(), batch->ahead.end(),
+                      [](const std::shared_ptr<Batch>& b) {
+                        return b->write_status.ok();
+                      })) {
+        batch->mode = Batch::Mode::kTogether;
+        ++stats_.reads_with_write;
+        AddEveryNamedMember(*batch);
+        Write(batch);
+      }
+      return;
+    }
+    // Reads and writes that went together are planned once both are back
+    // (if the read failed, the write's delta answers for it).
+    if (batch->mode == Batch::Mode::kTogether && !batch->write_done) return;
+    if (!batch->planned && !Plan(*batch)) {
+      // A batch laid over the read failed its write: read again, now that
+      // nothing runs before this batch.
+      ++stats_.reads_repeated;
+      batch->read_done = false;
+      batch->ahead.clear();
+      Read(batch);
+      return;
+    }
+    if (batch->mode == Batch::Mode::kRead && batch->read_status.ok() &&
+        !batch->ops.empty() && !batch->write_issued) {
+      Write(batch);
+      return;
+    }
+    Finish(batch);
   }
 }
 
-bool SetBatcher::Plan(Batch& batch) {
-  batch.planned = true;
-  if (!batch.read_status.ok()) {
-    for (SetCommandResult& r : batch.results) r.status = batch.read_status;
-    return true;
+void SetBatcher::AddEveryNamedMember(Batch& batch) {
+  // The members SADD names, each with the coordinating replica's dots as
+  // its context: no read is needed to make the ops.
+  std::vector<bool> added(batch.members.size());
+  for (const Pending& p : batch.commands) {
+    if (p.command.kind != SetCommand::Kind::kAdd) continue;
+    for (const std::string& m : p.command.members) added[batch.index.at(m)] = true;
   }
+  batch.ops.clear();
+  for (uint32_t i : batch.sorted) {
+    if (!added[i]) continue;
+    UpdateOp op = UpdateOp::Add(std::string(batch.members[i]));
+    op.context_from_replica = true;
+    batch.op_of[i] = static_cast<int32_t>(batch.ops.size());
+    batch.ops.push_back(std::move(op));
+  }
+  batch.op_count = batch.ops.size();
+}
+
+void SetBatcher::Write(const std::shared_ptr<Batch>& batch) {
+  batch->write_issued = true;
+  ++stats_.writes;
+  std::weak_ptr<bool> alive = alive_;
+  backend_->Update(
+      batch->key.set, std::move(batch->ops), batch->key.w,
+      [this, alive, batch](absl::StatusOr<Delta> delta) {
+        if (alive.expired()) return;
+        if (delta.ok() && delta->ops.size() != batch->op_count) {
+          delta = absl::InternalError("the delta does not match the update");
+        }
+        batch->write_done = true;
+        if (!delta.ok()) {
+          batch->write_status = delta.status();
+        } else {
+          batch->delta = std::move(*delta);
+        }
+        Advance(batch->key);
+      });
+}
+
+bool SetBatcher::Plan(Batch& batch) {
   const size_t n = batch.members.size();
-  if (!batch.reads) {
-    // Written before it is planned (see Advance): one add per member.
-    batch.ops.reserve(n);
-    for (uint32_t i : batch.sorted) {
-      UpdateOp op = UpdateOp::Add(std::string(batch.members[i]));
-      op.context_from_replica = true;
-      batch.op_of[i] = static_cast<int32_t>(batch.ops.size());
-      batch.ops.push_back(std::move(op));
+  // Members whose dots are known: all, unless the read failed.
+  std::vector<bool> known(n, batch.read_status.ok());
+  if (!batch.read_status.ok()) {
+    if (batch.mode != Batch::Mode::kTogether || !batch.write_status.ok()) {
+      for (SetCommandResult& r : batch.results) r.status = batch.read_status;
+      DependOnWrite(batch);
+      batch.planned = true;
+      return true;
     }
-    batch.op_count = n;
-    for (size_t c = 0; c < batch.commands.size(); ++c) batch.depends[c] = true;
-    return true;
+    // The read failed but the adds went with it and were acknowledged: the
+    // coordinating replica's dots (the contexts of its delta) tell what
+    // was there, as with --sadd-reply coordinator. Commands that name
+    // other members fail with the read's error.
+    for (size_t i = 0; i < n; ++i) {
+      if (batch.op_of[i] < 0) continue;
+      batch.dots[i] =
+          batch.delta.ops[static_cast<size_t>(batch.op_of[i])].context;
+      known[i] = true;
+    }
+    batch.ahead.clear();
   }
   // The writes of the batches that ran while the read did, in order.
   for (const std::shared_ptr<Batch>& before : batch.ahead) {
@@ -255,82 +320,119 @@ bool SetBatcher::Plan(Batch& batch) {
     }
   }
   batch.ahead.clear();
+  batch.planned = true;
 
   std::vector<bool> present(n), wrote(n);
   std::vector<SetCommand::Kind> last(n, SetCommand::Kind::kAdd);
   for (size_t i = 0; i < n; ++i) present[i] = !batch.dots[i].empty();
-  // Each command against the state the commands before it left. A read
-  // that sees a member an earlier command of the batch wrote depends on
-  // that write (if the batch writes it at all: see below).
-  std::vector<std::vector<uint32_t>> read_after_write(batch.commands.size());
+  // Each command against the state the commands before it left.
   for (size_t c = 0; c < batch.commands.size(); ++c) {
     const SetCommand& cmd = batch.commands[c].command;
     SetCommandResult& result = batch.results[c];
     result = SetCommandResult{};
+    if (!std::all_of(cmd.members.begin(), cmd.members.end(),
+                     [&](const std::string& m) {
+                       return known[batch.index.at(m)];
+                     })) {
+      result.status = batch.read_status;
+      continue;
+    }
     for (const std::string& m : cmd.members) {
       const uint32_t i = batch.index.at(m);
       switch (cmd.kind) {
         case SetCommand::Kind::kAdd:
           if (!present[i]) ++result.count;
           present[i] = true;
-          wrote[i] = true;
-          last[i] = cmd.kind;
           break;
         case SetCommand::Kind::kRemove:
           if (present[i]) ++result.count;
           present[i] = false;
-          wrote[i] = true;
-          last[i] = cmd.kind;
           break;
         case SetCommand::Kind::kIsMember:
           result.present.push_back(present[i]);
-          if (wrote[i]) read_after_write[c].push_back(i);
-          break;
+          continue;
       }
+      wrote[i] = true;
+      last[i] = cmd.kind;
     }
   }
-  if (batch.writing) {
-    // A batch without a read: its write is done and was these adds.
-    return true;
-  }
-  // One op per member the batch changed; the last command to touch it
-  // decides which. An add replaces the dots the read found (and the
-  // coordinating replica's own); a remove takes out exactly those, and a
-  // member the read did not find needs none (the batch's own adds of it
-  // were taken out again before they were written).
-  batch.ops.clear();
-  for (uint32_t i : batch.sorted) {
-    if (!wrote[i]) continue;
-    if (last[i] == SetCommand::Kind::kAdd) {
-      UpdateOp op = UpdateOp::Add(std::string(batch.members[i]), batch.dots[i]);
-      op.context_from_replica = true;
-      batch.op_of[i] = static_cast<int32_t>(batch.ops.size());
-      batch.ops.push_back(std::move(op));
-    } else if (!batch.dots[i].empty()) {
-      batch.op_of[i] = static_cast<int32_t>(batch.ops.size());
-      batch.ops.push_back(
-          UpdateOp::Remove(std::string(batch.members[i]), batch.dots[i]));
-    }
-  }
-  batch.op_count = batch.ops.size();
-  for (size_t c = 0; c < batch.commands.size(); ++c) {
-    const SetCommand& cmd = batch.commands[c].command;
-    if (cmd.kind == SetCommand::Kind::kIsMember) {
-      for (uint32_t i : read_after_write[c]) {
-        if (batch.op_of[i] >= 0) batch.depends[c] = true;
-      }
-    } else {
-      for (const std::string& m : cmd.members) {
-        if (batch.op_of[batch.index.at(m)] >= 0) batch.depends[c] = true;
+  if (batch.mode == Batch::Mode::kRead) {
+    // One op per member the batch changed; the last command to touch it
+    // decides which. An add replaces the dots the read found (and the
+    // coordinating replica's own); a remove takes out exactly those, and a
+    // member the read did not find needs none (the batch's own adds of it
+    // were taken out again before they were written). The other modes
+    // wrote every member SADD names already.
+    batch.ops.clear();
+    for (uint32_t i : batch.sorted) {
+      if (!wrote[i]) continue;
+      if (last[i] == SetCommand::Kind::kAdd) {
+        UpdateOp op =
+            UpdateOp::Add(std::string(batch.members[i]), batch.dots[i]);
+        op.context_from_replica = true;
+        batch.op_of[i] = static_cast<int32_t>(batch.ops.size());
+        batch.ops.push_back(std::move(op));
+      } else if (!batch.dots[i].empty()) {
+        batch.op_of[i] = static_cast<int32_t>(batch.ops.size());
+        batch.ops.push_back(
+            UpdateOp::Remove(std::string(batch.members[i]), batch.dots[i]));
       }
     }
+    batch.op_count = batch.ops.size();
   }
+  DependOnWrite(batch);
   return true;
 }
 
+void SetBatcher::DependOnWrite(Batch& batch) {
+  // If the write fails, it may not have been applied: the commands that
+  // fail with it must be the ones that, skipped, leave the others'
+  // answers and the set as they are. So commands that touch a member some
+  // command of the batch writes stand or fall together (those of one
+  // member, and through it those of others), and a group fails with the
+  // write if it writes a member the write carries. An SADD of a member an
+  // SREM of the batch then removed, say, is carried by no op of that
+  // member, yet fails with the SREM's other members: it took effect only
+  // if the SREM did.
+  const size_t k = batch.commands.size();
+  std::vector<uint32_t> group(k);
+  for (uint32_t c = 0; c < k; ++c) group[c] = c;
+  auto find = [&group](uint32_t c) {
+    while (group[c] != c) c = group[c] = group[group[c]];
+    return c;
+  };
+  std::vector<bool> written(batch.members.size());
+  for (const Pending& p : batch.commands) {
+    if (p.command.kind == SetCommand::Kind::kIsMember) continue;
+    for (const std::string& m : p.command.members) {
+      written[batch.index.at(m)] = true;
+    }
+  }
+  // The first command to touch each written member; the others join it.
+  std::vector<int32_t> first(batch.members.size(), -1);
+  for (uint32_t c = 0; c < k; ++c) {
+    for (const std::string& m : batch.commands[c].command.members) {
+      const uint32_t i = batch.index.at(m);
+      if (!written[i]) continue;
+      if (first[i] < 0) {
+        first[i] = static_cast<int32_t>(c);
+      } else {
+        group[find(c)] = find(static_cast<uint32_t>(first[i]));
+      }
+    }
+  }
+  std::vector<bool> carried(k);
+  for (uint32_t c = 0; c < k; ++c) {
+    const SetCommand& cmd = batch.commands[c].command;
+    if (cmd.kind == SetCommand::Kind::kIsMember) continue;
+    for (const std::string& m : cmd.members) {
+      if (batch.op_of[batch.index.at(m)] >= 0) carried[find(c)] = true;
+    }
+  }
+  for (uint32_t c = 0; c < k; ++c) batch.depends[c] = carried[find(c)];
+}
+
 void SetBatcher::Finish(const std::shared_ptr<Batch>& batch) {
-  batch->done = true;
-  batch->writing = false;
   auto it = queues_.find(batch->key);
   if (it != queues_.end() && !it->second.batches.empty() &&
       it->second.batches.front() == batch) {

@@ -123,6 +123,9 @@ struct SetBatcherStats {
   uint64_t largest_batch = 0;  // In commands.
   // Reads made again because a batch before them failed its write.
   uint64_t reads_repeated = 0;
+  // Batches whose write went with their read (no SREM, and the read not
+  // back when the batch could write).
+  uint64_t reads_with_write = 0;
   uint64_t waiting = 0;        // Commands queued now behind a running batch.
 };
 
@@ -176,8 +179,17 @@ class SetBatcher {
   // its read is in and writes it, or finishes it if it writes nothing.
   void Advance(const Key& key);
   // Runs the batch's commands against its read and the writes laid over
-  // it; false if it must read again first.
+  // it, and (a batch that reads first) makes its ops; false if it must
+  // read again first.
   bool Plan(Batch& batch);
+  // The ops of a batch that writes without waiting for its read: an add
+  // of each member SADD names, with the coordinating replica's dots as
+  // its context.
+  void AddEveryNamedMember(Batch& batch);
+  // Marks the SADDs and SREMs that name a member the batch writes as
+  // answering with the write's error if it fails.
+  void DependOnWrite(Batch& batch);
+  void Write(const std::shared_ptr<Batch>& batch);
   // Answers the batch's commands and takes it off its queue.
   void Finish(const std::shared_ptr<Batch>& batch);
 

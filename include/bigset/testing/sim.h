@@ -78,6 +78,11 @@ struct SimOptions {
   // Events due at the same virtual time run in a random order (otherwise
   // in the order they were scheduled).
   bool shuffle_ties = false;
+  // Messages from one node to another arrive in the order they were sent,
+  // as over one TCP connection (what TcpTransport gives): one that drew a
+  // shorter latency, or stalls less, waits behind the one before it. Off,
+  // each message's latency is its own and they overtake each other.
+  bool fifo_links = false;
   // Timers fire late by up to this much (uniform), as timers of a busy
   // event loop do.
   uint64_t timer_jitter_micros = 0;
@@ -322,6 +327,8 @@ class BIGSET_EXPORT Simulator {
   uint64_t max_latency_;
   std::vector<int> group_;  // By node id - 1; empty: no partition.
   std::map<std::pair<NodeId, NodeId>, uint64_t> slow_links_;  // -> extra.
+  // With fifo_links: when the last message sent over each link arrives.
+  std::map<std::pair<NodeId, NodeId>, uint64_t> link_arrivals_;
   SendObserver observer_;
   uint64_t events_ = 0;
   uint64_t delivered_ = 0;
