@@ -27,10 +27,16 @@ QueryCoordinator::QueryCoordinator(
 void QueryCoordinator::Start() {
   deadline_ = host_->NowMicros() + options_.timeout_micros;
   const std::string bytes = QueryBytes();
-  // This node's own replica answers now: a write the client makes right
-  // after the query (an SADD's adds, sent with its read) then changes it
-  // only after the query saw it, as on every other replica.
-  for (NodeId n : preference_) host_->SendFirst(n, bytes);
+  // The peers first, so that they work while this node's own replica
+  // answers; it answers now: a write the client makes right after the
+  // query (an SADD's adds, sent with its read) then changes it only after
+  // the query saw it, as on every other replica.
+  for (NodeId n : preference_) {
+    if (n != host_->node_id()) host_->Send(n, bytes);
+  }
+  for (NodeId n : preference_) {
+    if (n == host_->node_id()) host_->SendFirst(n, bytes);
+  }
   ScheduleTimer();
 }
 

@@ -552,11 +552,19 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
     batch.Reserve(bytes);
   }
   uint64_t puts = 0, deletes = 0;
-  for (const UpdateOp& op : ops) {
+  if (track_live && !changes.one_element && changes.filter != nullptr) {
+    std::vector<std::string_view> elements;
+    elements.reserve(ops.size());
+    for (const UpdateOp& op : ops) elements.push_back(op.element);
+    HashForPresence(elements, &changes);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const UpdateOp& op = ops[i];
     DeltaOp& d = delta.ops.emplace_back();
     d.element = op.element;
     std::vector<Dot>* live = nullptr;
     if (track_live) {
+      PrefetchPresence(i, &changes);
       absl::StatusOr<std::vector<Dot>*> dots =
           LiveDots(set, op.element, state, &changes);
       if (!dots.ok()) {
@@ -658,9 +666,18 @@ absl::Status Replica::Apply(const Delta& delta) {
   uint64_t puts = 0;
   if (delta.clear.has_value() && !delta.clear->empty())
     ApplyClear(*delta.clear, state, &changes);
-  for (const DeltaOp& op : delta.ops) {
+  if (options_.keep_counts && !changes.one_element &&
+      changes.filter != nullptr) {
+    std::vector<std::string_view> elements;
+    elements.reserve(delta.ops.size());
+    for (const DeltaOp& op : delta.ops) elements.push_back(op.element);
+    HashForPresence(elements, &changes);
+  }
+  for (size_t i = 0; i < delta.ops.size(); ++i) {
+    const DeltaOp& op = delta.ops[i];
     std::vector<Dot>* live = nullptr;
     if (options_.keep_counts) {
+      PrefetchPresence(i, &changes);
       absl::StatusOr<std::vector<Dot>*> dots =
           LiveDots(set, op.element, state, &changes);
       if (!dots.ok()) {

@@ -35,6 +35,11 @@ namespace {
 // over the seeks it saves, stays a few key reads per write.
 constexpr uint64_t kMinSeeksBeforeBuild = 256;
 
+// How many ops ahead a write of many elements loads the filter's blocks
+// (PrefetchPresence): enough to cover a cache miss's latency with the work
+// of the ops in between.
+constexpr size_t kPresencePrefetch = 8;
+
 }  // namespace
 
 absl::Status Replica::PrepareLiveness(Stripe& stripe, std::string_view set,
@@ -70,6 +75,28 @@ absl::Status Replica::PrepareLiveness(Stripe& stripe, std::string_view set,
   return absl::OkStatus();
 }
 
+void Replica::HashForPresence(std::span<const std::string_view> elements,
+                              StateChanges* changes) {
+  changes->op_hashes.clear();
+  if (changes->one_element || changes->filter == nullptr) return;
+  changes->op_hashes.reserve(elements.size());
+  for (std::string_view e : elements) {
+    changes->op_hashes.push_back(PresenceFilter::Hash(e));
+  }
+  for (size_t i = 0; i < kPresencePrefetch && i < elements.size(); ++i) {
+    changes->filter->Prefetch(changes->op_hashes[i]);
+  }
+}
+
+void Replica::PrefetchPresence(size_t op, StateChanges* changes) {
+  if (changes->op_hashes.empty() || changes->filter == nullptr) return;
+  if (op + kPresencePrefetch < changes->op_hashes.size()) {
+    changes->filter->Prefetch(changes->op_hashes[op + kPresencePrefetch]);
+  }
+  changes->element_hash = changes->op_hashes[op];
+  changes->element_hash_known = true;
+}
+
 void Replica::StartPresenceProbe(std::string_view element,
                                  StateChanges* changes) {
   if (!changes->one_element || changes->filter == nullptr) return;
@@ -91,13 +118,14 @@ absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
       changes->element_hash = PresenceFilter::Hash(element);
     }
   } else {
-    auto [it, inserted] = changes->live.try_emplace(ToAbsl(element));
-    if (!inserted) {
+    // The hash PrefetchPresence computed, if it did.
+    if (!changes->element_hash_known) {
       changes->element_hash = PresenceFilter::Hash(element);
-      return &it->second;
     }
+    changes->element_hash_known = false;
+    auto [it, inserted] = changes->live.try_emplace(ToAbsl(element));
+    if (!inserted) return &it->second;
     dots_out = &it->second;
-    changes->element_hash = PresenceFilter::Hash(element);
   }
   if (changes->filter != nullptr &&
       !changes->filter->MayContain(changes->element_hash)) {

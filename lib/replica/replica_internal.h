@@ -58,6 +58,10 @@ struct Replica::StateChanges {
   // (element_hash_known).
   uint64_t element_hash = 0;
   bool element_hash_known = false;
+  // A write of many elements with a filter: their presence hashes, in op
+  // order, so that the filter's blocks of the ops a few ahead load while
+  // this one is looked up (PrefetchPresence).
+  std::vector<uint64_t> op_hashes;
   std::unique_ptr<Iterator> elements_it;
   PresenceFilter* filter = nullptr;
   // A clear hid every element: the filter is reset once the write commits.

@@ -543,47 +543,44 @@ TEST_CASE("set batcher: a read ahead of a write sees that write laid over") {
   backend.sets["s"]["y"] = {Dot{7, 1}};
   std::vector<SetCommandResult> got;
   auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  // A first batch runs: what comes meanwhile gathers for the next.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"q"}}, keep);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
-  backend.Complete(0);  // Its read; its write is made.
-  REQUIRE(backend.calls.size() == 1);
-  // Two more batches read at once, ahead of the first one's write; a
-  // fourth command waits for one of the three to end.
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"y"}}, keep);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(batcher.stats().waiting == 2);
+  backend.Complete(0);
+  REQUIRE(got.size() == 1);
+  // The second (it has an SREM) reads before it writes; what comes while
+  // it reads gathers for the third.
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].is_read);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x", "y"}}, keep);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
-  REQUIRE(backend.calls.size() == 3);
-  REQUIRE(backend.calls[1].is_read);
-  REQUIRE(backend.calls[2].is_read);
-  REQUIRE(batcher.stats().waiting == 1);
-  // Both reads come back before the write: neither saw x.
-  backend.Complete(1);
-  backend.Complete(1);
-  REQUIRE(got.empty());
-  backend.Complete(0);  // The write of x.
-  REQUIRE(got.size() == 1);
-  REQUIRE(got[0].count == 1);
-  // The fourth reads now; the second, with x's add laid over its read,
-  // removes y.
+  REQUIRE(backend.calls.size() == 1);
+  backend.Complete(0);  // Its read: it writes...
   REQUIRE(backend.calls.size() == 2);
-  REQUIRE(backend.calls[0].is_read);
-  REQUIRE(backend.calls[1].ops.size() == 1);
-  REQUIRE(backend.calls[1].ops[0].element == "y");
+  REQUIRE_FALSE(backend.calls[0].is_read);
+  REQUIRE(backend.calls[0].ops.size() == 2);
+  // ... and the third reads ahead of that write, and sees none of it.
+  REQUIRE(backend.calls[1].is_read);
   backend.Complete(1);
-  // The second answered; the third, which read nothing of either write,
-  // sees x (laid over) and not y (its removal laid over).
+  REQUIRE(got.size() == 1);
+  backend.Complete(0);  // The second's write.
   REQUIRE(got.size() == 3);
   REQUIRE(got[1].count == 1);
-  REQUIRE(got[2].present == std::vector<bool>{true, false});
-  // The fourth's SREM x removes the dot the first batch made.
-  backend.Complete(0);
+  REQUIRE(got[2].count == 1);
+  // The third, with that write laid over its read, sees x (added) and not
+  // y (removed), and its SREM x removes the dot the second batch made.
   REQUIRE(backend.calls.size() == 1);
   REQUIRE(backend.calls[0].ops.size() == 1);
   REQUIRE(backend.calls[0].ops[0].element == "x");
   REQUIRE(backend.calls[0].ops[0].kind == UpdateOp::Kind::kRemove);
   REQUIRE(backend.calls[0].ops[0].context == backend.sets["s"]["x"]);
   backend.Complete(0);
-  REQUIRE(got.size() == 4);
-  REQUIRE(got[3].count == 1);
+  REQUIRE(got.size() == 5);
+  REQUIRE(got[3].present == std::vector<bool>{true, false});
+  REQUIRE(got[4].count == 1);
   REQUIRE(backend.sets["s"].empty());
   REQUIRE(batcher.stats().reads_repeated == 0);
 }

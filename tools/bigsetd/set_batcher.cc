@@ -86,6 +86,16 @@ void SetBatcher::MaybeStart(const Key& key) {
         queue.batches.size() >= std::max<size_t>(1, options_.max_batches)) {
       return;
     }
+    // One batch gathers at a time: the next is made once the last one
+    // read (or, without a read, wrote), taking all that came meanwhile. A
+    // batch made at once would hold the one command that came first.
+    if (!queue.batches.empty()) {
+      const Batch& last = *queue.batches.back();
+      const bool gathered = last.mode == Batch::Mode::kAddsFirst
+                                ? last.write_issued
+                                : last.read_done;
+      if (!gathered) return;
+    }
     auto batch = std::make_shared<Batch>();
     batch->key = key;
     size_t named = 0;
@@ -145,8 +155,10 @@ void SetBatcher::MaybeStart(const Key& key) {
 }
 
 void SetBatcher::Read(const std::shared_ptr<Batch>& batch) {
-  std::vector<std::string> elements(batch->members.begin(),
-                                    batch->members.end());
+  // In element order: each replica then seeks forward only.
+  std::vector<std::string> elements;
+  elements.reserve(batch->members.size());
+  for (uint32_t i : batch->sorted) elements.emplace_back(batch->members[i]);
   ++stats_.reads;
   std::weak_ptr<bool> alive = alive_;
   backend_->ContainsAll(
@@ -160,11 +172,13 @@ void SetBatcher::Read(const std::shared_ptr<Batch>& batch) {
         if (!read.ok()) {
           batch->read_status = read.status();
         } else {
-          for (size_t i = 0; i < batch->members.size(); ++i) {
-            batch->dots[i] = std::move(read->elements[i].dots);
+          for (size_t k = 0; k < batch->sorted.size(); ++k) {
+            batch->dots[batch->sorted[k]] = std::move(read->elements[k].dots);
           }
         }
-        Advance(batch->key);
+        const Key key = batch->key;
+        Advance(key);
+        MaybeStart(key);  // The next batch may gather now.
       });
 }
 

@@ -480,6 +480,13 @@ class BIGSET_EXPORT Replica {
   // For a write of one element (changes->one_element) with a filter: hashes
   // `element` and starts loading the filter's blocks it will probe.
   void StartPresenceProbe(std::string_view element, StateChanges* changes);
+  // For a write of many elements with a filter: hashes them all and starts
+  // loading the first ones' blocks; PrefetchPresence(i) before op i's
+  // LiveDots loads those of an op further on and hands LiveDots op i's
+  // hash, so that the filter's cache misses overlap.
+  void HashForPresence(std::span<const std::string_view> elements,
+                       StateChanges* changes);
+  void PrefetchPresence(size_t op, StateChanges* changes);
   // The live dots of `element` as this write leaves them so far: the
   // filter's "absent", else one seek; then amended by the write itself.
   absl::StatusOr<std::vector<Dot>*> LiveDots(std::string_view set,
