@@ -63,6 +63,12 @@ class CoordinatorHost {
   // it (each peer takes a node's messages in order, so the query reaches
   // every replica before the write does).
   virtual void SendFirst(NodeId to, std::string bytes) = 0;
+  // Membership queries that ask R places first (ClusterReadOptions::
+  // query_hedge_micros) ask every replica at once until this time: one of
+  // them recently had to ask beyond R (a replica slow or down), and the
+  // next would wait for its hedge too.
+  virtual uint64_t QueriesAskAllUntil() const = 0;
+  virtual void SetQueriesAskAllUntil(uint64_t micros) = 0;
   // Runs `fn` after `delay_micros` on the node's thread, unless the node is
   // gone by then. Never runs it before returning.
   virtual void After(uint64_t delay_micros, std::function<void()> fn) = 0;

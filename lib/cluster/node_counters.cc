@@ -19,6 +19,7 @@ std::span<const CounterEntry> CounterTable() {
       {"read.replica_switches", &NodeCounters::read_replica_switches},
       {"read.counts_agreed", &NodeCounters::counts_agreed},
       {"read.counts_merged", &NodeCounters::counts_merged},
+      {"read.queries_hedged", &NodeCounters::queries_hedged},
       {"read.fold_routes", &NodeCounters::fold_routes},
       {"write.coordinator_switches", &NodeCounters::coordinator_switches},
       {"write.late_coordinator_replies",

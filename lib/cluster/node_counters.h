@@ -48,6 +48,9 @@ struct NodeCounters {
   // made by a merged read because they differed.
   uint64_t counts_agreed = 0;
   uint64_t counts_merged = 0;
+  // Queries that asked more than R places (ClusterReadOptions::
+  // query_hedge_micros): slow or failed replicas.
+  uint64_t queries_hedged = 0;
   // Folds dropped because their coordinator went silent.
   uint64_t folds_expired = 0;
   // Sweeps of a set that failed (see ReplicaStats::sweep_errors).

@@ -101,6 +101,10 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   uint64_t NextRequestId() override;
   void Send(NodeId to, std::string bytes) override;
   void SendFirst(NodeId to, std::string bytes) override;
+  uint64_t QueriesAskAllUntil() const override { return ask_all_until_; }
+  void SetQueriesAskAllUntil(uint64_t micros) override {
+    ask_all_until_ = micros;
+  }
   void After(uint64_t delay_micros, std::function<void()> fn) override;
   Replica* LocalReplica(uint32_t partition) override;
   Replica* HostedReplica(uint32_t partition) override;
@@ -182,6 +186,7 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   std::shared_ptr<Impl*> alive_;
 
   uint64_t next_request_id_ = 1;
+  uint64_t ask_all_until_ = 0;  // See QueriesAskAllUntil.
   uint64_t request_id_lease_end_ = 1;
   std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
   // Replicas of partitions handed off: kept (not written) until the node

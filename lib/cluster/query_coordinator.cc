@@ -8,6 +8,13 @@
 #include "cluster/request_registry.h"
 
 namespace bigset {
+namespace {
+
+// How long after a query had to ask beyond R places the others ask every
+// replica at once.
+constexpr uint64_t kAskAllMicros = 1'000'000;
+
+}  // namespace
 
 QueryCoordinator::QueryCoordinator(
     CoordinatorHost* host, uint64_t id, std::string set,
@@ -26,18 +33,65 @@ QueryCoordinator::QueryCoordinator(
 
 void QueryCoordinator::Start() {
   deadline_ = host_->NowMicros() + options_.timeout_micros;
+  const size_t n = preference_.size();
+  const bool all_at_once = options_.query_hedge_micros == 0 ||
+                           host_->NowMicros() < host_->QueriesAskAllUntil();
+  asked_.assign(n, all_at_once);
+  if (!all_at_once) {
+    // R places first: this node's own (no message), then the list's order,
+    // each place with all its nodes.
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < n; ++i) {
+      if (preference_[i] == host_->node_id()) candidates.push_back(i);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (preference_[i] != host_->node_id()) candidates.push_back(i);
+    }
+    std::vector<uint32_t> chosen;
+    for (size_t i : candidates) {
+      if (chosen.size() >= static_cast<size_t>(options_.r)) break;
+      if (std::find(chosen.begin(), chosen.end(), places_[i]) != chosen.end()) {
+        continue;
+      }
+      chosen.push_back(places_[i]);
+      for (size_t j = 0; j < n; ++j) {
+        if (places_[j] == places_[i]) asked_[j] = true;
+      }
+    }
+    After(options_.query_hedge_micros, [this]() { AskTheRest(); });
+  }
   const std::string bytes = QueryBytes();
   // The peers first, so that they work while this node's own replica
   // answers; it answers now: a write the client makes right after the
   // query (an SADD's adds, sent with its read) then changes it only after
   // the query saw it, as on every other replica.
-  for (NodeId n : preference_) {
-    if (n != host_->node_id()) host_->Send(n, bytes);
+  for (size_t i = 0; i < n; ++i) {
+    if (asked_[i] && preference_[i] != host_->node_id()) {
+      host_->Send(preference_[i], bytes);
+    }
   }
-  for (NodeId n : preference_) {
-    if (n == host_->node_id()) host_->SendFirst(n, bytes);
+  for (size_t i = 0; i < n; ++i) {
+    if (asked_[i] && preference_[i] == host_->node_id()) {
+      host_->SendFirst(preference_[i], bytes);
+    }
   }
   ScheduleTimer();
+}
+
+void QueryCoordinator::AskTheRest() {
+  if (std::all_of(asked_.begin(), asked_.end(), [](bool a) { return a; })) {
+    return;
+  }
+  ++host_->stats().queries_hedged;
+  // A replica is slow or down: the queries of the next while ask everyone
+  // at once rather than each waiting for its hedge.
+  host_->SetQueriesAskAllUntil(host_->NowMicros() + kAskAllMicros);
+  const std::string bytes = QueryBytes();
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    if (asked_[i]) continue;
+    asked_[i] = true;
+    host_->Send(preference_[i], bytes);
+  }
 }
 
 std::string QueryCoordinator::QueryBytes() const {
@@ -61,6 +115,9 @@ void QueryCoordinator::OnReply(NodeId from, msg::QueryReply& m) {
     replies_[index] = std::move(m);
   }
   order_.push_back(index);
+  // One asked can no longer help (or, without notfound_ok, may not): the
+  // others are asked now rather than after the hedge.
+  if (kinds_[index] != QuorumReply::kFound) AskTheRest();
   const QuorumPick pick =
       PickQuorum(places_, kinds_, order_, static_cast<size_t>(options_.r));
   if (pick.outcome == QuorumPick::Outcome::kWait) return;
@@ -140,7 +197,7 @@ void QueryCoordinator::OnTimer() {
   }
   const std::string bytes = QueryBytes();
   for (size_t i = 0; i < preference_.size(); ++i) {
-    if (kinds_[i] == QuorumReply::kNone) {
+    if (asked_[i] && kinds_[i] == QuorumReply::kNone) {
       host_->Send(preference_[i], bytes);
       ++host_->stats().retransmits;
     }

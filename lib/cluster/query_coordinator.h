@@ -1,8 +1,9 @@
 // QueryCoordinator: the state machine of one membership (subset) query.
 // Internal header.
 //
-// Asks every replica of the set's preference list for the elements' dots
-// and the clock of the same snapshot; merges the first R places' answers
+// Asks the replicas of the set's serving list (every one, or R places of
+// them first: ClusterReadOptions::query_hedge_micros) for the elements'
+// dots and the clock of the same snapshot; merges the first R places' answers
 // (place_quorum.h: a leaver and the node that took its place are one place,
 // counted once both answered) with the ORSWOT join (ReadMerger) and repairs
 // the differences. With notfound_ok off, a replica without the set does not
@@ -40,6 +41,8 @@ class QueryCoordinator : public Coordinator {
  private:
   void ScheduleTimer();
   void OnTimer();
+  // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros).
+  void AskTheRest();
   std::string QueryBytes() const;
   // Merges `replies` (R places' worth) and answers the client.
   void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies);
@@ -56,6 +59,7 @@ class QueryCoordinator : public Coordinator {
   std::vector<QuorumReply> kinds_;
   std::vector<msg::QueryReply> replies_;
   std::vector<size_t> order_;  // Indices, in the order they answered.
+  std::vector<bool> asked_;    // By preference index.
   uint64_t deadline_ = 0;
 };
 

@@ -1749,6 +1749,8 @@ def test_config_errors():
             ("--batch-depth 0", lambda a: a + ["--batch-depth", "0"]),
             ("--batch-members 0", lambda a: a + ["--batch-members", "0"]),
             ("--block-cache-mib 0", lambda a: a + ["--block-cache-mib", "0"]),
+            ("--query-hedge-ms 60001",
+             lambda a: a + ["--query-hedge-ms", "60001"]),
             ("--write-buffer-mib 0",
              lambda a: a + ["--write-buffer-mib", "0"]),
             ("--config missing", lambda a: a + ["--config",
@@ -1915,8 +1917,47 @@ def test_shutdown():
            "restart" % name)
 
 
+def test_hedged_reads():
+    """--query-hedge-ms: reads ask R replicas first; with one of them
+    frozen, reads and SADD/SREM still answer right, within a bound, and
+    for a second after a hedge every read asks all replicas at once."""
+    if EMULATED:
+        raise Skip("bigsetd's own option")
+    c = Cluster(3, extra=["--query-hedge-ms", "200", "--timeout-ms", "3000"])
+    c.start()
+    n1, n2, n3 = c.nodes[1], c.nodes[2], c.nodes[3]
+    cl = n1.client(socket_timeout=10)
+    check(cl.sadd("h", *["m%d" % i for i in range(100)]) == 100, "sadd")
+    # Every set's preference list holds all three nodes (N=3): freeze one
+    # of the peers, then the other, while reading and writing through n1.
+    for frozen in (n2, n3):
+        frozen.send_signal(signal.SIGSTOP)
+        try:
+            started = time.time()
+            flags = cl.smismember("h", "m1", "m50", "nope")
+            took = time.time() - started
+            check(flags == [1, 1, 0], "smismember with node %d frozen: %r" %
+                  (frozen.id, flags))
+            check(took < 2.5, "a read with node %d frozen took %.2fs" %
+                  (frozen.id, took))
+            check(cl.sadd("h", "x%d" % frozen.id) == 1, "sadd")
+            check(cl.srem("h", "m%d" % frozen.id) == 1, "srem")
+            check(cl.sismember("h", "x%d" % frozen.id) == 1, "sismember")
+        finally:
+            frozen.send_signal(signal.SIGCONT)
+    raw = n1.raw()
+    try:
+        stats = flat_pairs(raw.command("BIGSET.STATS"))
+    finally:
+        raw.close()
+    hedged = stats.get("read.queries_hedged", 0)
+    check(hedged >= 1, "no query asked beyond R (%r)" % hedged)
+    check(cl.scard("h") == 100, "scard")
+
+
 TESTS = {
     "basic": test_basic,
+    "hedged_reads": test_hedged_reads,
     "resp3": test_resp3,
     "auth": test_auth,
     "redis_cli": test_redis_cli,

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "bigset/cluster/ring.h"
 #include "bigset/testing/sim.h"
+#include "net/message.h"
 #include "orswot_model.h"
 #include "sweep_util.h"
 #include "test_util.h"
@@ -364,6 +365,63 @@ TEST_CASE("cluster: a query made just before a write sees none of it") {
       REQUIRE((*read)->elements[1].dots.empty());
     }
   }
+}
+
+// With a hedge, a query asks R places first (the coordinating node's own
+// replica among them) and the third replica only when one of those is
+// slow or fails; the answers are the same.
+TEST_CASE("cluster: a hedged query asks R replicas, the rest if needed") {
+  auto sim = MakeSim(11, 3);
+  const std::string set = "hedged";
+  const std::vector<NodeId> prefs =
+      sim->ring().PreferenceList(sim->ring().PartitionOf(set));
+  const NodeId via = prefs[0];
+  REQUIRE(sim->Update(via, set, {UpdateOp::Add("x")}).ok());
+  sim->RunUntilIdle();
+  ClusterReadOptions ro;
+  ro.query_hedge_micros = 50'000;
+  // Count the queries each node receives.
+  std::map<NodeId, int> queries;
+  sim->SetSendObserver([&](NodeId, NodeId to, std::string_view bytes) {
+    MessageHeader h;
+    std::string_view body;
+    if (ParseHeader(bytes, &h, &body).ok() && h.type == MessageType::kQuery) {
+      ++queries[to];
+    }
+  });
+  auto m = sim->ContainsAll(via, set, {"x", "y"}, ro);
+  REQUIRE(m.ok());
+  CHECK(m->elements[0].dots.size() == 1);
+  CHECK(m->elements[1].dots.empty());
+  // Its own replica answers without a message; one peer is asked.
+  CHECK(queries[prefs[1]] + queries[prefs[2]] == 1);
+  CHECK(Stat(sim->node(via)->stats(), "read.queries_hedged") == 0);
+  // One of the two it would ask is down: the hedge asks the third.
+  const NodeId second = queries[prefs[1]] == 1 ? prefs[1] : prefs[2];
+  REQUIRE(sim->Crash(second).ok());
+  queries.clear();
+  const uint64_t before = sim->NowMicros();
+  m = sim->ContainsAll(via, set, {"x"}, ro);
+  REQUIRE(m.ok());
+  CHECK(m->elements[0].dots.size() == 1);
+  CHECK(sim->NowMicros() - before >= ro.query_hedge_micros);
+  CHECK(Stat(sim->node(via)->stats(), "read.queries_hedged") == 1);
+  // For a while after, queries ask both peers at once: no hedge to wait.
+  queries.clear();
+  const uint64_t again = sim->NowMicros();
+  m = sim->ContainsAll(via, set, {"x"}, ro);
+  REQUIRE(m.ok());
+  CHECK(queries[prefs[1]] + queries[prefs[2]] == 2);
+  CHECK(sim->NowMicros() - again < ro.query_hedge_micros);
+  CHECK(Stat(sim->node(via)->stats(), "read.queries_hedged") == 1);
+  // Later, R places first again.
+  sim->RunFor(2'000'000);
+  queries.clear();
+  m = sim->ContainsAll(via, set, {"x"}, ro);
+  REQUIRE(m.ok());
+  CHECK(queries[second] == 1);
+  CHECK(Stat(sim->node(via)->stats(), "read.queries_hedged") == 2);
+  sim->SetSendObserver({});
 }
 
 TEST_CASE("cluster: too few replicas is a clear error") {

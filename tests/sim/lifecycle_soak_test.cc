@@ -162,6 +162,9 @@ class History {
     ro_.timeout_micros = 3'000'000;
     ro_.batch_size = 8;
     ro_.read_repair = false;  // It would mend what the protocols missed.
+    // Half the seeds ask R replicas first and the others after a hedge
+    // (drawn from no generator: the histories stay).
+    ro_.query_hedge_micros = seed % 2 == 0 ? 0 : 1000 + seed % 30'000;
   }
 
   ~History() { sim_->SetSendObserver({}); }  // It reads this history.

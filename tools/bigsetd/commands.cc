@@ -208,6 +208,7 @@ ClusterReadOptions Session::ReadOptions() const {
   ClusterReadOptions o;
   o.r = r_;
   o.timeout_micros = ctx_->config->timeout_micros;
+  o.query_hedge_micros = ctx_->config->query_hedge_micros;
   return o;
 }
 

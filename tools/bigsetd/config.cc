@@ -43,6 +43,7 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   std::vector<std::string> nodes;
   uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
   uint64_t block_cache_mib = 32, write_buffer_mib = 4, filter_mib = 16;
+  uint64_t query_hedge_ms = 0;
 
   app.add_option("--id", c.id, "this node's id (> 0, one of --node)")
       ->group("Node");
@@ -156,6 +157,13 @@ ParsedConfig ParseConfig(int argc, char** argv) {
                  "coordinator (those the coordinating replica lacks: "
                  "faster, wrong when it missed a write; default quorum)")
       ->group("Clients");
+  app.add_option("--query-hedge-ms", query_hedge_ms,
+                 "membership reads ask R replicas, the others after this "
+                 "long (or at once for a second after that was needed): N - "
+                 "R fewer replicas work, but a read waits for the replicas "
+                 "it asked rather than the fastest; 0 asks all N at once "
+                 "(default 0)")
+      ->group("Clients");
   app.add_option("--batch-members", c.batch_members,
                  "members one batch of set commands names at most (default "
                  "4096)")
@@ -253,6 +261,10 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   }
   if (timeout_ms == 0) return Fail("--timeout-ms must be > 0");
   c.timeout_micros = timeout_ms * 1000;
+  if (query_hedge_ms > 60'000) {
+    return Fail("--query-hedge-ms must be at most 60000");
+  }
+  c.query_hedge_micros = query_hedge_ms * 1000;
   c.anti_entropy_interval_micros = ae_interval_ms * 1000;
   if (clock_cache_mib == 0) return Fail("--clock-cache-mib must be > 0");
   c.clock_cache_bytes = clock_cache_mib << 20;

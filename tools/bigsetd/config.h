@@ -44,6 +44,9 @@ struct DaemonConfig {
   int w = 2;
   int r = 2;
   uint64_t timeout_micros = 2'000'000;
+  // Membership reads ask R replicas first (ClusterReadOptions::
+  // query_hedge_micros); 0 asks all N at once.
+  uint64_t query_hedge_micros = 0;
   // Peer TLS: the CA, this node's certificate and key (or a directory with
   // ca.pem, node-<id>.pem, node-<id>.key); or plain TCP.
   std::string tls_ca_file;

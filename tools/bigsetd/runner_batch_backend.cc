@@ -24,6 +24,7 @@ void RunnerBatchBackend::ContainsAll(
   ClusterReadOptions o;
   o.r = r;
   o.timeout_micros = timeout_micros_;
+  o.query_hedge_micros = hedge_micros_;
   runner_->ContainsAll(std::move(set), std::move(elements), o,
                        OnThread(io_, std::move(done)));
 }

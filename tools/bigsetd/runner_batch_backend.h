@@ -19,10 +19,14 @@ namespace bigset::server {
 class RunnerBatchBackend final : public BatchBackend {
  public:
   // REQUIRES: `io` and `runner` outlive the backend; `timeout_micros` is
-  // every request's deadline.
+  // every request's deadline, `hedge_micros` the reads' hedge
+  // (ClusterReadOptions::query_hedge_micros).
   RunnerBatchBackend(asio::io_context* io, NodeRunner* runner,
-                     uint64_t timeout_micros)
-      : io_(io), runner_(runner), timeout_micros_(timeout_micros) {}
+                     uint64_t timeout_micros, uint64_t hedge_micros)
+      : io_(io),
+        runner_(runner),
+        timeout_micros_(timeout_micros),
+        hedge_micros_(hedge_micros) {}
 
   void ContainsAll(
       std::string set, std::vector<std::string> elements, int r,
@@ -34,6 +38,7 @@ class RunnerBatchBackend final : public BatchBackend {
   asio::io_context* const io_;
   NodeRunner* const runner_;
   const uint64_t timeout_micros_;
+  const uint64_t hedge_micros_;
 };
 
 }  // namespace bigset::server

@@ -23,7 +23,7 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
   ctx_.cursors = std::make_unique<CursorTable>(
       config->max_cursors, config->max_cursor_bytes, std::random_device{}());
   ctx_.batch_backend = std::make_unique<RunnerBatchBackend>(
-      io, runner, config->timeout_micros);
+      io, runner, config->timeout_micros, config->query_hedge_micros);
   SetBatcherOptions batching;
   batching.read_before_add = config->sadd_reply_from_quorum;
   batching.max_batch_members = config->batch_members;

@@ -95,6 +95,17 @@ struct ClusterReadOptions {
   // it is still there (while it waits on the client or on other replicas).
   // Keep it well under ReplicaServiceOptions::fold_idle_timeout_micros.
   uint64_t keepalive_micros = 5'000'000;
+  // Membership queries (ContainsAll): 0 asks every replica of the set at
+  // once and merges the first R places that answer. Otherwise the query
+  // asks only R places at first (this node's own replica first, then the
+  // serving list in order), and the others once this many microseconds
+  // pass without R answers, or at once when a replica it asked fails or
+  // holds nothing (without notfound_ok): N - R fewer replicas do the work
+  // (`read.queries_hedged` counts the queries that asked more). For a
+  // second after a query had to ask more, the node's queries ask every
+  // replica at once, so that a replica down or slow costs one hedge, not
+  // one per query.
+  uint64_t query_hedge_micros = 0;
 };
 
 // Receives a streaming read, in order: OnClock once, OnChunk zero or more

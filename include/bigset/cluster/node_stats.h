@@ -13,6 +13,7 @@
 //   read.replica_switches          a silent replica replaced mid-stream
 //   read.counts_agreed             the R replicas' counts were equal
 //   read.counts_merged             counted by a merged read instead
+//   read.queries_hedged            queries that asked more than R places
 //   read.fold_routes*              routes of this node's reads' folds
 //   write.coordinator_switches     a silent coordinating replica given up
 //   write.late_coordinator_replies a given-up replica applied it after all:
