@@ -166,8 +166,17 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
   }
   if (out->state == Outbound::State::kIdle) {
     Connect(out);
-  } else if (out->state == Outbound::State::kReady && out->writing == 0) {
-    WriteSome(out);
+  } else if (out->state == Outbound::State::kReady && out->writing == 0 &&
+             !out->flush_posted) {
+    // Written once the node's current turn is over: what it sends to this
+    // peer meanwhile (a query and a write, replies to several requests)
+    // goes in the same system call and, with TLS, the same record.
+    out->flush_posted = true;
+    asio::post(io_, [self = shared_from_this(), out]() {
+      out->flush_posted = false;
+      if (self->stopped_ || out->state != Outbound::State::kReady) return;
+      self->WriteSome(out);
+    });
   }
 }
 

@@ -82,6 +82,9 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
     std::deque<std::string> queue;  // Whole frames.
     size_t queued_bytes = 0;
     size_t writing = 0;  // Frames of the queue's front being written.
+    // A write of what is queued is posted: the frames the node sends in
+    // the same turn go with it, in one system call.
+    bool flush_posted = false;
     uint64_t write_started = 0;
     uint64_t last_sent = 0;
     uint64_t backoff = 0;
