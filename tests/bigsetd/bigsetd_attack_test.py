@@ -1931,6 +1931,146 @@ def test_kill9_during_join():
 
 
 @test
+def test_hedged_sadd_of_new_members():
+    """With --query-hedge-ms, an SADD of a new member answers 1 while a
+    peer is frozen. (An SADD batch sent its adds with its read; the hedge
+    sent the read to the third replica after the adds, which it had then
+    applied, so the read found the member: 0. Found by a helper's attack.)
+    The SADDs are spaced past the second after a hedge in which reads ask
+    every replica at once."""
+    c = Cluster(extra=["--query-hedge-ms", "100"]).start()
+    r = c[0].client(timeout=30)
+    eq(r.command("SADD", "warm", "x"), 1, "SADD before")
+    os.kill(c[1].proc.pid, signal.SIGSTOP)
+    try:
+        for i in range(3):
+            time.sleep(1.2)
+            eq(r.command("SADD", "hs%d" % i, "new"), 1,
+               "SADD of a new member to hs%d with node 2 frozen" % i)
+    finally:
+        os.kill(c[1].proc.pid, signal.SIGCONT)
+    r.close()
+    c.verify_all()
+
+
+@test
+def test_inflight_memory_bounded():
+    """A connection pipelining large batched commands (100 SMISMEMBERs of
+    100,000 members, 200 MB) while reading its replies: the node's memory
+    stays bounded. (A session parsed up to 1,024 batched commands ahead
+    whatever their size: 1,024 such commands took a node to 2.9 GB. Found
+    by a helper's attack.)"""
+    c = Cluster().start()
+    before = c[0].rss_kb()
+    one = encode("SMISMEMBER", "s", *["member%07d" % i for i in range(100000)])
+    count = 100
+    s = socket.create_connection(("127.0.0.1", c[0].cport), timeout=120)
+    peak = [0]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            try:
+                peak[0] = max(peak[0], c[0].rss_kb())
+            except OSError:
+                pass
+            time.sleep(0.05)
+
+    got = [0]
+
+    def reader():
+        r = Resp.__new__(Resp)
+        r.sock = s
+        r.buf = bytearray()
+        try:
+            for _ in range(count):
+                reply = r.read()
+                check(isinstance(reply, list) and len(reply) == 100000,
+                      "SMISMEMBER reply %r" % (reply if not isinstance(
+                          reply, list) else len(reply)))
+                got[0] += 1
+        except (Closed, OSError):
+            pass
+
+    w = threading.Thread(target=watch, daemon=True)
+    rd = threading.Thread(target=reader, daemon=True)
+    w.start()
+    rd.start()
+    try:
+        for _ in range(count):
+            s.sendall(one)
+        rd.join(120)
+    finally:
+        stop.set()
+        w.join(5)
+        s.close()
+    eq(got[0], count, "replies")
+    grown = (peak[0] - before) // 1024
+    # 105 MB here, 347 MB before (1,024 such commands: 2.9 GB).
+    check(grown < 220, "the node grew by %d MB for one connection" % grown)
+
+
+@test
+def test_pipelined_large_sadds():
+    """Eight pipelined SADDs of one 8 MB member each answer 1, as each does
+    alone. (A batch had no bound on bytes: the eight went as one batch
+    whose read and adds, sent together, overflowed a peer's 64 MiB queue,
+    and seven answered NOREPLICAS although all were written. Found by a
+    helper's attack.)"""
+    c = Cluster().start()
+    r = c[0].client(timeout=120)
+    data = b"".join(encode("SADD", "big", (b"%d" % i) * (8 << 20))
+                    for i in range(8))
+    r.send(data)
+    for i in range(8):
+        eq(r.read(), 1, "pipelined SADD #%d of an 8 MB member" % i)
+    eq(r.command("SCARD", "big"), 8, "SCARD")
+    r.close()
+
+
+@test
+def test_batch_wait_bounded():
+    """With both peers frozen and writes failing after --timeout-ms 1000,
+    SREMs that arrive one after the other each answer within about two
+    timeouts. (Each batch waited out the write of every batch before it,
+    up to --batch-depth of them: 7 s with depth 8. Found by a helper's
+    attack.)"""
+    c = Cluster(extra=["--timeout-ms", "1000", "--batch-depth", "8"]).start()
+    setup = c[0].client(timeout=30)
+    eq(setup.command("SADD", "hol", *["m%d" % i for i in range(8)]), 8,
+       "SADD")
+    setup.close()
+    clients = [c[0].client(timeout=30) for _ in range(8)]
+    for cl in clients:
+        eq(cl.command("BIGSET.QUORUM", "2", "1"), "OK", "BIGSET.QUORUM")
+    waited = [None] * 8
+    for n in (c[1], c[2]):
+        os.kill(n.proc.pid, signal.SIGSTOP)
+    try:
+        def one(i):
+            t = time.time()
+            clients[i].command("SREM", "hol", "m%d" % i)
+            waited[i] = time.time() - t
+
+        threads = []
+        for i in range(8):
+            th = threading.Thread(target=one, args=(i,), daemon=True)
+            th.start()
+            threads.append(th)
+            time.sleep(0.15)
+        for th in threads:
+            th.join(30)
+    finally:
+        for n in (c[1], c[2]):
+            os.kill(n.proc.pid, signal.SIGCONT)
+    for cl in clients:
+        cl.close()
+    for i, w in enumerate(waited):
+        check(w is not None, "SREM #%d got no reply" % i)
+        check(w < 2.6, "SREM #%d waited %.2fs (timeout 1 s)" % (i, w))
+
+
+@test
 def test_sigstop_node():
     """SIGSTOP a node for 5 s while clients write through another: the
     writes succeed (W=2 of the other two), the stopped node catches up."""

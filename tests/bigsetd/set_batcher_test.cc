@@ -43,9 +43,11 @@ class FakeBackend final : public BatchBackend {
     std::function<void(absl::StatusOr<Delta>)> write_done;
   };
 
-  void ContainsAll(std::string set, std::vector<std::string> elements, int r,
-                   std::function<void(absl::StatusOr<Membership>)> done)
-      override {
+  void ContainsAll(
+      std::string set, std::vector<std::string> elements, int r,
+      uint64_t timeout_micros,
+      std::function<void(absl::StatusOr<Membership>)> done) override {
+    timeouts.push_back(timeout_micros);
     Call c;
     c.is_read = true;
     c.set = std::move(set);
@@ -65,7 +67,9 @@ class FakeBackend final : public BatchBackend {
     calls.push_back(std::move(c));
   }
   void Update(std::string set, std::vector<UpdateOp> ops, int w,
+              uint64_t timeout_micros,
               std::function<void(absl::StatusOr<Delta>)> done) override {
+    timeouts.push_back(timeout_micros);
     Call c;
     c.set = std::move(set);
     c.quorum = w;
@@ -103,6 +107,7 @@ class FakeBackend final : public BatchBackend {
   }
 
   std::deque<Call> calls;
+  std::vector<uint64_t> timeouts;  // Of every call, in order.
   std::map<std::string, std::map<std::string, std::vector<Dot>>> sets;
   uint64_t counter = 0;
   Rng* early_writes = nullptr;
@@ -217,8 +222,8 @@ TEST_CASE("set batcher: any interleaving answers as submission order") {
     CAPTURE(options.read_before_add, options.max_batch_members,
             options.max_batches, failures, failed_writes_apply);
     SetBatcher batcher(&backend, options);
-    const std::vector<std::string> pool = {"a", "b", "c", "d", "",
-                                           std::string("e\0f", 3)};
+    const std::vector<std::string> pool = {"a", "b", "c",
+                                           "d", "",  std::string("e\0f", 3)};
     const std::vector<std::string> sets = {"s", "t"};
     std::vector<Submitted> submitted;
     submitted.reserve(2000);
@@ -229,16 +234,15 @@ TEST_CASE("set batcher: any interleaving answers as submission order") {
         SetCommand c = Command(rng, pool);
         const size_t index = submitted.size();
         submitted.push_back(Submitted{set, c, std::nullopt, false});
-        batcher.Submit(set, 2, 2, std::move(c),
-                       [&submitted, failed_writes_apply,
-                        index](SetCommandResult r) {
-                         REQUIRE(!submitted[index].got.has_value());
-                         // Only a failed write can have been applied (a
-                         // read that failed with it changes nothing).
-                         submitted[index].applied =
-                             r.write_failed && failed_writes_apply;
-                         submitted[index].got = std::move(r);
-                       });
+        batcher.Submit(
+            set, 2, 2, std::move(c),
+            [&submitted, failed_writes_apply, index](SetCommandResult r) {
+              REQUIRE(!submitted[index].got.has_value());
+              // Only a failed write can have been applied (a
+              // read that failed with it changes nothing).
+              submitted[index].applied = r.write_failed && failed_writes_apply;
+              submitted[index].got = std::move(r);
+            });
         continue;
       }
       const size_t call = Uniform(rng, 0, backend.calls.size() - 1);
@@ -304,8 +308,7 @@ TEST_CASE("set batcher: commands that wait share one read and one write") {
   // The batch of four reads first: its SREM's write needs the read.
   REQUIRE(backend.calls.size() == 1);
   REQUIRE(backend.calls[0].is_read);
-  REQUIRE(backend.calls[0].elements ==
-          std::vector<std::string>{"x", "y", "z"});
+  REQUIRE(backend.calls[0].elements == std::vector<std::string>{"x", "y", "z"});
   backend.Complete(0);
   // One write: x removed (it was there), y and z added.
   REQUIRE(backend.calls.size() == 1);
@@ -491,10 +494,9 @@ TEST_CASE("set batcher: a command larger than the bound runs alone") {
   int answered = 0;
   auto count = [&answered](SetCommandResult) { ++answered; };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a"}}, count);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b"}},
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b"}}, count);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b", "c", "d"}},
                  count);
-  batcher.Submit("s", 2, 2,
-                 {SetCommand::Kind::kIsMember, {"a", "b", "c", "d"}}, count);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"e"}}, count);
   backend.Complete(0);
   REQUIRE(backend.calls[0].elements.size() == 2);  // a, b
@@ -511,13 +513,12 @@ TEST_CASE("set batcher: an answer may submit more; a dead batcher is inert") {
   std::vector<int64_t> counts;
   {
     SetBatcher batcher(&backend, OneAtATime());
-    std::function<void(SetCommandResult)> again =
-        [&](SetCommandResult r) {
-          counts.push_back(r.count);
-          if (counts.size() < 3) {
-            batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, again);
-          }
-        };
+    std::function<void(SetCommandResult)> again = [&](SetCommandResult r) {
+      counts.push_back(r.count);
+      if (counts.size() < 3) {
+        batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, again);
+      }
+    };
     batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, again);
     backend.Complete(0);  // The read.
     backend.Complete(0);  // The write, whose answer submits the next.
@@ -608,6 +609,100 @@ TEST_CASE("set batcher: a read ahead of a failed write is made again") {
   REQUIRE(got[1].status.ok());
   REQUIRE(got[1].count == 0);
   REQUIRE(backend.sets["s"]["x"].size() == 1);
+}
+
+}  // namespace
+}  // namespace bigset::server
+
+namespace bigset::server {
+namespace {
+
+TEST_CASE(
+    "set batcher: a batch that waited past its deadline fails unwritten") {
+  FakeBackend backend;
+  uint64_t now = 1000;
+  SetBatcherOptions options;
+  options.timeout_micros = 100;
+  options.now = [&now]() { return now; };
+  SetBatcher batcher(&backend, options);
+  backend.sets["s"]["x"] = {Dot{7, 1}};
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
+  backend.Complete(0);  // Its read: its write goes, with what time is left.
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.timeouts.back() == 100);
+  // The next arrives; its read is back at once, its write waits.
+  now = 1050;
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
+  REQUIRE(backend.calls.size() == 2);
+  REQUIRE(backend.timeouts.back() == 100);  // Its read.
+  backend.Complete(1);
+  // The first write fails at its timeout; the second is then 100 us past
+  // arriving with 100 us left of its two timeouts.
+  now = 1150;
+  backend.Complete(0, absl::DeadlineExceededError("write"));
+  REQUIRE(got.size() == 1);
+  // It read again (the write before it failed), with what time is left.
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].is_read);
+  REQUIRE(backend.timeouts.back() == 100);
+  now = 1251;  // Past its deadline (1050 + 2 x 100) when the read is back.
+  backend.Complete(0);
+  REQUIRE(got.size() == 2);
+  REQUIRE(absl::IsDeadlineExceeded(got[1].status));
+  REQUIRE_FALSE(got[1].write_failed);
+  REQUIRE(backend.calls.empty());  // Nothing written.
+  REQUIRE(batcher.stats().expired == 1);
+  REQUIRE(backend.sets["s"].count("x") == 1);
+}
+
+TEST_CASE("set batcher: batches are bounded in bytes") {
+  FakeBackend backend;
+  SetBatcherOptions options = OneAtATime();
+  options.max_batch_bytes = 10;
+  SetBatcher batcher(&backend, options);
+  int answered = 0;
+  auto count = [&answered](SetCommandResult) { ++answered; };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a"}}, count);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"12345"}}, count);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"67890"}}, count);
+  batcher.Submit("s", 2, 2,
+                 {SetCommand::Kind::kIsMember, {std::string(30, 'x')}}, count);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"b"}}, count);
+  backend.Complete(0);
+  REQUIRE(backend.calls[0].elements.size() == 2);  // 10 bytes
+  backend.Complete(0);
+  REQUIRE(backend.calls[0].elements.size() == 1);  // 30 bytes: alone
+  backend.Complete(0);
+  REQUIRE(backend.calls[0].elements.size() == 1);
+  backend.Complete(0);
+  REQUIRE(answered == 5);
+}
+
+TEST_CASE("set batcher: adds go with the read only when allowed and small") {
+  for (bool allowed : {true, false}) {
+    CAPTURE(allowed);
+    FakeBackend backend;
+    SetBatcherOptions options = OneAtATime();
+    options.read_with_write = allowed;
+    options.read_with_write_max_bytes = 8;
+    SetBatcher batcher(&backend, options);
+    std::vector<SetCommandResult> got;
+    auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+    batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"small"}}, keep);
+    REQUIRE(backend.calls.size() == (allowed ? 2u : 1u));
+    while (!backend.calls.empty()) backend.Complete(0);
+    // Over the bytes allowed: read first.
+    batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"larger than 8"}},
+                   keep);
+    REQUIRE(backend.calls.size() == 1);
+    REQUIRE(backend.calls[0].is_read);
+    while (!backend.calls.empty()) backend.Complete(0);
+    REQUIRE(got.size() == 2);
+    REQUIRE(got[0].count == 1);
+    REQUIRE(got[1].count == 1);
+  }
 }
 
 }  // namespace

@@ -142,9 +142,16 @@ void Session::WriteStatus(RespWriter& w, const absl::Status& status,
   }
 }
 
+size_t Session::ArgBytes(const Args& args) {
+  size_t bytes = 0;
+  for (const std::string& a : args) bytes += a.size() + sizeof(std::string);
+  return bytes;
+}
+
 bool Session::JoinsInflight(const Args& args) const {
   if (inflight_.size() >= kMaxInflight || !authenticated_ || args.size() < 3 ||
-      args[1] != inflight_set_) {
+      args[1] != inflight_set_ ||
+      inflight_bytes_ + ArgBytes(args) > kMaxInflightBytes) {
     return false;
   }
   const std::string& name = args[0];
@@ -160,7 +167,12 @@ bool Session::JoinsInflight(const Args& args) const {
 void Session::RunBatched(SetCommand::Kind kind, std::string set,
                          std::vector<std::string> members, BatchReply shape) {
   const uint64_t seq = inflight_base_ + inflight_.size();
-  inflight_.emplace_back();
+  Pending& pending = inflight_.emplace_back();
+  pending.bytes = set.size() + sizeof(std::string);
+  for (const std::string& m : members) {
+    pending.bytes += m.size() + sizeof(std::string);
+  }
+  inflight_bytes_ += pending.bytes;
   inflight_set_ = set;
   std::shared_ptr<Session> self = shared_from_this();
   // The batch runs whatever becomes of the connection (a write that has
@@ -191,10 +203,19 @@ void Session::CompleteBatched(uint64_t seq, BatchReply shape,
   pending.done = true;
   while (!inflight_.empty() && inflight_.front().done) {
     out_.append(inflight_.front().reply);
+    inflight_bytes_ -= inflight_.front().bytes;
     inflight_.pop_front();
     ++inflight_base_;
   }
-  if (!processing_) Process();
+  // A batch answers many commands at once, several of them this
+  // connection's: the replies go out together once the batch's answers are
+  // all in (one write, not one per reply).
+  if (processing_ || process_posted_) return;
+  process_posted_ = true;
+  asio::post(*ctx_->io, [self = shared_from_this()]() {
+    self->process_posted_ = false;
+    if (!self->closed_) self->Process();
+  });
 }
 
 ClusterWriteOptions Session::WriteOptions() const {

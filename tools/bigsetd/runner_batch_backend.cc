@@ -10,9 +10,10 @@ template <typename T>
 std::function<void(T)> OnThread(asio::io_context* io,
                                 std::function<void(T)> done) {
   return [io, done = std::move(done)](T value) mutable {
-    asio::post(*io, [done = std::move(done), value = std::move(value)]() mutable {
-      done(std::move(value));
-    });
+    asio::post(*io,
+               [done = std::move(done), value = std::move(value)]() mutable {
+                 done(std::move(value));
+               });
   };
 }
 
@@ -20,21 +21,22 @@ std::function<void(T)> OnThread(asio::io_context* io,
 
 void RunnerBatchBackend::ContainsAll(
     std::string set, std::vector<std::string> elements, int r,
+    uint64_t timeout_micros,
     std::function<void(absl::StatusOr<Membership>)> done) {
   ClusterReadOptions o;
   o.r = r;
-  o.timeout_micros = timeout_micros_;
+  o.timeout_micros = timeout_micros > 0 ? timeout_micros : timeout_micros_;
   o.query_hedge_micros = hedge_micros_;
   runner_->ContainsAll(std::move(set), std::move(elements), o,
                        OnThread(io_, std::move(done)));
 }
 
-void RunnerBatchBackend::Update(std::string set, std::vector<UpdateOp> ops,
-                                int w,
-                                std::function<void(absl::StatusOr<Delta>)> done) {
+void RunnerBatchBackend::Update(
+    std::string set, std::vector<UpdateOp> ops, int w, uint64_t timeout_micros,
+    std::function<void(absl::StatusOr<Delta>)> done) {
   ClusterWriteOptions o;
   o.w = w;
-  o.timeout_micros = timeout_micros_;
+  o.timeout_micros = timeout_micros > 0 ? timeout_micros : timeout_micros_;
   runner_->Update(std::move(set), std::move(ops), o,
                   OnThread(io_, std::move(done)));
 }

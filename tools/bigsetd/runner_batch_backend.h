@@ -19,8 +19,8 @@ namespace bigset::server {
 class RunnerBatchBackend final : public BatchBackend {
  public:
   // REQUIRES: `io` and `runner` outlive the backend; `timeout_micros` is
-  // every request's deadline, `hedge_micros` the reads' hedge
-  // (ClusterReadOptions::query_hedge_micros).
+  // a request's deadline when the batcher gives none, `hedge_micros` the
+  // reads' hedge (ClusterReadOptions::query_hedge_micros).
   RunnerBatchBackend(asio::io_context* io, NodeRunner* runner,
                      uint64_t timeout_micros, uint64_t hedge_micros)
       : io_(io),
@@ -30,8 +30,10 @@ class RunnerBatchBackend final : public BatchBackend {
 
   void ContainsAll(
       std::string set, std::vector<std::string> elements, int r,
+      uint64_t timeout_micros,
       std::function<void(absl::StatusOr<Membership>)> done) override;
   void Update(std::string set, std::vector<UpdateOp> ops, int w,
+              uint64_t timeout_micros,
               std::function<void(absl::StatusOr<Delta>)> done) override;
 
  private:

@@ -28,6 +28,9 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
   batching.read_before_add = config->sadd_reply_from_quorum;
   batching.max_batch_members = config->batch_members;
   batching.max_batches = config->batch_depth;
+  batching.timeout_micros = config->timeout_micros;
+  // A hedged read reaches some replicas after adds sent with it.
+  batching.read_with_write = config->query_hedge_micros == 0;
   ctx_.batcher =
       std::make_unique<SetBatcher>(ctx_.batch_backend.get(), batching);
   ctx_.worker = std::make_unique<Worker>();

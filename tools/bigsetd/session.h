@@ -6,9 +6,10 @@
 // The set commands that SetBatcher groups (SADD, SREM, SISMEMBER,
 // SMISMEMBER, BIGSET.ADD without a context) do not wait for each other: a
 // pipeline of them on one set is handed to the batcher as it is parsed (up
-// to kMaxInflight at a time), and their replies are written in order as
-// they come. Every other command, and a batched command on another set,
-// waits until the commands before it have answered, and then runs alone.
+// to kMaxInflight commands and kMaxInflightBytes of arguments at a time),
+// and their replies are written in order as they come. Every other command, and
+// a batched command on another set, waits until the commands before it have
+// answered, and then runs alone.
 //
 // A client that hangs up (end of stream, or a reset) has every complete
 // command it sent run, in order, as Redis does with what it has read;
@@ -68,8 +69,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // One command and its arguments; `args[0]` is the command name.
   using Args = std::vector<std::string>;
 
-  // Batched commands one connection may have running at once.
+  // Batched commands one connection may have running at once, and the
+  // bytes of their arguments (a command over it runs alone; while these
+  // are reached the connection reads no further than its parser's pause).
   static constexpr size_t kMaxInflight = 1024;
+  static constexpr size_t kMaxInflightBytes = 64 << 20;
 
  private:
   struct Command;
@@ -97,6 +101,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // may run.
   void RunBatched(SetCommand::Kind kind, std::string set,
                   std::vector<std::string> members, BatchReply shape);
+  // The bytes of a command's arguments.
+  static size_t ArgBytes(const Args& args);
   // A batched command's result came: writes it in its place, and every
   // reply now complete at the head of the queue to the output.
   void CompleteBatched(uint64_t seq, BatchReply shape,
@@ -195,9 +201,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string writing_;
   bool reading_ = false;
   bool write_active_ = false;
-  bool busy_ = false;        // A command runs.
-  bool processing_ = false;  // Inside Process's loop.
-  bool closing_ = false;     // Close once the output is written.
+  bool busy_ = false;            // A command runs.
+  bool processing_ = false;      // Inside Process's loop.
+  bool process_posted_ = false;  // A Process is posted (CompleteBatched).
+  bool closing_ = false;         // Close once the output is written.
   bool closed_ = false;
   // The client sent its last byte (end of stream or a broken connection):
   // the complete commands already received still run, then the session
@@ -215,8 +222,10 @@ class Session : public std::enable_shared_from_this<Session> {
   struct Pending {
     std::string reply;
     bool done = false;
+    size_t bytes = 0;  // Of the command's arguments.
   };
   std::deque<Pending> inflight_;
+  size_t inflight_bytes_ = 0;
   uint64_t inflight_base_ = 0;
   std::string inflight_set_;
   // Connection state a client sets.

@@ -1,6 +1,7 @@
 #include "set_batcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string_view>
 #include <utility>
 
@@ -19,6 +20,10 @@ struct SetBatcher::Batch {
   // ops, so that each replica inserts its keys in order (the memtable's
   // search paths then stay in cache).
   std::vector<uint32_t> sorted;
+  // Bytes of `members`; the time by which it must have written (its oldest
+  // command's arrival plus two timeouts).
+  size_t member_bytes = 0;
+  uint64_t deadline = UINT64_MAX;
 
   // How the batch learns what was there:
   //   kRead       a quorum read, then the write it plans from it;
@@ -68,7 +73,7 @@ void SetBatcher::Submit(std::string set, int r, int w, SetCommand command,
                         Done done) {
   Key key{std::move(set), r, w};
   Queue& queue = queues_[key];
-  queue.waiting.push_back(Pending{std::move(command), std::move(done)});
+  queue.waiting.push_back(Pending{std::move(command), std::move(done), Now()});
   ++stats_.waiting;
   MaybeStart(key);
 }
@@ -99,15 +104,27 @@ void SetBatcher::MaybeStart(const Key& key) {
     auto batch = std::make_shared<Batch>();
     batch->key = key;
     size_t named = 0;
+    size_t bytes = 0;
     bool only_adds = true;
     bool no_removes = true;
     bool some_add = false;
-    while (!queue.waiting.empty() &&
-           (batch->commands.empty() ||
-            named + queue.waiting.front().command.members.size() <=
-                options_.max_batch_members)) {
-      named += queue.waiting.front().command.members.size();
-      const SetCommand::Kind kind = queue.waiting.front().command.kind;
+    while (!queue.waiting.empty()) {
+      const SetCommand& next = queue.waiting.front().command;
+      size_t next_bytes = 0;
+      for (const std::string& m : next.members) next_bytes += m.size();
+      if (!batch->commands.empty() &&
+          (named + next.members.size() > options_.max_batch_members ||
+           bytes + next_bytes > options_.max_batch_bytes)) {
+        break;
+      }
+      named += next.members.size();
+      bytes += next_bytes;
+      if (options_.timeout_micros > 0) {
+        batch->deadline =
+            std::min(batch->deadline, queue.waiting.front().arrived +
+                                          2 * options_.timeout_micros);
+      }
+      const SetCommand::Kind kind = next.kind;
       only_adds &= kind == SetCommand::Kind::kAdd;
       no_removes &= kind != SetCommand::Kind::kRemove;
       some_add |= kind == SetCommand::Kind::kAdd;
@@ -123,15 +140,17 @@ void SetBatcher::MaybeStart(const Key& key) {
       for (const std::string& m : p.command.members) {
         auto [slot, inserted] = batch->index.try_emplace(
             m, static_cast<uint32_t>(batch->members.size()));
-        if (inserted) batch->members.push_back(m);
+        if (inserted) {
+          batch->members.push_back(m);
+          batch->member_bytes += m.size();
+        }
       }
     }
     batch->sorted.resize(batch->members.size());
     for (uint32_t i = 0; i < batch->sorted.size(); ++i) batch->sorted[i] = i;
-    std::sort(batch->sorted.begin(), batch->sorted.end(),
-              [&m = batch->members](uint32_t a, uint32_t b) {
-                return m[a] < m[b];
-              });
+    std::sort(
+        batch->sorted.begin(), batch->sorted.end(),
+        [&m = batch->members](uint32_t a, uint32_t b) { return m[a] < m[b]; });
     batch->dots.resize(batch->members.size());
     batch->op_of.assign(batch->members.size(), -1);
     batch->results.resize(batch->commands.size());
@@ -163,6 +182,7 @@ void SetBatcher::Read(const std::shared_ptr<Batch>& batch) {
   std::weak_ptr<bool> alive = alive_;
   backend_->ContainsAll(
       batch->key.set, std::move(elements), batch->key.r,
+      std::max<uint64_t>(1, TimeLeft(*batch)),
       [this, alive, batch](absl::StatusOr<Membership> read) {
         if (alive.expired()) return;
         if (read.ok() && read->elements.size() != batch->members.size()) {
@@ -189,6 +209,12 @@ void SetBatcher::Advance(const Key& key) {
     // Every batch before the first is done: it may write.
     std::shared_ptr<Batch> batch = it->second.batches.front();
     if (batch->write_issued && !batch->write_done) return;
+    if (!batch->write_issued && TimeLeft(*batch) == 0) {
+      // It waited for the writes before it past its deadline: it fails
+      // rather than write now (nothing of it was written).
+      Expire(batch);
+      continue;
+    }
     if (batch->mode == Batch::Mode::kAddsFirst) {
       if (!batch->write_issued) {
         AddEveryNamedMember(*batch);
@@ -216,6 +242,8 @@ void SetBatcher::Advance(const Key& key) {
       // before the write. Only when the batches laid over the read all
       // wrote: one that failed calls for a read made after it.
       if (batch->mode == Batch::Mode::kRead && batch->adds_only_write &&
+          options_.read_with_write &&
+          batch->member_bytes <= options_.read_with_write_max_bytes &&
           !batch->write_issued &&
           std::all_of(batch->ahead.begin(), batch->ahead.end(),
                       [](const std::shared_ptr<Batch>& b) {
@@ -255,7 +283,8 @@ void SetBatcher::AddEveryNamedMember(Batch& batch) {
   std::vector<bool> added(batch.members.size());
   for (const Pending& p : batch.commands) {
     if (p.command.kind != SetCommand::Kind::kAdd) continue;
-    for (const std::string& m : p.command.members) added[batch.index.at(m)] = true;
+    for (const std::string& m : p.command.members)
+      added[batch.index.at(m)] = true;
   }
   batch.ops.clear();
   for (uint32_t i : batch.sorted) {
@@ -274,6 +303,7 @@ void SetBatcher::Write(const std::shared_ptr<Batch>& batch) {
   std::weak_ptr<bool> alive = alive_;
   backend_->Update(
       batch->key.set, std::move(batch->ops), batch->key.w,
+      std::max<uint64_t>(1, TimeLeft(*batch)),
       [this, alive, batch](absl::StatusOr<Delta> delta) {
         if (alive.expired()) return;
         if (delta.ok() && delta->ops.size() != batch->op_count) {
@@ -287,6 +317,34 @@ void SetBatcher::Write(const std::shared_ptr<Batch>& batch) {
         }
         Advance(batch->key);
       });
+}
+
+uint64_t SetBatcher::Now() const {
+  if (options_.now) return options_.now();
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+uint64_t SetBatcher::TimeLeft(const Batch& batch) const {
+  if (options_.timeout_micros == 0) return UINT64_MAX;
+  const uint64_t now = Now();
+  if (now >= batch.deadline) return 0;
+  return std::min(options_.timeout_micros, batch.deadline - now);
+}
+
+void SetBatcher::Expire(const std::shared_ptr<Batch>& batch) {
+  ++stats_.expired;
+  const absl::Status late = absl::DeadlineExceededError(
+      "waited past its deadline behind the writes before it; nothing of it "
+      "was written");
+  for (SetCommandResult& r : batch->results) {
+    r = SetCommandResult{};
+    r.status = late;
+  }
+  batch->planned = true;
+  Finish(batch);
 }
 
 bool SetBatcher::Plan(Batch& batch) {
@@ -344,10 +402,9 @@ bool SetBatcher::Plan(Batch& batch) {
     const SetCommand& cmd = batch.commands[c].command;
     SetCommandResult& result = batch.results[c];
     result = SetCommandResult{};
-    if (!std::all_of(cmd.members.begin(), cmd.members.end(),
-                     [&](const std::string& m) {
-                       return known[batch.index.at(m)];
-                     })) {
+    if (!std::all_of(
+            cmd.members.begin(), cmd.members.end(),
+            [&](const std::string& m) { return known[batch.index.at(m)]; })) {
       result.status = batch.read_status;
       continue;
     }

@@ -73,12 +73,16 @@ class BatchBackend {
  public:
   virtual ~BatchBackend() = default;
   // The dots a read quorum of `r` holds for each of `elements`, in their
-  // order (Node::ContainsAll). `done` runs once, on the batcher's thread.
-  virtual void ContainsAll(std::string set, std::vector<std::string> elements,
-                           int r,
-                           std::function<void(absl::StatusOr<Membership>)> done) = 0;
-  // One update acknowledged by `w` places (Node::Update).
+  // order (Node::ContainsAll), failing after `timeout_micros`. `done` runs
+  // once, on the batcher's thread.
+  virtual void ContainsAll(
+      std::string set, std::vector<std::string> elements, int r,
+      uint64_t timeout_micros,
+      std::function<void(absl::StatusOr<Membership>)> done) = 0;
+  // One update acknowledged by `w` places (Node::Update), failing after
+  // `timeout_micros`.
   virtual void Update(std::string set, std::vector<UpdateOp> ops, int w,
+                      uint64_t timeout_micros,
                       std::function<void(absl::StatusOr<Delta>)> done) = 0;
 };
 
@@ -98,20 +102,35 @@ struct SetCommandResult {
   // (it may or may not have been applied) or the read before it.
   absl::Status status;
   bool write_failed = false;
-  int64_t count = 0;           // kAdd, kRemove.
-  std::vector<bool> present;   // kIsMember, per member.
+  int64_t count = 0;          // kAdd, kRemove.
+  std::vector<bool> present;  // kIsMember, per member.
 };
 
 struct SetBatcherOptions {
   // SADD-only batches skip the read: the coordinating replica's own dots
   // are the add's context and decide the count (--sadd-reply coordinator).
   bool read_before_add = true;
-  // A batch stops taking commands once it names this many members (a
-  // command larger than this runs alone).
+  // A batch stops taking commands once it names this many members, or
+  // this many bytes of them (a command larger than this runs alone).
   size_t max_batch_members = 4096;
+  size_t max_batch_bytes = 4 << 20;
   // Batches of one key running at once (reading ahead of the write before
   // them). >= 1.
   size_t max_batches = 4;
+  // An SADD batch may send its adds with its read, when the read reaches
+  // every replica before the adds (false with hedged reads, which ask some
+  // replicas later) and the batch is small (a large one would put both on
+  // a peer's queue at once, and waits for its throughput, not a round
+  // trip).
+  bool read_with_write = true;
+  size_t read_with_write_max_bytes = 1 << 20;
+  // Each read and write fails after this long; a command ends within
+  // twice this of its arrival: a batch that has not written by then (it
+  // waited for the writes before it) fails without writing. 0: no bound.
+  uint64_t timeout_micros = 2'000'000;
+  // The clock of those deadlines (steady, in microseconds); empty: the
+  // process's steady clock.
+  std::function<uint64_t()> now;
 };
 
 // Counters of the batcher (all since it was made).
@@ -126,7 +145,10 @@ struct SetBatcherStats {
   // Batches whose write went with their read (no SREM, and the read not
   // back when the batch could write).
   uint64_t reads_with_write = 0;
-  uint64_t waiting = 0;        // Commands queued now behind a running batch.
+  // Batches that failed without writing: their deadline passed while the
+  // writes before them waited.
+  uint64_t expired = 0;
+  uint64_t waiting = 0;  // Commands queued now behind a running batch.
 };
 
 class SetBatcher {
@@ -151,6 +173,7 @@ class SetBatcher {
   struct Pending {
     SetCommand command;
     Done done;
+    uint64_t arrived = 0;  // Now(), at Submit.
   };
   struct Key {
     std::string set;
@@ -190,6 +213,13 @@ class SetBatcher {
   // answering with the write's error if it fails.
   void DependOnWrite(Batch& batch);
   void Write(const std::shared_ptr<Batch>& batch);
+  uint64_t Now() const;
+  // The time a read or write of `batch` may take from now: the options'
+  // timeout, within the batch's deadline; 0 if that has passed.
+  uint64_t TimeLeft(const Batch& batch) const;
+  // Fails every command of `batch` (deadline passed, nothing written) and
+  // finishes it.
+  void Expire(const std::shared_ptr<Batch>& batch);
   // Answers the batch's commands and takes it off its queue.
   void Finish(const std::shared_ptr<Batch>& batch);
 
