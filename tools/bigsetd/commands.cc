@@ -52,7 +52,25 @@ std::span<const Session::Command> Session::Commands() {
       {"scard", 2, false, &C::CmdScard, "readonly", 1, 1},
       {"smembers", 2, false, &C::CmdSmembers, "readonly", 1, 1},
       {"sscan", -3, false, &C::CmdSscan, "readonly", 1, 1},
+      {"sinter", -2, false, &C::CmdSinter, "readonly", 1, -1},
+      {"sunion", -2, false, &C::CmdSunion, "readonly", 1, -1},
+      {"sdiff", -2, false, &C::CmdSdiff, "readonly", 1, -1},
+      {"sintercard", -3, false, &C::CmdSintercard, "readonly", 2, 2},
+      {"sinterstore", -3, false, &C::CmdSinterstore, "write", 1, -1},
+      {"sunionstore", -3, false, &C::CmdSunionstore, "write", 1, -1},
+      {"sdiffstore", -3, false, &C::CmdSdiffstore, "write", 1, -1},
+      {"smove", 4, false, &C::CmdSmove, "write", 1, 2},
+      {"spop", -2, false, &C::CmdSpop, "write", 1, 1},
+      {"srandmember", -2, false, &C::CmdSrandmember, "readonly", 1, 1},
       {"del", -2, false, &C::CmdDel, "write", 1, -1},
+      {"dbsize", 1, false, &C::CmdDbsize, "readonly", 0, 0},
+      {"keys", 2, false, &C::CmdKeys, "readonly", 0, 0},
+      {"scan", -2, false, &C::CmdScan, "readonly", 0, 0},
+      {"randomkey", 1, false, &C::CmdRandomkey, "readonly", 0, 0},
+      {"flushdb", -1, false, &C::CmdFlushall, "write", 0, 0},
+      {"flushall", -1, false, &C::CmdFlushall, "write", 0, 0},
+      {"function", -2, false, &C::CmdFunction, "admin", 0, 0},
+      {"bigset.localsets", -2, false, &C::CmdLocalSets, "admin", 0, 0},
       {"unlink", -2, false, &C::CmdDel, "write", 1, -1},
       {"exists", -2, false, &C::CmdExists, "readonly", 1, -1},
       {"type", 2, false, &C::CmdType, "readonly", 1, 1},
@@ -499,8 +517,48 @@ void Session::CmdCommand(Args& a) {
   Done();
 }
 
+void Session::CmdFunction(Args& a) {
+  // No functions: FUNCTION FLUSH has nothing to do (test harnesses send
+  // it), FUNCTION LIST lists nothing.
+  const std::string sub = Lower(a[1]);
+  if (sub == "flush" && a.size() <= 3) {
+    Out().Simple("OK");
+  } else if (sub == "list") {
+    Out().Array(0);
+  } else {
+    ReplyError("ERR FUNCTION is not supported: bigsetd has no scripting");
+  }
+  Done();
+}
+
 void Session::CmdConfig(Args& a) {
   const std::string sub = Lower(a[1]);
+  if (sub == "set" && a.size() >= 4 && a.size() % 2 == 0) {
+    // Redis's encoding thresholds and snapshot schedule are accepted and
+    // shown by CONFIG GET, and change nothing: bigset has one encoding,
+    // and every write is durable in LevelDB. Clients and test harnesses
+    // set them; anything else is configured at start.
+    for (size_t i = 2; i < a.size(); i += 2) {
+      if (!ctx_->noop_config.contains(Lower(a[i]))) {
+        ReplyError(absl::StrCat("ERR CONFIG SET ", a[i].substr(0, 64),
+                                " is not supported: bigsetd is configured "
+                                "at start"));
+        Done();
+        return;
+      }
+    }
+    for (size_t i = 2; i < a.size(); i += 2) {
+      ctx_->noop_config[Lower(a[i])] = a[i + 1];
+    }
+    Out().Simple("OK");
+    Done();
+    return;
+  }
+  if (sub == "resetstat" && a.size() == 2) {
+    Out().Simple("OK");
+    Done();
+    return;
+  }
   if (sub != "get" || a.size() < 3) {
     ReplyError(
         absl::StrCat("ERR CONFIG ", a[1].substr(0, 64),
@@ -510,7 +568,6 @@ void Session::CmdConfig(Args& a) {
   }
   const DaemonConfig& c = *ctx_->config;
   const std::pair<std::string, std::string> known[] = {
-      {"save", ""},
       {"appendonly", "no"},
       {"maxclients", absl::StrCat(c.max_clients)},
       {"port", absl::StrCat(ctx_->port)},
@@ -519,8 +576,11 @@ void Session::CmdConfig(Args& a) {
       {"proto-max-bulk-len", absl::StrCat(c.limits.max_bulk_bytes)},
       {"client-query-buffer-limit", absl::StrCat(c.max_query_buffer_bytes)},
   };
+  std::vector<std::pair<std::string, std::string>> all(std::begin(known),
+                                                       std::end(known));
+  for (const auto& kv : ctx_->noop_config) all.push_back(kv);
   std::vector<const std::pair<std::string, std::string>*> found;
-  for (const auto& kv : known) {
+  for (const auto& kv : all) {
     for (size_t i = 2; i < a.size(); ++i) {
       if (GlobMatch(Lower(a[i]), kv.first)) {
         found.push_back(&kv);

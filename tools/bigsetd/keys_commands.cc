@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "glob.h"
+#include "read_handlers.h"
 #include "session.h"
 
 namespace bigset::server {
@@ -22,75 +23,6 @@ std::vector<std::string> Distinct(Session::Args& a, size_t first) {
     if (seen.insert(a[i]).second) out.push_back(a[i]);
   }
   return out;
-}
-
-// Collects a merged read, up to a bound.
-class CollectingHandler final : public ReadHandler {
- public:
-  using Done = std::function<void(absl::StatusOr<std::vector<std::string>>)>;
-  CollectingHandler(size_t max, Done done)
-      : max_(max), done_(std::move(done)) {}
-  void OnClock(const Clock&) override {}
-  void OnChunk(std::vector<ElementDots>* elements,
-               std::function<void()> next) override {
-    for (ElementDots& e : *elements) {
-      if (elements_.size() >= max_) {
-        too_many_ = true;
-        break;
-      }
-      elements_.push_back(std::move(e.element));
-    }
-    next();
-  }
-  void OnDone(absl::Status status) override {
-    Done done = std::move(done_);
-    if (!status.ok()) {
-      done(status);
-    } else if (too_many_) {
-      done(absl::ResourceExhaustedError("too many"));
-    } else {
-      done(std::move(elements_));
-    }
-    delete this;
-  }
-
- private:
-  const size_t max_;
-  Done done_;
-  bool too_many_ = false;
-  std::vector<std::string> elements_;
-};
-
-// Reads only a set's clock: bounds that hold nothing.
-class ClockHandler final : public ReadHandler {
- public:
-  using Done = std::function<void(absl::StatusOr<Clock>)>;
-  explicit ClockHandler(Done done) : done_(std::move(done)) {}
-  void OnClock(const Clock& clock) override { clock_ = clock; }
-  void OnChunk(std::vector<ElementDots>*, std::function<void()> next) override {
-    next();
-  }
-  void OnDone(absl::Status status) override {
-    Done done = std::move(done_);
-    if (status.ok()) {
-      done(std::move(clock_));
-    } else {
-      done(status);
-    }
-    delete this;
-  }
-
- private:
-  Done done_;
-  Clock clock_;
-};
-
-ElementBounds Nothing() {
-  ElementBounds b;
-  b.start = "";
-  b.end = "";
-  b.end_inclusive = false;
-  return b;
 }
 
 }  // namespace
@@ -160,9 +92,9 @@ void Session::CmdSmembers(Args& a) {
         ctx_->runner->Read(
             set, ReadOptions(),
             new CollectingHandler(
-                max,
-                Later<absl::StatusOr<std::vector<std::string>>>(
-                    [this, refuse](absl::StatusOr<std::vector<std::string>> r) {
+                max, /*keep_dots=*/false,
+                Later<absl::StatusOr<std::vector<ElementDots>>>(
+                    [this, refuse](absl::StatusOr<std::vector<ElementDots>> r) {
                       if (absl::IsResourceExhausted(r.status())) {
                         refuse();
                       } else if (!r.ok()) {
@@ -170,7 +102,7 @@ void Session::CmdSmembers(Args& a) {
                       } else {
                         RespWriter w = Out();
                         w.Set(r->size());
-                        for (const std::string& e : *r) w.Bulk(e);
+                        for (const ElementDots& e : *r) w.Bulk(e.element);
                       }
                       Done();
                     })));

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <random>
 
 #include "absl/container/flat_hash_map.h"
 #include "bigset/network/node_runner.h"
@@ -20,6 +21,7 @@
 #include "cursor_table.h"
 #include "log.h"
 #include "set_batcher.h"
+#include "set_locks.h"
 #include "worker.h"
 
 namespace bigset::server {
@@ -65,6 +67,18 @@ struct ServerContext {
   std::unique_ptr<Worker> worker;
   // Membership changes (they wait on other nodes).
   std::unique_ptr<Worker> membership_worker;
+  // Redis's encoding thresholds and snapshot schedule, as CONFIG SET left
+  // them (they change nothing: CmdConfig).
+  absl::flat_hash_map<std::string, std::string> noop_config = {
+      {"set-max-intset-entries", "512"},
+      {"set-max-listpack-entries", "128"},
+      {"set-max-listpack-value", "64"},
+      {"save", ""},
+  };
+  // SPOP and SRANDMEMBER's draws.
+  std::mt19937_64 rng{std::random_device{}()};
+  // SPOP and SMOVE of one set, one at a time on this node.
+  SetLocks set_locks;
   ServerStats stats;
   std::chrono::steady_clock::time_point started;
   uint16_t port = 0;

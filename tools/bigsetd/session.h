@@ -42,10 +42,12 @@
 
 #include "absl/status/status.h"
 #include "client_stream.h"
+#include "keyspace.h"
 #include "resp_parser.h"
 #include "resp_writer.h"
 #include "server_context.h"
 #include "set_batcher.h"
+#include "set_merge.h"
 
 namespace bigset::server {
 
@@ -151,7 +153,24 @@ class Session : public std::enable_shared_from_this<Session> {
   void CmdScard(Args& a);
   void CmdSmembers(Args& a);
   void CmdSscan(Args& a);
+  void CmdSinter(Args& a);
+  void CmdSunion(Args& a);
+  void CmdSdiff(Args& a);
+  void CmdSintercard(Args& a);
+  void CmdSinterstore(Args& a);
+  void CmdSunionstore(Args& a);
+  void CmdSdiffstore(Args& a);
+  void CmdSmove(Args& a);
+  void CmdSpop(Args& a);
+  void CmdSrandmember(Args& a);
   void CmdDel(Args& a);
+  void CmdDbsize(Args& a);
+  void CmdKeys(Args& a);
+  void CmdScan(Args& a);
+  void CmdRandomkey(Args& a);
+  void CmdFlushall(Args& a);
+  void CmdFunction(Args& a);
+  void CmdLocalSets(Args& a);
   void CmdExists(Args& a);
   void CmdType(Args& a);
   void CmdRange(Args& a);
@@ -169,6 +188,31 @@ class Session : public std::enable_shared_from_this<Session> {
   // [cursor, [elements]]; an unknown cursor is an error.
   void ScanPage(std::string set, ElementBounds bounds, uint64_t cursor,
                 size_t count, std::string match);
+  // Set algebra (algebra_commands.cc). Range reads for a SetMerge, on
+  // this session's thread.
+  SetMerge::Fetch MergeFetch();
+  // Replies the merge's result as a set (bounded by --smembers-max).
+  void ReplyMerged(SetOp op, std::vector<std::string> sets);
+  // Replaces `dest` with the merge's result; replies its size.
+  struct Store;
+  void StoreMerged(SetOp op, std::string dest, Args sources);
+  void StoreRun(std::shared_ptr<Store> store);
+  // Clears the destination before its first adds (once), then adds.
+  void StoreWrite(std::shared_ptr<Store> store, std::vector<std::string> adds,
+                  std::function<void(absl::Status)> done);
+  // Writes a buffered result from `from` on, a batch at a time.
+  void StoreHeld(std::shared_ptr<Store> store, size_t from,
+                 std::function<void(absl::Status)> done);
+  // SPOP, SRANDMEMBER.
+  struct Draw;
+  void RunDraw(std::shared_ptr<Draw> draw);
+  // ReplyStatus, then Done.
+  void WriteStatusReply(const absl::Status& status, bool write);
+  // The keyspace as this session reads and writes it (its quorums).
+  std::shared_ptr<Keyspace> MakeKeyspace();
+  // Runs `work` on the worker thread; what it returns runs on the server's
+  // thread (the reply), even if the session closed meanwhile.
+  void OnWorker(std::function<std::function<void()>()> work);
   // Walks keys one request at a time (DEL, EXISTS, TYPE).
   struct KeysWalk;
   void CountNext(std::shared_ptr<KeysWalk> walk);
