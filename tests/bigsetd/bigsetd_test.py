@@ -1512,6 +1512,10 @@ def test_differential():
             if op[0] == "SSCAN!":
                 _, k, count, match = op
                 return sorted(sscan_all(client, k, count=count, match=match))
+            if op[0] == "SCAN!":
+                return sorted(client.scan_iter(count=op[1], match=op[2]))
+            if op[0] in ("KEYS", "SINTER", "SUNION", "SDIFF"):
+                return sorted(client.execute_command(*op))
             v = client.execute_command(*op)
         except redis.exceptions.ResponseError as e:
             return ("error", str(e))
@@ -1521,9 +1525,81 @@ def test_differential():
             return sorted(v)
         return v
 
+    def some_keys(lo, hi):
+        # Keys of the set family's commands: a missing one, one given twice.
+        return [rng.choice(keys + ["nokey"]) for _ in range(rng.randint(lo, hi))]
+
+    def random_op(k):
+        # The set family beyond SADD/SREM (None: the older mix instead).
+        x = rng.random()
+        if x < 0.15:
+            return [rng.choice(["SINTER", "SUNION", "SDIFF"])] + some_keys(1, 4)
+        if x < 0.30:
+            ks = some_keys(1, 4)
+            op = ["SINTERCARD", str(len(ks))] + ks
+            if rng.random() < 0.5:
+                op += ["LIMIT", str(rng.choice([0, 1, 2, 5, 100]))]
+            if rng.random() < 0.1:  # Bad arguments.
+                op = rng.choice([["SINTERCARD", "0", k], ["SINTERCARD", "x", k],
+                                 ["SINTERCARD", "3", k, k],
+                                 ["SINTERCARD", "1", k, "LIMIT", "-1"],
+                                 ["SINTERCARD", "1", k, "LIMIT"],
+                                 ["SINTERCARD", "1", k, "FOO", "1"]])
+            return op
+        if x < 0.45:
+            return ([rng.choice(["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]),
+                     rng.choice(keys)] + some_keys(1, 3))
+        if x < 0.60:
+            return ["SMOVE", rng.choice(keys + ["nokey"]), rng.choice(keys),
+                    rng.choice(members)]
+        if x < 0.70:
+            return ["SPOP!", k] + rng.choice([[], ["0"], ["1"], ["3"], ["50"]])
+        if x < 0.80:
+            return ["SRANDMEMBER!", rng.choice([k, "nokey"])] + rng.choice(
+                [[], ["0"], ["2"], ["-5"], ["40"]])
+        if x < 0.85:
+            return rng.choice([["SPOP", k, "-1"], ["SPOP", k, "1", "2"],
+                               ["SRANDMEMBER", k, "-9223372036854775808"],
+                               ["SRANDMEMBER", k, "x"]])
+        if x < 0.92:
+            return rng.choice([["DBSIZE"], ["KEYS", "*"], ["KEYS", "k[12]"],
+                               ["SCAN!", rng.choice([None, 1, 100]),
+                                rng.choice([None, "k*", "*3"])]])
+        return None
+
+    def check_draw(op, got, ref_client):
+        # SPOP and SRANDMEMBER draw at random: check what was drawn, and
+        # make the reference pop the same members.
+        name, k, *count = op
+        before = ref_client.smembers(k)
+        before = {m.decode() for m in before}
+        n = int(count[0]) if count else None
+        if n is None:
+            drawn = [] if got is None else [got.decode()]
+            if (got is None) != (len(before) == 0):
+                raise Failure("%s: got %r from %d members" % (op, got, len(before)))
+        else:
+            drawn = [m.decode() for m in got]
+            want = (min(n, len(before)) if n >= 0
+                    else (-n if before else 0))
+            if len(drawn) != want:
+                raise Failure("%s: %d drawn from %d members, want %d" %
+                              (op, len(drawn), len(before), want))
+            if n >= 0 and len(set(drawn)) != len(drawn):
+                raise Failure("%s: repeats in %s" % (op, drawn))
+        if not set(drawn) <= before:
+            raise Failure("%s: drew %s, not all in %s" % (op, drawn, before))
+        if name == "SPOP!" and drawn:
+            ref_client.srem(k, *drawn)
+
     ops = []
     for _ in range(3000):
         k = rng.choice(keys)
+        if rng.random() < 0.35:
+            op = random_op(k)
+            if op is not None:
+                ops.append(op)
+                continue
         x = rng.random()
         if x < 0.30:
             op = ["SADD", k] + [rng.choice(members)
@@ -1551,6 +1627,11 @@ def test_differential():
                   rng.choice([None, None, "m1*", "m?", "*5"])]
         ops.append(op)
     for i, op in enumerate(ops):
+        if op[0] in ("SPOP!", "SRANDMEMBER!"):
+            client = rng.choice(clients)
+            got = client.execute_command(op[0][:-1], *op[1:])
+            check_draw(op, got, ref)
+            continue
         want = run(ref, op)
         got = run(rng.choice(clients), op)
         if got != want:

@@ -476,7 +476,9 @@ void Session::CmdSrandmember(Args& a) {
       return;
     }
     if (c == INT64_MIN) {
-      ReplyError("ERR value is out of range");
+      ReplyError(
+          "ERR value is out of range, value must between "
+          "-9223372036854775807 and 9223372036854775807");
       Done();
       return;
     }
