@@ -74,6 +74,7 @@ std::span<const Session::Command> Session::Commands() {
       {"unlink", -2, false, &C::CmdDel, "write", 1, -1},
       {"exists", -2, false, &C::CmdExists, "readonly", 1, -1},
       {"type", 2, false, &C::CmdType, "readonly", 1, 1},
+      {"object", -2, false, &C::CmdObject, "readonly", 2, 2},
       {"bigset.range", -4, false, &C::CmdRange, "readonly", 1, 1},
       {"bigset.prefix", -3, false, &C::CmdPrefix, "readonly", 1, 1},
       {"bigset.context", 3, false, &C::CmdContext, "readonly", 1, 1},
@@ -186,6 +187,7 @@ void Session::RunBatched(SetCommand::Kind kind, std::string set,
                          std::vector<std::string> members, BatchReply shape) {
   const uint64_t seq = inflight_base_ + inflight_.size();
   Pending& pending = inflight_.emplace_back();
+  pending.command = running_;
   pending.bytes = set.size() + sizeof(std::string);
   for (const std::string& m : members) {
     pending.bytes += m.size() + sizeof(std::string);
@@ -209,6 +211,9 @@ void Session::CompleteBatched(uint64_t seq, BatchReply shape,
   Pending& pending = inflight_[seq - inflight_base_];
   RespWriter w(&pending.reply, protocol_);
   if (!result.status.ok()) {
+    if (!pending.command.empty()) {
+      ++ctx_->command_stats[std::string(pending.command)].failed_calls;
+    }
     WriteStatus(w, result.status, result.write_failed);
   } else if (shape == BatchReply::kCount) {
     w.Integer(result.count);
@@ -274,6 +279,7 @@ void Session::Execute(Args args) {
     return;
   }
   if (!authenticated_ && !cmd->no_auth) {
+    ++ctx_->command_stats[std::string(cmd->name)].rejected_calls;
     ctx_->stats.noauth_refusals.fetch_add(1, std::memory_order_relaxed);
     ReplyError("NOAUTH Authentication required.");
     Done();
@@ -282,13 +288,32 @@ void Session::Execute(Args args) {
   const int n = static_cast<int>(std::min<size_t>(args.size(), 1 << 30));
   if ((cmd->arity > 0 && n != cmd->arity) ||
       (cmd->arity < 0 && n < -cmd->arity)) {
+    ++ctx_->command_stats[std::string(cmd->name)].rejected_calls;
     ctx_->stats.wrong_arity.fetch_add(1, std::memory_order_relaxed);
     ReplyError(
         absl::StrCat("ERR wrong number of arguments for '", name, "' command"));
     Done();
     return;
   }
+  running_ = cmd->name;
+  running_since_ = std::chrono::steady_clock::now();
+  running_errors_ = ctx_->stats.error_replies.load(std::memory_order_relaxed);
   (this->*(cmd->run))(args);
+}
+
+void Session::CountCommand() {
+  if (running_.empty()) return;
+  CommandStats& st = ctx_->command_stats[std::string(running_)];
+  ++st.calls;
+  st.usec += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now() - running_since_)
+          .count());
+  if (ctx_->stats.error_replies.load(std::memory_order_relaxed) !=
+      running_errors_) {
+    ++st.failed_calls;
+  }
+  running_ = {};
 }
 
 void Session::CmdPing(Args& a) {

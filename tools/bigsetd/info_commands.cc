@@ -1,7 +1,9 @@
 // INFO and BIGSET.STATS: the server's and the node's counters.
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/ascii.h"
@@ -135,9 +137,17 @@ void Session::CmdInfo(Args& a) {
     }
     return false;
   };
+  // Sections Redis leaves out of a plain INFO ("all" and "everything"
+  // name them).
+  auto want_only = [wanted](std::string_view section) {
+    for (const std::string& w : wanted) {
+      if (w == section || w == "all" || w == "everything") return true;
+    }
+    return false;
+  };
   NodeRunner* runner = ctx_->runner;
   auto reply = Later<
-      std::shared_ptr<NodeSnapshot>>([this, want](
+      std::shared_ptr<NodeSnapshot>>([this, want, want_only](
                                          std::shared_ptr<NodeSnapshot> snap) {
     const DaemonConfig& c = *ctx_->config;
     const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
@@ -221,6 +231,42 @@ void Session::CmdInfo(Args& a) {
           // INFO's fields are words: "node_read_counts_agreed".
           line(absl::StrCat("node_", absl::StrReplaceAll(k, {{".", "_"}})), v);
         }
+      }
+      text += "\r\n";
+    }
+    if (want("cpu")) {
+      text += "# CPU\r\n";
+      auto seconds = [](const timeval& t) {
+        return absl::StrFormat("%d.%06d", static_cast<int64_t>(t.tv_sec),
+                               static_cast<int64_t>(t.tv_usec));
+      };
+      rusage self{}, children{}, thread{};
+      getrusage(RUSAGE_SELF, &self);
+      getrusage(RUSAGE_CHILDREN, &children);
+      getrusage(RUSAGE_THREAD, &thread);  // The server's thread: this one.
+      line("used_cpu_sys", seconds(self.ru_stime));
+      line("used_cpu_user", seconds(self.ru_utime));
+      line("used_cpu_sys_children", seconds(children.ru_stime));
+      line("used_cpu_user_children", seconds(children.ru_utime));
+      line("used_cpu_sys_main_thread", seconds(thread.ru_stime));
+      line("used_cpu_user_main_thread", seconds(thread.ru_utime));
+      text += "\r\n";
+    }
+    if (want_only("commandstats")) {
+      text += "# Commandstats\r\n";
+      std::vector<std::pair<std::string, CommandStats>> all(
+          ctx_->command_stats.begin(), ctx_->command_stats.end());
+      std::sort(all.begin(), all.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (const auto& [name, st] : all) {
+        line(absl::StrCat("cmdstat_", name),
+             absl::StrFormat("calls=%d,usec=%d,usec_per_call=%.2f,"
+                             "rejected_calls=%d,failed_calls=%d",
+                             st.calls, st.usec,
+                             st.calls == 0 ? 0.0
+                                           : static_cast<double>(st.usec) /
+                                                 static_cast<double>(st.calls),
+                             st.rejected_calls, st.failed_calls));
       }
       text += "\r\n";
     }

@@ -160,41 +160,58 @@ void Session::ScanPage(std::string set, ElementBounds bounds, uint64_t cursor,
 }
 
 void Session::CmdSscan(Args& a) {
+  // Any integer is a cursor to Redis (a negative one wraps around).
   uint64_t cursor = 0;
-  if (!absl::SimpleAtoi(a[2], &cursor)) {
+  int64_t signed_cursor = 0;
+  const bool spaced = !a[2].empty() && (a[2][0] == ' ' || a[2][0] == '+');
+  if (spaced || (!absl::SimpleAtoi(a[2], &cursor) &&
+                 !absl::SimpleAtoi(a[2], &signed_cursor))) {
     ReplyError("ERR invalid cursor");
     Done();
     return;
   }
+  if (signed_cursor < 0) cursor = static_cast<uint64_t>(signed_cursor);
   size_t count = 10;
   std::string match;
-  for (size_t i = 3; i < a.size(); i += 2) {
+  std::string bad;  // The options' first error.
+  for (size_t i = 3; i < a.size() && bad.empty(); i += 2) {
     const std::string opt = absl::AsciiStrToLower(a[i]);
     if (i + 1 >= a.size()) {
-      ReplyError("ERR syntax error");
-      Done();
-      return;
-    }
-    if (opt == "count") {
+      bad = "ERR syntax error";
+    } else if (opt == "count") {
       int64_t c = 0;
       if (!absl::SimpleAtoi(a[i + 1], &c)) {
-        ReplyError("ERR value is not an integer or out of range");
-        Done();
-        return;
+        bad = "ERR value is not an integer or out of range";
+      } else if (c < 1) {
+        bad = "ERR syntax error";
+      } else {
+        count = static_cast<size_t>(std::min<int64_t>(c, 100'000));
       }
-      if (c < 1) {
-        ReplyError("ERR syntax error");
-        Done();
-        return;
-      }
-      count = static_cast<size_t>(std::min<int64_t>(c, 100'000));
     } else if (opt == "match") {
       match = a[i + 1];
     } else {
-      ReplyError("ERR syntax error");
-      Done();
-      return;
+      bad = "ERR syntax error";
     }
+  }
+  if (!bad.empty()) {
+    // Redis answers a missing key with an empty scan before it looks at
+    // the options.
+    ctx_->runner->Count(a[1], ReadOptions(),
+                        Later<absl::StatusOr<uint64_t>>(
+                            [this, bad](absl::StatusOr<uint64_t> n) {
+                              if (!n.ok()) {
+                                ReplyStatus(n.status(), false);
+                              } else if (*n == 0) {
+                                RespWriter w = Out();
+                                w.Array(2);
+                                w.Bulk("0");
+                                w.Array(0);
+                              } else {
+                                ReplyError(bad);
+                              }
+                              Done();
+                            }));
+    return;
   }
   // MATCH "abc*" reads only the elements that start with "abc".
   ElementBounds bounds =
@@ -308,6 +325,41 @@ void Session::CmdExists(Args& a) {
               }
               Done();
             });
+}
+
+void Session::CmdObject(Args& a) {
+  const std::string sub = absl::AsciiStrToLower(a[1]);
+  if (sub == "help") {
+    RespWriter w = Out();
+    w.Array(3);
+    w.Simple("OBJECT <subcommand> [<arg> ...]. Subcommands are:");
+    w.Simple("ENCODING <key>");
+    w.Simple(
+        "    Return the kind of internal representation: always "
+        "\"bigset\" (one LevelDB key per element) for an existing key.");
+    Done();
+    return;
+  }
+  if (sub != "encoding" || a.size() != 3) {
+    ReplyError(
+        absl::StrCat("ERR unknown subcommand or wrong number of "
+                     "arguments for '",
+                     a[1].substr(0, 64), "'. Try OBJECT HELP."));
+    Done();
+    return;
+  }
+  // One encoding for every set, whatever its size or members: an ORSWOT
+  // over LevelDB, a key per element.
+  CountKeys({a[2]}, [this](absl::StatusOr<std::vector<uint64_t>> counts) {
+    if (!counts.ok()) {
+      ReplyStatus(counts.status(), false);
+    } else if ((*counts)[0] == 0) {
+      Out().Null();
+    } else {
+      Out().Bulk("bigset");
+    }
+    Done();
+  });
 }
 
 void Session::CmdType(Args& a) {

@@ -190,13 +190,12 @@ void Session::CmdScan(Args& a) {
   if (cursor != 0) {
     after = ctx_->cursors->Find(cursor, kScanKey);
     if (!after.has_value()) {
-      // Redis accepts any cursor; one this node did not hand out (or has
-      // forgotten) ends the scan rather than starting it again, so a
-      // client never loops.
-      RespWriter w = Out();
-      w.Array(2);
-      w.Bulk("0");
-      w.Array(0);
+      // As SSCAN's: a cursor this node did not hand out, or has forgotten,
+      // is an error rather than a silent restart or end.
+      ctx_->stats.cursors_unknown.fetch_add(1, std::memory_order_relaxed);
+      ReplyError(
+          "ERR invalid cursor (unknown, expired or of another node: start "
+          "the scan again from 0)");
       Done();
       return;
     }

@@ -7,6 +7,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -126,6 +127,16 @@ int Run(const DaemonConfig& c) {
   if (absl::Status s = log.Open(); !s.ok()) {
     std::cerr << "bigsetd: " << s.message() << std::endl;
     return 2;
+  }
+  {
+    // The data directory and its missing parents, as `mkdir -p` would.
+    std::error_code ec;
+    std::filesystem::create_directories(c.data_dir, ec);
+    if (ec) {
+      log.Error(absl::StrCat("cannot create the data directory ", c.data_dir,
+                             ": ", ec.message()));
+      return 1;
+    }
   }
   absl::StatusOr<ClusterMap> map = StartingMap(c, log);
   if (absl::IsCancelled(map.status())) {

@@ -53,6 +53,19 @@ struct ServerStats {
   std::atomic<uint64_t> cursors_unknown{0};
 };
 
+// INFO commandstats: per command name. `usec` is the time the server's
+// thread spent from the command's start until the connection could run
+// its next command (for a batched command, its hand-off to the batcher;
+// its answer comes later); `failed_calls` counts error replies (a batched
+// command's too), `rejected_calls` the calls refused before running (wrong
+// argument count, not authenticated).
+struct CommandStats {
+  uint64_t calls = 0;
+  uint64_t usec = 0;
+  uint64_t rejected_calls = 0;
+  uint64_t failed_calls = 0;
+};
+
 struct ServerContext {
   asio::io_context* io = nullptr;
   NodeRunner* runner = nullptr;
@@ -75,6 +88,8 @@ struct ServerContext {
       {"set-max-listpack-value", "64"},
       {"save", ""},
   };
+  // By command name (server thread only).
+  absl::flat_hash_map<std::string, CommandStats> command_stats;
   // SPOP and SRANDMEMBER's draws.
   std::mt19937_64 rng{std::random_device{}()};
   // SPOP and SMOVE of one set, one at a time on this node.

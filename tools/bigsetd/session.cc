@@ -173,6 +173,7 @@ void Session::Process() {
 }
 
 void Session::Done() {
+  CountCommand();
   busy_ = false;
   if (!processing_) Process();
 }

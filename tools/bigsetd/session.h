@@ -31,6 +31,7 @@
 
 #include <array>
 #include <asio.hpp>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -111,6 +112,8 @@ class Session : public std::enable_shared_from_this<Session> {
                        const SetCommandResult& result);
   // Ends the running command (its reply written): the next one may run.
   void Done();
+  // Adds the running command to INFO commandstats (Done).
+  void CountCommand();
   RespWriter Out() { return RespWriter(&out_, protocol_); }
   void ReplyError(std::string_view text);
   void ReplyStatus(const absl::Status& status, bool write);
@@ -173,6 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void CmdLocalSets(Args& a);
   void CmdExists(Args& a);
   void CmdType(Args& a);
+  void CmdObject(Args& a);
   void CmdRange(Args& a);
   void CmdPrefix(Args& a);
   void CmdContext(Args& a);
@@ -266,12 +270,18 @@ class Session : public std::enable_shared_from_this<Session> {
   struct Pending {
     std::string reply;
     bool done = false;
-    size_t bytes = 0;  // Of the command's arguments.
+    size_t bytes = 0;          // Of the command's arguments.
+    std::string_view command;  // Its name (commandstats).
   };
   std::deque<Pending> inflight_;
   size_t inflight_bytes_ = 0;
   uint64_t inflight_base_ = 0;
   std::string inflight_set_;
+  // The command running: its name (static), start, and the server's
+  // error replies then (INFO commandstats).
+  std::string_view running_;
+  std::chrono::steady_clock::time_point running_since_;
+  uint64_t running_errors_ = 0;
   // Connection state a client sets.
   int protocol_ = 2;
   bool authenticated_ = false;
