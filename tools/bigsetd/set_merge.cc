@@ -4,6 +4,12 @@
 #include <utility>
 
 namespace bigset::server {
+namespace {
+
+// Elements of the first page after a seek.
+constexpr size_t kSeekPage = 16;
+
+}  // namespace
 
 std::shared_ptr<SetMerge> SetMerge::Start(SetOp op,
                                           std::vector<std::string> sets,
@@ -63,10 +69,12 @@ void SetMerge::SkipTo(Source& s, const std::string& target) {
     if (!s.exhausted) {
       // A seek: the next page starts at `target`, wherever the last one
       // ended.
+      // A seek reads a short page first (a seek of an intersection often
+      // needs one element); pages grow again while the reads continue.
       RangeQuery q;
       q.start = target;
       q.start_inclusive = true;
-      q.limit = options_.page;
+      q.limit = std::min<size_t>(kSeekPage, options_.page);
       s.next = std::move(q);
     }
   }
@@ -95,6 +103,7 @@ void SetMerge::FetchPage(size_t i) {
       s.exhausted = true;
     } else {
       s.next.continuation = std::move(r->continuation);
+      s.next.limit = std::min(s.next.limit * 2, self->options_.page);
     }
     self->Pump();
   });

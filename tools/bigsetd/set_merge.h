@@ -9,9 +9,10 @@
 //
 // An intersection or a difference seeks: a source behind the others skips
 // to the largest element the others are at (a new range read starting
-// there), so the intersection of a small set with a huge one reads about
-// as many pages of the huge one as the small one has elements, not all of
-// it. An intersection ends as soon as one source is exhausted.
+// there, of 16 elements; pages double from there while the reads go on),
+// so the intersection of a small set with a huge one reads about a short
+// page of the huge one per element of the small one, not all of it. An
+// intersection ends as soon as one source is exhausted.
 //
 // What it sees: each page is its own read, as SSCAN's pages are; a set
 // written while it is merged may show some of the writes and not others,
