@@ -2011,6 +2011,103 @@ def test_inflight_memory_bounded():
 
 
 @test
+def test_algebra_streams_bounded():
+    """Set algebra over sets larger than the node's memory bounds: two sets
+    of 200,000 members of 100 bytes (40 MB of members; a 4 MiB block
+    cache, --smembers-max 1000): SINTERCARD, SINTERSTORE and SDIFFSTORE
+    answer exactly while the node grows by less than 16 MB, and SINTER,
+    whose reply would hold 100,000 members, is refused."""
+    n = 200000
+    c = Cluster(extra=["--smembers-max", "1000", "--block-cache-mib", "4"])
+    c.start()
+    r = c[0].redis(socket_timeout=120)
+
+    def member(i):
+        return "%099d" % i
+
+    p = r.pipeline(transaction=False)
+    for name, lo in (("a", 0), ("b", n // 2)):
+        for start in range(lo, lo + n, 1000):
+            p.sadd(name, *[member(i) for i in range(start, start + 1000)])
+    p.execute()
+    eq(r.scard("a"), n, "SCARD a")
+    before = c[0].rss_kb()
+    peak = [before]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            try:
+                peak[0] = max(peak[0], c[0].rss_kb())
+            except OSError:
+                pass
+            time.sleep(0.02)
+
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    try:
+        eq(r.execute_command("SINTERCARD", 2, "a", "b"), n // 2, "SINTERCARD")
+        eq(r.execute_command("SINTERCARD", 2, "a", "b", "LIMIT", 10), 10,
+           "SINTERCARD LIMIT 10")
+        eq(r.sinterstore("c", "a", "b"), n // 2, "SINTERSTORE")
+        eq(r.sdiffstore("d", "a", "b"), n // 2, "SDIFFSTORE")
+        try:
+            r.sinter("a", "b")
+            check(False, "SINTER of 100,000 members answered")
+        except redis.exceptions.ResponseError as e:
+            check("smembers-max" in str(e), "SINTER refused: %s" % e)
+    finally:
+        stop.set()
+        w.join(5)
+    eq(r.scard("c"), n // 2, "SCARD c")
+    eq(r.scard("d"), n // 2, "SCARD d")
+    eq(r.sismember("c", member(n // 2)), 1, "first of the intersection")
+    eq(r.sismember("c", member(n - 1)), 1, "last of the intersection")
+    eq(r.sismember("c", member(n // 2 - 1)), 0, "not in b")
+    eq(r.sismember("d", member(n // 2 - 1)), 1, "the difference's last")
+    grown = (peak[0] - before) // 1024
+    print("the node grew by %d MB over 40 MB of sets" % grown)
+    check(grown < 16, "the node grew by %d MB over 40 MB of sets" % grown)
+
+
+@test
+def test_spop_one_owner():
+    """Eight clients pop one set of 3,000 members through one node, five at
+    a time, until it is empty: every member goes to exactly one client."""
+    c = Cluster().start()
+    r = c[0].redis()
+    members = ["m%d" % i for i in range(3000)]
+    for i in range(0, len(members), 500):
+        r.sadd("s", *members[i:i + 500])
+    got = []
+    errors = []
+    lock = threading.Lock()
+
+    def popper():
+        cl = c[0].redis(socket_timeout=30)
+        try:
+            while True:
+                popped = cl.spop("s", 5)
+                if not popped:
+                    return
+                with lock:
+                    got.extend(m.decode() for m in popped)
+        except redis.exceptions.RedisError as e:
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=popper) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    eq(errors, [], "SPOP errors")
+    dup = len(got) - len(set(got))
+    eq(dup, 0, "members popped twice")
+    eq(sorted(got), sorted(members), "members popped")
+    eq(r.scard("s"), 0, "SCARD after")
+
+
+@test
 def test_pipelined_large_sadds():
     """Eight pipelined SADDs of one 8 MB member each answer 1, as each does
     alone. (A batch had no bound on bytes: the eight went as one batch
