@@ -2015,7 +2015,8 @@ def test_algebra_streams_bounded():
     """Set algebra over sets larger than the node's memory bounds: two sets
     of 200,000 members of 100 bytes (40 MB of members; a 4 MiB block
     cache, --smembers-max 1000): SINTERCARD, SINTERSTORE and SDIFFSTORE
-    answer exactly while the node grows by less than 16 MB, and SINTER,
+    answer exactly while the node grows by less than 20 MB (1 MB in the
+    plain build, 11 under ASan: memtables and its quarantine), and SINTER,
     whose reply would hold 100,000 members, is refused."""
     n = 200000
     c = Cluster(extra=["--smembers-max", "1000", "--block-cache-mib", "4"])
@@ -2025,12 +2026,21 @@ def test_algebra_streams_bounded():
     def member(i):
         return "%099d" % i
 
-    p = r.pipeline(transaction=False)
+    # Pipelines of 10 SADDs of 1,000 members (100 KB each), each retried
+    # until it answers: a slow build (sanitizers) may time some out.
     for name, lo in (("a", 0), ("b", n // 2)):
-        for start in range(lo, lo + n, 1000):
-            p.sadd(name, *[member(i) for i in range(start, start + 1000)])
-    p.execute()
+        for start in range(lo, lo + n, 10000):
+            for attempt in range(20):
+                p = r.pipeline(transaction=False)
+                for b in range(start, start + 10000, 1000):
+                    p.sadd(name, *[member(i) for i in range(b, b + 1000)])
+                try:
+                    p.execute()
+                    break
+                except redis.exceptions.ResponseError:
+                    time.sleep(0.5)
     eq(r.scard("a"), n, "SCARD a")
+    eq(r.scard("b"), n, "SCARD b")
     before = c[0].rss_kb()
     peak = [before]
     stop = threading.Event()
@@ -2067,7 +2077,7 @@ def test_algebra_streams_bounded():
     eq(r.sismember("d", member(n // 2 - 1)), 1, "the difference's last")
     grown = (peak[0] - before) // 1024
     print("the node grew by %d MB over 40 MB of sets" % grown)
-    check(grown < 16, "the node grew by %d MB over 40 MB of sets" % grown)
+    check(grown < 20, "the node grew by %d MB over 40 MB of sets" % grown)
 
 
 @test
