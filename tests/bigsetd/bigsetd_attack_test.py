@@ -2082,8 +2082,10 @@ def test_algebra_streams_bounded():
 
 @test
 def test_spop_one_owner():
-    """Eight clients pop one set of 3,000 members through one node, five at
-    a time, until it is empty: every member goes to exactly one client."""
+    """Nine clients pop one set of 3,000 members, three through each node,
+    five at a time, until it is empty: every member goes to exactly one
+    client (the nodes pass their SPOPs on to the set's owner, which runs
+    them one after the other)."""
     c = Cluster().start()
     r = c[0].redis()
     members = ["m%d" % i for i in range(3000)]
@@ -2093,8 +2095,8 @@ def test_spop_one_owner():
     errors = []
     lock = threading.Lock()
 
-    def popper():
-        cl = c[0].redis(socket_timeout=30)
+    def popper(node):
+        cl = node.redis(socket_timeout=30)
         try:
             while True:
                 popped = cl.spop("s", 5)
@@ -2105,7 +2107,8 @@ def test_spop_one_owner():
         except redis.exceptions.RedisError as e:
             errors.append(str(e))
 
-    threads = [threading.Thread(target=popper) for _ in range(8)]
+    threads = [threading.Thread(target=popper, args=(c[i % 3],))
+               for i in range(9)]
     for t in threads:
         t.start()
     for t in threads:

@@ -13,7 +13,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "keyspace.h"
+#include "membership.h"
 #include "read_handlers.h"
+#include "resp_client.h"
 #include "session.h"
 #include "set_merge.h"
 
@@ -379,6 +382,9 @@ struct Session::Draw {
   bool pop = false;
   bool with_count = false;
   int64_t count = 1;  // < 0: with repeats (SRANDMEMBER).
+  // BIGSET.SPOP: another node passed the pop on; the reply is the drawn
+  // members as one bulk (EncodeSetNames).
+  bool passed_on = false;
 };
 
 namespace {
@@ -453,10 +459,111 @@ void Session::CmdSpop(Args& a) {
       return;
     }
   }
-  // One SPOP of a set at a time on this node: the next reads after this
-  // one's remove was acknowledged, so they never pop the same member.
+  // One SPOP of a set at a time, on one node: the next reads after this
+  // one's remove was acknowledged, so they never pop the same member. The
+  // node is the set's owner: the first of its preference list this node is
+  // connected to (itself first if it is on the list before them).
+  const NodeId owner = SpopOwner(draw->set);
+  if (owner != 0) {
+    PassSpopOn(owner, std::move(draw));
+    return;
+  }
   std::string set = draw->set;
   ctx_->set_locks.Acquire(set, [this, draw]() { RunDraw(draw); });
+}
+
+void Session::CmdBigsetSpop(Args& a) {
+  // BIGSET.SPOP key [count]: an SPOP another node passed on; always run
+  // here (the nodes' views of the owner may differ for a moment).
+  auto draw = std::make_shared<Draw>();
+  draw->set = a[1];
+  draw->pop = true;
+  draw->passed_on = true;
+  if (a.size() > 3 ||
+      (a.size() == 3 && (!RedisInt(a[2], &draw->count) || draw->count < 0))) {
+    ReplyError("ERR usage: BIGSET.SPOP key [count]");
+    Done();
+    return;
+  }
+  draw->with_count = a.size() == 3;
+  std::string set = draw->set;
+  ctx_->set_locks.Acquire(set, [this, draw]() { RunDraw(draw); });
+}
+
+NodeId Session::SpopOwner(const std::string& set) {
+  if (ctx_->membership == nullptr) return 0;
+  const ClusterMap map = ctx_->membership->Current();
+  const NodeId self = ctx_->runner->id();
+  const TransportStats transport = ctx_->runner->TransportStatistics();
+  auto connected = [&transport](NodeId id) {
+    for (const PeerStats& p : transport.peers) {
+      if (p.node == id) return p.connected;
+    }
+    return false;
+  };
+  for (NodeId id : map.ring.PreferenceList(map.ring.PartitionOf(set))) {
+    if (id == self) return 0;
+    auto it = map.nodes.find(id);
+    if (connected(id) && it != map.nodes.end() &&
+        it->second.client.has_value()) {
+      return id;
+    }
+  }
+  return 0;  // None reachable: pop here.
+}
+
+void Session::PassSpopOn(NodeId owner, std::shared_ptr<Draw> draw) {
+  const ClusterMap map = ctx_->membership->Current();
+  const PeerAddress address = *map.nodes.at(owner).client;
+  std::vector<std::string> args = {"BIGSET.SPOP", draw->set};
+  if (draw->with_count) args.push_back(absl::StrCat(draw->count));
+  const std::string password = ctx_->config->requirepass;
+  const uint64_t timeout_micros = ctx_->config->timeout_micros;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(2 * timeout_micros);
+  std::shared_ptr<Session> self = shared_from_this();
+  ctx_->forward_worker->Run([self, owner, address, args, password,
+                             timeout_micros, deadline, draw]() {
+    absl::StatusOr<std::string> reply;
+    if (std::chrono::steady_clock::now() > deadline) {
+      // Waited its whole time behind other passed-on pops: it ends.
+      reply = absl::DeadlineExceededError("waited too long to be passed on");
+    } else {
+      reply = RespCall(address, password, args,
+                       static_cast<int>(timeout_micros / 1000));
+    }
+    asio::post(*self->ctx_->io, [self, owner, draw, reply]() {
+      if (absl::IsFailedPrecondition(reply.status())) {
+        // The owner's own error reply ("NOREPLICAS ...", "TRYAGAIN ...").
+        self->ReplyError(std::string(reply.status().message()));
+      } else if (!reply.ok()) {
+        self->ReplyError(
+            absl::StrCat("TRYAGAIN SPOP's owner, node ", owner,
+                         ", did not answer (the pop may have run there): ",
+                         reply.status().message()));
+      } else {
+        absl::StatusOr<std::vector<std::string>> members =
+            DecodeSetNames(*reply);
+        if (!members.ok()) {
+          self->ReplyError(absl::StrCat("ERR SPOP's owner, node ", owner,
+                                        ", answered garbage"));
+        } else {
+          RespWriter w = self->Out();
+          if (!draw->with_count) {
+            if (members->empty()) {
+              w.Null();
+            } else {
+              w.Bulk((*members)[0]);
+            }
+          } else {
+            w.Set(members->size());
+            for (const std::string& m : *members) w.Bulk(m);
+          }
+        }
+      }
+      self->Done();
+    });
+  });
 }
 
 void Session::CmdSrandmember(Args& a) {
@@ -495,7 +602,9 @@ void Session::RunDraw(std::shared_ptr<Draw> draw) {
   };
   if (draw->with_count && draw->count == 0) {
     RespWriter w = Out();
-    if (draw->pop) {
+    if (draw->passed_on) {
+      w.Bulk("");
+    } else if (draw->pop) {
       w.Set(0);
     } else {
       w.Array(0);
@@ -548,6 +657,14 @@ void Session::RunDraw(std::shared_ptr<Draw> draw) {
                 }
                 auto reply = [this, draw, sample]() {
                   RespWriter w = Out();
+                  if (draw->passed_on) {
+                    std::vector<std::string> names;
+                    for (const ElementDots& e : *sample) {
+                      names.push_back(e.element);
+                    }
+                    w.Bulk(EncodeSetNames(names));
+                    return;
+                  }
                   if (!draw->with_count) {
                     if (sample->empty()) {
                       w.Null();

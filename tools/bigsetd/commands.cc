@@ -71,6 +71,7 @@ std::span<const Session::Command> Session::Commands() {
       {"flushall", -1, false, &C::CmdFlushall, "write", 0, 0},
       {"function", -2, false, &C::CmdFunction, "admin", 0, 0},
       {"bigset.localsets", -2, false, &C::CmdLocalSets, "admin", 0, 0},
+      {"bigset.spop", -2, false, &C::CmdBigsetSpop, "write", 1, 1},
       {"unlink", -2, false, &C::CmdDel, "write", 1, -1},
       {"exists", -2, false, &C::CmdExists, "readonly", 1, -1},
       {"type", 2, false, &C::CmdType, "readonly", 1, 1},

@@ -35,6 +35,7 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
       std::make_unique<SetBatcher>(ctx_.batch_backend.get(), batching);
   ctx_.worker = std::make_unique<Worker>();
   ctx_.membership_worker = std::make_unique<Worker>();
+  ctx_.forward_worker = std::make_unique<Worker>();
   ctx_.started = std::chrono::steady_clock::now();
 }
 
@@ -42,6 +43,7 @@ Server::~Server() {
   Stop();
   // The workers finish their tasks (they only post results) before the
   // context goes.
+  ctx_.forward_worker.reset();
   ctx_.membership_worker.reset();
   ctx_.worker.reset();
 }

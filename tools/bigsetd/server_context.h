@@ -80,6 +80,8 @@ struct ServerContext {
   std::unique_ptr<Worker> worker;
   // Membership changes (they wait on other nodes).
   std::unique_ptr<Worker> membership_worker;
+  // SPOPs passed on to the node that owns their set.
+  std::unique_ptr<Worker> forward_worker;
   // Redis's encoding thresholds and snapshot schedule, as CONFIG SET left
   // them (they change nothing: CmdConfig).
   absl::flat_hash_map<std::string, std::string> noop_config = {

@@ -166,6 +166,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void CmdSmove(Args& a);
   void CmdSpop(Args& a);
   void CmdSrandmember(Args& a);
+  void CmdBigsetSpop(Args& a);
   void CmdDel(Args& a);
   void CmdDbsize(Args& a);
   void CmdKeys(Args& a);
@@ -210,6 +211,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // SPOP, SRANDMEMBER.
   struct Draw;
   void RunDraw(std::shared_ptr<Draw> draw);
+  // The node SPOPs of `set` run on, if not this one (0: this one).
+  NodeId SpopOwner(const std::string& set);
+  // Runs an SPOP on `owner` (BIGSET.SPOP) and replies what it popped.
+  void PassSpopOn(NodeId owner, std::shared_ptr<Draw> draw);
   // ReplyStatus, then Done.
   void WriteStatusReply(const absl::Status& status, bool write);
   // The keyspace as this session reads and writes it (its quorums).
