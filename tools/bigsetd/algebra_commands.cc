@@ -468,8 +468,7 @@ void Session::CmdSpop(Args& a) {
     PassSpopOn(owner, std::move(draw));
     return;
   }
-  std::string set = draw->set;
-  ctx_->set_locks.Acquire(set, [this, draw]() { RunDraw(draw); });
+  RunPop(std::move(draw));
 }
 
 void Session::CmdBigsetSpop(Args& a) {
@@ -486,8 +485,144 @@ void Session::CmdBigsetSpop(Args& a) {
     return;
   }
   draw->with_count = a.size() == 3;
-  std::string set = draw->set;
-  ctx_->set_locks.Acquire(set, [this, draw]() { RunDraw(draw); });
+  RunPop(std::move(draw));
+}
+
+void Session::RunPop(std::shared_ptr<Draw> draw) {
+  const size_t max = ctx_->config->smembers_max;
+  if (draw->with_count && draw->count == 0) {
+    ReplyPopped(*draw, {});
+    Done();
+    return;
+  }
+  if (draw->count > static_cast<int64_t>(max)) {
+    ReplyError(absl::StrCat("ERR count over --smembers-max (", max, ")"));
+    Done();
+    return;
+  }
+  std::shared_ptr<Session> self = shared_from_this();
+  PendingPop pop;
+  pop.want = draw->count;
+  pop.r = r_;
+  pop.w = w_;
+  pop.done = [self, draw](absl::Status status, bool write_failed,
+                          std::vector<std::string> members) {
+    if (!status.ok()) {
+      self->ReplyStatus(status, write_failed);
+    } else {
+      self->ReplyPopped(*draw, members);
+    }
+    self->Done();
+  };
+  QueuePop(ctx_, draw->set, std::move(pop));
+}
+
+void Session::ReplyPopped(const Draw& draw,
+                          const std::vector<std::string>& members) {
+  RespWriter w = Out();
+  if (draw.passed_on) {
+    w.Bulk(EncodeSetNames(members));
+  } else if (!draw.with_count) {
+    if (members.empty()) {
+      w.Null();
+    } else {
+      w.Bulk(members[0]);
+    }
+  } else {
+    w.Set(members.size());
+    for (const std::string& m : members) w.Bulk(m);
+  }
+}
+
+void Session::QueuePop(ServerContext* ctx, const std::string& set,
+                       PendingPop pop) {
+  auto [it, fresh] = ctx->pops_waiting.try_emplace(set);
+  it->second.push_back(std::move(pop));
+  // The first to wait asks for the set's lock; the batch that gets it
+  // takes every pop waiting then.
+  if (fresh) {
+    ctx->set_locks.Acquire(set, [ctx, set]() { RunPops(ctx, set); });
+  }
+}
+
+void Session::RunPops(ServerContext* ctx, const std::string& set) {
+  // The batch: the pops waiting, in arrival order, with the first one's
+  // quorums, up to --smembers-max members in all; the rest wait for the
+  // next batch.
+  auto it = ctx->pops_waiting.find(set);
+  std::deque<PendingPop>& waiting = it->second;
+  auto batch = std::make_shared<std::vector<PendingPop>>();
+  const int r = waiting.front().r, w = waiting.front().w;
+  int64_t total = 0;
+  const int64_t max = static_cast<int64_t>(ctx->config->smembers_max);
+  while (!waiting.empty() && waiting.front().r == r && waiting.front().w == w &&
+         (batch->empty() || total + waiting.front().want <= max)) {
+    total += waiting.front().want;
+    batch->push_back(std::move(waiting.front()));
+    waiting.pop_front();
+  }
+  if (waiting.empty()) {
+    ctx->pops_waiting.erase(it);
+  } else {
+    ctx->set_locks.Acquire(set, [ctx, set]() { RunPops(ctx, set); });
+  }
+  asio::io_context* io = ctx->io;
+  // Ends the batch: each pop gets its share, in arrival order (as if run
+  // one after the other), then the lock goes to the next.
+  auto finish = [ctx, set, batch](absl::Status status, bool write_failed,
+                                  std::vector<ElementDots> drawn) {
+    size_t next = 0;
+    for (PendingPop& pop : *batch) {
+      std::vector<std::string> mine;
+      while (status.ok() && next < drawn.size() &&
+             static_cast<int64_t>(mine.size()) < pop.want) {
+        mine.push_back(std::move(drawn[next++].element));
+      }
+      pop.done(status, write_failed, std::move(mine));
+    }
+    ctx->set_locks.Release(set);
+  };
+  ClusterReadOptions ro;
+  ro.r = r;
+  ro.timeout_micros = ctx->config->timeout_micros;
+  ro.query_hedge_micros = ctx->config->query_hedge_micros;
+  ClusterWriteOptions wo;
+  wo.w = w;
+  wo.timeout_micros = ctx->config->timeout_micros;
+  ctx->runner->Read(
+      set, ro,
+      new SampleHandler(
+          total, static_cast<size_t>(max), ctx->rng(),
+          [ctx, io, set, wo,
+           finish](absl::StatusOr<std::vector<ElementDots>> sample) {
+            // On the node's thread: back to the server's.
+            asio::post(*io, [ctx, io, set, wo, finish,
+                             sample = std::move(sample)]() mutable {
+              if (!sample.ok()) {
+                finish(sample.status(), false, {});
+                return;
+              }
+              if (sample->empty()) {
+                finish(absl::OkStatus(), false, {});
+                return;
+              }
+              // Observed-remove of exactly the dots read: an add of the
+              // same member made meanwhile survives (add wins).
+              std::vector<UpdateOp> ops;
+              for (const ElementDots& e : *sample) {
+                ops.push_back(UpdateOp::Remove(e.element, e.dots));
+              }
+              auto drawn = std::make_shared<std::vector<ElementDots>>(
+                  std::move(*sample));
+              ctx->runner->Update(set, std::move(ops), wo,
+                                  [io, finish, drawn](absl::StatusOr<Delta> d) {
+                                    asio::post(*io, [finish, drawn, d]() {
+                                      finish(d.status(), !d.ok(),
+                                             std::move(*drawn));
+                                    });
+                                  });
+            });
+          }));
 }
 
 NodeId Session::SpopOwner(const std::string& set) {
@@ -595,27 +730,17 @@ void Session::CmdSrandmember(Args& a) {
 }
 
 void Session::RunDraw(std::shared_ptr<Draw> draw) {
+  // SRANDMEMBER (SPOP: RunPop).
   const size_t max = ctx_->config->smembers_max;
-  auto finish = [this, draw]() {
-    if (draw->pop) ctx_->set_locks.Release(draw->set);
-    Done();
-  };
   if (draw->with_count && draw->count == 0) {
-    RespWriter w = Out();
-    if (draw->passed_on) {
-      w.Bulk("");
-    } else if (draw->pop) {
-      w.Set(0);
-    } else {
-      w.Array(0);
-    }
-    finish();
+    Out().Array(0);
+    Done();
     return;
   }
   if (draw->count > static_cast<int64_t>(max) ||
       (draw->count < 0 && -draw->count > static_cast<int64_t>(max))) {
     ReplyError(absl::StrCat("ERR count over --smembers-max (", max, ")"));
-    finish();
+    Done();
     return;
   }
   const int64_t k = draw->count < 0 ? -1 : draw->count;
@@ -624,21 +749,14 @@ void Session::RunDraw(std::shared_ptr<Draw> draw) {
       new SampleHandler(
           k, max, ctx_->rng(),
           Continue<absl::StatusOr<std::vector<ElementDots>>>(
-              [this, draw,
-               finish](absl::StatusOr<std::vector<ElementDots>> sample) {
+              [this, draw](absl::StatusOr<std::vector<ElementDots>> sample) {
                 if (absl::IsResourceExhausted(sample.status())) {
                   ReplyError(absl::StrCat(
                       "ERR set has more than ", ctx_->config->smembers_max,
                       " elements (--smembers-max): use a positive count"));
-                  finish();
-                  return;
-                }
-                if (!sample.ok()) {
+                } else if (!sample.ok()) {
                   ReplyStatus(sample.status(), false);
-                  finish();
-                  return;
-                }
-                if (draw->count < 0) {
+                } else if (draw->count < 0) {
                   // Independent draws, repeats allowed.
                   RespWriter w = Out();
                   if (sample->empty()) {
@@ -652,56 +770,19 @@ void Session::RunDraw(std::shared_ptr<Draw> draw) {
                       w.Bulk((*sample)[pick(ctx_->rng)].element);
                     }
                   }
-                  finish();
-                  return;
-                }
-                auto reply = [this, draw, sample]() {
+                } else if (!draw->with_count) {
                   RespWriter w = Out();
-                  if (draw->passed_on) {
-                    std::vector<std::string> names;
-                    for (const ElementDots& e : *sample) {
-                      names.push_back(e.element);
-                    }
-                    w.Bulk(EncodeSetNames(names));
-                    return;
-                  }
-                  if (!draw->with_count) {
-                    if (sample->empty()) {
-                      w.Null();
-                    } else {
-                      w.Bulk((*sample)[0].element);
-                    }
-                    return;
-                  }
-                  if (draw->pop) {
-                    w.Set(sample->size());
+                  if (sample->empty()) {
+                    w.Null();
                   } else {
-                    w.Array(sample->size());
+                    w.Bulk((*sample)[0].element);
                   }
+                } else {
+                  RespWriter w = Out();
+                  w.Array(sample->size());
                   for (const ElementDots& e : *sample) w.Bulk(e.element);
-                };
-                if (!draw->pop || sample->empty()) {
-                  reply();
-                  finish();
-                  return;
                 }
-                // Observed-remove of exactly the dots read: an add of the
-                // same member made meanwhile survives (add wins).
-                std::vector<UpdateOp> ops;
-                for (const ElementDots& e : *sample) {
-                  ops.push_back(UpdateOp::Remove(e.element, e.dots));
-                }
-                ctx_->runner->Update(
-                    draw->set, std::move(ops), WriteOptions(),
-                    Continue<absl::StatusOr<Delta>>(
-                        [this, reply, finish](absl::StatusOr<Delta> d) {
-                          if (!d.ok()) {
-                            ReplyStatus(d.status(), true);
-                          } else {
-                            reply();
-                          }
-                          finish();
-                        }));
+                Done();
               })));
 }
 

@@ -12,8 +12,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "bigset/network/node_runner.h"
@@ -66,6 +70,18 @@ struct CommandStats {
   uint64_t failed_calls = 0;
 };
 
+// An SPOP waiting for its set's next batch (Session::QueuePop): how many
+// members it wants (1 without a count), its quorums, and where its members
+// go (write_failed: the remove failed and may have applied).
+struct PendingPop {
+  int64_t want = 1;
+  int r = 2;
+  int w = 2;
+  std::function<void(absl::Status status, bool write_failed,
+                     std::vector<std::string> members)>
+      done;
+};
+
 struct ServerContext {
   asio::io_context* io = nullptr;
   NodeRunner* runner = nullptr;
@@ -94,6 +110,9 @@ struct ServerContext {
   absl::flat_hash_map<std::string, CommandStats> command_stats;
   // SPOP and SRANDMEMBER's draws.
   std::mt19937_64 rng{std::random_device{}()};
+  // SPOPs waiting, by set: the next batch takes them all (one read, one
+  // write). A set has an entry iff one batch is waiting for its lock.
+  absl::flat_hash_map<std::string, std::deque<PendingPop>> pops_waiting;
   // SPOP and SMOVE of one set, one at a time on this node.
   SetLocks set_locks;
   ServerStats stats;

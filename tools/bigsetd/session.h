@@ -211,6 +211,15 @@ class Session : public std::enable_shared_from_this<Session> {
   // SPOP, SRANDMEMBER.
   struct Draw;
   void RunDraw(std::shared_ptr<Draw> draw);
+  // An SPOP on this node: waits for its set's next batch of pops.
+  void RunPop(std::shared_ptr<Draw> draw);
+  void ReplyPopped(const Draw& draw, const std::vector<std::string>& members);
+  // The batches of SPOPs of one set: one read (a sample of all they want)
+  // and one write (the remove of exactly the dots drawn) per batch, one
+  // batch of a set at a time (SetLocks, shared with SMOVE).
+  static void QueuePop(ServerContext* ctx, const std::string& set,
+                       PendingPop pop);
+  static void RunPops(ServerContext* ctx, const std::string& set);
   // The node SPOPs of `set` run on, if not this one (0: this one).
   NodeId SpopOwner(const std::string& set);
   // Runs an SPOP on `owner` (BIGSET.SPOP) and replies what it popped.
