@@ -2121,6 +2121,68 @@ def test_spop_one_owner():
 
 
 @test
+def test_srandmember_uniform_large():
+    """SRANDMEMBER and SPOP of a set of 20,000 members (half dense keys, half
+    sparse) draw through the set's skeleton, not a read of the whole set,
+    and uniformly: 10,000 single draws land on each tenth of the set (by
+    rank) 1,000 +- 5 sigma times, also after a quarter of the set was
+    popped and other members added; SPOP through the three nodes never
+    gives one member twice."""
+    c = Cluster().start()
+    r = c[0].redis(socket_timeout=60)
+    members = ["a%06d" % i for i in range(10000)] + \
+        ["z%d" % (i * 7919) for i in range(10000)]
+    for i in range(0, len(members), 1000):
+        r.sadd("s", *members[i:i + 1000])
+
+    def stats():
+        raw = r.execute_command("BIGSET.STATS")
+        if isinstance(raw, dict):
+            items = raw.items()
+        else:
+            items = zip(raw[0::2], raw[1::2])
+        return {(k.decode() if isinstance(k, bytes) else k): int(v)
+                for k, v in items}
+
+    def check_uniform(what):
+        ranked = sorted(r.smembers("s"))
+        rank = {m: i for i, m in enumerate(ranked)}
+        draws = 10000
+        buckets = [0] * 10
+        p = r.pipeline(transaction=False)
+        for _ in range(draws):
+            p.srandmember("s")
+        for m in p.execute():
+            buckets[rank[m] * 10 // len(ranked)] += 1
+        for b, got in enumerate(buckets):
+            size = (b + 1) * len(ranked) // 10 - b * len(ranked) // 10
+            want = draws * size / len(ranked)
+            check(abs(got - want) < 5 * want ** 0.5,
+                  "%s: bucket %d drawn %d times, expected %.0f (%s)" %
+                  (what, b, got, want, buckets))
+        print("%s: buckets %d..%d of %.0f" %
+              (what, min(buckets), max(buckets), draws / 10))
+
+    before = stats()
+    check_uniform("as loaded")
+    after = stats()
+    eq(after["draws_by_full_read"] - before["draws_by_full_read"], 0,
+       "draws by a full read")
+    check(after["skeleton_builds"] - before["skeleton_builds"] <= 2,
+          "skeletons built: %d" % (after["skeleton_builds"] -
+                                   before["skeleton_builds"]))
+    # Pop a quarter through every node (no member twice), add others.
+    got = []
+    for i in range(100):
+        popped = c[i % 3].redis().spop("s", 50)
+        got.extend(popped)
+    eq(len(got), 5000, "members popped")
+    eq(len(set(got)), 5000, "distinct members popped")
+    r.sadd("s", *["b%05d" % i for i in range(3000)])
+    check_uniform("after pops and adds")
+
+
+@test
 def test_pipelined_large_sadds():
     """Eight pipelined SADDs of one 8 MB member each answer 1, as each does
     alone. (A batch had no bound on bytes: the eight went as one batch

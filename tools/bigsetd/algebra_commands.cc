@@ -17,6 +17,7 @@
 #include "membership.h"
 #include "read_handlers.h"
 #include "resp_client.h"
+#include "sampler.h"
 #include "session.h"
 #include "set_merge.h"
 
@@ -440,7 +441,140 @@ class SampleHandler final : public ReadHandler {
   std::vector<ElementDots> sample_;
 };
 
+// Builds a skeleton from one streaming read of the set.
+class SkeletonHandler final : public ReadHandler {
+ public:
+  using Done = std::function<void(absl::StatusOr<std::shared_ptr<Skeleton>>)>;
+  SkeletonHandler(uint64_t count, Done done)
+      : skeleton_(std::make_shared<Skeleton>()), done_(std::move(done)) {
+    skeleton_->stride = SkeletonStride(count);
+  }
+  void OnClock(const Clock&) override {}
+  void OnChunk(std::vector<ElementDots>* elements,
+               std::function<void()> next) override {
+    for (const ElementDots& e : *elements) skeleton_->Add(e.element, index_++);
+    next();
+  }
+  void OnDone(absl::Status status) override {
+    Done done = std::move(done_);
+    if (!status.ok()) {
+      done(status);
+    } else {
+      skeleton_->built_count = index_;
+      done(std::move(skeleton_));
+    }
+    delete this;
+  }
+
+ private:
+  std::shared_ptr<Skeleton> skeleton_;
+  Done done_;
+  uint64_t index_ = 0;
+};
+
+// Sets up to this many members are sampled from one full read (exact, and
+// as cheap as the skeleton's reads); larger ones through a skeleton,
+// unless the draw wants more than a quarter of the set.
+constexpr uint64_t kSampleByReadMax = 4096;
+// The skeletons' memory, for all sets together.
+constexpr size_t kSkeletonBudget = 16 << 20;
+
+// `done`, posted to the server's thread.
+template <typename T>
+std::function<void(T)> OnServer(asio::io_context* io,
+                                std::function<void(T)> done) {
+  return [io, done = std::move(done)](T value) mutable {
+    asio::post(*io,
+               [done = std::move(done), value = std::move(value)]() mutable {
+                 done(std::move(value));
+               });
+  };
+}
+
 }  // namespace
+
+void Session::DrawMembers(ServerContext* ctx, const std::string& set, size_t k,
+                          const ClusterReadOptions& ro, DrawDone done) {
+  // Its count first (constant time while the replicas agree) decides how.
+  asio::io_context* io = ctx->io;
+  ctx->runner->Count(
+      set, ro,
+      OnServer<absl::StatusOr<uint64_t>>(io, [ctx, set, k, ro, done](
+                                                 absl::StatusOr<uint64_t> n) {
+        if (!n.ok()) {
+          done(n.status());
+          return;
+        }
+        if (*n <= kSampleByReadMax || k > *n / 4) {
+          ctx->stats.draws_by_full_read.fetch_add(1, std::memory_order_relaxed);
+          ctx->runner->Read(
+              set, ro,
+              new SampleHandler(
+                  static_cast<int64_t>(k), ctx->config->smembers_max,
+                  ctx->rng(),
+                  OnServer<absl::StatusOr<std::vector<ElementDots>>>(ctx->io,
+                                                                     done)));
+          return;
+        }
+        ctx->stats.draws_by_skeleton.fetch_add(1, std::memory_order_relaxed);
+        auto draw = [ctx, set, k, ro, done](std::shared_ptr<Skeleton> sk) {
+          Sampler::Draw(
+              std::move(sk), k, ctx->rng(),
+              [ctx, set, ro](
+                  RangeQuery q,
+                  std::function<void(absl::StatusOr<RangeResult>)> cb) {
+                ctx->runner->Range(set, std::move(q), ro,
+                                   OnServer<absl::StatusOr<RangeResult>>(
+                                       ctx->io, std::move(cb)));
+              },
+              done);
+        };
+        auto it = ctx->skeletons.find(set);
+        if (it != ctx->skeletons.end()) {
+          const Skeleton& sk = *it->second;
+          const uint64_t built = sk.built_count;
+          const bool moved = *n > built + built / 4 || *n < built - built / 4;
+          if (!sk.stale && !moved) {
+            draw(it->second);
+            return;
+          }
+          ctx->skeleton_bytes -= sk.bytes();
+          ctx->skeletons.erase(it);
+        }
+        ctx->stats.skeleton_builds.fetch_add(1, std::memory_order_relaxed);
+        ctx->runner->Read(
+            set, ro,
+            new SkeletonHandler(
+                *n,
+                OnServer<absl::StatusOr<std::shared_ptr<Skeleton>>>(
+                    ctx->io, [ctx, set, draw, done](
+                                 absl::StatusOr<std::shared_ptr<Skeleton>> sk) {
+                      if (!sk.ok()) {
+                        done(sk.status());
+                        return;
+                      }
+                      // Kept within the budget (others are dropped
+                      // first).
+                      const size_t bytes = (*sk)->bytes();
+                      auto old = ctx->skeletons.find(set);
+                      if (old != ctx->skeletons.end()) {
+                        ctx->skeleton_bytes -= old->second->bytes();
+                        ctx->skeletons.erase(old);
+                      }
+                      while (!ctx->skeletons.empty() &&
+                             ctx->skeleton_bytes + bytes > kSkeletonBudget) {
+                        auto victim = ctx->skeletons.begin();
+                        ctx->skeleton_bytes -= victim->second->bytes();
+                        ctx->skeletons.erase(victim);
+                      }
+                      if (bytes <= kSkeletonBudget) {
+                        ctx->skeletons.emplace(set, *sk);
+                        ctx->skeleton_bytes += bytes;
+                      }
+                      draw(*sk);
+                    })));
+      }));
+}
 
 void Session::CmdSpop(Args& a) {
   auto draw = std::make_shared<Draw>();
@@ -589,40 +723,33 @@ void Session::RunPops(ServerContext* ctx, const std::string& set) {
   ClusterWriteOptions wo;
   wo.w = w;
   wo.timeout_micros = ctx->config->timeout_micros;
-  ctx->runner->Read(
-      set, ro,
-      new SampleHandler(
-          total, static_cast<size_t>(max), ctx->rng(),
-          [ctx, io, set, wo,
-           finish](absl::StatusOr<std::vector<ElementDots>> sample) {
-            // On the node's thread: back to the server's.
-            asio::post(*io, [ctx, io, set, wo, finish,
-                             sample = std::move(sample)]() mutable {
-              if (!sample.ok()) {
-                finish(sample.status(), false, {});
-                return;
-              }
-              if (sample->empty()) {
-                finish(absl::OkStatus(), false, {});
-                return;
-              }
-              // Observed-remove of exactly the dots read: an add of the
-              // same member made meanwhile survives (add wins).
-              std::vector<UpdateOp> ops;
-              for (const ElementDots& e : *sample) {
-                ops.push_back(UpdateOp::Remove(e.element, e.dots));
-              }
-              auto drawn = std::make_shared<std::vector<ElementDots>>(
-                  std::move(*sample));
-              ctx->runner->Update(set, std::move(ops), wo,
-                                  [io, finish, drawn](absl::StatusOr<Delta> d) {
-                                    asio::post(*io, [finish, drawn, d]() {
-                                      finish(d.status(), !d.ok(),
-                                             std::move(*drawn));
-                                    });
-                                  });
-            });
-          }));
+  DrawMembers(
+      ctx, set, static_cast<size_t>(total), ro,
+      [ctx, io, set, wo,
+       finish](absl::StatusOr<std::vector<ElementDots>> sample) {
+        if (!sample.ok()) {
+          finish(sample.status(), false, {});
+          return;
+        }
+        if (sample->empty()) {
+          finish(absl::OkStatus(), false, {});
+          return;
+        }
+        // Observed-remove of exactly the dots read: an add of the same
+        // member made meanwhile survives (add wins).
+        std::vector<UpdateOp> ops;
+        for (const ElementDots& e : *sample) {
+          ops.push_back(UpdateOp::Remove(e.element, e.dots));
+        }
+        auto drawn =
+            std::make_shared<std::vector<ElementDots>>(std::move(*sample));
+        ctx->runner->Update(set, std::move(ops), wo,
+                            [io, finish, drawn](absl::StatusOr<Delta> d) {
+                              asio::post(*io, [finish, drawn, d]() {
+                                finish(d.status(), !d.ok(), std::move(*drawn));
+                              });
+                            });
+      });
 }
 
 NodeId Session::SpopOwner(const std::string& set) {
@@ -743,47 +870,49 @@ void Session::RunDraw(std::shared_ptr<Draw> draw) {
     Done();
     return;
   }
-  const int64_t k = draw->count < 0 ? -1 : draw->count;
-  ctx_->runner->Read(
-      draw->set, ReadOptions(),
-      new SampleHandler(
-          k, max, ctx_->rng(),
-          Continue<absl::StatusOr<std::vector<ElementDots>>>(
-              [this, draw](absl::StatusOr<std::vector<ElementDots>> sample) {
-                if (absl::IsResourceExhausted(sample.status())) {
-                  ReplyError(absl::StrCat(
-                      "ERR set has more than ", ctx_->config->smembers_max,
-                      " elements (--smembers-max): use a positive count"));
-                } else if (!sample.ok()) {
-                  ReplyStatus(sample.status(), false);
-                } else if (draw->count < 0) {
-                  // Independent draws, repeats allowed.
-                  RespWriter w = Out();
-                  if (sample->empty()) {
-                    w.Array(0);
-                  } else {
-                    std::uniform_int_distribution<size_t> pick(
-                        0, sample->size() - 1);
-                    const int64_t n = -draw->count;
-                    w.Array(static_cast<size_t>(n));
-                    for (int64_t i = 0; i < n; ++i) {
-                      w.Bulk((*sample)[pick(ctx_->rng)].element);
-                    }
-                  }
-                } else if (!draw->with_count) {
-                  RespWriter w = Out();
-                  if (sample->empty()) {
-                    w.Null();
-                  } else {
-                    w.Bulk((*sample)[0].element);
-                  }
-                } else {
-                  RespWriter w = Out();
-                  w.Array(sample->size());
-                  for (const ElementDots& e : *sample) w.Bulk(e.element);
-                }
-                Done();
-              })));
+  auto reply = Continue<absl::StatusOr<std::vector<ElementDots>>>(
+      [this, draw](absl::StatusOr<std::vector<ElementDots>> sample) {
+        if (absl::IsResourceExhausted(sample.status())) {
+          ReplyError(
+              absl::StrCat("ERR set has more than ", ctx_->config->smembers_max,
+                           " elements (--smembers-max): use a positive count"));
+        } else if (!sample.ok()) {
+          ReplyStatus(sample.status(), false);
+        } else if (draw->count < 0) {
+          // Independent draws, repeats allowed.
+          RespWriter w = Out();
+          if (sample->empty()) {
+            w.Array(0);
+          } else {
+            std::uniform_int_distribution<size_t> pick(0, sample->size() - 1);
+            const int64_t n = -draw->count;
+            w.Array(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) {
+              w.Bulk((*sample)[pick(ctx_->rng)].element);
+            }
+          }
+        } else if (!draw->with_count) {
+          RespWriter w = Out();
+          if (sample->empty()) {
+            w.Null();
+          } else {
+            w.Bulk((*sample)[0].element);
+          }
+        } else {
+          RespWriter w = Out();
+          w.Array(sample->size());
+          for (const ElementDots& e : *sample) w.Bulk(e.element);
+        }
+        Done();
+      });
+  if (draw->count < 0) {
+    // Independent draws: from the whole set, held (up to --smembers-max).
+    ctx_->runner->Read(draw->set, ReadOptions(),
+                       new SampleHandler(-1, max, ctx_->rng(), reply));
+    return;
+  }
+  DrawMembers(ctx_, draw->set, static_cast<size_t>(draw->count), ReadOptions(),
+              reply);
 }
 
 }  // namespace bigset::server

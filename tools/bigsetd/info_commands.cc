@@ -50,6 +50,9 @@ Fields ServerFields(const ServerStats& s) {
       {"cluster_errors", v(s.cluster_errors)},
       {"smembers_refused", v(s.smembers_refused)},
       {"sscan_cursors_unknown", v(s.cursors_unknown)},
+      {"draws_by_full_read", v(s.draws_by_full_read)},
+      {"draws_by_skeleton", v(s.draws_by_skeleton)},
+      {"skeleton_builds", v(s.skeleton_builds)},
   };
 }
 

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "cursor_table.h"
 #include "log.h"
+#include "sampler.h"
 #include "set_batcher.h"
 #include "set_locks.h"
 #include "worker.h"
@@ -55,6 +56,11 @@ struct ServerStats {
   std::atomic<uint64_t> cluster_errors{0};
   std::atomic<uint64_t> smembers_refused{0};
   std::atomic<uint64_t> cursors_unknown{0};
+  // SRANDMEMBER and SPOP draws (batches): from one full read of the set,
+  // or through its skeleton; and the skeletons built (a full read each).
+  std::atomic<uint64_t> draws_by_full_read{0};
+  std::atomic<uint64_t> draws_by_skeleton{0};
+  std::atomic<uint64_t> skeleton_builds{0};
 };
 
 // INFO commandstats: per command name. `usec` is the time the server's
@@ -110,6 +116,10 @@ struct ServerContext {
   absl::flat_hash_map<std::string, CommandStats> command_stats;
   // SPOP and SRANDMEMBER's draws.
   std::mt19937_64 rng{std::random_device{}()};
+  // Skeletons of large sets for SRANDMEMBER and SPOP (Sampler), by set,
+  // and their bytes (bounded: kSkeletonBudget in algebra_commands.cc).
+  absl::flat_hash_map<std::string, std::shared_ptr<Skeleton>> skeletons;
+  size_t skeleton_bytes = 0;
   // SPOPs waiting, by set: the next batch takes them all (one read, one
   // write). A set has an entry iff one batch is waiting for its lock.
   absl::flat_hash_map<std::string, std::deque<PendingPop>> pops_waiting;

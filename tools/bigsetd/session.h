@@ -211,6 +211,14 @@ class Session : public std::enable_shared_from_this<Session> {
   // SPOP, SRANDMEMBER.
   struct Draw;
   void RunDraw(std::shared_ptr<Draw> draw);
+  // Draws `k` distinct members of `set` uniformly with their dots (fewer
+  // if it has fewer), on the server's thread: from one full read for a
+  // small set or a large share of one, else through the set's skeleton
+  // (Sampler), built or rebuilt as needed.
+  using DrawDone =
+      std::function<void(absl::StatusOr<std::vector<ElementDots>>)>;
+  static void DrawMembers(ServerContext* ctx, const std::string& set, size_t k,
+                          const ClusterReadOptions& ro, DrawDone done);
   // An SPOP on this node: waits for its set's next batch of pops.
   void RunPop(std::shared_ptr<Draw> draw);
   void ReplyPopped(const Draw& draw, const std::vector<std::string>& members);
