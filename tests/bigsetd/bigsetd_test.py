@@ -1553,10 +1553,11 @@ def test_differential():
             return ["SMOVE", rng.choice(keys + ["nokey"]), rng.choice(keys),
                     rng.choice(members)]
         if x < 0.70:
-            return ["SPOP!", k] + rng.choice([[], ["0"], ["1"], ["3"], ["50"]])
+            return ["SPOP!", k] + rng.choice(
+                [[], ["0"], ["1"], ["3"], ["50"], ["1000000000000"]])
         if x < 0.80:
             return ["SRANDMEMBER!", rng.choice([k, "nokey"])] + rng.choice(
-                [[], ["0"], ["2"], ["-5"], ["40"]])
+                [[], ["0"], ["2"], ["-5"], ["40"], ["9223372036854775807"]])
         if x < 0.85:
             return rng.choice([["SPOP", k, "-1"], ["SPOP", k, "1", "2"],
                                ["SRANDMEMBER", k, "-9223372036854775808"],

@@ -261,6 +261,46 @@ TEST_CASE("set merge: a failed read ends the merge with its error") {
   }
 }
 
+TEST_CASE("set merge: many sets, some named twice, a few reads at a time") {
+  Harness h;
+  Rng rng(3);
+  h.rng = &rng;
+  h.deferred = true;
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = absl::StrCat("s", i % 150);  // Each twice.
+    names.push_back(name);
+    h.sets[name].insert(absl::StrCat("e", i % 150));
+    h.sets[name].insert("common");
+  }
+  for (SetOp op : {SetOp::kUnion, SetOp::kIntersection, SetOp::kDifference}) {
+    CAPTURE(static_cast<int>(op));
+    h.reads = 0;
+    size_t most_in_flight = 0;
+    std::vector<std::string> got;
+    bool done = false;
+    SetMerge::Start(
+        op, names, {},
+        [&](const std::string& set, RangeQuery q,
+            std::function<void(absl::StatusOr<RangeResult>)> cb) {
+          h.fetch()(set, q, cb);
+          most_in_flight = std::max(most_in_flight, h.queued.size());
+        },
+        [&](SetMerge& m, std::vector<std::string> chunk) {
+          got.insert(got.end(), chunk.begin(), chunk.end());
+          m.Resume();
+        },
+        [&](absl::Status s) { done = s.ok(); });
+    h.Drain();
+    REQUIRE(done);
+    REQUIRE(got == Expected(op, h.sets, names));
+    REQUIRE(most_in_flight <= 32);
+    // One page per distinct set (a difference reads its first set again
+    // as one of the others).
+    REQUIRE(h.reads <= 151);
+  }
+}
+
 TEST_CASE("set merge: a consumer that stops gets nothing more") {
   Harness h;
   for (int i = 0; i < 1000; ++i) h.sets["a"].insert(absl::StrCat("m", i));

@@ -505,6 +505,13 @@ void Session::DrawMembers(ServerContext* ctx, const std::string& set, size_t k,
           done(n.status());
           return;
         }
+        const size_t max = ctx->config->smembers_max;
+        if (std::min<uint64_t>(k, *n) > max) {
+          done(absl::ResourceExhaustedError(
+              absl::StrCat("ERR would draw more than ", max,
+                           " members (--smembers-max): ask for fewer")));
+          return;
+        }
         if (*n <= kSampleByReadMax || k > *n / 4) {
           ctx->stats.draws_by_full_read.fetch_add(1, std::memory_order_relaxed);
           ctx->runner->Read(
@@ -629,19 +636,18 @@ void Session::RunPop(std::shared_ptr<Draw> draw) {
     Done();
     return;
   }
-  if (draw->count > static_cast<int64_t>(max)) {
-    ReplyError(absl::StrCat("ERR count over --smembers-max (", max, ")"));
-    Done();
-    return;
-  }
   std::shared_ptr<Session> self = shared_from_this();
   PendingPop pop;
-  pop.want = draw->count;
+  // More than the bound cannot be answered (unless the set is smaller):
+  // clamped so that sums stay small.
+  pop.want = std::min<int64_t>(draw->count, static_cast<int64_t>(max) + 1);
   pop.r = r_;
   pop.w = w_;
   pop.done = [self, draw](absl::Status status, bool write_failed,
                           std::vector<std::string> members) {
-    if (!status.ok()) {
+    if (absl::IsResourceExhausted(status)) {
+      self->ReplyError(std::string(status.message()));
+    } else if (!status.ok()) {
       self->ReplyStatus(status, write_failed);
     } else {
       self->ReplyPopped(*draw, members);
@@ -723,32 +729,54 @@ void Session::RunPops(ServerContext* ctx, const std::string& set) {
   ClusterWriteOptions wo;
   wo.w = w;
   wo.timeout_micros = ctx->config->timeout_micros;
-  DrawMembers(
-      ctx, set, static_cast<size_t>(total), ro,
-      [ctx, io, set, wo,
-       finish](absl::StatusOr<std::vector<ElementDots>> sample) {
-        if (!sample.ok()) {
-          finish(sample.status(), false, {});
-          return;
-        }
-        if (sample->empty()) {
-          finish(absl::OkStatus(), false, {});
-          return;
-        }
-        // Observed-remove of exactly the dots read: an add of the same
-        // member made meanwhile survives (add wins).
-        std::vector<UpdateOp> ops;
-        for (const ElementDots& e : *sample) {
-          ops.push_back(UpdateOp::Remove(e.element, e.dots));
-        }
-        auto drawn =
-            std::make_shared<std::vector<ElementDots>>(std::move(*sample));
-        ctx->runner->Update(set, std::move(ops), wo,
-                            [io, finish, drawn](absl::StatusOr<Delta> d) {
-                              asio::post(*io, [finish, drawn, d]() {
-                                finish(d.status(), !d.ok(), std::move(*drawn));
-                              });
+  DrawMembers(ctx, set, static_cast<size_t>(total), ro,
+              [ctx, io, set, wo,
+               finish](absl::StatusOr<std::vector<ElementDots>> sample) {
+                if (!sample.ok()) {
+                  finish(sample.status(), false, {});
+                  return;
+                }
+                if (sample->empty()) {
+                  finish(absl::OkStatus(), false, {});
+                  return;
+                }
+                // Observed-remove of exactly the dots read: an add of the same
+                // member made meanwhile survives (add wins).
+                std::vector<UpdateOp> ops;
+                for (const ElementDots& e : *sample) {
+                  ops.push_back(UpdateOp::Remove(e.element, e.dots));
+                }
+                auto drawn = std::make_shared<std::vector<ElementDots>>(
+                    std::move(*sample));
+                RemoveDrawn(ctx, set, wo, std::move(ops), 0,
+                            [finish, drawn](absl::Status s) {
+                              finish(s, !s.ok(), std::move(*drawn));
                             });
+              });
+}
+
+void Session::RemoveDrawn(ServerContext* ctx, const std::string& set,
+                          const ClusterWriteOptions& wo,
+                          std::vector<UpdateOp> ops, size_t from,
+                          std::function<void(absl::Status)> done) {
+  // A write of at most kStoreBatch removes at a time, each with its own
+  // timeout: a pop of many members is not one write too large for it.
+  const size_t end = std::min(ops.size(), from + kStoreBatch);
+  std::vector<UpdateOp> batch(
+      std::make_move_iterator(ops.begin() + static_cast<long>(from)),
+      std::make_move_iterator(ops.begin() + static_cast<long>(end)));
+  auto rest = std::make_shared<std::vector<UpdateOp>>(std::move(ops));
+  asio::io_context* io = ctx->io;
+  ctx->runner->Update(
+      set, std::move(batch), wo,
+      [ctx, io, set, wo, rest, end, done](absl::StatusOr<Delta> d) {
+        asio::post(*io, [ctx, set, wo, rest, end, done, d]() {
+          if (!d.ok() || end >= rest->size()) {
+            done(d.status());
+            return;
+          }
+          RemoveDrawn(ctx, set, wo, std::move(*rest), end, done);
+        });
       });
 }
 
@@ -791,8 +819,14 @@ void Session::PassSpopOn(NodeId owner, std::shared_ptr<Draw> draw) {
       // Waited its whole time behind other passed-on pops: it ends.
       reply = absl::DeadlineExceededError("waited too long to be passed on");
     } else {
+      // The owner writes a pop's removes 1,000 at a time, each within a
+      // timeout: the wait grows with the count.
+      const uint64_t writes =
+          draw->with_count ? static_cast<uint64_t>(draw->count) / 1000 : 0;
       reply = RespCall(address, password, args,
-                       static_cast<int>(timeout_micros / 1000));
+                       static_cast<int>(std::min<uint64_t>(
+                           (2 + writes) * (timeout_micros / 1000), 3'600'000)),
+                       size_t{1} << 30);
     }
     asio::post(*self->ctx_->io, [self, owner, draw, reply]() {
       if (absl::IsFailedPrecondition(reply.status())) {
@@ -864,18 +898,19 @@ void Session::RunDraw(std::shared_ptr<Draw> draw) {
     Done();
     return;
   }
-  if (draw->count > static_cast<int64_t>(max) ||
-      (draw->count < 0 && -draw->count > static_cast<int64_t>(max))) {
+  if (draw->count < 0 && -draw->count > static_cast<int64_t>(max)) {
     ReplyError(absl::StrCat("ERR count over --smembers-max (", max, ")"));
     Done();
     return;
   }
   auto reply = Continue<absl::StatusOr<std::vector<ElementDots>>>(
       [this, draw](absl::StatusOr<std::vector<ElementDots>> sample) {
-        if (absl::IsResourceExhausted(sample.status())) {
+        if (absl::IsResourceExhausted(sample.status()) && draw->count < 0) {
           ReplyError(
               absl::StrCat("ERR set has more than ", ctx_->config->smembers_max,
                            " elements (--smembers-max): use a positive count"));
+        } else if (absl::IsResourceExhausted(sample.status())) {
+          ReplyError(std::string(sample.status().message()));
         } else if (!sample.ok()) {
           ReplyStatus(sample.status(), false);
         } else if (draw->count < 0) {

@@ -13,8 +13,6 @@
 namespace bigset::server {
 namespace {
 
-constexpr int kCallTimeoutMs = 5000;
-
 // Starts an asynchronous call with a callback and waits for its value.
 template <typename T>
 T Await(const std::function<void(std::function<void(T)>)>& start) {
@@ -104,9 +102,15 @@ absl::StatusOr<Keyspace::Page> Keyspace::Next(
     } else if (client.has_value()) {
       std::vector<std::string> args = {"BIGSET.LOCALSETS", absl::StrCat(limit)};
       if (after.has_value()) args.push_back(*after);
-      absl::StatusOr<std::string> text =
-          RespCall(*client, password_, args, kCallTimeoutMs);
-      if (!text.ok()) continue;  // Unreachable: see the header.
+      if (unreachable_.contains(id)) continue;
+      absl::StatusOr<std::string> text = RespCall(
+          *client, password_, args,
+          static_cast<int>(std::max<uint64_t>(read_.timeout_micros / 1000, 1)));
+      if (!text.ok()) {
+        // Unreachable (see the header): not asked again in this walk.
+        unreachable_.insert(id);
+        continue;
+      }
       names = DecodeSetNames(*text);
     } else {
       continue;

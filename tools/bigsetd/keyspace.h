@@ -6,9 +6,12 @@
 // and keeps the names whose set a read quorum finds non-empty (a cleared
 // set keeps its clock, and so its name, until it is swept).
 //
-// A node that does not answer is left out of the listing: a set that a
-// write quorum acknowledged is on at least W nodes, so it still shows
-// unless W nodes are unreachable. The listing is not a snapshot: sets
+// A node that does not answer within the read timeout is left out of the
+// listing (and not asked again by the same walk): a set that a write
+// quorum acknowledged is on at least W nodes, so it still shows unless W
+// nodes are unreachable. Each node answers BIGSET.LOCALSETS on a thread of
+// its own, so walks running on several nodes at once do not wait for each
+// other. The listing is not a snapshot: sets
 // created or emptied while it runs may or may not show.
 //
 // Cost: one round of page requests per `limit` names, plus one quorum count
@@ -24,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +81,8 @@ class Keyspace {
   std::map<NodeId, NodeAddresses> nodes_;
   NodeId self_;
   std::string password_;
+  // Nodes that did not answer a page of this walk: later pages skip them.
+  std::set<NodeId> unreachable_;
   ClusterReadOptions read_;
   ClusterWriteOptions write_;
 };

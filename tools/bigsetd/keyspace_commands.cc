@@ -31,9 +31,11 @@ std::shared_ptr<Keyspace> Session::MakeKeyspace() {
       ctx_->config->requirepass, ReadOptions(), WriteOptions());
 }
 
-void Session::OnWorker(std::function<std::function<void()>()> work) {
+void Session::OnWorker(std::function<std::function<void()>()> work,
+                       Worker* worker) {
   std::shared_ptr<Session> self = shared_from_this();
-  ctx_->worker->Run([self, work = std::move(work)]() {
+  if (worker == nullptr) worker = ctx_->keyspace_worker.get();
+  worker->Run([self, work = std::move(work)]() {
     std::function<void()> reply = work();
     asio::post(*self->ctx_->io, std::move(reply));
   });
@@ -244,18 +246,20 @@ void Session::CmdLocalSets(Args& a) {
   if (a.size() == 3) after = a[2];
   NodeRunner* runner = ctx_->runner;
   std::shared_ptr<Session> self = shared_from_this();
-  OnWorker([self, runner, after, limit]() -> std::function<void()> {
-    absl::StatusOr<std::vector<std::string>> names =
-        LocalSetNames(runner, after, limit);
-    return [self, names]() {
-      if (!names.ok()) {
-        self->ReplyStatus(names.status(), false);
-      } else {
-        self->Out().Bulk(EncodeSetNames(*names));
-      }
-      self->Done();
-    };
-  });
+  OnWorker(
+      [self, runner, after, limit]() -> std::function<void()> {
+        absl::StatusOr<std::vector<std::string>> names =
+            LocalSetNames(runner, after, limit);
+        return [self, names]() {
+          if (!names.ok()) {
+            self->ReplyStatus(names.status(), false);
+          } else {
+            self->Out().Bulk(EncodeSetNames(*names));
+          }
+          self->Done();
+        };
+      },
+      ctx_->local_sets_worker.get());
 }
 
 }  // namespace bigset::server

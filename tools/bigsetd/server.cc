@@ -36,6 +36,8 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
   ctx_.worker = std::make_unique<Worker>();
   ctx_.membership_worker = std::make_unique<Worker>();
   ctx_.forward_worker = std::make_unique<Worker>();
+  ctx_.keyspace_worker = std::make_unique<Worker>();
+  ctx_.local_sets_worker = std::make_unique<Worker>();
   ctx_.started = std::chrono::steady_clock::now();
 }
 
@@ -43,6 +45,8 @@ Server::~Server() {
   Stop();
   // The workers finish their tasks (they only post results) before the
   // context goes.
+  ctx_.local_sets_worker.reset();
+  ctx_.keyspace_worker.reset();
   ctx_.forward_worker.reset();
   ctx_.membership_worker.reset();
   ctx_.worker.reset();

@@ -104,6 +104,10 @@ struct ServerContext {
   std::unique_ptr<Worker> membership_worker;
   // SPOPs passed on to the node that owns their set.
   std::unique_ptr<Worker> forward_worker;
+  // Walks of the keyspace (DBSIZE, SCAN, ...), and the pages of names other
+  // nodes' walks ask this one for (BIGSET.LOCALSETS): never behind a walk.
+  std::unique_ptr<Worker> keyspace_worker;
+  std::unique_ptr<Worker> local_sets_worker;
   // Redis's encoding thresholds and snapshot schedule, as CONFIG SET left
   // them (they change nothing: CmdConfig).
   absl::flat_hash_map<std::string, std::string> noop_config = {

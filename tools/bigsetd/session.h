@@ -228,6 +228,11 @@ class Session : public std::enable_shared_from_this<Session> {
   static void QueuePop(ServerContext* ctx, const std::string& set,
                        PendingPop pop);
   static void RunPops(ServerContext* ctx, const std::string& set);
+  // Writes `ops` from `from` on, 1,000 at a time, one after the other.
+  static void RemoveDrawn(ServerContext* ctx, const std::string& set,
+                          const ClusterWriteOptions& wo,
+                          std::vector<UpdateOp> ops, size_t from,
+                          std::function<void(absl::Status)> done);
   // The node SPOPs of `set` run on, if not this one (0: this one).
   NodeId SpopOwner(const std::string& set);
   // Runs an SPOP on `owner` (BIGSET.SPOP) and replies what it popped.
@@ -236,9 +241,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void WriteStatusReply(const absl::Status& status, bool write);
   // The keyspace as this session reads and writes it (its quorums).
   std::shared_ptr<Keyspace> MakeKeyspace();
-  // Runs `work` on the worker thread; what it returns runs on the server's
-  // thread (the reply), even if the session closed meanwhile.
-  void OnWorker(std::function<std::function<void()>()> work);
+  // Runs `work` on `worker` (the keyspace's if null); what it returns runs
+  // on the server's thread (the reply), even if the session closed
+  // meanwhile.
+  void OnWorker(std::function<std::function<void()>()> work,
+                Worker* worker = nullptr);
   // Walks keys one request at a time (DEL, EXISTS, TYPE).
   struct KeysWalk;
   void CountNext(std::shared_ptr<KeysWalk> walk);

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+
 namespace bigset::server {
 namespace {
 
 // Elements of the first page after a seek.
 constexpr size_t kSeekPage = 16;
+// Range reads in flight at once (a merge of thousands of sets asks the
+// cluster for a page of each, a few at a time).
+constexpr size_t kMaxFetches = 32;
 
 }  // namespace
 
@@ -31,9 +36,20 @@ SetMerge::SetMerge(SetOp op, std::vector<std::string> sets,
       fetch_(std::move(fetch)),
       on_chunk_(std::move(on_chunk)),
       on_done_(std::move(on_done)) {
-  sources_.resize(sets.size());
+  // A set named twice changes nothing (except the first set of a
+  // difference named again: it stays, and empties the result): read once.
+  std::vector<std::string> distinct;
+  absl::flat_hash_set<std::string> seen;
   for (size_t i = 0; i < sets.size(); ++i) {
-    sources_[i].set = std::move(sets[i]);
+    if (op == SetOp::kDifference && i == 0) {
+      distinct.push_back(sets[i]);
+    } else if (seen.insert(sets[i]).second) {
+      distinct.push_back(std::move(sets[i]));
+    }
+  }
+  sources_.resize(distinct.size());
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    sources_[i].set = std::move(distinct[i]);
     sources_[i].next.limit = options_.page;
   }
 }
@@ -81,13 +97,16 @@ void SetMerge::SkipTo(Source& s, const std::string& target) {
 }
 
 void SetMerge::FetchPage(size_t i) {
+  if (in_flight_ >= kMaxFetches) return;  // Asked again when one returns.
   Source& s = sources_[i];
   s.fetching = true;
+  ++in_flight_;
   ++fetches_;
   // The read keeps the merge alive until it comes back.
   std::shared_ptr<SetMerge> keep = shared_from_this();
   fetch_(s.set, s.next, [keep, i](absl::StatusOr<RangeResult> r) {
     SetMerge* self = keep.get();
+    --self->in_flight_;
     if (self->stopped_) return;
     Source& s = self->sources_[i];
     s.fetching = false;

@@ -124,6 +124,7 @@ class SetMerge : public std::enable_shared_from_this<SetMerge> {
   bool pumping_ = false;
   bool repump_ = false;
   size_t fetches_ = 0;
+  size_t in_flight_ = 0;
 };
 
 }  // namespace bigset::server
