@@ -706,7 +706,7 @@ void Session::RunPops(ServerContext* ctx, const std::string& set) {
   } else {
     ctx->set_locks.Acquire(set, [ctx, set]() { RunPops(ctx, set); });
   }
-  asio::io_context* io = ctx->io;
+
   // Ends the batch: each pop gets its share, in arrival order (as if run
   // one after the other), then the lock goes to the next.
   auto finish = [ctx, set, batch](absl::Status status, bool write_failed,
@@ -729,30 +729,30 @@ void Session::RunPops(ServerContext* ctx, const std::string& set) {
   ClusterWriteOptions wo;
   wo.w = w;
   wo.timeout_micros = ctx->config->timeout_micros;
-  DrawMembers(ctx, set, static_cast<size_t>(total), ro,
-              [ctx, io, set, wo,
-               finish](absl::StatusOr<std::vector<ElementDots>> sample) {
-                if (!sample.ok()) {
-                  finish(sample.status(), false, {});
-                  return;
-                }
-                if (sample->empty()) {
-                  finish(absl::OkStatus(), false, {});
-                  return;
-                }
-                // Observed-remove of exactly the dots read: an add of the same
-                // member made meanwhile survives (add wins).
-                std::vector<UpdateOp> ops;
-                for (const ElementDots& e : *sample) {
-                  ops.push_back(UpdateOp::Remove(e.element, e.dots));
-                }
-                auto drawn = std::make_shared<std::vector<ElementDots>>(
-                    std::move(*sample));
-                RemoveDrawn(ctx, set, wo, std::move(ops), 0,
-                            [finish, drawn](absl::Status s) {
-                              finish(s, !s.ok(), std::move(*drawn));
-                            });
-              });
+  DrawMembers(
+      ctx, set, static_cast<size_t>(total), ro,
+      [ctx, set, wo, finish](absl::StatusOr<std::vector<ElementDots>> sample) {
+        if (!sample.ok()) {
+          finish(sample.status(), false, {});
+          return;
+        }
+        if (sample->empty()) {
+          finish(absl::OkStatus(), false, {});
+          return;
+        }
+        // Observed-remove of exactly the dots read: an add of the same
+        // member made meanwhile survives (add wins).
+        std::vector<UpdateOp> ops;
+        for (const ElementDots& e : *sample) {
+          ops.push_back(UpdateOp::Remove(e.element, e.dots));
+        }
+        auto drawn =
+            std::make_shared<std::vector<ElementDots>>(std::move(*sample));
+        RemoveDrawn(ctx, set, wo, std::move(ops), 0,
+                    [finish, drawn](absl::Status s) {
+                      finish(s, !s.ok(), std::move(*drawn));
+                    });
+      });
 }
 
 void Session::RemoveDrawn(ServerContext* ctx, const std::string& set,
