@@ -1565,7 +1565,11 @@ def test_differential():
         if x < 0.92:
             return rng.choice([["DBSIZE"], ["KEYS", "*"], ["KEYS", "k[12]"],
                                ["SCAN!", rng.choice([None, 1, 100]),
-                                rng.choice([None, "k*", "*3"])]])
+                                rng.choice([None, "k*", "*3"])],
+                               ["RANDOMKEY!"]])
+        if x < 0.925:
+            return [rng.choice(["FLUSHALL", "FLUSHDB"])] + rng.choice(
+                [[], ["ASYNC"], ["SYNC"]])
         return None
 
     def check_draw(op, got, ref_client):
@@ -1628,6 +1632,13 @@ def test_differential():
                   rng.choice([None, None, "m1*", "m?", "*5"])]
         ops.append(op)
     for i, op in enumerate(ops):
+        if op[0] == "RANDOMKEY!":
+            got = rng.choice(clients).randomkey()
+            present = set(ref.keys("*"))
+            if (got is None) != (not present) or (
+                    got is not None and got not in present):
+                raise Failure("op %d RANDOMKEY: %r of %s" % (i, got, present))
+            continue
         if op[0] in ("SPOP!", "SRANDMEMBER!"):
             client = rng.choice(clients)
             got = client.execute_command(op[0][:-1], *op[1:])
