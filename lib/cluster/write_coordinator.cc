@@ -59,6 +59,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   for (const Extra& e : extras_) host_->requests().UnrouteWrite(e.id);
   extras_.clear();
   deadline_ = client_deadline_ = next_retry_ = 0;
+  retransmit_rounds_ = 0;
   starting_ = deferred_ = false;
   deferred_error_.reset();
 }
@@ -384,6 +385,19 @@ void WriteCoordinator::OnTick(uint64_t now) {
     SendUpdate();
     return;
   }
+  // Each round of retransmissions doubles the wait for the next, and once
+  // W replicas acknowledged (the client has its answer) the rest wait four
+  // intervals more: a replica that is slow rather than losing messages (a
+  // node restarted under load, each write synced) gets a delta twice or
+  // three times, not once per interval for the whole timeout; one that
+  // never acknowledges gets the write's hint at its end. Without it, a node
+  // restarted under load received ten copies of every write (35,000
+  // replicate messages a second here), fell further behind with each, and
+  // could not coordinate a write for up to a minute.
+  const int shift =
+      std::min(retransmit_rounds_, 3) + (place_acks_ >= options_.w ? 2 : 0);
+  next_retry_ = now + (options_.retry_micros << shift);
+  ++retransmit_rounds_;
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (!acked_[i]) {
       SendChosen(i);

@@ -141,6 +141,8 @@ class WriteCoordinator : public Coordinator {
   uint64_t deadline_ = 0;         // The write's end (extra deltas extend it).
   uint64_t client_deadline_ = 0;  // The client's answer: start + timeout.
   uint64_t next_retry_ = 0;
+  // Rounds of retransmissions to the preference list so far (back-off).
+  int retransmit_rounds_ = 0;
   bool starting_ = false;  // Inside Start: answers are deferred.
   bool deferred_ = false;  // RunDeferred is due.
   std::optional<absl::Status> deferred_error_;

@@ -51,7 +51,9 @@ struct ClusterWriteOptions {
   // REQUIRES: 1 <= w <= n.
   int w = 2;
   uint64_t timeout_micros = 2'000'000;
-  // Retransmit interval for unacknowledged messages.
+  // Retransmit interval for unacknowledged messages: the first; each
+  // round after waits twice as long (up to 8x), and 4x longer once W
+  // replicas acknowledged.
   uint64_t retry_micros = 200'000;
   // Failover. One replica of the set coordinates a write (this node's own
   // if it holds one; else the preference list in order). If it stays
