@@ -1960,7 +1960,9 @@ def test_inflight_memory_bounded():
     stays bounded. (A session parsed up to 1,024 batched commands ahead
     whatever their size: 1,024 such commands took a node to 2.9 GB. Found
     by a helper's attack.)"""
-    c = Cluster().start()
+    # A long timeout: under the sanitizers a batch of 100,000 members can
+    # take longer than the default 2 s, which is not what this tests.
+    c = Cluster(extra=["--timeout-ms", "30000"]).start()
     before = c[0].rss_kb()
     one = encode("SMISMEMBER", "s", *["member%07d" % i for i in range(100000)])
     count = 100
@@ -2255,7 +2257,9 @@ def test_pipelined_large_sadds():
     whose read and adds, sent together, overflowed a peer's 64 MiB queue,
     and seven answered NOREPLICAS although all were written. Found by a
     helper's attack.)"""
-    c = Cluster().start()
+    # A long timeout: under the sanitizers an 8 MB write can take longer
+    # than the default 2 s, which is not what this tests.
+    c = Cluster(extra=["--timeout-ms", "30000"]).start()
     r = c[0].client(timeout=120)
     data = b"".join(encode("SADD", "big", (b"%d" % i) * (8 << 20))
                     for i in range(8))
