@@ -11,7 +11,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,18 +22,6 @@
 
 namespace bigset::bench {
 namespace {
-
-uint64_t AnonKb() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  unsigned long long kb = 0;
-  while (std::fgets(line, sizeof(line), f) != nullptr) {
-    if (std::sscanf(line, "RssAnon: %llu kB", &kb) == 1) break;
-  }
-  std::fclose(f);
-  return kb;
-}
 
 std::string Element(uint64_t i) { return absl::StrFormat("e%09d", i); }
 
@@ -79,13 +66,13 @@ void BothLarge(benchmark::State& state, uint64_t n) {
   auto db = OpenBigset();
   Load(*db->replica, "a", 0, n, 1);
   Load(*db->replica, "b", n / 2, n + n / 2, 1);
-  const uint64_t before = AnonKb();
+  const uint64_t before = AnonResidentBytes() / 1024;
   uint64_t peak = before;
   uint64_t count = 0;
   size_t fetches = 0;
   for (auto _ : state) {
     count = SinterCard(*db->replica, "a", "b", &fetches);
-    peak = std::max(peak, AnonKb());
+    peak = std::max(peak, AnonResidentBytes() / 1024);
   }
   if (count != n - n / 2) std::abort();
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * 2 * n));

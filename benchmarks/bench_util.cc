@@ -77,6 +77,18 @@ uint64_t Counter(const NodeStats& stats, std::string_view name) {
   return value;
 }
 
+uint64_t AnonResidentBytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "RssAnon: %llu kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
 void Check(const absl::Status& s) {
   if (!s.ok()) {
     std::fprintf(stderr, "benchmark failed: %s\n",

@@ -60,6 +60,11 @@ uint64_t NextRunSeed();
 
 // Aborts, printing the status, unless it is OK.
 void Check(const absl::Status& s);
+
+// Anonymous resident memory of this process (heap, stacks), in bytes (0 if
+// unknown). File-backed pages are left out: they are the kernel's page
+// cache, counted against the process only while mapped.
+uint64_t AnonResidentBytes();
 void Check(const leveldb::Status& s);
 // A node counter by name; aborts for a name the node does not have.
 uint64_t Counter(const NodeStats& stats, std::string_view name);

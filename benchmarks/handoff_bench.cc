@@ -41,22 +41,6 @@ namespace {
 
 constexpr uint64_t kHandOffSize = 1'000'000;
 
-// Anonymous resident memory of this process (heap, stacks), in bytes (0 if
-// unknown). File-backed pages are left out: LevelDB maps table files into
-// memory to read them, and those pages are the page cache, counted against
-// the process only while mapped.
-uint64_t ResidentBytes() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  unsigned long long kb = 0;
-  while (std::fgets(line, sizeof(line), f) != nullptr) {
-    if (std::sscanf(line, "RssAnon: %llu kB", &kb) == 1) break;
-  }
-  std::fclose(f);
-  return kb * 1024;
-}
-
 Ring OneNodeRing(NodeId node, uint64_t epoch) {
   RingOptions ro;
   ro.ring_size = 1;
@@ -103,13 +87,13 @@ void HandOff(benchmark::State& state, uint64_t size) {
       }
     }
     Check(sim.CompactAll());
-    const uint64_t rss_before = ResidentBytes();
+    const uint64_t rss_before = AnonResidentBytes();
     uint64_t rss_peak = rss_before;
     state.ResumeTiming();
     Check(sim.InstallRing(OneNodeRing(2, 2), {1, 2}));
     uint64_t polls = 0;
     const bool done = sim.RunUntil([&]() {
-      if (++polls % 64 == 0) rss_peak = std::max(rss_peak, ResidentBytes());
+      if (++polls % 64 == 0) rss_peak = std::max(rss_peak, AnonResidentBytes());
       Node* receiver = sim.node(2);
       return receiver != nullptr &&
              Counter(receiver->stats(), "handoff.partitions_moving") == 0 &&

@@ -44,13 +44,9 @@ while [[ $# -gt 0 ]]; do
 done
 
 bash scripts/install-deps.sh
-if [[ -z "$bigsetd" ]]; then
-  if [[ ! -f build/build.ninja ]]; then
-    meson setup build --buildtype=release >/dev/null
-  fi
-  ninja -C build tools/bigsetd/bigsetd >/dev/null
-  bigsetd=build/tools/bigsetd/bigsetd
-fi
+# shellcheck source=scripts/cluster_lib.sh
+source scripts/cluster_lib.sh
+ensure_bigsetd
 
 work=$(mktemp -d /tmp/bigset-redis-compare.XXXXXX)
 pids=()
@@ -62,42 +58,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Free loopback ports, as many as asked.
-free_ports() {
-  python3 -c '
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
-}
 
-# Waits until `redis-cli -p PORT ARGS...` prints something matching RE.
-wait_for() {
-  local port="$1" re="$2"
-  shift 2
-  for _ in $(seq 1 300); do
-    if redis-cli -p "$port" "$@" 2>/dev/null | grep -qE "$re"; then return 0; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for port $port ($*)" >&2
-  return 1
-}
 
 rss_kb() { ps -o rss= -p "$1" | tr -d ' '; }
 
-# Stops the processes of the current system (TERM, then KILL after 10 s).
-stop_all() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  pids=()
-}
 
 start_redis() {
   read -r p r1 r2 < <(free_ports 3)

@@ -25,13 +25,9 @@ while [[ $# -gt 0 ]]; do
 done
 
 bash scripts/install-deps.sh
-if [[ -z "$bigsetd" ]]; then
-  if [[ ! -f build/build.ninja ]]; then
-    meson setup build --buildtype=release >/dev/null
-  fi
-  ninja -C build tools/bigsetd/bigsetd >/dev/null
-  bigsetd=build/tools/bigsetd/bigsetd
-fi
+# shellcheck source=scripts/cluster_lib.sh
+source scripts/cluster_lib.sh
+ensure_bigsetd
 
 work=$(mktemp -d /tmp/bigset-restart.XXXXXX)
 declare -A pid
@@ -44,14 +40,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r c1 c2 c3 p1 p2 p3 < <(python3 -c '
-import socket
-socks = []
-for _ in range(6):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))')
+read -r c1 c2 c3 p1 p2 p3 < <(free_ports 6)
 cs=("" "$c1" "$c2" "$c3")
 ps=("" "$p1" "$p2" "$p3")
 nodes=(--node "1=127.0.0.1:$p1/127.0.0.1:$c1"

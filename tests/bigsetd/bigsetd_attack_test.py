@@ -606,6 +606,35 @@ def node_env():
     return env
 
 
+class PeakRss:
+    """Samples a node's resident memory on a thread, keeping the peak (kB),
+    from start() until stop()."""
+
+    def __init__(self, node, start_kb=0, interval=0.05):
+        self.node = node
+        self.peak = start_kb
+        self.interval = interval
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.done.is_set():
+            try:
+                self.peak = max(self.peak, self.node.rss_kb())
+            except OSError:
+                pass
+            time.sleep(self.interval)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(5)
+        return self.peak
+
+
 # ---- The tests.
 
 TESTS = []
@@ -1967,17 +1996,6 @@ def test_inflight_memory_bounded():
     one = encode("SMISMEMBER", "s", *["member%07d" % i for i in range(100000)])
     count = 100
     s = socket.create_connection(("127.0.0.1", c[0].cport), timeout=120)
-    peak = [0]
-    stop = threading.Event()
-
-    def watch():
-        while not stop.is_set():
-            try:
-                peak[0] = max(peak[0], c[0].rss_kb())
-            except OSError:
-                pass
-            time.sleep(0.05)
-
     got = [0]
 
     def reader():
@@ -1994,20 +2012,18 @@ def test_inflight_memory_bounded():
         except (Closed, OSError):
             pass
 
-    w = threading.Thread(target=watch, daemon=True)
+    watch = PeakRss(c[0]).start()
     rd = threading.Thread(target=reader, daemon=True)
-    w.start()
     rd.start()
     try:
         for _ in range(count):
             s.sendall(one)
         rd.join(120)
     finally:
-        stop.set()
-        w.join(5)
+        peak = watch.stop()
         s.close()
     eq(got[0], count, "replies")
-    grown = (peak[0] - before) // 1024
+    grown = (peak - before) // 1024
     # 105 MB here, 347 MB before (1,024 such commands: 2.9 GB).
     check(grown < 220, "the node grew by %d MB for one connection" % grown)
 
@@ -2053,19 +2069,7 @@ def test_algebra_streams_bounded():
         if abs(now - before) < 1024:
             break
         before = now
-    peak = [before]
-    stop = threading.Event()
-
-    def watch():
-        while not stop.is_set():
-            try:
-                peak[0] = max(peak[0], c[0].rss_kb())
-            except OSError:
-                pass
-            time.sleep(0.02)
-
-    w = threading.Thread(target=watch, daemon=True)
-    w.start()
+    watch = PeakRss(c[0], before, interval=0.02).start()
     try:
         eq(r.execute_command("SINTERCARD", 2, "a", "b"), n // 2, "SINTERCARD")
         eq(r.execute_command("SINTERCARD", 2, "a", "b", "LIMIT", 10), 10,
@@ -2078,8 +2082,7 @@ def test_algebra_streams_bounded():
         except redis.exceptions.ResponseError as e:
             check("smembers-max" in str(e), "SINTER refused: %s" % e)
     finally:
-        stop.set()
-        w.join(5)
+        peak = watch.stop()
     # The stores write 100,000 members each: a node's memory then also
     # holds what it still sends a slower replica (bounded by the peer's
     # send queue), so they are checked for what they store only.
@@ -2091,7 +2094,7 @@ def test_algebra_streams_bounded():
     eq(r.sismember("c", member(n - 1)), 1, "last of the intersection")
     eq(r.sismember("c", member(n // 2 - 1)), 0, "not in b")
     eq(r.sismember("d", member(n // 2 - 1)), 1, "the difference's last")
-    grown = (peak[0] - before) // 1024
+    grown = (peak - before) // 1024
     print("the node grew by %d MB over 40 MB of sets" % grown)
     check(grown < 20, "the node grew by %d MB over 40 MB of sets" % grown)
 
