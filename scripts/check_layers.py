@@ -16,7 +16,7 @@ import re
 import sys
 
 LAYERS = ["core", "keys", "store", "net", "replica", "cluster", "testing",
-          "network"]
+          "network", "etcd"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # Files that adapt bigset to LevelDB (or test on it) may include LevelDB.
 LEVELDB_ALLOWED = re.compile(

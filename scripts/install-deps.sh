@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(g++ meson ninja-build pkg-config libleveldb-dev libabsl-dev catch2
           libbenchmark-dev libcli11-dev python3 libasio-dev libssl-dev openssl
-          redis-server redis-tools python3-redis gnuplot-nox tcl curl)
+          redis-server redis-tools python3-redis gnuplot-nox tcl curl
+          etcd-server etcd-client)
 if [[ "${BIGSET_WITH_CLANG:-0}" == 1 ]]; then
   packages+=(clang libclang-rt-14-dev)
 fi

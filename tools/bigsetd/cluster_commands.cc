@@ -103,10 +103,16 @@ void Session::CmdCluster(Args& a) {
   if (sub == "status" && a.size() == 2) {
     ctx_->worker->Run([membership, runner, self, reply_text]() {
       reply_text(Status(membership->Current(), self, runner->Stats(),
-                        runner->Moving()));
+                        runner->Moving()) +
+                 absl::StrCat("membership:",
+                              membership->has_authority() ? "etcd" : "builtin",
+                              "\n"));
     });
   } else if (sub == "get" && a.size() == 2) {
     reply_text(membership->Current().Encode());
+  } else if (sub == "install" && a.size() == 3 && membership->has_authority()) {
+    bad("membership is decided in etcd on this node (--membership etcd): "
+        "INSTALL is refused; use JOIN, LEAVE or REPLACE");
   } else if (sub == "install" && a.size() == 3) {
     absl::StatusOr<ClusterMap> map = ClusterMap::Decode(a[2]);
     if (!map.ok()) return bad(SV(map.status().message()));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -39,7 +40,8 @@ ParsedConfig ParseConfig(int argc, char** argv) {
 
   DaemonConfig c;
   std::string listen = "127.0.0.1:6379", peer_listen, tls_dir, join,
-              log_level = "info", sadd_reply = "quorum";
+              log_level = "info", sadd_reply = "quorum", membership = "builtin",
+              etcd_endpoints, etcd_prefix, etcd_tls_dir;
   std::vector<std::string> nodes;
   uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
   uint64_t block_cache_mib = 32, write_buffer_mib = 4, filter_mib = 16;
@@ -86,6 +88,24 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       ->group("Cluster");
   app.add_option("--ae-interval-ms", ae_interval_ms,
                  "anti-entropy interval (default 10000; 0: off)")
+      ->group("Cluster");
+  app.add_option("--membership", membership,
+                 "who decides ring changes: builtin (the node that receives "
+                 "BIGSET.CLUSTER JOIN/LEAVE/REPLACE; one operator at a time) "
+                 "or etcd (a compare-and-swap in etcd; any number)")
+      ->group("Cluster");
+  app.add_option("--etcd-endpoints", etcd_endpoints,
+                 "--membership etcd: HOST:PORT[,HOST:PORT...] of etcd's "
+                 "client URLs")
+      ->group("Cluster");
+  app.add_option("--etcd-prefix", etcd_prefix,
+                 "--membership etcd: the cluster's keys in etcd (default "
+                 "/bigset/<cluster name>)")
+      ->group("Cluster");
+  app.add_option("--etcd-tls-dir", etcd_tls_dir,
+                 "--membership etcd: TLS to etcd, a directory with ca.pem "
+                 "(and client.pem, client.key for etcd's client "
+                 "certificate authentication)")
       ->group("Cluster");
   app.add_option("--tls-dir", tls_dir,
                  "peer TLS: a directory with ca.pem, node-<id>.pem and "
@@ -294,6 +314,49 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   if (!ParseLogLevel(log_level, &c.log_level)) {
     return Fail(absl::StrCat("bad --log-level '", log_level,
                              "': debug, info, warn or error"));
+  }
+
+  if (membership == "etcd") {
+    c.membership_etcd = true;
+    for (absl::string_view e : absl::StrSplit(etcd_endpoints, ',')) {
+      e = absl::StripAsciiWhitespace(e);
+      if (e.empty()) continue;
+      if (!ParsePeerAddress(std::string(e)).ok()) {
+        return Fail(
+            absl::StrCat("bad --etcd-endpoints entry '", e, "': HOST:PORT"));
+      }
+      c.etcd_endpoints.emplace_back(e);
+    }
+    if (c.etcd_endpoints.empty()) {
+      return Fail("--membership etcd needs --etcd-endpoints HOST:PORT[,...]");
+    }
+    c.etcd_prefix =
+        etcd_prefix.empty() ? "/bigset/" + c.cluster_name : etcd_prefix;
+    if (c.etcd_prefix[0] != '/' || c.etcd_prefix.back() == '/') {
+      return Fail("--etcd-prefix must start with '/' and not end with one");
+    }
+    if (!etcd_tls_dir.empty()) {
+      c.etcd_tls_ca_file = etcd_tls_dir + "/ca.pem";
+      if (!Readable(c.etcd_tls_ca_file)) {
+        return Fail(absl::StrCat("cannot read ", c.etcd_tls_ca_file));
+      }
+      const std::string cert = etcd_tls_dir + "/client.pem";
+      const std::string key = etcd_tls_dir + "/client.key";
+      if (Readable(cert) != Readable(key)) {
+        return Fail(absl::StrCat("--etcd-tls-dir ", etcd_tls_dir,
+                                 ": client.pem and client.key go together"));
+      }
+      if (Readable(cert)) {
+        c.etcd_tls_cert_file = cert;
+        c.etcd_tls_key_file = key;
+      }
+    }
+  } else if (membership != "builtin") {
+    return Fail(
+        absl::StrCat("bad --membership '", membership, "': builtin or etcd"));
+  } else if (!etcd_endpoints.empty() || !etcd_prefix.empty() ||
+             !etcd_tls_dir.empty()) {
+    return Fail("the --etcd-* options need --membership etcd");
   }
 
   if (!tls_dir.empty()) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bigset/net/transport.h"
 #include "bigset/network/address_book.h"
@@ -90,6 +91,18 @@ struct DaemonConfig {
   // SSCAN cursors kept (see CursorTable).
   size_t max_cursors = 100'000;
   size_t max_cursor_bytes = 64 << 20;
+
+  // Where ring changes are decided: false, by the node that receives
+  // BIGSET.CLUSTER JOIN/LEAVE/REPLACE (pushed to the others); true, by a
+  // compare-and-swap in etcd, which every node watches.
+  bool membership_etcd = false;
+  std::vector<std::string> etcd_endpoints;     // HOST:PORT
+  std::string etcd_prefix = "/bigset/bigset";  // /bigset/<cluster name>
+  // TLS to etcd (a directory with ca.pem, and for etcd's client-cert-auth
+  // client.pem and client.key).
+  std::string etcd_tls_ca_file;
+  std::string etcd_tls_cert_file;
+  std::string etcd_tls_key_file;
 
   LogLevel log_level = LogLevel::kInfo;
   std::string log_file;

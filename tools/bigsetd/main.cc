@@ -14,7 +14,9 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl_compat.h"
+#include "bigset/etcd/etcd_authority.h"
 #include "bigset/network/node_runner.h"
 #include "config.h"
 #include "log.h"
@@ -165,8 +167,34 @@ int Run(const DaemonConfig& c) {
   }
   auto book = std::make_shared<AddressBook>();
   for (const auto& [id, a] : map->nodes) book->Set(id, a.peer);
+  std::unique_ptr<MembershipAuthority> authority;
+  if (c.membership_etcd) {
+    EtcdAuthorityOptions eo;
+    eo.endpoints = c.etcd_endpoints;
+    eo.prefix = c.etcd_prefix;
+    eo.tls_ca_file = c.etcd_tls_ca_file;
+    eo.tls_cert_file = c.etcd_tls_cert_file;
+    eo.tls_key_file = c.etcd_tls_key_file;
+    eo.log = [&log](bool warning, std::string_view line) {
+      if (warning) {
+        log.Warn(absl::StrCat("cluster: ", AV(line)));
+      } else {
+        log.Info(absl::StrCat("cluster: ", AV(line)));
+      }
+    };
+    absl::StatusOr<std::unique_ptr<EtcdMembershipAuthority>> etcd =
+        EtcdMembershipAuthority::Create(std::move(eo));
+    if (!etcd.ok()) {
+      std::cerr << "bigsetd: " << etcd.status().message() << std::endl;
+      return 2;
+    }
+    authority = std::move(*etcd);
+    log.Info(absl::StrCat("membership decided in etcd at ",
+                          absl::StrJoin(c.etcd_endpoints, ","), " under ",
+                          c.etcd_prefix));
+  }
   ClusterMembership membership(*map, c.id, c.data_dir, c.requirepass,
-                               book.get(), &log);
+                               book.get(), &log, std::move(authority));
 
   NodeRunnerOptions o;
   o.id = c.id;

@@ -13,10 +13,12 @@ constexpr int kFetchAttempts = 120;
 constexpr uint64_t kMaxEpochJump = uint64_t{1} << 20;
 }  // namespace
 
-ClusterMembership::ClusterMembership(ClusterMap map, NodeId self,
-                                     std::string data_dir, std::string password,
-                                     AddressBook* book, Logger* log)
-    : self_(self),
+ClusterMembership::ClusterMembership(
+    ClusterMap map, NodeId self, std::string data_dir, std::string password,
+    AddressBook* book, Logger* log,
+    std::unique_ptr<MembershipAuthority> authority)
+    : authority_(std::move(authority)),
+      self_(self),
       data_dir_(std::move(data_dir)),
       password_(std::move(password)),
       book_(book),
@@ -25,6 +27,7 @@ ClusterMembership::ClusterMembership(ClusterMap map, NodeId self,
       fetcher_(std::make_unique<Worker>()) {}
 
 ClusterMembership::~ClusterMembership() {
+  if (authority_ != nullptr) authority_->StopWatch();
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -33,13 +36,24 @@ ClusterMembership::~ClusterMembership() {
 }
 
 absl::Status ClusterMembership::Attach(NodeRunner* runner) {
-  absl::MutexLock lock(&mu_);
-  if (absl::Status s = map_.Save(data_dir_); !s.ok()) return s;
-  runner_ = runner;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = map_.Save(data_dir_); !s.ok()) return s;
+    runner_ = runner;
+  }
+  if (authority_ != nullptr) {
+    return authority_->Watch(
+        [this](const std::optional<MembershipRecord>& record) {
+          OnAuthorityRecord(record);
+        });
+  }
   return absl::OkStatus();
 }
 
 void ClusterMembership::Detach() {
+  // The watch installs through runner_: stopped first, without mu_ (its
+  // callback takes it).
+  if (authority_ != nullptr) authority_->StopWatch();
   absl::MutexLock lock(&mu_);
   runner_ = nullptr;
 }
@@ -103,9 +117,30 @@ absl::Status ClusterMembership::InstallLocked(const ClusterMap& map) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> ClusterMembership::Apply(
-    const Change& change) {
-  ClusterMap next = Current();
+std::string ClusterMembership::Describe(const Change& change) const {
+  std::string addresses;
+  if (change.kind != ChangeKind::kLeave) {
+    addresses = absl::StrCat(" ", FormatAddress(change.addresses.peer), " ",
+                             change.addresses.client
+                                 ? FormatAddress(*change.addresses.client)
+                                 : "-");
+  }
+  switch (change.kind) {
+    case ChangeKind::kJoin:
+      return absl::StrCat("JOIN ", change.node, addresses, " through node ",
+                          self_);
+    case ChangeKind::kLeave:
+      return absl::StrCat("LEAVE ", change.node, " through node ", self_);
+    case ChangeKind::kReplace:
+      return absl::StrCat("REPLACE ", change.node, " ", change.replacement,
+                          addresses, " through node ", self_);
+  }
+  return "";
+}
+
+absl::StatusOr<ClusterMap> ClusterMembership::Next(const ClusterMap& base,
+                                                   const Change& change) {
+  ClusterMap next = base;
   std::vector<NodeId> nodes = next.ring.nodes();
   auto in_ring = [&](NodeId id) {
     return std::find(nodes.begin(), nodes.end(), id) != nodes.end();
@@ -147,7 +182,15 @@ absl::StatusOr<std::vector<std::string>> ClusterMembership::Apply(
   absl::StatusOr<Ring> ring = Ring::Create(nodes, ro);
   if (!ring.ok()) return ring.status();
   next.ring = *ring;
-  if (absl::Status s = Install(next); !s.ok()) return s;
+  return next;
+}
+
+absl::StatusOr<std::vector<std::string>> ClusterMembership::Apply(
+    const Change& change) {
+  if (authority_ != nullptr) return ApplyThroughAuthority(change);
+  absl::StatusOr<ClusterMap> next = Next(Current(), change);
+  if (!next.ok()) return next.status();
+  if (absl::Status s = Install(*next); !s.ok()) return s;
   // Push it to every other node (those that left too: they must learn
   // they hand off).
   const ClusterMap installed = Current();

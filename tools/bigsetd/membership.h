@@ -14,6 +14,14 @@
 // same epoch are refused by every node that has one of them (the operator
 // then issues the next change on top of the one that won).
 //
+// With a MembershipAuthority (--membership etcd), the authority decides
+// instead: a change is proposed there as the next epoch of the latest ring
+// it holds (a compare-and-swap), retried on top of a change that won the
+// race, and every node installs what the authority's watch shows it; no
+// push. When the authority cannot be reached, changes wait a while and then
+// fail, and the node goes on with the ring it has. A node whose ring is
+// newer than the authority's (or that finds it empty) records its own.
+//
 // Thread-safety: thread-safe. Change and Install block (disk, the node's
 // thread, other nodes): call them from a worker, never from the server's
 // or the node's thread. OnStaleRing may be called from any thread.
@@ -22,12 +30,15 @@
 #define BIGSET_TOOLS_BIGSETD_MEMBERSHIP_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "bigset/cluster/membership_authority.h"
 #include "bigset/network/node_runner.h"
 #include "cluster_map.h"
 #include "log.h"
@@ -37,9 +48,11 @@ namespace bigset::server {
 
 class ClusterMembership {
  public:
-  // REQUIRES: `book` and `log` outlive the object.
+  // REQUIRES: `book` and `log` outlive the object. `authority` may be
+  // null (the built-in way).
   ClusterMembership(ClusterMap map, NodeId self, std::string data_dir,
-                    std::string password, AddressBook* book, Logger* log);
+                    std::string password, AddressBook* book, Logger* log,
+                    std::unique_ptr<MembershipAuthority> authority = nullptr);
   ~ClusterMembership();
 
   // The node, once it runs (before: changes fail with Unavailable). Saves
@@ -51,8 +64,11 @@ class ClusterMembership {
   // share the temporary file) nor be overwritten by the older one.
   // REQUIRES: `runner` outlives the object, or Detach first.
   absl::Status Attach(NodeRunner* runner);
-  // Changes fail with Unavailable again.
+  // Changes fail with Unavailable again; the authority's watch stops.
   void Detach();
+
+  // Whether an authority decides ring changes (INSTALL is then refused).
+  bool has_authority() const { return authority_ != nullptr; }
 
   ClusterMap Current() const;
 
@@ -79,6 +95,11 @@ class ClusterMembership {
   // the node reports the epoch again).
   void OnStaleRing(uint64_t epoch, NodeId from);
 
+  // The authority shows its latest record (nullopt: it has none): install
+  // it, or record this node's ring if the authority's is older. Called on
+  // the authority's watch thread.
+  void OnAuthorityRecord(const std::optional<MembershipRecord>& record);
+
   // Fetches the map `address` (a node's client port) has.
   static absl::StatusOr<ClusterMap> Fetch(const PeerAddress& address,
                                           const std::string& password);
@@ -86,7 +107,19 @@ class ClusterMembership {
  private:
   absl::Status InstallLocked(const ClusterMap& map)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `base` with `change` applied, at the next epoch.
+  static absl::StatusOr<ClusterMap> Next(const ClusterMap& base,
+                                         const Change& change);
+  // One line naming the change, stored with the ring it makes.
+  std::string Describe(const Change& change) const;
+  absl::StatusOr<std::vector<std::string>> ApplyThroughAuthority(
+      const Change& change);
+  // The authority's latest map (nullopt: none yet) and its epoch, retried
+  // while the authority cannot be reached, up to `deadline`.
+  absl::StatusOr<std::optional<MembershipRecord>> AuthorityLatest(
+      absl::Time deadline);
 
+  const std::unique_ptr<MembershipAuthority> authority_;
   const NodeId self_;
   const std::string data_dir_;
   const std::string password_;
