@@ -5,19 +5,23 @@
 # through nodes 2 and 3 (8 clients each, SADDs to 100,000 keys) while node
 # 1 is killed and restarted, ROUNDS times; after each restart the script
 # sends node 1 an SADD every 0.1 s until one succeeds and prints how long
-# that took and the errors seen meanwhile. Stops what it started.
+# that took and the errors seen meanwhile. With --freeze S, node 1 is
+# frozen instead (SIGSTOP for S seconds, then SIGCONT), and the time is
+# counted from the SIGCONT. Stops what it started.
 #
-# Usage: bash scripts/restart_under_load.sh [--rounds R] [--bigsetd PATH]
-#          [-- bigsetd args]
+# Usage: bash scripts/restart_under_load.sh [--rounds R] [--freeze S]
+#          [--bigsetd PATH] [-- bigsetd args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rounds=6
+freeze=0
 bigsetd=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
+    --freeze) freeze="$2"; shift 2 ;;
     --bigsetd) bigsetd="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -67,9 +71,17 @@ for i in 2 3; do
 done
 sleep 5
 for round in $(seq 1 "$rounds"); do
-  kill -9 "${pid[1]}"
-  wait "${pid[1]}" 2>/dev/null || true
-  start 1
+  if [[ "$freeze" != 0 ]]; then
+    kill -STOP "${pid[1]}"
+    sleep "$freeze"
+    kill -CONT "${pid[1]}"
+    what="its SIGCONT (frozen ${freeze} s)"
+  else
+    kill -9 "${pid[1]}"
+    wait "${pid[1]}" 2>/dev/null || true
+    start 1
+    what="its restart"
+  fi
   t0=$(date +%s%N)
   : >"$work/errors"
   out=""
@@ -80,7 +92,7 @@ for round in $(seq 1 "$rounds"); do
     sleep 0.1
   done
   t1=$(date +%s%N)
-  echo "round $round: node 1 coordinated an SADD $(( (t1 - t0) / 1000000 )) ms after its restart"
+  echo "round $round: node 1 coordinated an SADD $(( (t1 - t0) / 1000000 )) ms after $what"
   sort "$work/errors" | uniq -c | sort -rn | head -3 | sed 's/^/    /'
   sleep 5
 done

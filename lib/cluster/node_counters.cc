@@ -13,6 +13,7 @@ std::span<const CounterEntry> CounterTable() {
       {"node.messages_received", &NodeCounters::messages_received},
       {"node.malformed_messages", &NodeCounters::malformed_messages},
       {"node.retransmits", &NodeCounters::retransmits},
+      {"service.group_commits", &NodeCounters::group_commits},
       {"node.replicas_open", &NodeCounters::replicas_open},
       {"read.repairs_sent", &NodeCounters::repairs_sent},
       {"read.repair_ops_sent", &NodeCounters::repair_ops_sent},

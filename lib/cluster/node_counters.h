@@ -20,6 +20,7 @@ struct NodeCounters {
   uint64_t repair_ops_sent = 0;
   uint64_t repairs_applied = 0;
   uint64_t retransmits = 0;
+  uint64_t group_commits = 0;
   // Writes that gave up on a silent coordinating replica and asked the
   // next one (the first may still have applied the update).
   uint64_t coordinator_switches = 0;

@@ -90,9 +90,24 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
              header.partition) {
     applied = WrongPartition(scratch_delta_.set, header.partition);
   } else {
-    applied = replica->Apply(scratch_delta_);
+    // Acknowledged deltas (not repairs, not a given-up write's) are
+    // synced together, once per turn, before their acknowledgements go.
+    const bool group =
+        replica->sync_writes() && (header.type == MessageType::kReplicate ||
+                                   header.type == MessageType::kHandoffDelta);
+    applied = group ? replica->ApplyUnsynced(scratch_delta_)
+                    : replica->Apply(scratch_delta_);
     if (applied.ok())
       host_->hooks().OnApplied(header.partition, scratch_delta_);
+    if (group && applied.ok()) {
+      AckWhenDurable(from,
+                     MessageHeader{header.type == MessageType::kHandoffDelta
+                                       ? MessageType::kHandoffDeltaAck
+                                       : MessageType::kReplicateAck,
+                                   header.request_id, header.partition},
+                     replica);
+      return;
+    }
   }
   if (replica == nullptr) host_->hooks().TellMoved(from, header.partition);
   if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
@@ -115,6 +130,40 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
                                   header.request_id, header.partition},
                     applied, host_->node_id(), &ack);
   host_->Send(from, std::move(ack));
+}
+
+void ReplicaService::AckWhenDurable(NodeId to, const MessageHeader& ack,
+                                    Replica* replica) {
+  pending_acks_.push_back(PendingAck{to, ack});
+  sync_replica_ = replica;
+  sync_partition_ = ack.partition;
+  if (flush_scheduled_) return;
+  flush_scheduled_ = true;
+  // After this turn: every delta that arrived with this one shares the
+  // sync.
+  host_->After(0, [this]() { FlushAcks(); });
+}
+
+void ReplicaService::FlushAcks() {
+  flush_scheduled_ = false;
+  // The replica may have been let go meanwhile: sync through the one that
+  // serves the partition now, if any (a let-go replica's writes were
+  // synced when it was let go).
+  Replica* replica = host_->LocalReplica(sync_partition_) == sync_replica_
+                         ? sync_replica_
+                         : host_->LocalReplica(sync_partition_);
+  const absl::Status synced =
+      replica != nullptr
+          ? replica->Sync()
+          : absl::UnavailableError("replica let go before its sync");
+  ++host_->stats().group_commits;
+  std::vector<PendingAck> acks;
+  acks.swap(pending_acks_);
+  for (const PendingAck& a : acks) {
+    std::string bytes;
+    EncodeStatusReply(a.header, synced, host_->node_id(), &bytes);
+    host_->Send(a.to, std::move(bytes));
+  }
 }
 
 std::optional<Delta> ReplicaService::GivenUpOwnDelta(

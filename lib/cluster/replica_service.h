@@ -113,6 +113,11 @@ class ReplicaService {
   std::optional<Delta> GivenUpOwnDelta(NodeId from,
                                        const MessageHeader& header);
   void Fence(const FoldKey& key);
+  // Group commit (sync_writes): the acknowledgement of a delta applied
+  // unsynced waits here for one synced write that covers every delta
+  // applied in the same turn; FlushAcks makes it and sends them all.
+  void AckWhenDurable(NodeId to, const MessageHeader& ack, Replica* replica);
+  void FlushAcks();
 
   CoordinatorHost* const host_;
   const ReplicaServiceOptions options_;
@@ -128,6 +133,15 @@ class ReplicaService {
   absl::flat_hash_set<FoldKey> fenced_;
   std::deque<FoldKey> fence_order_;
   Delta scratch_delta_;  // Reused by every replicated delta.
+  struct PendingAck {
+    NodeId to = 0;
+    MessageHeader header;
+  };
+  std::vector<PendingAck> pending_acks_;
+  // A replica of this node's store (they share it): its Sync covers them.
+  Replica* sync_replica_ = nullptr;
+  uint32_t sync_partition_ = 0;
+  bool flush_scheduled_ = false;
 };
 
 }  // namespace bigset

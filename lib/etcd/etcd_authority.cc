@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -102,9 +103,10 @@ class EtcdMembershipAuthority::Impl {
         endpoints_(std::move(endpoints)),
         epoch_key_(options_.prefix + "/epoch"),
         rings_prefix_(options_.prefix + "/rings/"),
-        timeout_(absl::Milliseconds(options_.request_timeout_ms)) {}
+        timeout_(absl::Milliseconds(options_.request_timeout_ms)),
+        check_every_(absl::Milliseconds(options_.watch_check_ms)) {}
 
-  ~Impl() { StopWatch(); }
+  ~Impl() { Close(); }
 
   // The latest record and the store's revision at that read.
   struct Latest {
@@ -112,13 +114,15 @@ class EtcdMembershipAuthority::Impl {
     int64_t revision = 0;
   };
 
-  absl::StatusOr<Latest> ReadLatest() {
+  // From the endpoints in turn; `only` pins one endpoint (the watch's).
+  absl::StatusOr<Latest> ReadLatest(const HttpEndpoint* only = nullptr) {
     const std::string body = absl::StrCat(
         "{\"key\":", JsonQuote(B64(rings_prefix_)),
         ",\"range_end\":", JsonQuote(B64(PrefixEnd(rings_prefix_))),
         ",\"limit\":\"1\",\"sort_order\":\"DESCEND\",\"sort_target\":"
         "\"KEY\"}");
-    absl::StatusOr<Json> j = Call("/v3/kv/range", body);
+    absl::StatusOr<Json> j =
+        Call("/v3/kv/range", body, /*idempotent=*/true, only);
     if (!j.ok()) return j.status();
     Latest out;
     if (absl::Status s = Revision(*j, &out.revision); !s.ok()) return s;
@@ -150,46 +154,78 @@ class EtcdMembershipAuthority::Impl {
                   ",\"value\":", JsonQuote(B64(absl::StrCat(expected))), "}");
     const std::string ring_key =
         absl::StrCat(rings_prefix_, absl::StrFormat("%020d", next.epoch));
+    // Also: the ring key must not exist (a ring is written once).
     const std::string body = absl::StrCat(
-        "{\"compare\":[", compare, "],\"success\":[",
+        "{\"compare\":[", compare,
+        ",{\"target\":\"CREATE\",\"key\":", JsonQuote(B64(ring_key)),
+        ",\"create_revision\":\"0\"}],\"success\":[",
         "{\"request_put\":{\"key\":", JsonQuote(B64(epoch_key_)),
         ",\"value\":", JsonQuote(B64(absl::StrCat(next.epoch))), "}},",
         "{\"request_put\":{\"key\":", JsonQuote(B64(ring_key)),
-        ",\"value\":", JsonQuote(B64(next.Encode())), "}}]}");
-    absl::StatusOr<Json> j = Call("/v3/kv/txn", body);
+        ",\"value\":", JsonQuote(B64(next.Encode())),
+        "}}],\"failure\":[{\"request_range\":{\"key\":",
+        JsonQuote(B64(epoch_key_)), "}}]}");
+    absl::StatusOr<Json> j =
+        Call("/v3/kv/txn", body, /*idempotent=*/false, nullptr);
     if (!j.ok()) return j.status();
     const Json* ok = j->Find("succeeded");
     if (ok != nullptr && ok->boolean()) return absl::OkStatus();
-    // Lost: say to whom.
-    absl::StatusOr<Latest> latest = ReadLatest();
-    if (!latest.ok() || !latest->record.has_value()) {
-      return absl::AbortedError(
-          absl::StrCat("the ring in etcd is no longer at epoch ", expected,
-                       ": another change was made meanwhile"));
+    // Lost: to whom? If the latest ring is still `expected`, nobody won:
+    // the epoch key is not what the rings say (an operator's mistake).
+    std::string epoch_value = "nothing (the key does not exist)";
+    if (const Json* responses = j->Find("responses");
+        responses != nullptr && !responses->items().empty()) {
+      const Json* range = responses->items()[0].Find("response_range");
+      const Json* kvs = range == nullptr ? nullptr : range->Find("kvs");
+      if (kvs != nullptr && !kvs->items().empty()) {
+        const Json* v = kvs->items()[0].Find("value");
+        std::string raw;
+        if (v != nullptr && absl::Base64Unescape(v->text(), &raw)) {
+          epoch_value = absl::StrCat("\"", absl::CHexEscape(raw), "\"");
+        }
+      }
     }
-    return absl::AbortedError(absl::StrCat(
-        "another change took the ring to epoch ", latest->record->epoch,
-        " meanwhile (", latest->record->change, ")"));
+    absl::StatusOr<Latest> latest = ReadLatest();
+    if (!latest.ok()) {
+      return absl::AbortedError(absl::StrCat(
+          "the ring in etcd is no longer at epoch ", expected,
+          " (could not read which change won: ", latest.status().message(),
+          ")"));
+    }
+    const uint64_t now = latest->record.has_value() ? latest->record->epoch : 0;
+    if (now == expected) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "etcd's ", epoch_key_, " holds ", epoch_value,
+          " but its latest ring is epoch ", expected, " (under ", rings_prefix_,
+          "): repair it (etcdctl put ", epoch_key_, " ", expected, ")"));
+    }
+    return absl::AbortedError(
+        absl::StrCat("another change took the ring to epoch ", now,
+                     " meanwhile (", latest->record->change, ")"));
   }
 
   absl::Status Watch(WatchCallback on_record) {
     absl::MutexLock lock(&mu_);
     if (watching_) return absl::FailedPreconditionError("already watching");
-    if (stopping_) return absl::FailedPreconditionError("watch stopped");
+    if (stopping_) return absl::CancelledError("closed");
     watching_ = true;
     thread_ = std::thread([this, cb = std::move(on_record)]() { Loop(cb); });
+    checker_ = std::thread([this]() { CheckLoop(); });
     return absl::OkStatus();
   }
 
-  void StopWatch() {
-    std::thread t;
+  void Close() {
+    std::thread t, c;
     {
       absl::MutexLock lock(&mu_);
       stopping_ = true;
       if (watch_client_ != nullptr) watch_client_->Cancel();
+      for (HttpClient* client : active_) client->Cancel();
       t = std::move(thread_);
+      c = std::move(checker_);
     }
     if (t.joinable()) t.join();
+    if (c.joinable()) c.join();
   }
 
  private:
@@ -205,23 +241,40 @@ class EtcdMembershipAuthority::Impl {
   }
 
   // POSTs to the endpoints in turn (from the last that answered) until one
-  // answers; the answer parsed.
-  absl::StatusOr<Json> Call(absl::string_view path, absl::string_view body) {
+  // answers; the answer parsed. A request that may have been applied (it
+  // timed out) goes to no other endpoint unless it is `idempotent`.
+  absl::StatusOr<Json> Call(absl::string_view path, absl::string_view body,
+                            bool idempotent, const HttpEndpoint* only) {
     absl::Status last = absl::UnavailableError("no etcd endpoint");
     const size_t start = preferred_.load();
-    for (size_t k = 0; k < endpoints_.size(); ++k) {
+    const size_t tries = only != nullptr ? 1 : endpoints_.size();
+    for (size_t k = 0; k < tries; ++k) {
       const size_t i = (start + k) % endpoints_.size();
-      HttpClient client(endpoints_[i]);
+      HttpClient client(only != nullptr ? *only : endpoints_[i]);
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return absl::CancelledError("closed");
+        active_.insert(&client);
+      }
       absl::StatusOr<HttpClient::Response> r =
           client.Post(path, body, timeout_);
+      {
+        absl::MutexLock lock(&mu_);
+        active_.erase(&client);
+      }
       if (!r.ok()) {
         last = r.status();
-        // Only a request that surely did nothing may go to another
-        // endpoint: one that timed out may have been applied.
-        if (!absl::IsUnavailable(last)) return last;
+        if (absl::IsCancelled(last)) return last;
+        if (only == nullptr) {
+          // The next call starts at the next endpoint.
+          size_t expected = i;
+          preferred_.compare_exchange_strong(expected,
+                                             (i + 1) % endpoints_.size());
+        }
+        if (!absl::IsUnavailable(last) && !idempotent) return last;
         continue;
       }
-      preferred_.store(i);
+      if (only == nullptr) preferred_.store(i);
       if (r->status != 200) {
         return absl::UnavailableError(absl::StrCat(
             "etcd answered HTTP ", r->status, ": ", ErrorText(r->body)));
@@ -245,7 +298,7 @@ class EtcdMembershipAuthority::Impl {
     return stopping_;
   }
 
-  // Sleeps `d` or until StopWatch; false if stopping.
+  // Sleeps `d` or until Close; false if closing.
   bool Sleep(absl::Duration d) {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
@@ -255,18 +308,22 @@ class EtcdMembershipAuthority::Impl {
   void Loop(const WatchCallback& cb) {
     absl::Duration backoff = absl::Milliseconds(100);
     bool failing = false;
-    size_t endpoint = preferred_.load();
     while (!Stopping()) {
       absl::StatusOr<Latest> latest = ReadLatest();
       absl::Status s = latest.status();
+      size_t endpoint = preferred_.load();
       if (latest.ok()) {
         if (failing) Log(false, "etcd: reachable again, watching the ring");
         failing = false;
         backoff = absl::Milliseconds(100);
+        Delivered(latest->record);
         cb(latest->record);
-        endpoint = preferred_.load();
         s = WatchFrom(endpoints_[endpoint], latest->revision + 1, cb);
         if (Stopping()) return;
+        s = absl::Status(s.code(),
+                         absl::StrCat("the watch ended (", s.message(), ")"));
+      } else if (absl::IsCancelled(s)) {
+        return;
       }
       if (!failing) {
         Log(true, absl::StrCat("etcd: ", s.message(),
@@ -279,10 +336,55 @@ class EtcdMembershipAuthority::Impl {
           backoff * (0.5 + 0.5 * static_cast<double>(jitter_() % 1000) / 1000);
       if (!Sleep(wait)) return;
       backoff = std::min(backoff * 2, absl::Seconds(2));
-      // A failed endpoint: the next read starts at another.
-      if (!latest.ok() || endpoints_.size() > 1) {
-        preferred_.store((endpoint + 1) % endpoints_.size());
+      // The next watch starts at another endpoint.
+      size_t expected = endpoint;
+      preferred_.compare_exchange_strong(expected,
+                                         (endpoint + 1) % endpoints_.size());
+    }
+  }
+
+  void Delivered(const std::optional<MembershipRecord>& record) {
+    absl::MutexLock lock(&mu_);
+    if (record.has_value()) delivered_epoch_ = record->epoch;
+    last_event_ = absl::Now();
+  }
+
+  // While the watch is silent, checks every check_every_ that its endpoint
+  // answers and holds no newer ring than the watch showed; else ends the
+  // watch, which the loop then makes again (elsewhere).
+  void CheckLoop() {
+    while (Sleep(check_every_)) {
+      std::shared_ptr<HttpClient> client;
+      HttpEndpoint endpoint;
+      uint64_t delivered = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        if (watch_client_ == nullptr ||
+            absl::Now() - last_event_ < check_every_) {
+          continue;
+        }
+        client = watch_client_;
+        endpoint = watch_endpoint_;
+        delivered = delivered_epoch_;
       }
+      absl::StatusOr<Latest> latest = ReadLatest(&endpoint);
+      if (absl::IsCancelled(latest.status())) return;
+      std::string why;
+      if (!latest.ok()) {
+        why = std::string(latest.status().message());
+      } else if (latest->record.has_value() &&
+                 latest->record->epoch > delivered) {
+        why = absl::StrCat("etcd holds ring epoch ", latest->record->epoch,
+                           ", the watch showed ", delivered);
+      } else {
+        absl::MutexLock lock(&mu_);
+        last_event_ = absl::Now();
+        continue;
+      }
+      Log(true,
+          absl::StrCat("etcd: the watch on ", endpoint.host, ":", endpoint.port,
+                       " looks dead (", why, "): watching again"));
+      client->Cancel();
     }
   }
 
@@ -292,8 +394,10 @@ class EtcdMembershipAuthority::Impl {
     auto client = std::make_shared<HttpClient>(endpoint);
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) return absl::CancelledError("stopping");
+      if (stopping_) return absl::CancelledError("closed");
       watch_client_ = client;
+      watch_endpoint_ = endpoint;
+      last_event_ = absl::Now();
     }
     const std::string body = absl::StrCat(
         "{\"create_request\":{\"key\":", JsonQuote(B64(rings_prefix_)),
@@ -318,6 +422,10 @@ class EtcdMembershipAuthority::Impl {
             // Compacted past `revision`, or etcd cancelled it: read again.
             return absl::AbortedError("etcd cancelled the watch");
           }
+          {
+            absl::MutexLock lock(&mu_);
+            last_event_ = absl::Now();
+          }
           const Json* events = result->Find("events");
           if (events == nullptr) return absl::OkStatus();
           for (const Json& event : events->items()) {
@@ -334,7 +442,9 @@ class EtcdMembershipAuthority::Impl {
                                      "); ignored"));
               continue;
             }
-            cb(std::optional<MembershipRecord>(std::move(*r)));
+            std::optional<MembershipRecord> shown(std::move(*r));
+            Delivered(shown);
+            cb(shown);
           }
           return absl::OkStatus();
         });
@@ -348,6 +458,7 @@ class EtcdMembershipAuthority::Impl {
   const std::string epoch_key_;
   const std::string rings_prefix_;
   const absl::Duration timeout_;
+  const absl::Duration check_every_;
   std::atomic<size_t> preferred_{0};
   std::minstd_rand jitter_{std::random_device{}()};
 
@@ -355,7 +466,12 @@ class EtcdMembershipAuthority::Impl {
   bool watching_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<HttpClient> watch_client_ ABSL_GUARDED_BY(mu_);
+  HttpEndpoint watch_endpoint_ ABSL_GUARDED_BY(mu_);
+  uint64_t delivered_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_event_ ABSL_GUARDED_BY(mu_);
+  std::set<HttpClient*> active_ ABSL_GUARDED_BY(mu_);
   std::thread thread_ ABSL_GUARDED_BY(mu_);
+  std::thread checker_ ABSL_GUARDED_BY(mu_);
 };
 
 absl::StatusOr<std::unique_ptr<EtcdMembershipAuthority>>
@@ -369,8 +485,9 @@ EtcdMembershipAuthority::Create(EtcdAuthorityOptions options) {
         absl::StrCat("etcd prefix \"", options.prefix,
                      "\" must start with '/' and not end with one"));
   }
-  if (options.request_timeout_ms <= 0) {
-    return absl::InvalidArgumentError("etcd request timeout must be > 0");
+  if (options.request_timeout_ms <= 0 || options.watch_check_ms <= 0) {
+    return absl::InvalidArgumentError(
+        "etcd request timeout and watch check interval must be > 0");
   }
   if (options.tls_ca_file.empty() &&
       (!options.tls_cert_file.empty() || !options.tls_key_file.empty())) {
@@ -415,6 +532,6 @@ absl::Status EtcdMembershipAuthority::Watch(WatchCallback on_record) {
   return impl_->Watch(std::move(on_record));
 }
 
-void EtcdMembershipAuthority::StopWatch() { impl_->StopWatch(); }
+void EtcdMembershipAuthority::Close() { impl_->Close(); }
 
 }  // namespace bigset

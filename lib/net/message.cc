@@ -170,6 +170,33 @@ absl::Status DecodeMessageInto(std::string_view in, Message* out) {
   return absl::OkStatus();
 }
 
+bool IsAnswerMessage(std::string_view bytes) {
+  // The header's first two bytes: format version, type (EncodeHeader).
+  if (bytes.size() < 2 ||
+      static_cast<uint8_t>(bytes[0]) != kMessageFormatVersion) {
+    return false;
+  }
+  switch (static_cast<MessageType>(static_cast<uint8_t>(bytes[1]))) {
+    case MessageType::kUpdateReply:
+    case MessageType::kReplicateAck:
+    case MessageType::kReplicateAckWithDelta:
+    case MessageType::kReadClock:
+    case MessageType::kReadChunk:
+    case MessageType::kChunkAck:  // Asks for the next chunk of an answer.
+    case MessageType::kQueryReply:
+    case MessageType::kCountReply:
+    case MessageType::kTransferAck:
+    case MessageType::kHandoffDeltaAck:
+    case MessageType::kHandoffDoneAck:
+    case MessageType::kAeDigestReply:
+    case MessageType::kAeSetsReply:
+    case MessageType::kAePushAck:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string DescribeMessage(std::string_view bytes) {
   MessageHeader header;
   std::string_view body;

@@ -73,6 +73,13 @@ absl::Status TcpTransport::Impl::Start(Receiver receiver) {
   const tcp::endpoint endpoint(host, options_.listen_port);
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && options_.socket_buffer_bytes > 0) {
+    // Inherited by every accepted connection (and sized before its
+    // handshake, which settles the TCP window's scale).
+    acceptor_.set_option(asio::socket_base::receive_buffer_size(
+                             static_cast<int>(options_.socket_buffer_bytes)),
+                         ec);
+  }
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
@@ -150,7 +157,14 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
     ++StatsOf(to).dropped_no_address;
     return;
   }
-  if (out->queued_bytes + frame > options_.peer_queue_bytes) {
+  // Requests are shed first when the peer falls behind: a lagging peer
+  // must still get the answers to its own requests promptly.
+  const bool answer = IsAnswerMessage(bytes);
+  // One request always fits (whatever its size, up to peer_queue_bytes):
+  // the bound sheds a backlog, not large messages.
+  if (out->queued_bytes + frame > options_.peer_queue_bytes ||
+      (!answer && out->request_bytes > 0 &&
+       out->request_bytes + frame > options_.peer_request_queue_bytes)) {
     MutexLock lock(&stats_mu_);
     ++StatsOf(to).dropped_queue_full;
     return;
@@ -159,7 +173,12 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
   f.reserve(frame);
   framing::AppendFrame(framing::Kind::kMessage, bytes, &f);
   out->queued_bytes += f.size();
-  out->queue.push_back(std::move(f));
+  if (answer) {
+    out->answers.push_back(std::move(f));
+  } else {
+    out->request_bytes += f.size();
+    out->queue.push_back(std::move(f));
+  }
   {
     MutexLock lock(&stats_mu_);
     StatsOf(to).queued_bytes = out->queued_bytes;
@@ -214,6 +233,12 @@ void TcpTransport::Impl::Connect(const std::shared_ptr<Outbound>& out) {
               out->stream->socket().set_option(tcp::no_delay(true), ignored);
               out->stream->socket().set_option(
                   asio::socket_base::keep_alive(true), ignored);
+              if (self->options_.socket_buffer_bytes > 0) {
+                out->stream->socket().set_option(
+                    asio::socket_base::send_buffer_size(
+                        static_cast<int>(self->options_.socket_buffer_bytes)),
+                    ignored);
+              }
               self->OnConnected(out);
             });
       });
@@ -341,22 +366,38 @@ void TcpTransport::Impl::ReadHandshakeReply(
 }
 
 void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
-  if (out->queue.empty() || out->writing > 0) return;
+  if ((out->answers.empty() && out->queue.empty()) || out->writing > 0) {
+    return;
+  }
   // Gathered into one buffer: a TLS stream writes one record per buffer it
   // is given, so many small frames in one buffer are one record and one
-  // system call, not one each.
+  // system call, not one each. Answers first.
   out->write_buffer.clear();
   size_t frames = 0;
-  for (const std::string& f : out->queue) {
-    if (frames == kMaxFramesPerWrite ||
-        (frames > 0 &&
-         out->write_buffer.size() + f.size() > kMaxBytesPerWrite)) {
-      break;
+  size_t answers = 0;
+  auto gather = [&](const std::deque<std::string>& q, size_t* taken,
+                    size_t most) {
+    for (const std::string& f : q) {
+      if (frames == kMaxFramesPerWrite || *taken == most ||
+          (frames > 0 &&
+           out->write_buffer.size() + f.size() > kMaxBytesPerWrite)) {
+        return;
+      }
+      out->write_buffer.append(f);
+      ++frames;
+      ++*taken;
     }
-    out->write_buffer.append(f);
-    ++frames;
-  }
+  };
+  size_t requests = 0;
+  // Answers go first but take at most half of a write while requests
+  // wait: a node busy answering a backlog still gets its own requests
+  // through (they are what it coordinates).
+  const size_t answer_share =
+      out->queue.empty() ? kMaxFramesPerWrite : kMaxFramesPerWrite / 2;
+  gather(out->answers, &answers, answer_share);
+  gather(out->queue, &requests, kMaxFramesPerWrite);
   out->writing = frames;
+  out->writing_answers = answers;
   out->write_started = NowMicros();
   const uint64_t generation = out->generation;
   out->stream->Write(
@@ -364,17 +405,24 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
       [self = shared_from_this(), out, generation](const asio::error_code& ec,
                                                    size_t written) {
         if (self->stopped_ || out->generation != generation) return;
-        const size_t frames = out->writing;
+        const size_t answers = out->writing_answers;
+        const size_t requests = out->writing - answers;
         out->writing = 0;
+        out->writing_answers = 0;
         if (ec) {
           self->Reset(out, absl::StrCat("write: ", ec.message()));
           return;
         }
-        size_t messages = 0;
-        for (size_t i = 0; i < frames; ++i) {
+        size_t messages = answers;
+        for (size_t i = 0; i < answers; ++i) {
+          out->queued_bytes -= out->answers.front().size();
+          out->answers.pop_front();
+        }
+        for (size_t i = 0; i < requests; ++i) {
           const std::string& f = out->queue.front();
           messages += f[4] == static_cast<char>(framing::Kind::kMessage);
           out->queued_bytes -= f.size();
+          out->request_bytes -= f.size();
           out->queue.pop_front();
         }
         out->last_sent = NowMicros();
@@ -389,30 +437,64 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
       });
 }
 
+bool TcpTransport::Impl::RetransmitBackedOff(
+    const std::shared_ptr<Outbound>& out) {
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  if (getsockopt(out->stream->socket().native_handle(), IPPROTO_TCP, TCP_INFO,
+                 &info, &len) != 0) {
+    return false;
+  }
+  // TCP_CA_Loss (4): retransmission timeouts; backoff >= 2: the timeout
+  // doubled at least twice, so the next try may be seconds (up to two
+  // minutes) away even if the peer reads again now.
+  return info.tcpi_ca_state == 4 && info.tcpi_backoff >= 2;
+}
+
 void TcpTransport::Impl::WatchOutbound(const std::shared_ptr<Outbound>& out,
                                        uint64_t generation) {
-  out->watchdog.expires_after(
-      std::chrono::microseconds(options_.keepalive_micros));
-  out->watchdog.async_wait(
-      [self = shared_from_this(), out, generation](const asio::error_code& ec) {
-        if (ec || self->stopped_ || out->generation != generation) return;
-        const uint64_t now = NowMicros();
-        if (out->writing > 0 &&
-            now - out->write_started >= self->options_.idle_timeout_micros) {
-          // A hung peer: its socket is open and takes nothing.
-          self->Reset(out, "write stalled");
-          return;
-        }
-        if (out->writing == 0 && out->queue.empty() &&
-            now - out->last_sent >= self->options_.keepalive_micros) {
-          std::string f;
-          framing::AppendFrame(framing::Kind::kKeepAlive, {}, &f);
-          out->queued_bytes += f.size();
-          out->queue.push_back(std::move(f));
-          self->WriteSome(out);
-        }
-        self->WatchOutbound(out, generation);
-      });
+  // Often enough to catch a stalled connection within the stall bound.
+  out->watchdog.expires_after(std::chrono::microseconds(
+      std::min(options_.keepalive_micros, options_.stall_check_micros)));
+  out->watchdog.async_wait([self = shared_from_this(), out,
+                            generation](const asio::error_code& ec) {
+    if (ec || self->stopped_ || out->generation != generation) return;
+    const uint64_t now = NowMicros();
+    if (out->writing > 0 &&
+        now - out->write_started >= self->options_.idle_timeout_micros) {
+      // A hung peer: its socket is open and takes nothing.
+      self->Reset(out, "write stalled");
+      return;
+    }
+    // A peer that was frozen or starved while its receive buffer was
+    // full: segments were dropped and the kernel's retransmission
+    // timer backed off. Once the peer is heard from again (it is
+    // alive), a new connection carries the queue at once instead of
+    // waiting for the next timeout. What the kernel still held is lost
+    // (the protocols retransmit).
+    auto heard = self->last_heard_.find(out->peer);
+    if (out->state == Outbound::State::kReady &&
+        heard != self->last_heard_.end() &&
+        now - heard->second < self->options_.stall_check_micros * 4 &&
+        RetransmitBackedOff(out)) {
+      {
+        MutexLock lock(&self->stats_mu_);
+        ++self->StatsOf(out->peer).stall_resets;
+      }
+      self->Reset(out, "retransmissions backed off while the peer is alive");
+      return;
+    }
+    if (out->writing == 0 && out->queue.empty() && out->answers.empty() &&
+        now - out->last_sent >= self->options_.keepalive_micros) {
+      std::string f;
+      framing::AppendFrame(framing::Kind::kKeepAlive, {}, &f);
+      out->queued_bytes += f.size();
+      out->request_bytes += f.size();
+      out->queue.push_back(std::move(f));
+      self->WriteSome(out);
+    }
+    self->WatchOutbound(out, generation);
+  });
 }
 
 void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
@@ -424,10 +506,12 @@ void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
   if (out->stream != nullptr) out->stream->Close();
   out->writing = 0;  // Frames half-written are sent again (duplicates are
                      // tolerated by the protocols).
+  out->writing_answers = 0;
   // Keep-alives are not worth a reconnect.
   std::erase_if(out->queue, [&](const std::string& f) {
     if (f[4] != static_cast<char>(framing::Kind::kKeepAlive)) return false;
     out->queued_bytes -= f.size();
+    out->request_bytes -= f.size();
     return true;
   });
   {
@@ -453,7 +537,7 @@ void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
   out->timer.async_wait(
       [self = shared_from_this(), out, generation](const asio::error_code& ec) {
         if (ec || self->stopped_ || out->generation != generation) return;
-        if (out->queue.empty()) {
+        if (out->queue.empty() && out->answers.empty()) {
           out->state = Outbound::State::kIdle;  // Connect on the next send.
         } else {
           self->Connect(out);

@@ -8,6 +8,8 @@
 #ifndef BIGSET_LIB_NETWORK_TCP_TRANSPORT_IMPL_H_
 #define BIGSET_LIB_NETWORK_TCP_TRANSPORT_IMPL_H_
 
+#include <netinet/tcp.h>
+
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 #include <atomic>
@@ -79,9 +81,14 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
     std::unique_ptr<tcp_internal::Stream> stream;
     // Incremented at every reset: handlers of an older connection stop.
     uint64_t generation = 0;
-    std::deque<std::string> queue;  // Whole frames.
-    size_t queued_bytes = 0;
-    size_t writing = 0;  // Frames of the queue's front being written.
+    // Whole frames: answers (IsAnswerMessage) go out ahead of the rest.
+    std::deque<std::string> answers;
+    std::deque<std::string> queue;
+    size_t queued_bytes = 0;   // Of both.
+    size_t request_bytes = 0;  // Of `queue`.
+    // Frames of each queue's front being written (writing = their sum).
+    size_t writing = 0;
+    size_t writing_answers = 0;
     // A write of what is queued is posted: the frames the node sends in
     // the same turn go with it, in one system call.
     bool flush_posted = false;
@@ -135,8 +142,15 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   void CloseInbound(const std::shared_ptr<Inbound>& in, std::string_view why);
   void WatchInbound(const std::shared_ptr<Inbound>& in);
 
+  // Whether the kernel has backed off retransmitting what `out` sent (lost
+  // segments, no acknowledgement for several timeouts in a row).
+  static bool RetransmitBackedOff(const std::shared_ptr<Outbound>& out);
+
   asio::io_context& io_;
   const NodeId self_;
+  // When each peer's inbound connection last delivered bytes: a peer heard
+  // from is alive, whatever its connection from this node looks like.
+  std::map<NodeId, uint64_t> last_heard_;
   const std::shared_ptr<const AddressBook> addresses_;
   const TcpTransportOptions options_;
   std::unique_ptr<asio::ssl::context> tls_;

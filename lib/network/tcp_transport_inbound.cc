@@ -92,6 +92,7 @@ void TcpTransport::Impl::ReadInbound(const std::shared_ptr<Inbound>& in) {
           return;
         }
         in->last_activity = NowMicros();
+        if (in->handshake_done) self->last_heard_[in->peer] = in->last_activity;
         in->buffer.append(in->read_buffer.data(), n);
         if (self->ParseInbound(in)) self->ReadInbound(in);
       });

@@ -442,7 +442,8 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
     stripe.cache->Recharge(set, state);
     return absl::OkStatus();
   }
-  absl::Status s = store_->Write(write_options_, *batch);
+  absl::Status s = store_->Write(
+      changes.defer_sync ? WriteOptions() : write_options_, *batch);
   if (!s.ok()) {
     // The cached state already holds the change; drop it so the next access
     // reloads what is really on disk.
@@ -620,98 +621,6 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
   counters_.keys_written.fetch_add(puts + 1, std::memory_order_relaxed);
   counters_.keys_deleted.fetch_add(deletes, std::memory_order_relaxed);
   return delta;
-}
-
-absl::Status Replica::Apply(const Delta& delta) {
-  const std::string_view set = delta.set;
-  Stripe& stripe = StripeFor(set);
-  MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  SetState* state = *loaded;
-  // A delta claiming events of this replica's actor that it never generated
-  // is refused whole (applying it would block every later add).
-  if (delta.clear.has_value() &&
-      delta.clear->MaxCounter(actor_) > state->clock.MaxCounter(actor_)) {
-    counters_.deltas_rejected.fetch_add(1, std::memory_order_relaxed);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "set \"", Printable(set),
-        "\": clear clock claims events of this replica's actor that it never "
-        "generated"));
-  }
-  for (const DeltaOp& op : delta.ops) {
-    absl::Status s = CheckOwnDots(set, state->clock, op.context);
-    if (s.ok() && op.add.has_value()) {
-      s = CheckOwnDots(set, state->clock, std::span(&*op.add, 1));
-    }
-    if (!s.ok()) {
-      counters_.deltas_rejected.fetch_add(1, std::memory_order_relaxed);
-      return s;
-    }
-  }
-
-  StripeBatch lent(&stripe.batch_scratch);
-  WriteBatch& batch = lent.get();
-  StateChanges changes;
-  changes.track_keys = delta.ops.size() > 1 && !options_.keep_counts;
-  changes.one_element = delta.ops.size() == 1;
-  if (absl::Status s = PrepareLiveness(stripe, set, state, &changes); !s.ok()) {
-    stripe.cache->Erase(set);
-    return s;
-  }
-  if (options_.keep_counts && changes.one_element) {
-    StartPresenceProbe(delta.ops.front().element, &changes);
-  }
-  uint64_t puts = 0;
-  if (delta.clear.has_value() && !delta.clear->empty())
-    ApplyClear(*delta.clear, state, &changes);
-  if (options_.keep_counts && !changes.one_element &&
-      changes.filter != nullptr) {
-    std::vector<std::string_view> elements;
-    elements.reserve(delta.ops.size());
-    for (const DeltaOp& op : delta.ops) elements.push_back(op.element);
-    HashForPresence(elements, &changes);
-  }
-  for (size_t i = 0; i < delta.ops.size(); ++i) {
-    const DeltaOp& op = delta.ops[i];
-    std::vector<Dot>* live = nullptr;
-    if (options_.keep_counts) {
-      PrefetchPresence(i, &changes);
-      absl::StatusOr<std::vector<Dot>*> dots =
-          LiveDots(set, op.element, state, &changes);
-      if (!dots.ok()) {
-        stripe.cache->Erase(set);
-        return dots.status();
-      }
-      live = *dots;
-    }
-    const bool was_present = live != nullptr && !live->empty();
-    // The context part first, always, even if the add's dot was seen.
-    if (absl::Status s = ApplyContext(set, op.element, op.context, state,
-                                      &batch, &changes, live);
-        !s.ok()) {
-      stripe.cache->Erase(set);
-      return s;
-    }
-    // Never rewrite a seen dot: its key may have been removed.
-    if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
-      PutNewKey(stripe, set, op.element, *op.add, state, &batch, &changes);
-      if (live != nullptr) live->push_back(*op.add);
-      NotePresent(stripe, set, changes.element_hash, &changes);
-      ++puts;
-    }
-    if (live != nullptr) Recount(was_present, !live->empty(), state);
-  }
-  const uint64_t deletes = batch.Count() - puts;
-  if (!changes.clock.empty() || !changes.tombstone.empty() ||
-      batch.Count() > 0) {
-    BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
-    counters_.keys_written.fetch_add(puts, std::memory_order_relaxed);
-    counters_.keys_deleted.fetch_add(deletes, std::memory_order_relaxed);
-  }
-  counters_.deltas_applied.fetch_add(1, std::memory_order_relaxed);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {

@@ -66,6 +66,8 @@ struct Replica::StateChanges {
   PresenceFilter* filter = nullptr;
   // A clear hid every element: the filter is reset once the write commits.
   bool reset_filter = false;
+  // Written unsynced whatever sync_writes says (ApplyUnsynced).
+  bool defer_sync = false;
 };
 
 namespace replica_internal {

@@ -424,7 +424,7 @@ TEST_CASE(
   REQUIRE((*a)->Watch([&](const std::optional<MembershipRecord>&) { ++shown; })
               .ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  (*a)->StopWatch();
+  (*a)->Close();
   CHECK(shown.load() == 0);  // Nothing valid was ever shown.
   absl::MutexLock lock(&mu);
   CHECK_FALSE(logged.empty());

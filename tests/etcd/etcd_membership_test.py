@@ -146,8 +146,8 @@ def b64(b):
     return base64.b64encode(b).decode()
 
 
-def decode_record(raw):
-    """A MembershipRecord (docs/FORMATS.md): (epoch, change)."""
+def decode_full(raw):
+    """A MembershipRecord (docs/FORMATS.md): (epoch, map text, change)."""
     check(raw[0] == 1, "record version %d" % raw[0])
     pos = 1
 
@@ -163,11 +163,18 @@ def decode_record(raw):
                 return v
     epoch = varint()
     n = varint()
+    text = raw[pos:pos + n].decode()
     pos += n
     n = varint()
     change = raw[pos:pos + n].decode()
     pos += n
     eq(len(raw) - pos, 4, "checksum bytes after the record")
+    return epoch, text, change
+
+
+def decode_record(raw):
+    """A MembershipRecord: (epoch, change)."""
+    epoch, _, change = decode_full(raw)
     return epoch, change
 
 

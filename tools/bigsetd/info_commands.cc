@@ -237,6 +237,22 @@ void Session::CmdInfo(Args& a) {
       }
       text += "\r\n";
     }
+    if (want("peers") && snap->status.ok()) {
+      // Per peer, Redis's "slaveN:" style: what the transport holds for it
+      // and what it shed (a peer that falls behind is shed requests).
+      text += "# Peers\r\n";
+      for (const PeerStats& p : snap->transport.peers) {
+        line(absl::StrCat("peer", p.node),
+             absl::StrCat("connected=", p.connected ? 1 : 0,
+                          ",queued_bytes=", p.queued_bytes,
+                          ",dropped_queue_full=", p.dropped_queue_full,
+                          ",frames_out=", p.frames_out,
+                          ",frames_in=", p.frames_in, ",connects=", p.connects,
+                          ",disconnects=", p.disconnects,
+                          ",stall_resets=", p.stall_resets));
+      }
+      text += "\r\n";
+    }
     if (want("cpu")) {
       text += "# CPU\r\n";
       auto seconds = [](const timeval& t) {

@@ -24,14 +24,16 @@ ClusterMembership::ClusterMembership(
       book_(book),
       log_(log),
       map_(std::move(map)),
-      fetcher_(std::make_unique<Worker>()) {}
+      fetcher_(std::make_unique<Worker>()),
+      seeder_(std::make_unique<Worker>()) {}
 
 ClusterMembership::~ClusterMembership() {
-  if (authority_ != nullptr) authority_->StopWatch();
+  if (authority_ != nullptr) authority_->Close();
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  seeder_.reset();
   fetcher_.reset();
 }
 
@@ -53,7 +55,7 @@ absl::Status ClusterMembership::Attach(NodeRunner* runner) {
 void ClusterMembership::Detach() {
   // The watch installs through runner_: stopped first, without mu_ (its
   // callback takes it).
-  if (authority_ != nullptr) authority_->StopWatch();
+  if (authority_ != nullptr) authority_->Close();
   absl::MutexLock lock(&mu_);
   runner_ = nullptr;
 }

@@ -20,7 +20,11 @@
 // race, and every node installs what the authority's watch shows it; no
 // push. When the authority cannot be reached, changes wait a while and then
 // fail, and the node goes on with the ring it has. A node whose ring is
-// newer than the authority's (or that finds it empty) records its own.
+// newer than the authority's (or that finds it empty: a new cluster, a
+// wiped etcd) records the newest ring that a majority of the ring's nodes
+// know (it asks them), never a ring it alone remembers. A record that
+// places this node at another peer address belongs to another cluster
+// (the same prefix by mistake) and is refused.
 //
 // Thread-safety: thread-safe. Change and Install block (disk, the node's
 // thread, other nodes): call them from a worker, never from the server's
@@ -29,6 +33,7 @@
 #ifndef BIGSET_TOOLS_BIGSETD_MEMBERSHIP_H_
 #define BIGSET_TOOLS_BIGSETD_MEMBERSHIP_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -114,6 +119,10 @@ class ClusterMembership {
   std::string Describe(const Change& change) const;
   absl::StatusOr<std::vector<std::string>> ApplyThroughAuthority(
       const Change& change);
+  // Records in the authority (which holds `authority_epoch`, 0: nothing)
+  // the newest ring a majority of the ring's nodes know, asking them; on
+  // the fetcher's thread, retried until done or another node did it.
+  void SeedAuthority(uint64_t authority_epoch);
   // The authority's latest map (nullopt: none yet) and its epoch, retried
   // while the authority cannot be reached, up to `deadline`.
   absl::StatusOr<std::optional<MembershipRecord>> AuthorityLatest(
@@ -129,8 +138,11 @@ class ClusterMembership {
   ClusterMap map_ ABSL_GUARDED_BY(mu_);
   NodeRunner* runner_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Last: its thread must stop before the rest goes.
+  // A SeedAuthority is queued or running (one at a time).
+  std::atomic<bool> seeding_{false};
+  // Last: their threads must stop before the rest goes.
   std::unique_ptr<Worker> fetcher_;
+  std::unique_ptr<Worker> seeder_;
 };
 
 }  // namespace bigset::server

@@ -75,14 +75,18 @@ class BIGSET_EXPORT MembershipAuthority {
   // is (re)established, then each newer record in epoch order as it is
   // recorded. While the authority cannot be reached it retries by itself
   // (with back-off) and shows nothing. Called at most once.
-  // `on_record` may call Latest and Propose.
+  // `on_record` may call Latest and Propose. A watch that may have gone
+  // silent (a member frozen, a connection dead without a word) is checked
+  // and moved to another member.
   using WatchCallback =
       std::function<void(const std::optional<MembershipRecord>&)>;
   virtual absl::Status Watch(WatchCallback on_record) = 0;
 
-  // Ends the watch: on return `on_record` is not running and will not be
-  // called again. Idempotent; the destructor calls it.
-  virtual void StopWatch() = 0;
+  // Ends the watch and cancels the requests in progress (they return
+  // Cancelled, as does every later call): on return `on_record` is not
+  // running and will not be called again. Idempotent; the destructor
+  // calls it.
+  virtual void Close() = 0;
 };
 
 }  // namespace bigset

@@ -21,6 +21,9 @@
 //   write.failovers_unsettled      ... and never answered by the deadline
 //   write.failovers_refused        failover off: Unavailable instead
 //                                  (ClusterWriteOptions::failover)
+//   service.group_commits          synced writes that made the deltas of
+//                                  one turn durable before their acks
+//                                  (sync_writes)
 //   service.repairs_applied        the replica side of the protocols
 //   service.updates_fenced         refused: another replica coordinated it
 //   service.duplicate_updates      answered from the reply cache

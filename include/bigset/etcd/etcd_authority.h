@@ -11,7 +11,11 @@
 // the revision of that read, so that no record between the two is missed;
 // after a disconnect it reads the latest again and watches from there.
 //
-// Endpoints are tried in order, starting from the last that answered.
+// Endpoints are tried in order, starting from the last that answered; a
+// read goes on to the next endpoint when one fails or times out, a
+// transaction only when the endpoint surely did not get it. A watch that
+// delivered nothing for watch_check_ms is checked with a read on its
+// endpoint; if that fails, the watch moves to the next endpoint.
 //
 // Thread-safety: thread-safe.
 
@@ -44,6 +48,8 @@ struct BIGSET_EXPORT EtcdAuthorityOptions {
   std::string tls_key_file;
   // Each request's deadline (the watch's connection and head too).
   int request_timeout_ms = 5000;
+  // A silent watch is checked this often (see above).
+  int watch_check_ms = 3000;
   // Where the watch says what went wrong (etcd unreachable, a record it
   // could not decode), and when it is back: a line, from the watch's
   // thread. May be empty.
@@ -61,7 +67,7 @@ class BIGSET_EXPORT EtcdMembershipAuthority : public MembershipAuthority {
   absl::Status Propose(const MembershipRecord& next,
                        uint64_t expected_epoch) override;
   absl::Status Watch(WatchCallback on_record) override;
-  void StopWatch() override;
+  void Close() override;
 
  private:
   class Impl;

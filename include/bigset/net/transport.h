@@ -58,6 +58,16 @@ class BIGSET_EXPORT Scheduler {
 // message are described as such.
 BIGSET_EXPORT std::string DescribeMessage(std::string_view bytes);
 
+// Whether `bytes` (an encoded message) answers another node's request (a
+// reply, an acknowledgement, the data of a read it asked for) rather than
+// asking something. A transport that queues messages for a peer should
+// send answers ahead of requests, and may shed requests first when the
+// peer falls behind: a node that lags on the requests it is sent still
+// hears the answers to its own, so it keeps coordinating (and the requests
+// it missed are repaired by hints and anti-entropy). Malformed bytes are
+// requests.
+BIGSET_EXPORT bool IsAnswerMessage(std::string_view bytes);
+
 }  // namespace bigset
 
 #endif  // BIGSET_NET_TRANSPORT_H_

@@ -26,7 +26,15 @@
 // bytes. Each peer's send queue holds at most peer_queue_bytes: past it new
 // messages to that peer are dropped and counted (the protocols tolerate
 // loss), so a slow or dead peer never blocks the others or grows memory
-// without bound. A connection whose write does not finish within
+// without bound. Answers (IsAnswerMessage) are sent ahead of requests (at
+// most half of each write while requests wait), and
+// requests may fill only peer_request_queue_bytes of it: a peer that falls
+// behind on requests (frozen, restarted, short of CPU or disk) is shed
+// requests, not answers, so it keeps hearing the answers to its own and
+// keeps coordinating; what it missed comes back through hints and
+// anti-entropy. socket_buffer_bytes bounds what the kernel holds on both
+// ends of a connection, so that backlogs stay in these queues, where
+// answers can overtake them. A connection whose write does not finish within
 // idle_timeout_micros (a hung peer whose socket is open and silent) is
 // closed and made again; an inbound connection that carries nothing, not
 // even a keep-alive, for as long is closed too.
@@ -78,10 +86,20 @@ struct TcpTransportOptions {
   // Connections of identified peers do not count.
   size_t max_pending_handshakes = 64;
   size_t peer_queue_bytes = 64 << 20;
+  size_t peer_request_queue_bytes = 16 << 20;
+  // SO_SNDBUF of outbound and SO_RCVBUF of inbound connections; 0 leaves
+  // the kernel's (autotuned to several MiB: seconds of requests that no
+  // answer can overtake when a peer falls behind).
+  size_t socket_buffer_bytes = 256 << 10;
   // A connection idle this long sends a keep-alive frame.
   uint64_t keepalive_micros = 2'000'000;
   // See the header comment; keep it well above keepalive_micros.
   uint64_t idle_timeout_micros = 15'000'000;
+  // How often a connection is checked for a stall the kernel will not end
+  // soon: lost segments whose retransmission timer has backed off (a peer
+  // frozen with a full receive buffer, then awake). If the peer was heard
+  // from meanwhile, the connection is made again (counted: stall_resets).
+  uint64_t stall_check_micros = 250'000;
   // Reconnect back-off: from min, doubled at each failure up to max, with
   // jitter (uniform in [half, whole] of it).
   uint64_t reconnect_min_micros = 50'000;
@@ -107,6 +125,9 @@ struct PeerStats {
   uint64_t dropped_queue_full = 0;
   uint64_t dropped_no_address = 0;
   uint64_t queued_bytes = 0;  // Now.
+  // Connections made again because their retransmissions backed off while
+  // the peer was alive (TcpTransportOptions::stall_check_micros).
+  uint64_t stall_resets = 0;
 };
 
 struct TransportStats {

@@ -214,6 +214,16 @@ class BIGSET_EXPORT Replica {
   // InvalidArgument, applying nothing (counted in deltas_rejected), if it
   // claims an event of this replica's actor that it never generated.
   absl::Status Apply(const Delta& delta);
+  // Apply, with the write not synced even under sync_writes: the caller
+  // makes it durable with Sync() before anyone may learn that it was
+  // applied (a node that acknowledges many deltas syncs once for all of
+  // them: group commit). Deltas carry no event of this replica's actor, so
+  // losing an unsynced one to a crash never lets a counter be reused.
+  absl::Status ApplyUnsynced(const Delta& delta);
+  // Makes every earlier write of the store durable: one synced write (the
+  // store's log is one file). OK at once without sync_writes.
+  absl::Status Sync();
+  bool sync_writes() const { return options_.sync_writes; }
 
   // Removes every dot `clock` has seen from `set` by merging it into the
   // set-tombstone (and the set-clock); reads honour it at once, and the
@@ -441,6 +451,7 @@ class BIGSET_EXPORT Replica {
   // Adds the clock and tombstone keys `changes` calls for to `batch`, writes
   // it and updates the cache; on failure drops the cached state, which was
   // already modified, so the next access reloads it from the store.
+  absl::Status ApplyImpl(const Delta& delta, bool defer_sync);
   absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
                       WriteBatch* batch, const StateChanges& changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
