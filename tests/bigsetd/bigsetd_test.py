@@ -8,7 +8,8 @@ redis-benchmark) and talks to them the way a Redis client would: redis-py
 input) and redis-cli.
 
 Tests: basic, resp3, auth, redis_cli, sscan_under_writes, bad_input,
-differential, kill9_under_benchmark, config_errors, shutdown, membership.
+differential, kill9_under_benchmark, config_errors, shutdown, membership,
+tls_clients, hedged_reads, rotating_faults.
 
 Usage: /usr/bin/python3 bigsetd_test.py BIGSETD_BINARY MAKE_CERTS TEST_NAME
        (TEST_NAME "all" runs every test)
@@ -2047,6 +2048,137 @@ def test_hedged_reads():
     check(cl.scard("h") == 100, "scard")
 
 
+def test_rotating_faults():
+    """Availability under rotating faults (3 nodes, --sync-writes, mutual
+    TLS): writers on every node add unique members throughout while each
+    node in turn is killed with kill -9 and restarted, then frozen (SIGSTOP
+    for 4 s) and woken. Checked: no acknowledged add lost; every restarted
+    or woken node coordinates an add within 5 s (printed: each recovery
+    time); no 2 s (the write timeout) with no add acknowledged anywhere.
+    Printed: seconds without an acknowledgement, recovery times, and the
+    peers' retransmissions per second."""
+    if EMULATED:
+        raise Skip("faults of bigsetd nodes")
+    c = Cluster(3, tls=os.environ.get("ROT_TLS", "1") == "1",
+                extra=["--sync-writes", "--ring-size", "16"])
+    c.start()
+    nodes = [c.nodes[i] for i in (1, 2, 3)]
+    stop = threading.Event()
+    lock = threading.Lock()
+    acked = {}
+    ack_times = []
+
+    def writer(k):
+        # Two writers per node, each staying on its node (as a client of
+        # it does): while a node is down or frozen, the others' writers
+        # must keep being acknowledged.
+        rng = random.Random(SEED + k)
+        i = 0
+        clients = {}
+        while not stop.is_set():
+            node = nodes[k % 3]
+            key = "r%d" % (i % 7)
+            member = "w%d-%d" % (k, i)
+            i += 1
+            try:
+                cl = clients.get(node.id)
+                if cl is None:
+                    cl = node.client(socket_timeout=3,
+                                     socket_connect_timeout=2)
+                    clients[node.id] = cl
+                cl.sadd(key, member)
+                with lock:
+                    acked.setdefault(key, set()).add(member)
+                    ack_times.append(time.time())
+            except Exception:  # noqa: BLE001 (a failed add may be lost)
+                clients.pop(node.id, None)
+                time.sleep(0.02 + rng.random() * 0.03)
+
+    def coordinates(node, key):
+        try:
+            return node.client(socket_timeout=5,
+                               socket_connect_timeout=2).sadd(key, "x") >= 0
+        except Exception:  # noqa: BLE001 (not yet)
+            return False
+
+    def retransmits():
+        total = 0
+        for n in nodes:
+            try:
+                text = n.raw(timeout=5).command("BIGSET.STATS")
+                pairs = flat_pairs(text)
+                total += int(pairs.get("node.retransmits", 0))
+            except Exception:  # noqa: BLE001 (a node down)
+                pass
+        return total
+
+    threads = [threading.Thread(target=writer, args=(k,), daemon=True)
+               for k in range(6)]
+    for t in threads:
+        t.start()
+    recoveries = []
+    start = time.time()
+    r0 = retransmits()
+    try:
+        time.sleep(2)
+        for n in nodes:  # kill -9 and restart, in turn
+            print("  %.2f s: kill -9 node %d" % (time.time() - start, n.id))
+            n.kill9()
+            time.sleep(2)
+            print("  %.2f s: restart node %d" % (time.time() - start, n.id))
+            n.start(wait=False)
+            t0 = time.time()
+            wait_for(lambda: coordinates(n, "probe%d" % n.id), 60,
+                     "node %d coordinating after its restart" % n.id,
+                     interval=0.05)
+            recoveries.append(("restart", n.id, time.time() - t0))
+            time.sleep(2)
+        for n in nodes:  # frozen, then woken, in turn
+            print("  %.2f s: SIGSTOP node %d" % (time.time() - start, n.id))
+            n.send_signal(signal.SIGSTOP)
+            time.sleep(4)
+            n.send_signal(signal.SIGCONT)
+            t0 = time.time()
+            wait_for(lambda: coordinates(n, "probe%d" % n.id), 60,
+                     "node %d coordinating after SIGCONT" % n.id,
+                     interval=0.05)
+            recoveries.append(("wake", n.id, time.time() - t0))
+            time.sleep(2)
+    finally:
+        stop.set()
+        for n in nodes:
+            if n.alive():
+                n.send_signal(signal.SIGCONT)
+        for t in threads:
+            t.join(timeout=30)
+    elapsed = time.time() - start
+    r1 = retransmits()
+    with lock:
+        times = sorted(ack_times)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    worst = max(range(len(gaps)), key=lambda j: gaps[j])
+    print("  longest gap from %.2f s to %.2f s" % (times[worst] - start, times[worst + 1] - start))
+    silent = sum(1 for g in gaps if g >= 1.0)
+    print("  %d adds acknowledged in %.0f s; longest time without one %.2f s"
+          " (%d gaps of 1 s or more); retransmits %.0f/s" %
+          (len(times), elapsed, max(gaps), silent, (r1 - r0) / elapsed))
+    for what, nid, secs in recoveries:
+        print("  node %d coordinated %.2f s after its %s" % (nid, secs, what))
+    check(len(times) > 200, "only %d adds acknowledged" % len(times))
+    check(max(gaps) < 2.0, "%.2f s with no add acknowledged anywhere" %
+          max(gaps))
+    for what, nid, secs in recoveries:
+        check(secs < 5, "node %d took %.2f s to coordinate after its %s" %
+              (nid, secs, what))
+    for n in nodes:
+        cl = n.client()
+        for key, members in acked.items():
+            got = set(x.decode() for x in cl.smembers(key))
+            missing = members - got
+            check(not missing, "node %d %s: %d acknowledged adds lost" %
+                  (n.id, key, len(missing)))
+
+
 TESTS = {
     "basic": test_basic,
     "hedged_reads": test_hedged_reads,
@@ -2245,6 +2377,7 @@ def test_tls_clients():
 
 
 TESTS["tls_clients"] = test_tls_clients
+TESTS["rotating_faults"] = test_rotating_faults
 
 
 def main():
