@@ -23,7 +23,8 @@ elif [[ ! -f build-fuzz/build.ninja ]]; then
 fi
 fuzzers=(tests/message_fuzzer tests/delta_fuzzer tests/clock_fuzzer
          tests/key_fuzzer tests/bigsetd/resp_fuzzer
-         tests/bigsetd/cluster_map_fuzzer)
+         tests/bigsetd/cluster_map_fuzzer tests/membership_record_fuzzer
+         tests/etcd/etcd_answer_fuzzer)
 ninja -C "$dir" "${fuzzers[@]}"
 # Two at a time (each fuzzer runs one thread; the machines have two
 # cores), each for the whole time; their outputs are printed in order.
