@@ -13,6 +13,7 @@
 namespace bigset {
 
 using anti_entropy_internal::kMaxBucketsPerRound;
+using anti_entropy_internal::kMaxDueRounds;
 using anti_entropy_internal::kMaxHintSends;
 using anti_entropy_internal::kMaxQueuedPushes;
 using anti_entropy_internal::kMaxRetries;
@@ -124,8 +125,9 @@ void AntiEntropy::Tick() {
     if (h.sends >= kMaxHintSends || !Serves(h.partition, h.peer)) {
       // The peer stayed silent (or no longer serves the partition): the
       // digest rounds find what it misses.
-      ++host_->stats().ae_hints_dropped;
-      it = EraseHint(it);
+      auto next = std::next(it);
+      DropHint(it);
+      it = next;
       continue;
     }
     if (!TakeTokens(h.bytes.size())) break;
@@ -135,6 +137,7 @@ void AntiEntropy::Tick() {
     SendCounted(h.peer, h.bytes);
     ++it;
   }
+  StartDueRounds();
   // Pushes: retransmissions, and chunks that waited for the rate limit.
   std::vector<uint64_t> drop;
   for (auto& [id, push] : pushes_) {
@@ -159,7 +162,7 @@ void AntiEntropy::Tick() {
   receiver_.Expire(now, RoundLifetime() + 1);
   // Rounds run for ever; without them the timer runs while work is left.
   if (interval > 0 || !hints_.empty() || !pushes_.empty() || !queued_.empty() ||
-      !rounds_.empty() || !receiver_.empty()) {
+      !rounds_.empty() || !receiver_.empty() || !rounds_due_.empty()) {
     EnsureTick();
   }
 }
@@ -184,8 +187,41 @@ void AntiEntropy::AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
   hint_index_[key] = std::prev(hints_.end());
   EnsureTick();
   while (hint_bytes_ > options_.hint_bytes && !hints_.empty()) {
-    EraseHint(hints_.begin());
-    ++host_->stats().ae_hints_dropped;
+    DropHint(hints_.begin());
+  }
+}
+
+void AntiEntropy::DropHint(std::list<Hint>::iterator it) {
+  ++host_->stats().ae_hints_dropped;
+  rounds_due_[std::make_pair(it->partition, it->peer)] = DueRounds();
+  EraseHint(it);
+  EnsureTick();
+}
+
+void AntiEntropy::StartDueRounds() {
+  for (auto it = rounds_due_.begin(); it != rounds_due_.end();) {
+    const auto [partition, peer] = it->first;
+    if (!Serves(partition, peer) ||
+        host_->ServingReplica(partition) == nullptr) {
+      it = rounds_due_.erase(it);  // Moved: the new owners' rounds.
+      continue;
+    }
+    bool running = false;
+    for (const auto& [id, r] : rounds_) {
+      running |= r.partition == partition && r.peer == peer;
+    }
+    // Counted down by the peer's answers (OnDigestReply): a round the
+    // peer never answered (still down) is started again once it expired.
+    if (!running) {
+      if (it->second.started == kMaxDueRounds) {
+        it = rounds_due_.erase(it);
+        continue;
+      }
+      ++it->second.started;
+      StartRound(partition, peer);
+      ++host_->stats().ae_hint_rounds;
+    }
+    ++it;
   }
 }
 
@@ -229,6 +265,10 @@ void AntiEntropy::OnDigestReply(NodeId from, const MessageHeader& header,
   auto it = rounds_.find(header.request_id);
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = it->second;
+  if (auto due = rounds_due_.find(std::make_pair(round.partition, from));
+      due != rounds_due_.end() && --due->second.answers_needed <= 0) {
+    rounds_due_.erase(due);
+  }
   Replica* replica = host_->ServingReplica(round.partition);
   if (!m.status.ok() || m.digests_equal || replica == nullptr) {
     if (m.status.ok() && m.digests_equal) ++host_->stats().ae_rounds_equal;

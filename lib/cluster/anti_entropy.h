@@ -10,7 +10,10 @@
 //    until acknowledged. So a replica that missed a few updates (lost
 //    messages, a crash, a partition) gets exactly those updates, removes
 //    and clears included. Hints live in memory within
-//    AntiEntropyOptions::hint_bytes; the oldest go first.
+//    AntiEntropyOptions::hint_bytes; the oldest go first. A hint dropped
+//    (for the bound, or never acknowledged) is not lost silently: its
+//    partition and peer get two digest rounds at once (a difference needs
+//    two sightings), without waiting for the next interval.
 //
 //  - Digest rounds. Every AntiEntropyOptions::interval_micros (jittered), for
 //  each
@@ -143,6 +146,10 @@ class AntiEntropy {
   void Tick();
   // Forgets a hint; returns the next one.
   std::list<Hint>::iterator EraseHint(std::list<Hint>::iterator it);
+  // A hint was dropped: its partition and peer are due digest rounds.
+  void DropHint(std::list<Hint>::iterator it);
+  // Starts the due rounds whose previous one ended.
+  void StartDueRounds();
   void EnsureTick();
   uint64_t RoundLifetime() const;
   void StartRound(uint32_t partition, NodeId peer);
@@ -214,6 +221,14 @@ class AntiEntropy {
   std::map<std::pair<NodeId, uint32_t>, std::vector<uint32_t>> revisit_;
   // Oldest first; indexed by (request id, peer) for acknowledgements.
   std::list<Hint> hints_;
+  // (partition, peer) -> digest rounds due for dropped hints: answers
+  // still needed, and rounds started (bounded: a peer that never answers
+  // is left to the periodic rounds).
+  struct DueRounds {
+    int answers_needed = 2;
+    int started = 0;
+  };
+  std::map<std::pair<uint32_t, NodeId>, DueRounds> rounds_due_;
   absl::flat_hash_map<std::pair<uint64_t, NodeId>, std::list<Hint>::iterator>
       hint_index_;
   size_t hint_bytes_ = 0;

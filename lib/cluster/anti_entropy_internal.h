@@ -64,6 +64,9 @@ inline constexpr int kMaxRetries = 30;
 inline constexpr int kMaxRestarts = 5;
 // Sends of one hint before it is dropped.
 inline constexpr int kMaxHintSends = 20;
+// Digest rounds started for one dropped hint's partition and peer before
+// it is left to the periodic rounds (the peer never answered).
+inline constexpr int kMaxDueRounds = 6;
 
 inline uint64_t SplitMix(uint64_t* state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);

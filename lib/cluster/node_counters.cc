@@ -83,6 +83,7 @@ std::span<const CounterEntry> CounterTable() {
       {"anti_entropy.bytes_sent", &NodeCounters::ae_bytes_sent},
       {"anti_entropy.full_exchanges", &NodeCounters::ae_full_exchanges},
       {"anti_entropy.hints_dropped", &NodeCounters::ae_hints_dropped},
+      {"anti_entropy.hint_rounds", &NodeCounters::ae_hint_rounds},
       {"anti_entropy.pushes_abandoned", &NodeCounters::ae_pushes_abandoned},
   };
   return kTable;

@@ -140,6 +140,7 @@ struct NodeCounters {
   uint64_t ae_bytes_sent = 0;
   uint64_t ae_full_exchanges = 0;
   uint64_t ae_hints_dropped = 0;
+  uint64_t ae_hint_rounds = 0;
   uint64_t ae_pushes_abandoned = 0;
 };
 

@@ -245,49 +245,45 @@ ClusterMembership::ApplyThroughAuthority(const Change& change) {
           ": the nodes record the newest ring once a majority of them "
           "answer; the change was not made, try again shortly")));
     }
-    {
-      if (in_doubt.has_value() && **latest == *in_doubt) {
-        // The timed-out proposal landed after all.
-        races.push_back("a request timed out, and was recorded");
-        in_doubt.reset();
-        absl::StatusOr<ClusterMap> landed = ClusterMap::Decode((*latest)->map);
-        if (landed.ok()) {
-          (void)Install(*landed);
-          std::vector<std::string> report{
-              absl::StrCat("epoch ", landed->ring.epoch(), ": ring ",
-                           absl::StrJoin(landed->ring.nodes(), ","))};
-          report.push_back(
-              "recorded in etcd: every node installs it from its watch");
-          return report;
-        }
-      }
-      expected = (*latest)->epoch;
-      absl::StatusOr<ClusterMap> recorded = ClusterMap::Decode((*latest)->map);
-      if (!recorded.ok()) {
-        return failed(absl::DataLossError(absl::StrCat(
-            "etcd's ring epoch ", expected, " is not a cluster map: ",
-            recorded.status().message(), "; the change was not made")));
-      }
-      if (std::string why = ForeignMap(*recorded, self_, own_peer);
-          !why.empty()) {
-        return failed(absl::FailedPreconditionError(absl::StrCat(
-            "etcd's ring epoch ", expected, " is not this cluster's: ", why,
-            "; the change was not made")));
-      }
-      if (recorded->ring.epoch() < base.ring.epoch()) {
-        // A newer ring arrived (the watch) since the read: read again.
-        races.push_back(absl::StrCat("ring epoch ", base.ring.epoch(),
-                                     " arrived meanwhile"));
-        continue;
-      }
-      {
-        // Addresses this node knows and the record lacks are kept.
-        for (const auto& [id, a] : base.nodes) {
-          recorded->nodes.try_emplace(id, a);
-        }
-        base = std::move(*recorded);
+    if (in_doubt.has_value() && **latest == *in_doubt) {
+      // The timed-out proposal landed after all.
+      races.push_back("a request timed out, and was recorded");
+      in_doubt.reset();
+      absl::StatusOr<ClusterMap> landed = ClusterMap::Decode((*latest)->map);
+      if (landed.ok()) {
+        (void)Install(*landed);
+        std::vector<std::string> report{
+            absl::StrCat("epoch ", landed->ring.epoch(), ": ring ",
+                         absl::StrJoin(landed->ring.nodes(), ","))};
+        report.push_back(
+            "recorded in etcd: every node installs it from its watch");
+        return report;
       }
     }
+    expected = (*latest)->epoch;
+    absl::StatusOr<ClusterMap> recorded = ClusterMap::Decode((*latest)->map);
+    if (!recorded.ok()) {
+      return failed(absl::DataLossError(absl::StrCat(
+          "etcd's ring epoch ", expected, " is not a cluster map: ",
+          recorded.status().message(), "; the change was not made")));
+    }
+    if (std::string why = ForeignMap(*recorded, self_, own_peer);
+        !why.empty()) {
+      return failed(absl::FailedPreconditionError(absl::StrCat(
+          "etcd's ring epoch ", expected, " is not this cluster's: ", why,
+          "; the change was not made")));
+    }
+    if (recorded->ring.epoch() < base.ring.epoch()) {
+      // A newer ring arrived (the watch) since the read: read again.
+      races.push_back(
+          absl::StrCat("ring epoch ", base.ring.epoch(), " arrived meanwhile"));
+      continue;
+    }
+    // Addresses this node knows and the record lacks are kept.
+    for (const auto& [id, a] : base.nodes) {
+      recorded->nodes.try_emplace(id, a);
+    }
+    base = std::move(*recorded);
     absl::StatusOr<ClusterMap> next = Next(base, change);
     if (!next.ok()) {
       if (races.empty()) return failed(next.status());

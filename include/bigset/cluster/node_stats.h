@@ -77,7 +77,10 @@
 //   anti_entropy.keys_read         by pushes
 //   anti_entropy.bytes_sent
 //   anti_entropy.full_exchanges    equal clocks, different keys
-//   anti_entropy.hints_dropped     for their bound
+//   anti_entropy.hints_dropped     for their bound, or never acknowledged;
+//                                  each hands its partition and peer to
+//   anti_entropy.hint_rounds         digest rounds at once (two, so that
+//                                    a difference is confirmed)
 //   anti_entropy.pushes_abandoned  the next round finds the difference
 //
 // Thread-safety: a value type (a snapshot).
