@@ -59,8 +59,8 @@ absl::Status TcpTransport::Impl::Start(Receiver receiver) {
     tls_->set_verify_mode(asio::ssl::verify_peer |
                           asio::ssl::verify_fail_if_no_peer_cert);
   } else {
-    Log(absl::StrCat("WARNING node ", self_,
-                     ": plaintext transport, peers are not authenticated"));
+    Warn(absl::StrCat("node ", self_,
+                      ": plaintext transport, peers are not authenticated"));
   }
   asio::error_code ec;
   const asio::ip::address host =
@@ -522,8 +522,13 @@ void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
     s.queued_bytes = out->queued_bytes;
   }
   if (was_ready || out->backoff == 0) {
-    Log(absl::StrCat("node ", self_, " lost node ", out->peer, ": ",
-                     ToAbsl(why)));
+    const std::string line = absl::StrCat("node ", self_, " lost node ",
+                                          out->peer, ": ", ToAbsl(why));
+    if (IsWarning(why)) {
+      Warn(line);
+    } else {
+      Log(line);
+    }
   }
   if (stopped_) return;
   out->backoff = out->backoff == 0 ? options_.reconnect_min_micros

@@ -119,6 +119,16 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   void Log(std::string_view line) {
     if (options_.log) options_.log(line);
   }
+  void Warn(std::string_view line) {
+    if (options_.warn) {
+      options_.warn(line);
+    } else {
+      Log(line);
+    }
+  }
+  // Whether a connection closed for `why` is a warning (see
+  // TcpTransportOptions::warn), not an everyday event.
+  static bool IsWarning(std::string_view why);
   PeerStats& StatsOf(NodeId peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(stats_mu_) {
     PeerStats& s = peers_[peer];
     s.node = peer;

@@ -220,15 +220,31 @@ void TcpTransport::Impl::WatchInbound(const std::shared_ptr<Inbound>& in) {
   });
 }
 
+bool TcpTransport::Impl::IsWarning(std::string_view why) {
+  for (std::string_view prefix :
+       {"TLS:", "refused:", "the peer's", "bad handshake", "a first frame",
+        "frame of", "unexpected", "no handshake in time", "handshake timed out",
+        "handshake:"}) {
+    if (why.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
 void TcpTransport::Impl::CloseInbound(const std::shared_ptr<Inbound>& in,
                                       std::string_view why) {
   if (in->closed) return;
   in->closed = true;
   in->timer.cancel();
   in->stream->Close();
-  Log(absl::StrCat("node ", self_, " closed a connection",
+  const std::string line =
+      absl::StrCat("node ", self_, " closed a connection",
                    in->peer != 0 ? absl::StrCat(" from node ", in->peer) : "",
-                   ": ", ToAbsl(why)));
+                   ": ", ToAbsl(why));
+  if (IsWarning(why)) {
+    Warn(line);
+  } else {
+    Log(line);
+  }
 }
 
 }  // namespace bigset

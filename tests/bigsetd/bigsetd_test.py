@@ -9,7 +9,7 @@ input) and redis-cli.
 
 Tests: basic, resp3, auth, redis_cli, sscan_under_writes, bad_input,
 differential, kill9_under_benchmark, config_errors, shutdown, membership,
-tls_clients, hedged_reads, rotating_faults.
+tls_clients, hedged_reads, rotating_faults, tls_refusal_warned.
 
 Usage: /usr/bin/python3 bigsetd_test.py BIGSETD_BINARY MAKE_CERTS TEST_NAME
        (TEST_NAME "all" runs every test)
@@ -2048,6 +2048,44 @@ def test_hedged_reads():
     check(cl.scard("h") == 100, "scard")
 
 
+def test_tls_refusal_warned():
+    """Regression (issue 52): a peer whose certificate another CA signed was
+    refused, but the refusal was logged at info level, where operators do
+    not look. TLS failures and refused handshakes are now warnings that
+    name the problem."""
+    if EMULATED:
+        raise Skip("bigsetd's peer transport")
+    import ssl
+    c = Cluster(3, tls=True)
+    c.start()
+    other = os.path.join(c.dir, "other-ca")
+    subprocess.run(["bash", MAKE_CERTS, other, "9"], check=True, timeout=120,
+                   stdout=subprocess.DEVNULL)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(os.path.join(other, "node-9.pem"),
+                        os.path.join(other, "node-9.key"))
+    n1 = c.nodes[1]
+    for _ in range(3):
+        try:
+            with socket.create_connection(("127.0.0.1", n1.peer_port),
+                                          timeout=5) as raw:
+                with ctx.wrap_socket(raw) as tls:
+                    tls.sendall(b"\0\0\0\5\2hello")
+                    tls.recv(100)
+        except (OSError, ssl.SSLError):
+            pass
+
+    def warned():
+        return any(" W peer: " in line and "TLS:" in line
+                   for line in n1.tail_log(20000).splitlines())
+    wait_for(warned, 10, "a warning for the refused certificate in node 1's "
+             "log:\n%s" % n1.tail_log(1500))
+    # The cluster itself is unaffected.
+    eq(n1.client().sadd("after", "x"), 1, "SADD after the refusals")
+
+
 def test_rotating_faults():
     """Availability under rotating faults (3 nodes, --sync-writes, mutual
     TLS): writers on every node add unique members throughout while each
@@ -2378,6 +2416,7 @@ def test_tls_clients():
 
 TESTS["tls_clients"] = test_tls_clients
 TESTS["rotating_faults"] = test_rotating_faults
+TESTS["tls_refusal_warned"] = test_tls_refusal_warned
 
 
 def main():

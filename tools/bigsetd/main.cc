@@ -227,6 +227,11 @@ int Run(const DaemonConfig& c) {
   o.transport.log = [&log](std::string_view line) {
     log.Info(absl::StrCat("peer: ", AV(line)));
   };
+  // TLS failures, refused handshakes, protocol violations: an operator
+  // must see them (a misconfigured or hostile peer).
+  o.transport.warn = [&log](std::string_view line) {
+    log.Warn(absl::StrCat("peer: ", AV(line)));
+  };
   if (StopPending()) {
     log.Info("SIGTERM or SIGINT: stopped before opening the store");
     return 0;

@@ -107,6 +107,10 @@ struct TcpTransportOptions {
   // One line per event (connections made and lost, refusals, drops);
   // nullptr: no log.
   std::function<void(std::string_view line)> log;
+  // The events an operator must see (a peer that may be misconfigured or
+  // hostile: TLS failures, refused handshakes, frames that break the
+  // protocol; plain TCP between nodes): nullptr sends them to `log`.
+  std::function<void(std::string_view line)> warn;
 };
 
 // Counters of one peer (its outbound connection from this node, and the
