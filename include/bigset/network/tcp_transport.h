@@ -28,11 +28,13 @@
 // loss), so a slow or dead peer never blocks the others or grows memory
 // without bound. Answers (IsAnswerMessage) are sent ahead of requests (at
 // most half of each write while requests wait), and
-// requests may fill only peer_request_queue_bytes of it: a peer that falls
-// behind on requests (frozen, restarted, short of CPU or disk) is shed
-// requests, not answers, so it keeps hearing the answers to its own and
-// keeps coordinating; what it missed comes back through hints and
-// anti-entropy. socket_buffer_bytes bounds what the kernel holds on both
+// requests may fill only peer_request_queue_bytes of it (the rest is kept
+// for answers): a peer that falls behind on requests (frozen, restarted,
+// short of CPU or disk) is shed requests, not answers, so it keeps hearing
+// the answers to its own and keeps coordinating; what it missed comes back
+// through hints and anti-entropy. (A smaller bound sheds sooner, and also
+// the bulk requests of a peer that is merely busy: retransmissions then
+// cost more than the queue did.) socket_buffer_bytes bounds what the kernel holds on both
 // ends of a connection, so that backlogs stay in these queues, where
 // answers can overtake them. A connection whose write does not finish within
 // idle_timeout_micros (a hung peer whose socket is open and silent) is
@@ -86,7 +88,7 @@ struct TcpTransportOptions {
   // Connections of identified peers do not count.
   size_t max_pending_handshakes = 64;
   size_t peer_queue_bytes = 64 << 20;
-  size_t peer_request_queue_bytes = 16 << 20;
+  size_t peer_request_queue_bytes = 48 << 20;
   // SO_SNDBUF of outbound and SO_RCVBUF of inbound connections; 0 leaves
   // the kernel's (autotuned to several MiB: seconds of requests that no
   // answer can overtake when a peer falls behind).
