@@ -24,8 +24,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "bigset/core/mutex.h"
 #include "bigset/network/tcp_transport.h"
+#include "core/string_view_compat.h"
 #include "network/framing.h"
 #include "network/stream.h"
 
@@ -122,8 +124,9 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   void Warn(std::string_view line) {
     if (options_.warn) {
       options_.warn(line);
-    } else {
-      Log(line);
+    } else if (options_.log) {
+      // A log-only embedder still sees it flagged.
+      options_.log(absl::StrCat("WARNING ", ToAbsl(line)));
     }
   }
   // Whether a connection closed for `why` is a warning (see

@@ -111,7 +111,8 @@ struct TcpTransportOptions {
   std::function<void(std::string_view line)> log;
   // The events an operator must see (a peer that may be misconfigured or
   // hostile: TLS failures, refused handshakes, frames that break the
-  // protocol; plain TCP between nodes): nullptr sends them to `log`.
+  // protocol; plain TCP between nodes): nullptr sends them to `log`,
+  // prefixed "WARNING ".
   std::function<void(std::string_view line)> warn;
 };
 
