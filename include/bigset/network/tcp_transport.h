@@ -34,10 +34,10 @@
 // the answers to its own and keeps coordinating; what it missed comes back
 // through hints and anti-entropy. (A smaller bound sheds sooner, and also
 // the bulk requests of a peer that is merely busy: retransmissions then
-// cost more than the queue did.) socket_buffer_bytes bounds what the kernel holds on both
-// ends of a connection, so that backlogs stay in these queues, where
-// answers can overtake them. A connection whose write does not finish within
-// idle_timeout_micros (a hung peer whose socket is open and silent) is
+// cost more than the queue did.) socket_buffer_bytes bounds what the kernel
+// holds on both ends of a connection, so that backlogs stay in these queues,
+// where answers can overtake them. A connection whose write does not finish
+// within idle_timeout_micros (a hung peer whose socket is open and silent) is
 // closed and made again; an inbound connection that carries nothing, not
 // even a keep-alive, for as long is closed too.
 //
