@@ -207,29 +207,54 @@ std::map<HandoffManager::TransferKey, bool> HandoffManager::Plan() {
       continue;
     }
     if (Contains(want, me)) continue;
-    // A leaver: pair the leavers whose place nobody took and who hand over
-    // to nobody, by id, with the joiners nobody hands over to, in ring
-    // order.
+    // A leaver that holds a place another node took too (a twin) gives its
+    // data to that node as a supplement and lets go: one place needs one
+    // joiner, and the twin has it.
+    if (const NodeId twin = YieldsTo(me, p); twin != 0) {
+      wanted[{p, twin}] = true;
+      continue;
+    }
     std::vector<NodeId> leavers;
     std::vector<NodeId> joiners;
-    const std::vector<NodeId>& serving = membership_.ServingList(p);
-    for (NodeId n : serving) {
-      if (Contains(want, n) || membership_.Replaced(n, p)) continue;
-      const std::optional<ServeEntry> entry = membership_.EntryOf(n, p);
-      if (entry.has_value() && entry->handing_to != 0) continue;
-      leavers.push_back(n);
-    }
-    std::sort(leavers.begin(), leavers.end());
-    for (NodeId n : want) {
-      if (!Contains(serving, n) && !membership_.Claimed(p, n)) {
-        joiners.push_back(n);
-      }
-    }
+    Pairing(p, &leavers, &joiners);
     const size_t i = static_cast<size_t>(
         std::find(leavers.begin(), leavers.end(), me) - leavers.begin());
     if (i < joiners.size()) wanted[{p, joiners[i]}] = false;
   }
   return wanted;
+}
+
+void HandoffManager::Pairing(uint32_t p, std::vector<NodeId>* leavers,
+                             std::vector<NodeId>* joiners) const {
+  // The leavers whose place nobody took, who hand over to nobody and yield
+  // to no twin, by id, pair with the joiners nobody hands over to, in
+  // ring order.
+  const std::vector<NodeId>& want = ring().PreferenceList(p);
+  const std::vector<NodeId>& serving = membership_.ServingList(p);
+  for (NodeId n : serving) {
+    if (Contains(want, n) || membership_.Replaced(n, p)) continue;
+    const std::optional<ServeEntry> entry = membership_.EntryOf(n, p);
+    if (entry.has_value() && entry->handing_to != 0) continue;
+    if (YieldsTo(n, p) != 0) continue;
+    leavers->push_back(n);
+  }
+  std::sort(leavers->begin(), leavers->end());
+  for (NodeId n : want) {
+    if (!Contains(serving, n) && !membership_.Claimed(p, n)) {
+      joiners->push_back(n);
+    }
+  }
+}
+
+NodeId HandoffManager::YieldsTo(NodeId node, uint32_t partition) const {
+  const NodeId twin = membership_.TwinHolder(node, partition);
+  if (twin == 0) return 0;
+  const std::vector<NodeId>& serving = membership_.ServingList(partition);
+  if (!Contains(serving, twin)) return 0;
+  // Of two twins that both leave, the one with the higher id yields, so
+  // that they never hand their data to each other and both let go.
+  const std::vector<NodeId>& want = ring().PreferenceList(partition);
+  return Contains(want, twin) || twin < node ? twin : 0;
 }
 
 void HandoffManager::Replan() {
@@ -416,7 +441,16 @@ std::vector<PartitionMove> HandoffManager::Moving() const {
       move.since_micros = now >= o.phase_since ? now - o.phase_since : 0;
     } else if (membership_.Serves(p) &&
                !Contains(move.target, host_->node_id())) {
-      move.state = "leaving: waiting for a joiner to pair with";
+      // Why no transfer runs: the pairing as this view sees it.
+      std::vector<NodeId> leavers;
+      std::vector<NodeId> joiners;
+      Pairing(p, &leavers, &joiners);
+      move.state = "leaving: waiting for a joiner to pair with (leavers";
+      for (NodeId n : leavers) absl::StrAppend(&move.state, " ", n);
+      absl::StrAppend(&move.state, "; free joiners");
+      for (NodeId n : joiners) absl::StrAppend(&move.state, " ", n);
+      if (joiners.empty()) absl::StrAppend(&move.state, " none");
+      absl::StrAppend(&move.state, ")");
     } else if (!membership_.Serves(p) &&
                Contains(move.target, host_->node_id())) {
       move.state = "joining: waiting for a sender";

@@ -227,6 +227,15 @@ class HandoffManager {
   // The transfers this node must send now, from its view and the latest
   // ring: (partition, receiver) -> whether a supplement.
   std::map<TransferKey, bool> Plan();
+  // The node to which `node`, a leaver of `partition`, gives its data as a
+  // supplement because another node took the place it took (see
+  // MembershipState::TwinHolder): that twin, if it serves the partition
+  // and is in the latest ring or is a leaver with a lower id; else 0.
+  NodeId YieldsTo(NodeId node, uint32_t partition) const;
+  // The leavers of `partition` that pair with joiners (by id) and the
+  // joiners free to pair with (in ring order), in this view.
+  void Pairing(uint32_t partition, std::vector<NodeId>* leavers,
+               std::vector<NodeId>* joiners) const;
   // Re-plans; stops the transfers no longer planned.
   void Replan();
   // Hosting may have changed: the node opens and retires replicas.

@@ -345,13 +345,25 @@ std::vector<uint32_t> MembershipState::PlacesOf(
   // episodes of different stores are unordered) is passed through like a
   // departed one; a chain this view cannot follow groups the node with
   // every leaver of the list. Lists are a handful of nodes.
+  //
+  // Two nodes whose chains pass through one episode of one node took the
+  // same place (its giver handed it out twice: it gave up on a taker cut
+  // off from it that had accepted, and handed the place to another): they
+  // share it, one place's writes split between them until one hands its
+  // data to the other.
   const std::vector<NodeId>& ring_list = latest_->PreferenceList(partition);
+  std::map<std::pair<NodeId, uint64_t>, uint32_t> taken;  // Episode -> node.
   for (uint32_t i = 0; i < list.size(); ++i) {
     const std::optional<ServeEntry> e = EntryOf(list[i], partition);
     if (!e.has_value()) continue;
     NodeId from = e->took_from;
     uint64_t since = e->took_since;
     for (size_t step = 0; from != 0 && step <= states_.size(); ++step) {
+      const auto [at, fresh] = taken.try_emplace({from, since}, i);
+      if (!fresh && root(at->second) != root(i)) {
+        const uint32_t a = root(i), b = root(at->second);
+        place[std::max(a, b)] = std::min(a, b);
+      }
       const auto j = std::find(list.begin(), list.end(), from);
       if (j != list.end()) {
         const std::optional<ServeEntry> giver = EntryOf(from, partition);
@@ -425,8 +437,11 @@ std::optional<MembershipState::Taker> MembershipState::ReplacedBy(
     uint32_t partition) const {
   const ServeEntry* mine = Own(partition);
   if (mine == nullptr) return std::nullopt;
-  NodeId from = self_;
-  uint64_t since = mine->since;
+  return Follow(partition, self_, mine->since, /*skip=*/0);
+}
+
+std::optional<MembershipState::Taker> MembershipState::Follow(
+    uint32_t partition, NodeId from, uint64_t since, NodeId skip) const {
   Taker first;
   // Follows the place: the node that took it, and if that node handed it
   // on, the node that took it from that one, and so on (each step is a
@@ -435,7 +450,7 @@ std::optional<MembershipState::Taker> MembershipState::ReplacedBy(
     const ServeEntry* found = nullptr;
     NodeId taker = 0;
     for (const auto& [node, state] : states_) {
-      if (node == from) continue;
+      if (node == from || node == skip) continue;
       found = FindTaker(state, partition, from, since);
       if (found != nullptr) {
         taker = node;
@@ -457,6 +472,14 @@ std::optional<MembershipState::Taker> MembershipState::ReplacedBy(
   }
   first.holder = 0;
   return first;
+}
+
+NodeId MembershipState::TwinHolder(NodeId node, uint32_t partition) const {
+  const std::optional<ServeEntry> e = EntryOf(node, partition);
+  if (!e.has_value() || e->took_from == 0) return 0;
+  const std::optional<Taker> twin =
+      Follow(partition, e->took_from, e->took_since, /*skip=*/node);
+  return twin.has_value() && twin->holder != node ? twin->holder : 0;
 }
 
 bool MembershipState::Claimed(uint32_t partition, NodeId node) const {

@@ -102,6 +102,12 @@ class MembershipState {
   // Whether a node took `node`'s place in its current episode of serving
   // `partition` (in this view).
   bool Replaced(NodeId node, uint32_t partition) const;
+  // Whether another node took the place `node` took in its current episode
+  // of serving `partition`: the giver handed it out twice (it gave up on a
+  // taker that had accepted but stayed cut off, and handed the place to
+  // another). The node that holds that twin place now (it may have handed
+  // it on), or 0 if there is none or this view does not know it.
+  NodeId TwinHolder(NodeId node, uint32_t partition) const;
   // Whether some node serving `partition` hands it over to `node`.
   bool Claimed(uint32_t partition, NodeId node) const;
   // Drops this node's departed entries nobody needs any more: the node
@@ -168,6 +174,11 @@ class MembershipState {
   template <typename Fn>
   absl::Status ChangeOwn(Fn change);
   bool NodeServes(NodeId node, uint32_t partition) const;
+  // Where the place `from` served in its episode `since` went: the node
+  // that took it (other than `skip`) and the node holding it now (0 if
+  // this view does not know); nullopt if nobody took it.
+  std::optional<Taker> Follow(uint32_t partition, NodeId from, uint64_t since,
+                              NodeId skip) const;
 
   const NodeId self_;
   Store* const store_;

@@ -78,7 +78,24 @@ void WriteCoordinator::Start() {
   deadline_ = client_deadline_ = now + options_.timeout_micros;
   next_retry_ = now + options_.retry_micros;
   starting_ = true;
-  SendUpdate();
+  // A place is named by the smallest index of its nodes.
+  int places = 0;
+  for (size_t i = 0; i < places_.size(); ++i) places += places_[i] == i;
+  if (places < options_.w) {
+    // No W places can acknowledge it (this node's view of the partition
+    // lags, or the list is short while places move): it fails at once,
+    // applied nowhere, instead of waiting for acknowledgements that
+    // cannot come. (Without this check, a write whose every replica
+    // acknowledged but fewer than W places ended without an answer.)
+    deferred_error_ = absl::UnavailableError(absl::StrCat(
+        clear_.has_value() ? "clear" : "update", " of set \"", set_,
+        "\": this node's serving list of partition ", partition_, " holds ",
+        places, " places (", preference_.size(),
+        " nodes), fewer than w = ", options_.w));
+    deferred_ = true;
+  } else {
+    SendUpdate();
+  }
   starting_ = false;
   if (deferred_) {
     // Finished (or failed) within Start: the client hears of it from the
@@ -340,19 +357,13 @@ void WriteCoordinator::Ack(int index) {
 void WriteCoordinator::OnTick(uint64_t now) {
   if (done_ && now >= client_deadline_ && now < deadline_) {
     // Extra deltas extended the write, not the client's wait.
-    Reply(absl::DeadlineExceededError(absl::StrCat(
-        clear_.has_value() ? "clear" : "update", " of set \"", set_,
-        "\": ", place_acks_, " of ", options_.w,
-        " required places (replicas) acknowledged before the timeout")));
+    Reply(TooFewPlaces(/*timed_out=*/true));
     return;
   }
   if (now >= deadline_) {
     if (done_) {
       std::weak_ptr<bool> token = Token();
-      Reply(absl::DeadlineExceededError(absl::StrCat(
-          clear_.has_value() ? "clear" : "update", " of set \"", set_,
-          "\": ", place_acks_, " of ", options_.w,
-          " required places (replicas) acknowledged before the timeout")));
+      Reply(TooFewPlaces(/*timed_out=*/true));
       // The callback may have closed the node, which destroyed this.
       if (token.expired()) return;
     }
@@ -432,7 +443,26 @@ void WriteCoordinator::MaybeFinish() {
   }
   // Replicas beyond W keep getting the deltas until they ack or the
   // deadline passes.
-  if (AllAcked()) End();
+  if (!AllAcked()) return;
+  if (done_) {
+    // Every replica of the list has it, yet fewer than W places (Start
+    // refuses such lists, so this is a guard): no acknowledgement is left
+    // to wait for, and a write never ends without an answer.
+    std::weak_ptr<bool> token = Token();
+    Reply(TooFewPlaces(/*timed_out=*/false));
+    if (token.expired()) return;
+  }
+  End();
+}
+
+absl::Status WriteCoordinator::TooFewPlaces(bool timed_out) const {
+  const std::string what = absl::StrCat(
+      clear_.has_value() ? "clear" : "update", " of set \"", set_,
+      "\": ", place_acks_, " of ", options_.w, " required places (replicas) ");
+  return timed_out ? absl::DeadlineExceededError(
+                         absl::StrCat(what, "acknowledged before the timeout"))
+                   : absl::UnavailableError(
+                         absl::StrCat(what, "in this node's serving list"));
 }
 
 void WriteCoordinator::Finish(absl::StatusOr<Delta> result) {

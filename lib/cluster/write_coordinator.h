@@ -94,6 +94,9 @@ class WriteCoordinator : public Coordinator {
   void LeaveHints();
   // Forgets this write (the host destroys it).
   void End();
+  // The client's error when fewer than W places acknowledged: by the
+  // deadline, or with every replica of the list heard.
+  absl::Status TooFewPlaces(bool timed_out) const;
   // Answers the client and forgets this write.
   void Finish(absl::StatusOr<Delta> result);
   // Answers the client; the write goes on replicating.

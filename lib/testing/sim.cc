@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
 #include "core/status_macros.h"
@@ -541,10 +542,38 @@ namespace {
 absl::Status NodeDown(NodeId id) {
   return absl::UnavailableError(absl::StrCat("node ", id, " is down"));
 }
-absl::Status Stalled() {
-  return absl::InternalError("simulation ran out of events before the reply");
+constexpr char kUnanswered[] = "unanswered: ";
+std::string Request(const char* kind, std::string_view set, NodeId via) {
+  return absl::StrCat(kind, " of set \"", std::string(set), "\" via node ",
+                      via);
 }
 }  // namespace
+
+bool Simulator::IsUnanswered(const absl::Status& status) {
+  return absl::IsDeadlineExceeded(status) &&
+         absl::StartsWith(status.message(), kUnanswered);
+}
+
+absl::Status Simulator::AwaitAnswer(const std::function<bool()>& answered,
+                                    const std::function<uint64_t()>& deadline,
+                                    const std::string& what, uint64_t started) {
+  while (!answered()) {
+    if (!Step()) {
+      if (answered()) break;
+      return absl::InternalError(absl::StrCat(
+          "simulation ran out of events before the answer of ", what));
+    }
+    if (answered()) break;
+    const uint64_t due = deadline() + options_.answer_margin_micros;
+    if (now_ > due) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          kUnanswered, what, ", started at t=", started, " us, has no answer ",
+          options_.answer_margin_micros, " us after its deadline (t=", now_,
+          " us): a request that never ends"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Delta> Simulator::Update(NodeId via, std::string_view set,
                                         std::vector<UpdateOp> ops,
@@ -552,9 +581,13 @@ absl::StatusOr<Delta> Simulator::Update(NodeId via, std::string_view set,
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   std::optional<absl::StatusOr<Delta>> result;
+  const uint64_t start = now_;
   n->Update(set, std::move(ops), options,
             [&result](absl::StatusOr<Delta> r) { result = std::move(r); });
-  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
+                               [&]() { return start + options.timeout_micros; },
+                               Request("update", set, via), start);
+  if (!s.ok()) return s;
   return std::move(*result);
 }
 
@@ -564,27 +597,38 @@ absl::StatusOr<Delta> Simulator::Clear(NodeId via, std::string_view set,
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   std::optional<absl::StatusOr<Delta>> result;
+  const uint64_t start = now_;
   n->Clear(set, context, options,
            [&result](absl::StatusOr<Delta> r) { result = std::move(r); });
-  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
+                               [&]() { return start + options.timeout_micros; },
+                               Request("clear", set, via), start);
+  if (!s.ok()) return s;
   return std::move(*result);
 }
 
 namespace {
 class CollectingHandler final : public ReadHandler {
  public:
+  explicit CollectingHandler(const uint64_t* now_micros)
+      : now(now_micros), progress(*now_micros) {}
+
   void OnClock(const Clock& clock) override {
+    progress = *now;
     result.clock = clock;
     // A good guess of the size: every element holds at least one dot.
     result.elements.reserve(std::min<uint64_t>(clock.DotCount(), 1 << 22));
   }
   void OnChunk(std::vector<ElementDots>* elements,
                std::function<void()> next) override {
+    progress = *now;
     for (ElementDots& e : *elements) result.elements.push_back(std::move(e));
     next();
   }
   void OnDone(absl::Status s) override { status = s; }
 
+  const uint64_t* const now;  // The simulation's time.
+  uint64_t progress;          // When the read last moved on (or started).
   SimReadResult result;
   std::optional<absl::Status> status;
 };
@@ -595,11 +639,14 @@ absl::StatusOr<SimReadResult> Simulator::Read(NodeId via, std::string_view set,
                                               const RangeQuery* bounds) {
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
-  CollectingHandler handler;
+  const uint64_t start = now_;
+  CollectingHandler handler(&now_);
   n->Read(set, options, &handler, bounds);
-  if (!RunUntil([&handler]() { return handler.status.has_value(); })) {
-    return Stalled();
-  }
+  absl::Status s =
+      AwaitAnswer([&handler]() { return handler.status.has_value(); },
+                  [&]() { return handler.progress + options.timeout_micros; },
+                  Request("read", set, via), start);
+  if (!s.ok()) return s;
   if (!handler.status->ok()) return *handler.status;
   return std::move(handler.result);
 }
@@ -610,10 +657,14 @@ absl::StatusOr<Membership> Simulator::ContainsAll(
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   std::optional<absl::StatusOr<Membership>> result;
+  const uint64_t start = now_;
   n->ContainsAll(
       set, std::move(elements), options,
       [&result](absl::StatusOr<Membership> r) { result = std::move(r); });
-  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
+                               [&]() { return start + options.timeout_micros; },
+                               Request("membership query", set, via), start);
+  if (!s.ok()) return s;
   return std::move(*result);
 }
 
@@ -623,9 +674,13 @@ absl::StatusOr<RangeResult> Simulator::Range(
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   std::optional<absl::StatusOr<RangeResult>> result;
+  const uint64_t start = now_;
   n->Range(set, query, options,
            [&result](absl::StatusOr<RangeResult> r) { result = std::move(r); });
-  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
+                               [&]() { return start + options.timeout_micros; },
+                               Request("range read", set, via), start);
+  if (!s.ok()) return s;
   return std::move(*result);
 }
 
@@ -634,9 +689,13 @@ absl::StatusOr<uint64_t> Simulator::Count(NodeId via, std::string_view set,
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   std::optional<absl::StatusOr<uint64_t>> result;
+  const uint64_t start = now_;
   n->Count(set, options,
            [&result](absl::StatusOr<uint64_t> r) { result = std::move(r); });
-  if (!RunUntil([&result]() { return result.has_value(); })) return Stalled();
+  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
+                               [&]() { return start + options.timeout_micros; },
+                               Request("count", set, via), start);
+  if (!s.ok()) return s;
   return std::move(*result);
 }
 

@@ -509,6 +509,110 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "handoff regression: a place handed out twice (the giver gave up on a "
+    "taker cut off after it accepted) settles") {
+  // Node L hands partition p to joiner 5, which accepts; the acceptance is
+  // lost (5 is cut off right as it answers). A ring that drops 5 and adds
+  // 6 comes; L, hearing nothing from 5 for long, gives it up and hands
+  // the place to 6. Both 5 and 6 took L's place. Node 5, a leaver with no
+  // joiner left to pair with, waited for ever ("leaving: waiting for a
+  // joiner to pair with"), its serving list n + 1 long on every node
+  // (issue "Liveness", second finding). Now it gives its data to its twin
+  // 6 as a supplement and lets go.
+  SimOptions o;
+  o.seed = 11;
+  o.nodes = 4;
+  o.ring = RingOptions{32, 3, 1, Placement::kRendezvous};
+  o.node.service.max_chunk_elements = 2;
+  o.node.handoff.chunk_elements = 2;
+  o.node.anti_entropy.chunk_elements = 2;
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  Simulator& sim = **created;
+  const Ring first = MakeRing({1, 2, 3, 4}, 1, 32);
+  const Ring second = MakeRing({1, 2, 3, 4, 5}, 2, 32);
+  const Ring third = MakeRing({1, 2, 3, 4, 6}, 3, 32);
+  // A partition whose only move in each ring is one leaver's place: to 5,
+  // then (5 dropped) to 6.
+  uint32_t p = 0;
+  NodeId leaver = 0;
+  for (; p < first.ring_size(); ++p) {
+    const std::vector<NodeId>& a = first.PreferenceList(p);
+    const std::vector<NodeId>& b = second.PreferenceList(p);
+    const std::vector<NodeId>& c = third.PreferenceList(p);
+    if (!Has(b, 5) || !Has(c, 6)) continue;
+    NodeId gone = 0;
+    for (NodeId n : a) {
+      if (!Has(b, n)) gone = n;
+    }
+    if (gone == 0 || Has(c, gone)) continue;
+    bool same_rest = true;
+    for (NodeId n : a) {
+      if (n != gone && (!Has(b, n) || !Has(c, n))) same_rest = false;
+    }
+    if (same_rest) {
+      leaver = gone;
+      break;
+    }
+  }
+  REQUIRE(leaver != 0);
+  std::vector<std::string> sets;
+  for (int i = 0; sets.size() < 4; ++i) {
+    const std::string name = absl::StrCat("t", i);
+    if (first.PartitionOf(name) == p) sets.push_back(name);
+  }
+  testing::KnownModel model;
+  for (const std::string& set : sets) {
+    for (int e = 0; e < 5; ++e) {
+      const std::string element = absl::StrCat("e", e);
+      REQUIRE(sim.Update(1, set, {UpdateOp::Add(element)}).ok());
+      model.sets[set][element] = testing::Known::kPresent;
+    }
+  }
+  // Cut node 5 off the moment it accepts the leaver's place.
+  bool accepted = false;
+  sim.SetSendObserver([&](NodeId from, NodeId to, std::string_view bytes) {
+    if (from != 5 || to != leaver) return;
+    absl::StatusOr<Message> m = DecodeMessage(bytes);
+    if (!m.ok() || m->header.partition != p) return;
+    const auto* ack = m->As<msg::HandoffDoneAck>();
+    if (ack != nullptr && ack->status.ok()) accepted = true;
+  });
+  REQUIRE(sim.InstallRing(second).ok());
+  const uint64_t bound = sim.NowMicros() + 120 * kSecond;
+  while (!accepted && sim.NowMicros() < bound) REQUIRE(sim.Step());
+  REQUIRE(accepted);
+  sim.Partition({{1, 2, 3, 4, 6}, {5}});
+  sim.SetSendObserver({});
+  // The ring drops 5 (it gets the ring too) and adds 6; the leaver gives
+  // up on 5 and hands its place to 6.
+  REQUIRE(sim.InstallRing(third).ok());
+  sim.Partition({{1, 2, 3, 4, 6}, {5}});  // Node 6 exists now.
+  auto leaver_serves = [&]() {
+    return sim.node(leaver)->LocalReplica(p) != nullptr &&
+           Has(sim.node(leaver)->ServingList(p), leaver);
+  };
+  while (leaver_serves() && sim.NowMicros() < bound) sim.RunFor(100'000);
+  INFO("leaver " << leaver << " p" << p << ": " << testing::Unsettled(sim));
+  std::string move;
+  for (const PartitionMove& m : sim.node(leaver)->Moving()) {
+    if (m.partition == p) move = m.state;
+  }
+  INFO("the leaver's move: " << move);
+  REQUIRE_FALSE(leaver_serves());
+  REQUIRE(Has(sim.node(6)->ServingList(p), 6));
+  sim.Heal();
+  SettleOrFail(sim, 120 * kSecond);
+  for (const std::string& set : sets) {
+    for (NodeId id : third.PreferenceList(p)) {
+      CAPTURE(set, id);
+      testing::CheckKnown(
+          set, testing::ReadAll(*sim.node(id)->LocalReplica(p), set), model);
+    }
+  }
+}
+
 TEST_CASE("handoff regression: retired replicas are never freed") {
   // A node that hands partitions off and gets them back again must not
   // keep a replica object per hand-off until it closes.

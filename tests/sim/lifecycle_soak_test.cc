@@ -77,7 +77,7 @@ struct Totals {
   uint64_t slowest_settle = 0, total_settle = 0;
   uint64_t supplements = 0, receiver_restarts = 0, flaps = 0;
   uint64_t slow_links = 0, slow_nodes = 0, failed_over = 0, ack_checks = 0;
-  uint64_t answer_checks = 0;
+  uint64_t answer_checks = 0, splits = 0;
   uint64_t violations = 0;  // Of the copy and acknowledgement checks.
 };
 
@@ -123,15 +123,19 @@ class History {
   // while places move and one replica of the set is down (what W then
   // needs of a leaver's place: "defect: a leaver that coordinated a
   // given-up write ..." in membership_attack_test).
+  // `partitions`: now and then the network splits in two for a few
+  // operations (its own random sequence too).
   History(uint64_t seed, bool power, Totals* totals, bool slow_links = false,
-          bool storm = false)
+          bool storm = false, bool partitions = false)
       : seed_(seed),
         power_(power),
         slow_links_(slow_links || storm),
         storm_(storm),
+        partitions_(partitions),
         totals_(totals),
         rng_(seed * 31 + power),
-        slow_rng_(seed * 37 + 11) {
+        slow_rng_(seed * 37 + 11),
+        split_rng_(seed * 41 + 7) {
     SimOptions o;
     o.seed = seed;
     o.nodes = 5;
@@ -176,6 +180,7 @@ class History {
       if (!late_.empty() && --late_in_ <= 0) InstallLate();
       if (Uniform(rng_, 0, storm_ ? 7 : 24) == 0) Change();
       if (slow_links_) SlowLinks();
+      if (partitions_) Splits();
       if (check_copies_in_ > 0 && --check_copies_in_ == 0) CheckCopies();
     }
     Settle();
@@ -206,7 +211,7 @@ class History {
       model_.sets[set].try_emplace(element, Known::kAbsent);
       const uint64_t switches = Switches(via);
       absl::StatusOr<Delta> d =
-          sim_->Update(via, set, {UpdateOp::Add(element)}, wo_);
+          Ended(sim_->Update(via, set, {UpdateOp::Add(element)}, wo_));
       Count(d.ok());
       // An add that switched coordinator may get a second dot later, from
       // the replica it gave up on, even after a clear acknowledged since
@@ -217,6 +222,11 @@ class History {
         Acked(set, element, Known::kUnknown);
       } else {
         Acked(set, element, d.ok() ? Known::kPresent : Known::kUnknown);
+      }
+      // Its dot may sit on a replica cut off or down, and surface after a
+      // later add and remove of the element (whose read did not see it).
+      if (!d.ok() || Switches(via) != switches) {
+        model_.may_return[set].insert(element);
       }
       // Failed over or not, the dot the write chose is on W places now.
       if (d.ok()) {
@@ -229,15 +239,15 @@ class History {
       Known& known =
           model_.sets[set].try_emplace(element, Known::kAbsent).first->second;
       absl::StatusOr<Membership> m =
-          sim_->ContainsAll(via, set, {element}, ro_);
+          Ended(sim_->ContainsAll(via, set, {element}, ro_));
       if (!m.ok()) return;
       if (known == Known::kPresent) CHECK(m->all_present);
       std::vector<Dot> context;
       for (const ElementDots& e : m->elements) {
         context.insert(context.end(), e.dots.begin(), e.dots.end());
       }
-      absl::StatusOr<Delta> d =
-          sim_->Update(via, set, {UpdateOp::Remove(element, context)}, wo_);
+      absl::StatusOr<Delta> d = Ended(
+          sim_->Update(via, set, {UpdateOp::Remove(element, context)}, wo_));
       Count(d.ok());
       // A remove with the context of a quorum read removes every
       // acknowledged add; an unknown add may survive it.
@@ -248,10 +258,10 @@ class History {
       }
       if (d.ok()) CheckAckedRemove(set, element, context);
     } else if (kind < 83) {
-      absl::StatusOr<SimReadResult> r = sim_->Read(via, set, ro_);
+      absl::StatusOr<SimReadResult> r = Ended(sim_->Read(via, set, ro_));
       if (!r.ok()) return;
       CheckKnown(set, r->elements, model_);
-      absl::StatusOr<Delta> d = sim_->Clear(via, set, r->clock, wo_);
+      absl::StatusOr<Delta> d = Ended(sim_->Clear(via, set, r->clock, wo_));
       Count(d.ok());
       for (const ElementDots& e : r->elements) {
         Known& known = model_.sets[set][e.element];
@@ -262,9 +272,21 @@ class History {
         }
       }
     } else {
-      absl::StatusOr<SimReadResult> r = sim_->Read(via, set, ro_);
+      absl::StatusOr<SimReadResult> r = Ended(sim_->Read(via, set, ro_));
       if (r.ok()) CheckKnown(set, r->elements, model_);
     }
+  }
+
+  // Every request ends within its deadline (plus the simulator's margin):
+  // a blocking call that reports one that did not fails the history.
+  template <typename T>
+  absl::StatusOr<T> Ended(absl::StatusOr<T> result) {
+    if (Simulator::IsUnanswered(result.status())) {
+      FAIL("seed " << seed_ << " power " << power_ << ": "
+                   << result.status().message() << "\n"
+                   << Describe(*sim_));
+    }
+    return result;
   }
 
   uint64_t Switches(NodeId via) {
@@ -301,7 +323,12 @@ class History {
         const uint64_t since =
             now > kWriteback + kSecond ? now - kWriteback - kSecond : 0;
         for (const auto& [key, at] : acked_at_) {
-          if (at >= since) model_.sets[key.first][key.second] = Known::kUnknown;
+          if (at >= since) {
+            model_.sets[key.first][key.second] = Known::kUnknown;
+            // Lost here, an add may stay on fewer than W replicas, which a
+            // later quorum read (and the remove built on it) may miss.
+            model_.may_return[key.first].insert(key.second);
+          }
         }
       } else if (Uniform(rng_, 0, 2) == 0) {
         // A clean stop (Node::Close) answers what the node coordinates and
@@ -345,6 +372,24 @@ class History {
     const uint64_t extra = Uniform(slow_rng_, 100'000, 1'500'000);
     for (const auto& [from, to] : slow_) sim_->SlowLink(from, to, extra);
     ++totals_->slow_links;
+  }
+
+  // The network splits in two (a random side of one or two nodes, or
+  // any cut) for 1 to 15 operations, then heals.
+  void Splits() {
+    if (split_for_ > 0) {
+      if (--split_for_ == 0) sim_->Heal();
+      return;
+    }
+    if (Uniform(split_rng_, 0, 14) != 0) return;
+    std::vector<NodeId> all;
+    for (NodeId id = 1; id <= sim_->node_count(); ++id) all.push_back(id);
+    std::shuffle(all.begin(), all.end(), split_rng_);
+    const size_t cut = Uniform(split_rng_, 1, all.size() - 1);
+    sim_->Partition({std::vector<NodeId>(all.begin(), all.begin() + cut),
+                     std::vector<NodeId>(all.begin() + cut, all.end())});
+    split_for_ = static_cast<int>(Uniform(split_rng_, 1, 15));
+    ++totals_->splits;
   }
 
   // A node joins (the next id) or a member leaves; the ring goes to every
@@ -790,9 +835,12 @@ class History {
   const bool power_;
   const bool slow_links_;
   const bool storm_;
+  const bool partitions_;
   Totals* const totals_;
   Rng rng_;
   Rng slow_rng_;
+  Rng split_rng_;
+  int split_for_ = 0;  // Operations until the network heals.
   std::vector<std::pair<NodeId, NodeId>> slow_;  // Links slow now.
   int slow_for_ = 0;
   std::unique_ptr<Simulator> sim_;
@@ -821,7 +869,8 @@ void Report(const char* name, const Totals& t) {
             << " nodes down (" << t.power_losses << " power losses, "
             << t.clean_stops << " clean stops), " << t.slow_links
             << " slow one-way links (" << t.slow_nodes
-            << " of them every link into one node), " << t.copy_checks
+            << " of them every link into one node), " << t.splits
+            << " network partitions, " << t.copy_checks
             << " single-replica checks, " << t.ack_checks
             << " checks of an acknowledged write's replicas, "
             << t.answer_checks << " acknowledgements checked as they came, "
@@ -884,6 +933,24 @@ TEST_CASE(
         .Run(300);
   }
   Report("lifecycle soak, storms", totals);
+}
+
+// Network partitions cut nodes off while places move (a joiner among
+// them, before it has a ring that names it): the shape of the liveness
+// findings (a write that never answered; a serving list that never
+// converged). BIGSET_LIFECYCLE_OPS sets the operations per history.
+TEST_CASE(
+    "lifecycle soak: network partitions during changes, crashes and power "
+    "losses: every request ends, every history settles") {
+  int ops = 300;
+  if (const char* o = std::getenv("BIGSET_LIFECYCLE_OPS")) ops = std::atoi(o);
+  Totals totals;
+  for (uint64_t seed : Seeds(3)) {
+    History(seed, /*power=*/seed % 2 == 1, &totals, /*slow_links=*/false,
+            /*storm=*/false, /*partitions=*/true)
+        .Run(ops);
+  }
+  Report("lifecycle soak, network partitions", totals);
 }
 
 TEST_CASE(

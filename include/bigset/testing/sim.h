@@ -105,6 +105,12 @@ struct SimOptions {
   }();
   // Trace lines kept (the hash covers every event).
   size_t trace_capacity = 2000;
+  // A blocking call whose request has not answered this long after its
+  // deadline (the options' timeout_micros from the start; for Read, from
+  // its last progress) returns an error for which IsUnanswered holds,
+  // instead of running the simulation for ever: every request a node
+  // starts must end, and its deadline says when.
+  uint64_t answer_margin_micros = 10'000'000;
 };
 
 // What a blocking Read returns.
@@ -193,6 +199,11 @@ class BIGSET_EXPORT Simulator {
   const Ring* RingOf(NodeId id) const;
 
   // ---- Blocking client API: via node `via`, run until done.
+  // Each returns the request's answer; or Unavailable if `via` is down;
+  // or, if the request did not answer within its deadline plus
+  // SimOptions::answer_margin_micros, an error naming the request (a
+  // liveness defect: IsUnanswered holds for it); or Internal if the
+  // simulation ran out of events first.
   absl::StatusOr<Delta> Update(NodeId via, std::string_view set,
                                std::vector<UpdateOp> ops,
                                const ClusterWriteOptions& options = {});
@@ -211,6 +222,9 @@ class BIGSET_EXPORT Simulator {
                                     const ClusterReadOptions& options = {});
   absl::StatusOr<uint64_t> Count(NodeId via, std::string_view set,
                                  const ClusterReadOptions& options = {});
+  // Whether `status` is a blocking call's report of a request that outlived
+  // its deadline (see above).
+  static bool IsUnanswered(const absl::Status& status);
 
   // ---- Observing.
   // Called with every message a node sends, as it sends it (before any
@@ -280,6 +294,13 @@ class BIGSET_EXPORT Simulator {
   };
 
   explicit Simulator(const SimOptions& options);
+  // Runs until `answered()`; the error of a blocking call if the
+  // simulation runs out of events first, or passes `deadline()` plus the
+  // answer margin (deadline() is read after each event: a read's moves
+  // with its progress). `what` names the request, `started` its start.
+  absl::Status AwaitAnswer(const std::function<bool()>& answered,
+                           const std::function<uint64_t()>& deadline,
+                           const std::string& what, uint64_t started);
   absl::Status StartNode(NodeId id);
   std::string StorePath(NodeId id) const;
   uint64_t NodeNow(const NodeSlot& slot) const;
