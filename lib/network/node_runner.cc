@@ -383,6 +383,15 @@ TransportStats NodeRunner::TransportStatistics() const {
   return impl_->transport().Stats();
 }
 
+absl::Status NodeRunner::DialPeer(NodeId peer) {
+  return impl_
+      ->Call<bool>([this, peer](Node&) -> absl::StatusOr<bool> {
+        impl_->transport().Dial(peer);
+        return true;
+      })
+      .status();
+}
+
 absl::Status NodeRunner::CompactPartition(uint32_t partition) {
   return impl_->CompactPartition(partition);
 }

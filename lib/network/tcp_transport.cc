@@ -145,12 +145,7 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
     });
     return;
   }
-  std::shared_ptr<Outbound>& slot = outbound_[to];
-  if (slot == nullptr) {
-    slot = std::make_shared<Outbound>(io_);
-    slot->peer = to;
-  }
-  const std::shared_ptr<Outbound> out = slot;
+  const std::shared_ptr<Outbound> out = OutboundTo(to);
   const size_t frame = bytes.size() + framing::kHeaderBytes;
   if (out->state == Outbound::State::kIdle && !addresses_->Lookup(to)) {
     MutexLock lock(&stats_mu_);
@@ -196,6 +191,25 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
       if (self->stopped_ || out->state != Outbound::State::kReady) return;
       self->WriteSome(out);
     });
+  }
+}
+
+std::shared_ptr<TcpTransport::Impl::Outbound> TcpTransport::Impl::OutboundTo(
+    NodeId to) {
+  std::shared_ptr<Outbound>& slot = outbound_[to];
+  if (slot == nullptr) {
+    slot = std::make_shared<Outbound>(io_);
+    slot->peer = to;
+  }
+  return slot;
+}
+
+void TcpTransport::Impl::Dial(NodeId to) {
+  if (stopped_ || to == self_) return;
+  const std::shared_ptr<Outbound> out = OutboundTo(to);
+  if (out->state == Outbound::State::kIdle ||
+      out->state == Outbound::State::kBackoff) {
+    Connect(out);  // A back-off's timer is for an older generation.
   }
 }
 
@@ -354,6 +368,7 @@ void TcpTransport::Impl::ReadHandshakeReply(
           MutexLock lock(&self->stats_mu_);
           PeerStats& s = self->StatsOf(out->peer);
           s.connected = true;
+          s.last_error.clear();
           ++s.connects;
         }
         self->Log(absl::StrCat("node ", self->self_, " connected to node ",
@@ -519,6 +534,7 @@ void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
     PeerStats& s = StatsOf(out->peer);
     if (was_ready) ++s.disconnects;
     s.connected = false;
+    s.last_error.assign(why);
     s.queued_bytes = out->queued_bytes;
   }
   if (was_ready || out->backoff == 0) {
@@ -572,6 +588,8 @@ void TcpTransport::Send(NodeId from, NodeId to, std::string bytes) {
   (void)from;
   impl_->Send(to, std::move(bytes));
 }
+
+void TcpTransport::Dial(NodeId peer) { impl_->Dial(peer); }
 
 TransportStats TcpTransport::Stats() const { return impl_->Stats(); }
 

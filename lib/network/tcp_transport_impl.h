@@ -67,6 +67,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   uint16_t port() const { return port_; }
   void SetRingEpoch(uint64_t epoch) { epoch_ = epoch; }
   void Send(NodeId to, std::string bytes);
+  void Dial(NodeId to);
   TransportStats Stats() const;
 
  private:
@@ -139,6 +140,8 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   // Outbound.
+  // The peer's outbound state, made idle if it has none yet.
+  std::shared_ptr<Outbound> OutboundTo(NodeId to);
   void Connect(const std::shared_ptr<Outbound>& out);
   void OnConnected(const std::shared_ptr<Outbound>& out);
   void ReadHandshakeReply(const std::shared_ptr<Outbound>& out,

@@ -1805,14 +1805,20 @@ def test_install_max_epoch():
 
 @test
 def test_join_never_started():
-    """JOIN of a node that never starts: reads and writes of existing and
-    new data keep working; LEAVE it again; nothing lost."""
+    """JOIN of a node that never starts is refused (no peer handshake with
+    it); with FORCE it is made: reads and writes of existing and new data
+    keep working; LEAVE it again; nothing lost."""
     c = Cluster().start()
     keep = seed_data(c[0])
     r = c[0].client(timeout=30)
     p4, c4 = free_port(), free_port()
     got = r.command("BIGSET.CLUSTER", "JOIN", "4", "127.0.0.1:%d" % p4,
                     "127.0.0.1:%d" % c4)
+    check(isinstance(got, Err) and "peer handshake" in got,
+          "JOIN of a node that does not run: %s" % got)
+    eq(status_epoch(c[0]), 1, "epoch after the refused JOIN")
+    got = r.command("BIGSET.CLUSTER", "JOIN", "4", "127.0.0.1:%d" % p4,
+                    "127.0.0.1:%d" % c4, "FORCE")
     check(not isinstance(got, Err) and b"epoch 2" in got, "JOIN: %s" % got)
     written = []
     for i in range(60):
@@ -1936,8 +1942,10 @@ def test_kill9_during_join():
     jk = {b"j%05d" % k for k in range(2000)}
     n4 = c.new_node(4)
     n4.start(join=c[0].cport, wait=True)
+    # FORCE: no handshake checks first, so that the kill lands while the
+    # change itself runs.
     r.send(encode("BIGSET.CLUSTER", "JOIN", "4", "127.0.0.1:%d" % n4.pport,
-                  "127.0.0.1:%d" % n4.cport))
+                  "127.0.0.1:%d" % n4.cport, "FORCE"))
     time.sleep(0.02)
     c[0].kill9()
     time.sleep(0.3)
@@ -2642,7 +2650,7 @@ def test_join_push_stalls_info():
         r = c[0].client(timeout=60)
         r.send(encode("BIGSET.CLUSTER", "JOIN", "4",
                       "127.0.0.1:%d" % free_port(),
-                      "127.0.0.1:%d" % tar.getsockname()[1]))
+                      "127.0.0.1:%d" % tar.getsockname()[1], "FORCE"))
         time.sleep(0.2)
         o = c[0].client(timeout=60)
         t = time.time()

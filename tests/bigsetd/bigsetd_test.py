@@ -2086,6 +2086,55 @@ def test_tls_refusal_warned():
     eq(n1.client().sadd("after", "x"), 1, "SADD after the refusals")
 
 
+def test_join_refused_without_handshake():
+    """Regression (issue 52): a node whose certificate another CA signed got
+    the cluster map through --join (the client port), and BIGSET.CLUSTER
+    JOIN installed a ring naming it on every node: its partitions then
+    stayed "moving" for ever with 0 keys sent. JOIN now checks that the
+    node and the node asked complete the peer handshake both ways, and
+    refuses with the reason (nothing changes); FORCE skips the check."""
+    if EMULATED:
+        raise Skip("bigsetd's membership")
+    c = Cluster(3, tls=True)
+    c.start()
+    other = os.path.join(c.dir, "other-ca")
+    subprocess.run(["bash", MAKE_CERTS, other, "4"], check=True, timeout=120,
+                   stdout=subprocess.DEVNULL)
+    n4 = Node(c, 4)
+    n4.join = c.nodes[1].port
+    plain = n4.cmdline()
+    n4.cmdline = lambda: [other if a == c.certs else a for a in plain]
+    c.nodes[4] = n4
+    n4.start()
+    r1 = c.nodes[1].raw()
+    try:
+        got = r1.command("BIGSET.CLUSTER", "JOIN", "4",
+                         "127.0.0.1:%d" % n4.peer_port,
+                         "127.0.0.1:%d" % n4.port)
+        is_err(got, "ERR", "JOIN of a node with another CA's certificate")
+        check("cannot complete the peer handshake with node 4" in got and
+              "TLS" in got and "FORCE" in got, "JOIN's error: %s" % got)
+        for i in (1, 2, 3):
+            eq(cluster_status(c.nodes[i]).get("ring_epoch"), "1",
+               "epoch of node %d after the refused JOIN" % i)
+        check(any(" W cluster: " in line and "refused" in line
+                  for line in c.nodes[1].tail_log(20000).splitlines()),
+              "no warning for the refused JOIN:\n%s" %
+              c.nodes[1].tail_log(1500))
+        # A node that is not running is refused the same way.
+        got = r1.command("BIGSET.CLUSTER", "JOIN", "5",
+                         "127.0.0.1:%d" % free_port(),
+                         "127.0.0.1:%d" % free_port())
+        is_err(got, "ERR", "JOIN of a node that does not run")
+        check("cannot complete the peer handshake with node 5" in got,
+              "JOIN's error: %s" % got)
+        eq(cluster_status(c.nodes[1]).get("ring_epoch"), "1",
+           "epoch after the second refused JOIN")
+    finally:
+        r1.close()
+    eq(c.nodes[1].client().sadd("after", "x"), 1, "SADD after the refusals")
+
+
 def test_rotating_faults():
     """Availability under rotating faults (3 nodes, --sync-writes, mutual
     TLS): writers on every node add unique members throughout while each
@@ -2295,6 +2344,9 @@ def test_membership():
     check(isinstance(report, bytes) and b"epoch 2" in report,
           "JOIN: %s" % short(report))
     check(b"node 2: not reached" in report, "JOIN report: %s" % short(report))
+    # Node 4 could not reach node 2 (down): reported, not refused.
+    check(b"warning: node 4 cannot complete the peer handshake with node 2"
+          in report, "JOIN report: %s" % short(report))
     check(b"node 4: installed" in report, "JOIN report: %s" % short(report))
     # Writes go on during the change, through node 3.
     n3 = c.nodes[3].client()
@@ -2417,6 +2469,7 @@ def test_tls_clients():
 TESTS["tls_clients"] = test_tls_clients
 TESTS["rotating_faults"] = test_rotating_faults
 TESTS["tls_refusal_warned"] = test_tls_refusal_warned
+TESTS["join_refused_without_handshake"] = test_join_refused_without_handshake
 
 
 def main():

@@ -749,8 +749,10 @@ def test_wiped_stale_node():
     # alone remembers, and a change through it must not make one either.
     time.sleep(3)
     eq(etcd.records(), {}, "etcd's rings while only node 3 runs")
-    n5 = bt.Node(c, 5)  # Never started: only its addresses are used.
-    reply = command(c.nodes[3], *join_args(n5))
+    # Never started: only its addresses are used (FORCE: no handshake
+    # checks, the etcd side is what is tested).
+    n5 = bt.Node(c, 5)
+    reply = command(c.nodes[3], *join_args(n5), "FORCE")
     check(isinstance(reply, bt.Err), "JOIN 5 through node 3 alone, with etcd "
           "empty: %s" % bt.short(reply))
     eq(etcd.records(), {}, "etcd's rings after the refused JOIN")
@@ -761,7 +763,7 @@ def test_wiped_stale_node():
     eq(sorted(etcd.records()), [2], "etcd's epochs after the restart")
     wait_for(lambda: converged(members + [n4], 2, moves=False), 30,
              "every node on epoch 2")
-    reply = command(c.nodes[3], *join_args(n5))
+    reply = command(c.nodes[3], *join_args(n5), "FORCE")
     check(starts(reply, b"epoch 3: ring 1,2,3,4,5"),
           "JOIN 5 through node 3 afterwards: %s" % bt.short(reply))
     everyone = members + [n4]

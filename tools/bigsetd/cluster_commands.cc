@@ -2,11 +2,13 @@
 // send each other (GET, INSTALL). See membership.h.
 //
 //   BIGSET.CLUSTER STATUS                         this node's view
-//   BIGSET.CLUSTER JOIN NODE PEER_ADDR CLIENT_ADDR
+//   BIGSET.CLUSTER JOIN NODE PEER_ADDR CLIENT_ADDR [FORCE]
 //   BIGSET.CLUSTER LEAVE NODE
-//   BIGSET.CLUSTER REPLACE OLD NEW PEER_ADDR CLIENT_ADDR
+//   BIGSET.CLUSTER REPLACE OLD NEW PEER_ADDR CLIENT_ADDR [FORCE]
 //   BIGSET.CLUSTER GET                            the cluster map (text)
 //   BIGSET.CLUSTER INSTALL MAP
+//   BIGSET.CLUSTER PROBE NODE PEER_ADDR [NODE PEER_ADDR ...]
+//                                  handshakes with those peers (for JOIN)
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -120,10 +122,35 @@ void Session::CmdCluster(Args& a) {
       absl::Status s = membership->Install(map);
       reply_text(s.ok() ? absl::StatusOr<std::string>("OK") : s);
     });
-  } else if ((sub == "join" && a.size() == 5) ||
+  } else if (sub == "probe" && a.size() >= 4 && a.size() % 2 == 0) {
+    std::vector<std::pair<NodeId, PeerAddress>> peers;
+    for (size_t i = 2; i + 1 < a.size(); i += 2) {
+      NodeId id = 0;
+      absl::StatusOr<PeerAddress> address = ParsePeerAddress(a[i + 1]);
+      if (!absl::SimpleAtoi(a[i], &id) || id == 0 || !address.ok()) {
+        return bad("usage: BIGSET.CLUSTER PROBE NODE HOST:PORT ...");
+      }
+      peers.emplace_back(id, *address);
+    }
+    ctx_->membership_worker->Run([membership, peers, reply_text]() {
+      absl::StatusOr<std::vector<std::string>> lines = membership->Probe(peers);
+      if (!lines.ok()) {
+        reply_text(lines.status());
+      } else {
+        reply_text(absl::StrJoin(*lines, "\n") + "\n");
+      }
+    });
+  } else if ((sub == "join" && (a.size() == 5 || a.size() == 6)) ||
              (sub == "leave" && a.size() == 3) ||
-             (sub == "replace" && a.size() == 6)) {
+             (sub == "replace" && (a.size() == 6 || a.size() == 7))) {
     ClusterMembership::Change change;
+    const size_t plain = sub == "join" ? 5 : 6;
+    if (sub != "leave" && a.size() == plain + 1) {
+      if (absl::AsciiStrToLower(a[plain]) != "force") {
+        return bad("the last argument of JOIN and REPLACE may only be FORCE");
+      }
+      change.force = true;
+    }
     if (!absl::SimpleAtoi(a[2], &change.node) || change.node == 0) {
       return bad("node ids are integers > 0");
     }
@@ -158,9 +185,9 @@ void Session::CmdCluster(Args& a) {
       }
     });
   } else {
-    bad("usage: BIGSET.CLUSTER STATUS | JOIN NODE PEER_ADDR CLIENT_ADDR | "
-        "LEAVE NODE | REPLACE OLD NEW PEER_ADDR CLIENT_ADDR | GET | INSTALL "
-        "MAP");
+    bad("usage: BIGSET.CLUSTER STATUS | JOIN NODE PEER_ADDR CLIENT_ADDR "
+        "[FORCE] | LEAVE NODE | REPLACE OLD NEW PEER_ADDR CLIENT_ADDR [FORCE] "
+        "| GET | INSTALL MAP | PROBE NODE PEER_ADDR ...");
   }
 }
 

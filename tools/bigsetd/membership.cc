@@ -189,6 +189,34 @@ absl::StatusOr<ClusterMap> ClusterMembership::Next(const ClusterMap& base,
 
 absl::StatusOr<std::vector<std::string>> ClusterMembership::Apply(
     const Change& change) {
+  std::vector<std::string> notes;
+  if (change.kind != ChangeKind::kLeave && !change.force) {
+    const ClusterMap current = Current();
+    // Refusals of the change itself first (the node is in the ring).
+    if (absl::StatusOr<ClusterMap> next = Next(current, change); !next.ok()) {
+      return next.status();
+    }
+    const NodeId node =
+        change.kind == ChangeKind::kJoin ? change.node : change.replacement;
+    if (absl::Status s = CheckHandshakes(
+            node, change.kind == ChangeKind::kReplace ? change.node : 0,
+            change.addresses, current, &notes);
+        !s.ok()) {
+      log_->Warn(absl::StrCat("cluster: ", Describe(change),
+                              " refused: ", s.message()));
+      return s;
+    }
+    for (const std::string& note : notes) {
+      log_->Warn(absl::StrCat("cluster: ", note));
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> report = ApplyChecked(change);
+  if (report.ok()) report->insert(report->end(), notes.begin(), notes.end());
+  return report;
+}
+
+absl::StatusOr<std::vector<std::string>> ClusterMembership::ApplyChecked(
+    const Change& change) {
   if (authority_ != nullptr) return ApplyThroughAuthority(change);
   absl::StatusOr<ClusterMap> next = Next(Current(), change);
   if (!next.ok()) return next.status();

@@ -34,9 +34,11 @@
 #define BIGSET_TOOLS_BIGSETD_MEMBERSHIP_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -89,10 +91,19 @@ class ClusterMembership {
     NodeId node = 0;          // Joins, leaves, or is replaced.
     NodeId replacement = 0;   // kReplace: the node that takes its place.
     NodeAddresses addresses;  // Of the joining or replacing node.
+    // Skips the handshake checks of a join or replacement (see Apply).
+    bool force = false;
   };
   // Applies `change` to the current map, installs the result here and
   // pushes it to the other nodes. Returns one line per node on how the
   // push went (a node that could not be reached catches up later).
+  // A join or replacement (unless `force`) first checks that this node
+  // completes the peer handshake with the new node and the new node with
+  // this node (asked through its client port): FailedPrecondition naming
+  // the pair and the reason otherwise (nothing changed). The new node's
+  // handshakes with the other nodes of the ring are tried too; failures
+  // are warnings in the report (a member down or frozen must not stop a
+  // join).
   absl::StatusOr<std::vector<std::string>> Apply(const Change& change);
 
   // A peer runs a ring with a higher epoch: fetch its map (in the
@@ -105,11 +116,30 @@ class ClusterMembership {
   // the authority's watch thread.
   void OnAuthorityRecord(const std::optional<MembershipRecord>& record);
 
+  // BIGSET.CLUSTER PROBE: connects to each of `peers` (adding their
+  // addresses to the address book) and waits a few seconds for the
+  // handshakes; one line per peer, "node ID ADDRESS: ok" or the reason.
+  absl::StatusOr<std::vector<std::string>> Probe(
+      const std::vector<std::pair<NodeId, PeerAddress>>& peers);
+
   // Fetches the map `address` (a node's client port) has.
   static absl::StatusOr<ClusterMap> Fetch(const PeerAddress& address,
                                           const std::string& password);
 
  private:
+  // Dials each of `peers` (this node skipped) and waits for their
+  // handshakes, up to a few seconds: the peers that did not complete one,
+  // with the reason.
+  std::map<NodeId, std::string> Handshakes(
+      const std::vector<std::pair<NodeId, PeerAddress>>& peers);
+  // The checks of Apply for `node` (joining, or replacing `replaced`, which
+  // is not tried) at `addresses`, with the ring of `map`.
+  // Handshakes that failed with other nodes of the ring are added to
+  // *notes (reported, not refused).
+  absl::Status CheckHandshakes(NodeId node, NodeId replaced,
+                               const NodeAddresses& addresses,
+                               const ClusterMap& map,
+                               std::vector<std::string>* notes);
   absl::Status InstallLocked(const ClusterMap& map)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `base` with `change` applied, at the next epoch.
@@ -117,6 +147,8 @@ class ClusterMembership {
                                          const Change& change);
   // One line naming the change, stored with the ring it makes.
   std::string Describe(const Change& change) const;
+  // Apply once the checks passed.
+  absl::StatusOr<std::vector<std::string>> ApplyChecked(const Change& change);
   absl::StatusOr<std::vector<std::string>> ApplyThroughAuthority(
       const Change& change);
   // Records in the authority (which holds `authority_epoch`, 0: nothing)

@@ -117,6 +117,9 @@ class BIGSET_EXPORT NodeRunner {
   absl::StatusOr<NodeStats> Stats();
   absl::StatusOr<std::vector<PartitionMove>> Moving();
   TransportStats TransportStatistics() const;
+  // TcpTransport::Dial on the runner's thread: connects to `peer` now.
+  // FailedPrecondition once closed, and from the runner's thread.
+  absl::Status DialPeer(NodeId peer);
   // Compacts the store's keys of `partition` (after a bulk load, say), on
   // the caller's thread: the node keeps serving meanwhile, and Close waits
   // for it. FailedPrecondition once closed, and from the runner's thread.

@@ -137,6 +137,10 @@ struct PeerStats {
   // Connections made again because their retransmissions backed off while
   // the peer was alive (TcpTransportOptions::stall_check_micros).
   uint64_t stall_resets = 0;
+  // Why the last outbound connection failed or was lost (empty once one
+  // succeeds): "connect: Connection refused", "TLS: certificate verify
+  // failed", "the peer's handshake does not match", ...
+  std::string last_error;
 };
 
 struct TransportStats {
@@ -179,6 +183,13 @@ class BIGSET_EXPORT TcpTransport final : public Transport {
 
   // Transport. Called on the io_context's thread.
   void Send(NodeId from, NodeId to, std::string bytes) override;
+  // Connects to `peer` now (its address from the address book), unless it
+  // is connected or connecting: a connection that waits out a back-off
+  // tries at once. Stats() then shows whether the handshake completed
+  // (PeerStats::connected) or why not (last_error). For a check that a
+  // node can reach another before it is given work (a join). Called on
+  // the io_context's thread.
+  void Dial(NodeId peer);
 
   TransportStats Stats() const;
 
