@@ -206,22 +206,54 @@ std::map<HandoffManager::TransferKey, bool> HandoffManager::Plan() {
       wanted[{p, e.handing_to}] = false;
       continue;
     }
-    if (Contains(want, me)) continue;
-    // A leaver that holds a place another node took too (a twin) gives its
+    // A node that holds a place another node took too (a twin) gives its
     // data to that node as a supplement and lets go: one place needs one
     // joiner, and the twin has it.
     if (const NodeId twin = YieldsTo(me, p); twin != 0) {
       wanted[{p, twin}] = true;
       continue;
     }
+    if (Contains(want, me)) continue;
     std::vector<NodeId> leavers;
     std::vector<NodeId> joiners;
     Pairing(p, &leavers, &joiners);
     const size_t i = static_cast<size_t>(
         std::find(leavers.begin(), leavers.end(), me) - leavers.begin());
-    if (i < joiners.size()) wanted[{p, joiners[i]}] = false;
+    if (i < joiners.size()) {
+      wanted[{p, joiners[i]}] = false;
+    } else if (joiners.empty() && Orphaned(p)) {
+      // Nobody is left to take this node's place and its chain is lost:
+      // its data goes to every node of the ring's list, so that a write
+      // it acknowledged with any one of them stays on two replicas.
+      for (NodeId n : want) {
+        if (!supplied_.contains({p, n})) wanted[{p, n}] = true;
+      }
+    }
   }
   return wanted;
+}
+
+bool HandoffManager::Orphaned(uint32_t p) const {
+  const ServeEntry* mine = membership_.Own(p);
+  if (mine == nullptr) return false;
+  if (mine->took_from == 0) return false;
+  const std::vector<NodeId>& serving = membership_.ServingList(p);
+  for (NodeId n : ring().PreferenceList(p)) {
+    // Every node of the ring's list serves it to stay: one whose place was
+    // taken (it drains, and comes back as a joiner), that hands over, or
+    // that yields to its twin becomes a joiner soon.
+    if (!Contains(serving, n) || membership_.Replaced(n, p) ||
+        YieldsTo(n, p) != 0) {
+      return false;
+    }
+    const std::optional<ServeEntry> entry = membership_.EntryOf(n, p);
+    if (!entry.has_value() || entry->handing_to != 0) return false;
+  }
+  // The place it took: its giver serves that episode no more, and no
+  // other node that took it is known (else it would yield to that twin).
+  const std::optional<ServeEntry> giver =
+      membership_.EntryOf(mine->took_from, p);
+  return !giver.has_value() || giver->since != mine->took_since;
 }
 
 void HandoffManager::Pairing(uint32_t p, std::vector<NodeId>* leavers,
@@ -251,10 +283,16 @@ NodeId HandoffManager::YieldsTo(NodeId node, uint32_t partition) const {
   if (twin == 0) return 0;
   const std::vector<NodeId>& serving = membership_.ServingList(partition);
   if (!Contains(serving, twin)) return 0;
-  // Of two twins that both leave, the one with the higher id yields, so
-  // that they never hand their data to each other and both let go.
+  // A leaving twin yields to one the ring keeps. Of two twins on the same
+  // side (both leave, or the ring keeps both: a place handed out twice
+  // is then two of the ring's places) the one with the higher id yields,
+  // so that they never hand their data to each other; a twin of the ring
+  // that yielded is then a joiner like any other.
   const std::vector<NodeId>& want = ring().PreferenceList(partition);
-  return Contains(want, twin) || twin < node ? twin : 0;
+  const bool mine_kept = Contains(want, node);
+  const bool twin_kept = Contains(want, twin);
+  if (mine_kept != twin_kept) return twin_kept ? twin : 0;
+  return twin < node ? twin : 0;
 }
 
 void HandoffManager::Replan() {

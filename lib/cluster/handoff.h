@@ -232,6 +232,12 @@ class HandoffManager {
   // MembershipState::TwinHolder): that twin, if it serves the partition
   // and is in the latest ring or is a leaver with a lower id; else 0.
   NodeId YieldsTo(NodeId node, uint32_t partition) const;
+  // Whether this node, a leaver of `partition` with no joiner left in the
+  // ring's list, holds a place whose chain is lost: every node of the
+  // ring's list serves it to stay, and the place this node took was
+  // handed out again by its giver to a node this view cannot trace (a
+  // twin whose links were pruned).
+  bool Orphaned(uint32_t partition) const;
   // The leavers of `partition` that pair with joiners (by id) and the
   // joiners free to pair with (in ring order), in this view.
   void Pairing(uint32_t partition, std::vector<NodeId>* leavers,
@@ -317,6 +323,10 @@ class HandoffManager {
   // Partitions this node handed over, until it hosts them again: where
   // deltas for them are passed on to.
   std::map<uint32_t, NodeId> moved_to_;
+  // Supplements an orphaned leaver (see Orphaned) completed: it lets go
+  // once every node of the ring's list has its data. In memory: after a
+  // restart it supplies them all again (they take it again).
+  std::set<TransferKey> supplied_;
   // A delta passed on: request id there -> the coordinator's request.
   struct Proxied {
     NodeId coordinator = 0;

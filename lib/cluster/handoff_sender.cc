@@ -435,12 +435,28 @@ void HandoffManager::HandleDoneAck(NodeId from, const MessageHeader& header,
 void HandoffManager::Complete(const TransferKey& key) {
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
+  if (it->second.supplement) {
+    // An orphaned leaver's supplement: it lets go after the last one.
+    supplied_.insert(key);
+    bool more = false;
+    for (const auto& [k, supplement] : Plan()) {
+      more |= k.first == key.first && k != key && supplement;
+    }
+    if (more) {
+      outgoing_.erase(it);
+      ++host_->stats().handoffs_done;
+      Replan();
+      return;
+    }
+  }
   // Persisted first: if the write fails nothing changes (writes here stay
   // paused) and the tick tries again.
   if (!membership_.StopServing(key.first).ok()) {
     EnsureTick();
     return;
   }
+  std::erase_if(supplied_,
+                [&](const TransferKey& k) { return k.first == key.first; });
   outgoing_.erase(it);
   ++host_->stats().handoffs_done;
   // The receiver's state (its acceptance) travels with this node's, so no

@@ -442,36 +442,41 @@ std::optional<MembershipState::Taker> MembershipState::ReplacedBy(
 
 std::optional<MembershipState::Taker> MembershipState::Follow(
     uint32_t partition, NodeId from, uint64_t since, NodeId skip) const {
-  Taker first;
-  // Follows the place: the node that took it, and if that node handed it
-  // on, the node that took it from that one, and so on (each step is a
-  // later episode, so this ends; bounded all the same).
-  for (size_t step = 0; step <= states_.size(); ++step) {
-    const ServeEntry* found = nullptr;
-    NodeId taker = 0;
-    for (const auto& [node, state] : states_) {
-      if (node == from || node == skip) continue;
-      found = FindTaker(state, partition, from, since);
-      if (found != nullptr) {
-        taker = node;
-        break;
-      }
-    }
-    if (found == nullptr) {
-      // Taken, but this view does not know yet where the place went.
-      if (step > 0) first.holder = 0;
-      return step == 0 ? std::nullopt : std::optional<Taker>(first);
-    }
-    if (step == 0) first.node = taker;
-    if (!found->departed) {
-      first.holder = taker;
-      return first;
-    }
-    from = taker;
-    since = found->since;
+  // Every node that took the place (twins: more than one), and where the
+  // place went from each: the first whose chain reaches a node holding it
+  // now. A twin that yielded its data by supplement and let go has a
+  // departed entry nobody took from, so the other twin's chain is the one
+  // that leads somewhere.
+  std::optional<Taker> first;
+  for (const auto& [node, state] : states_) {
+    if (node == from || node == skip) continue;
+    const ServeEntry* found = FindTaker(state, partition, from, since);
+    if (found == nullptr) continue;
+    const NodeId holder =
+        found->departed
+            ? HolderAfter(partition, node, found->since, states_.size())
+            : node;
+    if (holder != 0) return Taker{node, holder};
+    if (!first.has_value()) first = Taker{node, 0};
   }
-  first.holder = 0;
+  // Taken, but this view does not know yet where the place went (or
+  // nobody took it: nullopt).
   return first;
+}
+
+NodeId MembershipState::HolderAfter(uint32_t partition, NodeId node,
+                                    uint64_t since, size_t depth) const {
+  // Each step is a later episode, so chains end; bounded all the same.
+  if (depth == 0) return 0;
+  for (const auto& [n, state] : states_) {
+    if (n == node) continue;
+    const ServeEntry* found = FindTaker(state, partition, node, since);
+    if (found == nullptr) continue;
+    if (!found->departed) return n;
+    const NodeId holder = HolderAfter(partition, n, found->since, depth - 1);
+    if (holder != 0) return holder;
+  }
+  return 0;
 }
 
 NodeId MembershipState::TwinHolder(NodeId node, uint32_t partition) const {

@@ -179,6 +179,10 @@ class MembershipState {
   // this view does not know); nullopt if nobody took it.
   std::optional<Taker> Follow(uint32_t partition, NodeId from, uint64_t since,
                               NodeId skip) const;
+  // The node holding now the place `node` left in its episode `since` (0:
+  // this view does not know), following chains up to `depth` steps.
+  NodeId HolderAfter(uint32_t partition, NodeId node, uint64_t since,
+                     size_t depth) const;
 
   const NodeId self_;
   Store* const store_;
