@@ -2092,10 +2092,12 @@ def test_join_refused_without_handshake():
     JOIN installed a ring naming it on every node: its partitions then
     stayed "moving" for ever with 0 keys sent. JOIN now checks that the
     node and the node asked complete the peer handshake both ways, and
-    refuses with the reason (nothing changes); FORCE skips the check."""
+    refuses with the reason (nothing changes); FORCE skips the check, and
+    then the moves that cannot progress are a warning that says why (in
+    the log and in BIGSET.CLUSTER STATUS)."""
     if EMULATED:
         raise Skip("bigsetd's membership")
-    c = Cluster(3, tls=True)
+    c = Cluster(3, tls=True, extra=["--move-stuck-secs", "3"])
     c.start()
     other = os.path.join(c.dir, "other-ca")
     subprocess.run(["bash", MAKE_CERTS, other, "4"], check=True, timeout=120,
@@ -2130,6 +2132,21 @@ def test_join_refused_without_handshake():
               "JOIN's error: %s" % got)
         eq(cluster_status(c.nodes[1]).get("ring_epoch"), "1",
            "epoch after the second refused JOIN")
+        # FORCE: the ring names node 4, whose partitions cannot move.
+        got = r1.command("BIGSET.CLUSTER", "JOIN", "4",
+                         "127.0.0.1:%d" % n4.peer_port,
+                         "127.0.0.1:%d" % n4.port, "FORCE")
+        check(isinstance(got, bytes) and b"epoch 2" in got,
+              "JOIN ... FORCE: %s" % short(got))
+
+        def stuck_warned():
+            return any(" W cluster: moves make no progress" in line and
+                       "cannot be reached: TLS" in line
+                       for line in c.nodes[1].tail_log(50000).splitlines())
+        wait_for(stuck_warned, 30, "a warning for the moves to node 4:\n%s"
+                 % c.nodes[1].tail_log(2000))
+        status = r1.command("BIGSET.CLUSTER", "STATUS")
+        check(b"peer_error=TLS" in status, "STATUS: %s" % short(status, 2000))
     finally:
         r1.close()
     eq(c.nodes[1].client().sadd("after", "x"), 1, "SADD after the refusals")

@@ -33,7 +33,8 @@ absl::StatusOr<NodeAddresses> ParseAddresses(const std::string& peer,
 
 std::string Status(const ClusterMap& map, NodeId self,
                    const absl::StatusOr<NodeStats>& stats,
-                   const absl::StatusOr<std::vector<PartitionMove>>& moving) {
+                   const absl::StatusOr<std::vector<PartitionMove>>& moving,
+                   const TransportStats& transport) {
   std::string out;
   absl::StrAppend(&out, "node:", self, "\nring_epoch:", map.ring.epoch(),
                   "\nring_nodes:", absl::StrJoin(map.ring.nodes(), ","),
@@ -72,8 +73,15 @@ std::string Status(const ClusterMap& map, NodeId self,
       absl::StrAppend(&out, "moving:", m.partition,
                       " serving=", absl::StrJoin(m.serving, ","),
                       " target=", absl::StrJoin(m.target, ","),
-                      " state=", m.state, " for_ms=", m.since_micros / 1000,
-                      "\n");
+                      " state=", m.state, " for_ms=", m.since_micros / 1000);
+      // Why a move that waits on a peer makes no progress.
+      for (const PeerStats& p : transport.peers) {
+        if (m.peer != 0 && p.node == m.peer && !p.connected &&
+            !p.last_error.empty()) {
+          absl::StrAppend(&out, " peer_error=", p.last_error);
+        }
+      }
+      absl::StrAppend(&out, "\n");
     }
   }
   return out;
@@ -105,7 +113,7 @@ void Session::CmdCluster(Args& a) {
   if (sub == "status" && a.size() == 2) {
     ctx_->worker->Run([membership, runner, self, reply_text]() {
       reply_text(Status(membership->Current(), self, runner->Stats(),
-                        runner->Moving()) +
+                        runner->Moving(), runner->TransportStatistics()) +
                  absl::StrCat("membership:",
                               membership->has_authority() ? "etcd" : "builtin",
                               "\n"));

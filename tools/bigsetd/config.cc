@@ -192,6 +192,10 @@ ParsedConfig ParseConfig(int argc, char** argv) {
                  "batches of one set running at once, reading ahead of the "
                  "write before them (default 2)")
       ->group("Clients");
+  app.add_option("--move-stuck-secs", c.move_stuck_secs,
+                 "a partition's move that makes no progress this long is "
+                 "logged as a warning, with the reason (default 60)")
+      ->group("Logging");
   app.add_option("--log-level", log_level, "debug, info, warn or error")
       ->group("Logging");
   app.add_option("--log-file", c.log_file,
@@ -218,6 +222,9 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   }
   if (c.batch_depth < 1 || c.batch_depth > 64) {
     return Fail("--batch-depth must be from 1 to 64");
+  }
+  if (c.move_stuck_secs < 1 || c.move_stuck_secs > 86400) {
+    return Fail("--move-stuck-secs must be from 1 to 86400");
   }
   if (c.data_dir.empty()) return Fail("--data is required");
   if (!join.empty()) {

@@ -88,6 +88,9 @@ struct DaemonConfig {
   // set at once (each reads ahead of the write before it).
   size_t batch_members = 4096;
   size_t batch_depth = 2;
+  // A partition's move whose state stays the same this long is a warning
+  // in the log (MoveWatch).
+  int move_stuck_secs = 60;
   // SSCAN cursors kept (see CursorTable).
   size_t max_cursors = 100'000;
   size_t max_cursor_bytes = 64 << 20;

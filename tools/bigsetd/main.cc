@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <asio.hpp>
 #include <chrono>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "config.h"
 #include "log.h"
 #include "membership.h"
+#include "move_watch.h"
 #include "server.h"
 
 namespace bigset::server {
@@ -258,6 +260,9 @@ int Run(const DaemonConfig& c) {
   asio::io_context io;
   int exit_code = 0;
   {
+    // Moves that make no progress are warnings in the log.
+    MoveWatch move_watch(runner->get(), &log, absl::Seconds(c.move_stuck_secs),
+                         absl::Seconds(std::min(5, c.move_stuck_secs)));
     Server server(&io, runner->get(), &membership, &adjusted, &log);
     if (absl::Status s = server.Start(); !s.ok()) {
       log.Error(s.ToString());
