@@ -33,6 +33,12 @@ class FaultEnv::File final : public leveldb::WritableFile {
   leveldb::Status Sync() override {
     leveldb::Status s = base_->Sync();
     if (s.ok()) env_->Synced(state_.get());
+    // A write log's sync is a synced write (sync_writes); table and
+    // manifest syncs come from compactions and version edits.
+    if (s.ok() && fname_.size() > 4 &&
+        fname_.compare(fname_.size() - 4, 4, ".log") == 0) {
+      env_->log_syncs_.fetch_add(1, std::memory_order_relaxed);
+    }
     return s;
   }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
@@ -125,6 +126,7 @@ absl::Status Simulator::StartNode(NodeId id) {
   }
   slot.node = std::move(*node);
   slot.up = true;
+  slot.busy_until = 0;
   Trace(absl::StrCat("t=", now_, " start node ", id, " incarnation ",
                      slot.incarnation));
   return absl::OkStatus();
@@ -473,6 +475,24 @@ bool Simulator::StepOne() {
   // A crashed node, or one restarted since, gets nothing sent to (or
   // scheduled by) its former self.
   const bool alive = slot.up && slot.incarnation == e->incarnation;
+  if (alive && slot.busy_until > now_) {
+    // The node is still at earlier work: this waits its turn.
+    Push(slot.busy_until, std::move(event));
+    return true;
+  }
+  const bool costs =
+      options_.message_cost_micros != 0 || options_.sync_cost_micros != 0;
+  const uint64_t syncs_before = costs ? fault_env_->LogSyncs() : 0;
+  const NodeId handler = e->to;
+  const uint64_t incarnation = slot.incarnation;
+  absl::Cleanup charge = [&, this]() {
+    if (!costs || !alive) return;
+    NodeSlot* s = SlotOf(handler);
+    if (s == nullptr || !s->up || s->incarnation != incarnation) return;
+    s->busy_until =
+        now_ + (e->is_message ? options_.message_cost_micros : 0) +
+        (fault_env_->LogSyncs() - syncs_before) * options_.sync_cost_micros;
+  };
   if (e->is_message) {
     if (!alive || (!group_.empty() && SlotOf(e->from) != nullptr &&
                    group_[e->from - 1] != group_[e->to - 1])) {

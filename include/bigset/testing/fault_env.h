@@ -17,6 +17,7 @@
 #ifndef BIGSET_TESTING_FAULT_ENV_H_
 #define BIGSET_TESTING_FAULT_ENV_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -61,6 +62,12 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
   void FillDiskAfter(const std::string& prefix, uint64_t bytes);
   void FreeSpace(const std::string& prefix);
 
+  // Syncs of write logs so far (one per synced write batch, as LevelDB
+  // syncs its log for WriteOptions::sync), of every store on this Env.
+  uint64_t LogSyncs() const {
+    return log_syncs_.load(std::memory_order_relaxed);
+  }
+
  private:
   class File;
   struct State {
@@ -77,6 +84,7 @@ class BIGSET_EXPORT FaultEnv final : public leveldb::EnvWrapper {
 
   Mutex mu_;
   std::map<std::string, std::shared_ptr<State>> files_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> log_syncs_{0};
   // Per prefix of a disk that fills: the bytes that still fit.
   std::map<std::string, uint64_t> room_ ABSL_GUARDED_BY(mu_);
 };

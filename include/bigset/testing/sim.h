@@ -103,6 +103,15 @@ struct SimOptions {
     o.anti_entropy.interval_micros = 0;
     return o;
   }();
+  // Work has a cost: a node handles one event (a message or a timer) at a
+  // time; each message costs it message_cost_micros of virtual time, and
+  // each synced write (sync_writes: LevelDB syncs its log)
+  // sync_cost_micros, as an fsync on a disk does. Events that come due
+  // while it is busy wait their turn, so a node that gets more work than
+  // it can do falls behind, as a real one does (0, the default: work is
+  // free and instant).
+  uint64_t message_cost_micros = 0;
+  uint64_t sync_cost_micros = 0;
   // Trace lines kept (the hash covers every event).
   size_t trace_capacity = 2000;
   // A blocking call whose request has not answered this long after its
@@ -291,6 +300,8 @@ class BIGSET_EXPORT Simulator {
     // The node's clock is the simulation's time plus this (a restart with
     // a clock that went back lowers it); never below zero.
     int64_t clock_offset = 0;
+    // Busy with earlier work until then (SimOptions::message_cost_micros).
+    uint64_t busy_until = 0;
   };
 
   explicit Simulator(const SimOptions& options);
