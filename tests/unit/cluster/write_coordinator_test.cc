@@ -23,7 +23,6 @@ namespace bigset {
 namespace {
 
 constexpr NodeId kSelf = 9;  // Not in any serving list: it sends kUpdate.
-constexpr uint32_t kPartition = 0;
 
 class FakeHost final : public CoordinatorHost, public ProtocolHooks {
  public:
