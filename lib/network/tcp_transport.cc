@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "core/string_view_compat.h"
 #include "network/tcp_transport_impl.h"
@@ -14,7 +15,6 @@ namespace bigset {
 
 using asio::ip::tcp;
 using tcp_internal::CertNode;
-using tcp_internal::kMaxBytesPerWrite;
 using tcp_internal::kMaxFramesPerWrite;
 using tcp_internal::kMaxHandshakeBytes;
 using tcp_internal::NowMicros;
@@ -164,6 +164,18 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
     ++StatsOf(to).dropped_queue_full;
     return;
   }
+  // Only while requests back up (the peer does not keep up, or is not
+  // connected): else there is nothing to fingerprint against, and the
+  // hot path pays no hash.
+  uint64_t fingerprint = 0;
+  if (!answer && out->request_bytes >= MaxBytesPerWrite()) {
+    fingerprint = absl::HashOf(bytes) | 1;  // 0 means untracked.
+    if (!out->waiting.insert(fingerprint).second) {
+      MutexLock lock(&stats_mu_);
+      ++StatsOf(to).dropped_duplicates;
+      return;
+    }
+  }
   std::string f;
   f.reserve(frame);
   framing::AppendFrame(framing::Kind::kMessage, bytes, &f);
@@ -172,7 +184,7 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
     out->answers.push_back(std::move(f));
   } else {
     out->request_bytes += f.size();
-    out->queue.push_back(std::move(f));
+    out->queue.push_back(QueuedRequest{std::move(f), fingerprint});
   }
   {
     MutexLock lock(&stats_mu_);
@@ -252,6 +264,13 @@ void TcpTransport::Impl::Connect(const std::shared_ptr<Outbound>& out) {
                     asio::socket_base::send_buffer_size(
                         static_cast<int>(self->options_.socket_buffer_bytes)),
                     ignored);
+              }
+              if (self->options_.unsent_bytes > 0) {
+                // Not an asio option; failure only costs latency.
+                const int lowat = static_cast<int>(
+                    std::min<size_t>(self->options_.unsent_bytes, 1 << 30));
+                setsockopt(out->stream->socket().native_handle(), IPPROTO_TCP,
+                           TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
               }
               self->OnConnected(out);
             });
@@ -390,12 +409,12 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
   out->write_buffer.clear();
   size_t frames = 0;
   size_t answers = 0;
-  auto gather = [&](const std::deque<std::string>& q, size_t* taken,
-                    size_t most) {
-    for (const std::string& f : q) {
+  const size_t max_bytes = MaxBytesPerWrite();
+  auto gather = [&](const auto& q, size_t* taken, size_t most) {
+    for (const auto& entry : q) {
+      const std::string& f = FrameOf(entry);
       if (frames == kMaxFramesPerWrite || *taken == most ||
-          (frames > 0 &&
-           out->write_buffer.size() + f.size() > kMaxBytesPerWrite)) {
+          (frames > 0 && out->write_buffer.size() + f.size() > max_bytes)) {
         return;
       }
       out->write_buffer.append(f);
@@ -434,11 +453,9 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
           out->answers.pop_front();
         }
         for (size_t i = 0; i < requests; ++i) {
-          const std::string& f = out->queue.front();
+          const std::string& f = out->queue.front().frame;
           messages += f[4] == static_cast<char>(framing::Kind::kMessage);
-          out->queued_bytes -= f.size();
-          out->request_bytes -= f.size();
-          out->queue.pop_front();
+          PopRequest(*out);
         }
         out->last_sent = NowMicros();
         {
@@ -450,6 +467,14 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
         }
         self->WriteSome(out);
       });
+}
+
+void TcpTransport::Impl::PopRequest(Outbound& out) {
+  const QueuedRequest& r = out.queue.front();
+  out.queued_bytes -= r.frame.size();
+  out.request_bytes -= r.frame.size();
+  if (r.fingerprint != 0) out.waiting.erase(r.fingerprint);
+  out.queue.pop_front();
 }
 
 bool TcpTransport::Impl::RetransmitBackedOff(
@@ -505,7 +530,7 @@ void TcpTransport::Impl::WatchOutbound(const std::shared_ptr<Outbound>& out,
       framing::AppendFrame(framing::Kind::kKeepAlive, {}, &f);
       out->queued_bytes += f.size();
       out->request_bytes += f.size();
-      out->queue.push_back(std::move(f));
+      out->queue.push_back(QueuedRequest{std::move(f), 0});
       self->WriteSome(out);
     }
     self->WatchOutbound(out, generation);
@@ -523,7 +548,8 @@ void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
                      // tolerated by the protocols).
   out->writing_answers = 0;
   // Keep-alives are not worth a reconnect.
-  std::erase_if(out->queue, [&](const std::string& f) {
+  std::erase_if(out->queue, [&](const QueuedRequest& r) {
+    const std::string& f = r.frame;
     if (f[4] != static_cast<char>(framing::Kind::kKeepAlive)) return false;
     out->queued_bytes -= f.size();
     out->request_bytes -= f.size();

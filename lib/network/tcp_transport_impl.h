@@ -10,6 +10,7 @@
 
 #include <netinet/tcp.h>
 
+#include <algorithm>
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 #include <atomic>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "bigset/core/mutex.h"
 #include "bigset/network/tcp_transport.h"
@@ -37,7 +39,10 @@ namespace tcp_internal {
 // A write gathers at most this many queued frames (and about this many
 // bytes): many small messages cross in one system call.
 inline constexpr size_t kMaxFramesPerWrite = 256;
+// (Less with TcpTransportOptions::unsent_bytes, see MaxBytesPerWrite.)
 inline constexpr size_t kMaxBytesPerWrite = 1 << 20;
+// The least a write may gather with unsent_bytes set: a TLS record.
+inline constexpr size_t kMinBytesPerWrite = 16 << 10;
 inline constexpr size_t kReadChunk = 64 << 10;
 inline constexpr size_t kMaxHandshakeBytes = framing::kMaxHandshakeBytes;
 
@@ -71,6 +76,13 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   TransportStats Stats() const;
 
  private:
+  // A request's frame and, if it was queued while the peer lagged, the
+  // fingerprint of its message (else 0): an identical message is not
+  // queued again while this one waits.
+  struct QueuedRequest {
+    std::string frame;
+    uint64_t fingerprint = 0;
+  };
   // One peer's outbound connection and send queue.
   struct Outbound {
     explicit Outbound(asio::io_context& io) : timer(io), watchdog(io) {}
@@ -86,7 +98,9 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
     uint64_t generation = 0;
     // Whole frames: answers (IsAnswerMessage) go out ahead of the rest.
     std::deque<std::string> answers;
-    std::deque<std::string> queue;
+    std::deque<QueuedRequest> queue;
+    // The fingerprints of the queue's tracked requests (see Send).
+    absl::flat_hash_set<uint64_t> waiting;
     size_t queued_bytes = 0;   // Of both.
     size_t request_bytes = 0;  // Of `queue`.
     // Frames of each queue's front being written (writing = their sum).
@@ -148,6 +162,10 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
                           uint64_t generation);
   void WatchOutbound(const std::shared_ptr<Outbound>& out, uint64_t generation);
   void WriteSome(const std::shared_ptr<Outbound>& out);
+  // Takes the queue's front request out (it was written, or is dropped).
+  static void PopRequest(Outbound& out);
+  static const std::string& FrameOf(const std::string& f) { return f; }
+  static const std::string& FrameOf(const QueuedRequest& r) { return r.frame; }
   void Reset(const std::shared_ptr<Outbound>& out, std::string_view why);
 
   // Inbound.
@@ -161,6 +179,12 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
   // Whether the kernel has backed off retransmitting what `out` sent (lost
   // segments, no acknowledgement for several timeouts in a row).
   static bool RetransmitBackedOff(const std::shared_ptr<Outbound>& out);
+  // The most one write gathers (options_.unsent_bytes, bounded).
+  size_t MaxBytesPerWrite() const {
+    if (options_.unsent_bytes == 0) return tcp_internal::kMaxBytesPerWrite;
+    return std::clamp(options_.unsent_bytes, tcp_internal::kMinBytesPerWrite,
+                      tcp_internal::kMaxBytesPerWrite);
+  }
 
   asio::io_context& io_;
   const NodeId self_;

@@ -121,6 +121,10 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   app.add_flag("--plaintext-peers", c.plaintext_peers,
                "plain TCP between nodes (trusted networks and tests only)")
       ->group("Peer TLS");
+  app.add_option("--peer-unsent-kib", c.peer_unsent_kib,
+                 "the most a peer connection leaves unsent in the kernel, "
+                 "so answers overtake a backlog (default 64; 0: no bound)")
+      ->group("Cluster");
   app.add_flag("--sync-writes", c.sync_writes,
                "fsync every replica write before acknowledging it")
       ->group("Storage");
@@ -287,6 +291,9 @@ ParsedConfig ParseConfig(int argc, char** argv) {
     return Fail("--ring-size must be between 1 and 65536");
   }
   if (timeout_ms == 0) return Fail("--timeout-ms must be > 0");
+  if (c.peer_unsent_kib > (1 << 20)) {
+    return Fail("--peer-unsent-kib must be at most 1048576");
+  }
   c.timeout_micros = timeout_ms * 1000;
   if (query_hedge_ms > 60'000) {
     return Fail("--query-hedge-ms must be at most 60000");

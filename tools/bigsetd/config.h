@@ -54,6 +54,8 @@ struct DaemonConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   bool plaintext_peers = false;
+  // TcpTransportOptions::unsent_bytes, in KiB.
+  uint64_t peer_unsent_kib = 64;
   bool sync_writes = false;
   size_t clock_cache_bytes = 64 << 20;
   // What else the node's memory holds (README, "Memory"): LevelDB's block

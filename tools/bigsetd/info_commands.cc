@@ -246,6 +246,7 @@ void Session::CmdInfo(Args& a) {
              absl::StrCat("connected=", p.connected ? 1 : 0,
                           ",queued_bytes=", p.queued_bytes,
                           ",dropped_queue_full=", p.dropped_queue_full,
+                          ",dropped_duplicates=", p.dropped_duplicates,
                           ",frames_out=", p.frames_out,
                           ",frames_in=", p.frames_in, ",connects=", p.connects,
                           ",disconnects=", p.disconnects,

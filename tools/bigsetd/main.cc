@@ -223,6 +223,7 @@ int Run(const DaemonConfig& c) {
   o.transport.listen_host = peer.host;
   o.transport.listen_port = peer.port;
   o.transport.plaintext = c.plaintext_peers;
+  o.transport.unsent_bytes = c.peer_unsent_kib << 10;
   o.transport.tls_ca_file = c.tls_ca_file;
   o.transport.tls_cert_file = c.tls_cert_file;
   o.transport.tls_key_file = c.tls_key_file;

@@ -34,9 +34,10 @@
 // the answers to its own and keeps coordinating; what it missed comes back
 // through hints and anti-entropy. (A smaller bound sheds sooner, and also
 // the bulk requests of a peer that is merely busy: retransmissions then
-// cost more than the queue did.) socket_buffer_bytes bounds what the kernel
-// holds on both ends of a connection, so that backlogs stay in these queues,
-// where answers can overtake them. A connection whose write does not finish
+// cost more than the queue did.) unsent_bytes bounds what the sender's
+// kernel holds unsent (and socket_buffer_bytes, off by default, what both
+// ends' kernels hold), so that backlogs stay in these queues, where answers
+// can overtake them. A connection whose write does not finish
 // within idle_timeout_micros (a hung peer whose socket is open and silent) is
 // closed and made again; an inbound connection that carries nothing, not
 // even a keep-alive, for as long is closed too.
@@ -95,6 +96,15 @@ struct TcpTransportOptions {
   // (a node frozen 10 s under synced writes coordinated 0.4-1.0 s after
   // waking instead of 1.6-3.5 s), but slow large messages to a busy peer.
   size_t socket_buffer_bytes = 0;
+  // TCP_NOTSENT_LOWAT of outbound connections, and about the most one
+  // write hands the kernel: bytes the kernel holds unsent towards a peer
+  // that does not read (frozen, busy) stay at most about this, so that
+  // when it reads again the answers it waits for (which overtake requests
+  // in this transport's queue, never in the kernel's) are this close to
+  // the front. 0: no bound (the kernel may hold megabytes, and a woken
+  // peer reads them all before its answers). Bytes in flight on the wire
+  // are not bounded by it, so bulk transfers keep their speed.
+  size_t unsent_bytes = 64 << 10;
   // A connection idle this long sends a keep-alive frame.
   uint64_t keepalive_micros = 2'000'000;
   // See the header comment; keep it well above keepalive_micros.
@@ -133,6 +143,9 @@ struct PeerStats {
   // the peer has no address.
   uint64_t dropped_queue_full = 0;
   uint64_t dropped_no_address = 0;
+  // Requests not queued because an identical copy (a retransmission's
+  // earlier send) still waited in the queue, unsent: see Send.
+  uint64_t dropped_duplicates = 0;
   uint64_t queued_bytes = 0;  // Now.
   // Connections made again because their retransmissions backed off while
   // the peer was alive (TcpTransportOptions::stall_check_micros).
@@ -181,7 +194,11 @@ class BIGSET_EXPORT TcpTransport final : public Transport {
   // The ring epoch this node tells its peers in handshakes.
   void SetRingEpoch(uint64_t epoch);
 
-  // Transport. Called on the io_context's thread.
+  // Transport. Called on the io_context's thread. While more than one
+  // write's worth of requests waits for `to` (it does not keep up), a
+  // request identical to one still waiting is not queued again (counted:
+  // dropped_duplicates): a retransmission would only follow its own
+  // earlier copy, which the peer has not yet been sent.
   void Send(NodeId from, NodeId to, std::string bytes) override;
   // Connects to `peer` now (its address from the address book), unless it
   // is connected or connecting: a connection that waits out a back-off
