@@ -168,7 +168,8 @@ void TcpTransport::Impl::Send(NodeId to, std::string bytes) {
   // connected): else there is nothing to fingerprint against, and the
   // hot path pays no hash.
   uint64_t fingerprint = 0;
-  if (!answer && out->request_bytes >= MaxBytesPerWrite()) {
+  if (!answer &&
+      out->request_bytes - out->writing_request_bytes >= MaxBytesPerWrite()) {
     fingerprint = absl::HashOf(bytes) | 1;  // 0 means untracked.
     if (!out->waiting.insert(fingerprint).second) {
       MutexLock lock(&stats_mu_);
@@ -432,6 +433,17 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
   gather(out->queue, &requests, kMaxFramesPerWrite);
   out->writing = frames;
   out->writing_answers = answers;
+  // Handed to the kernel from now on: a copy sent again must be queued
+  // (if this connection fails, the peer may not get these).
+  out->writing_request_bytes = 0;
+  for (size_t i = 0; i < requests; ++i) {
+    QueuedRequest& r = out->queue[i];
+    out->writing_request_bytes += r.frame.size();
+    if (r.fingerprint != 0) {
+      out->waiting.erase(r.fingerprint);
+      r.fingerprint = 0;
+    }
+  }
   out->write_started = NowMicros();
   const uint64_t generation = out->generation;
   out->stream->Write(
@@ -443,6 +455,7 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
         const size_t requests = out->writing - answers;
         out->writing = 0;
         out->writing_answers = 0;
+        out->writing_request_bytes = 0;
         if (ec) {
           self->Reset(out, absl::StrCat("write: ", ec.message()));
           return;
@@ -456,6 +469,10 @@ void TcpTransport::Impl::WriteSome(const std::shared_ptr<Outbound>& out) {
           const std::string& f = out->queue.front().frame;
           messages += f[4] == static_cast<char>(framing::Kind::kMessage);
           PopRequest(*out);
+        }
+        // A backlog's fingerprints leave their table's capacity behind.
+        if (out->queue.empty() && out->waiting.capacity() > 1024) {
+          out->waiting = {};
         }
         out->last_sent = NowMicros();
         {
@@ -547,6 +564,7 @@ void TcpTransport::Impl::Reset(const std::shared_ptr<Outbound>& out,
   out->writing = 0;  // Frames half-written are sent again (duplicates are
                      // tolerated by the protocols).
   out->writing_answers = 0;
+  out->writing_request_bytes = 0;
   // Keep-alives are not worth a reconnect.
   std::erase_if(out->queue, [&](const QueuedRequest& r) {
     const std::string& f = r.frame;

@@ -106,6 +106,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
     // Frames of each queue's front being written (writing = their sum).
     size_t writing = 0;
     size_t writing_answers = 0;
+    size_t writing_request_bytes = 0;  // Of the requests among them.
     // A write of what is queued is posted: the frames the node sends in
     // the same turn go with it, in one system call.
     bool flush_posted = false;
