@@ -196,6 +196,12 @@ absl::Status NodeRunner::Impl::Start() {
       if (node.ok()) {
         node_ = std::move(*node);
         transport_->SetRingEpoch(node_->ring().epoch());
+        // Announce this node: each peer that gave up on it while it was
+        // down (its connection waiting out a back-off of up to seconds)
+        // connects back at once when this one's handshake arrives.
+        for (const auto& [peer, address] : options_.addresses->All()) {
+          if (peer != options_.id) transport_->Dial(peer);
+        }
       } else {
         s = node.status();
       }

@@ -185,6 +185,15 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
                             }
                           });
         WatchInbound(in);
+        // The peer is up (again): a connection to it that waits out a
+        // back-off (the peer was down) connects now, so that the peer
+        // hears this node's requests at once, not seconds later.
+        if (auto out = outbound_.find(in->peer);
+            out != outbound_.end() &&
+            out->second->state == Outbound::State::kBackoff) {
+          out->second->backoff = 0;
+          Connect(out->second);
+        }
         break;
       }
       case framing::Kind::kKeepAlive:
