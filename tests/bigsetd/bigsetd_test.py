@@ -2163,8 +2163,11 @@ def test_rotating_faults():
     peers' retransmissions per second."""
     if EMULATED:
         raise Skip("faults of bigsetd nodes")
+    # ROT_TLS=0 and ROT_EXTRA="--flag value ..." vary the cluster for
+    # comparisons (the default is what the process suite runs).
     c = Cluster(3, tls=os.environ.get("ROT_TLS", "1") == "1",
-                extra=["--sync-writes", "--ring-size", "16"])
+                extra=["--sync-writes", "--ring-size", "16"] +
+                os.environ.get("ROT_EXTRA", "").split())
     c.start()
     nodes = [c.nodes[i] for i in (1, 2, 3)]
     stop = threading.Event()
