@@ -2,10 +2,11 @@
 // LevelDB value (what Riak's one-object sets did). Every insert reads,
 // decodes, changes, encodes and writes the whole set: O(n).
 //
-// Benchmark code only; not part of the library.
+// The baseline of bigset-load's onevalue target and of bigset_bench;
+// not part of the library.
 
-#ifndef BIGSET_BENCHMARKS_ONEVALUE_ORSWOT_H_
-#define BIGSET_BENCHMARKS_ONEVALUE_ORSWOT_H_
+#ifndef BIGSET_TOOLS_BIGSET_LOAD_ONEVALUE_ORSWOT_H_
+#define BIGSET_TOOLS_BIGSET_LOAD_ONEVALUE_ORSWOT_H_
 
 #include <string>
 #include <string_view>
@@ -32,4 +33,4 @@ struct OneValueOrswot {
 
 }  // namespace bigset::bench
 
-#endif  // BIGSET_BENCHMARKS_ONEVALUE_ORSWOT_H_
+#endif  // BIGSET_TOOLS_BIGSET_LOAD_ONEVALUE_ORSWOT_H_
