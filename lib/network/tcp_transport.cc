@@ -383,6 +383,7 @@ void TcpTransport::Impl::ReadHandshakeReply(
         out->timer.cancel();
         out->state = Outbound::State::kReady;
         out->backoff = 0;
+        out->woken = false;
         out->last_sent = NowMicros();
         {
           MutexLock lock(&self->stats_mu_);

@@ -113,6 +113,11 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
     uint64_t write_started = 0;
     uint64_t last_sent = 0;
     uint64_t backoff = 0;
+    // An inbound handshake from the peer ended a back-off early: not again
+    // until a connection succeeds. (Address books that lead each node to
+    // another than it means would else connect in a ring without pause:
+    // each refused connection's handshake wakes the next.)
+    bool woken = false;
     std::string handshake_in;  // The peer's answer, as it arrives.
     std::string write_buffer;  // The frames being written, gathered.
     std::vector<char> read_buffer;

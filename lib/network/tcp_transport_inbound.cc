@@ -190,7 +190,9 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
         // hears this node's requests at once, not seconds later.
         if (auto out = outbound_.find(in->peer);
             out != outbound_.end() &&
-            out->second->state == Outbound::State::kBackoff) {
+            out->second->state == Outbound::State::kBackoff &&
+            !out->second->woken) {
+          out->second->woken = true;
           out->second->backoff = 0;
           Connect(out->second);
         }

@@ -8,11 +8,15 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bigset/network/address_book.h"
@@ -205,6 +209,427 @@ TEST_CASE("tcp transport: a peer that keeps up is sent every retransmission") {
     }));
   }
   CHECK(p.SenderStats().dropped_duplicates == 0);
+}
+
+// ---- Attacks on the unsent bound, the duplicate filter and the reconnect
+// on a peer's handshake. Any number of transports, each on its own
+// io_context, any of which may be frozen, stopped and started again on
+// the same port.
+
+struct Peer {
+  Peer(NodeId id, std::shared_ptr<AddressBook> book, TcpTransportOptions o)
+      : id(id), book(std::move(book)), options(std::move(o)) {}
+  ~Peer() { Stop(); }
+
+  void Start(uint16_t port = 0) {
+    TcpTransportOptions o = options;
+    o.plaintext = true;
+    o.listen_port = port;
+    t = std::make_unique<TcpTransport>(&io, id, book, o);
+    REQUIRE(t->Start([this](NodeId from, std::string_view m) {
+               ++got[std::string(m)];
+               ++arrivals;
+               last_from = from;
+             }).ok());
+    book->Set(id, PeerAddress{"127.0.0.1", t->port()});
+  }
+  void Stop() {
+    if (t == nullptr) return;
+    t->Stop();
+    Poll();
+    t.reset();
+    Poll();
+  }
+  // A new transport on the same port (a restarted node).
+  void Restart() {
+    const uint16_t port = t->port();
+    Stop();
+    Start(port);
+  }
+  void Poll() {
+    if (io.stopped()) io.restart();
+    io.poll();
+  }
+  void Send(NodeId to, std::string m) { t->Send(id, to, std::move(m)); }
+  PeerStats StatsOf(NodeId peer) const {
+    for (const PeerStats& p : t->Stats().peers) {
+      if (p.node == peer) return p;
+    }
+    return PeerStats{};
+  }
+  int Count(const std::string& m) const {
+    auto it = got.find(m);
+    return it == got.end() ? 0 : it->second;
+  }
+
+  const NodeId id;
+  std::shared_ptr<AddressBook> book;
+  TcpTransportOptions options;
+  asio::io_context io;
+  std::unique_ptr<TcpTransport> t;
+  bool frozen = false;
+  std::unordered_map<std::string, int> got;  // Each message: arrivals.
+  uint64_t arrivals = 0;
+  NodeId last_from = 0;
+};
+
+// Runs every peer that is not frozen for `ms`, or until `done` holds.
+template <typename Done>
+bool RunAll(std::vector<Peer*> peers, int ms, Done done) {
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    for (Peer* p : peers) {
+      if (!p->frozen && p->t != nullptr) p->Poll();
+    }
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return done();
+}
+
+TcpTransportOptions Plain() {
+  TcpTransportOptions o;
+  o.plaintext = true;
+  return o;
+}
+
+// The messages of `want` that have not arrived at `p`.
+size_t Missing(const Peer& p, const std::vector<std::string>& want) {
+  size_t missing = 0;
+  for (const std::string& m : want) missing += p.Count(m) == 0;
+  return missing;
+}
+
+// Connects s to r: one request there and back.
+void Connect(Peer& s, Peer& r) {
+  const std::string hello = Message(MessageType::kReplicate, 999999, 64);
+  s.Send(r.id, hello);
+  REQUIRE(RunAll({&s, &r}, 4000, [&] { return r.Count(hello) > 0; }));
+  r.got.clear();
+  r.arrivals = 0;
+}
+
+void ResetConnectionWhileBacklogged(TcpTransportOptions o, bool restart) {
+  auto book = std::make_shared<AddressBook>();
+  Peer s(kSender, book, o), r(kReceiver, book, o);
+  s.Start();
+  r.Start();
+  Connect(s, r);
+  constexpr int kN = 1500;  // About 6 MiB.
+  std::vector<std::string> want;
+  for (int i = 1; i <= kN; ++i) {
+    want.push_back(Message(MessageType::kReplicate, i, kRequestBytes));
+  }
+  r.frozen = true;
+  for (const std::string& m : want) s.Send(r.id, m);
+  // The kernel takes what it will; one write stays in flight.
+  RunAll({&s, &r}, 300, [] { return false; });
+  const PeerStats before = s.StatsOf(r.id);
+  for (const std::string& m : want) s.Send(r.id, m);
+  const PeerStats after = s.StatsOf(r.id);
+  INFO("dropped as duplicates " << after.dropped_duplicates << ", queued "
+                                << before.queued_bytes << " then "
+                                << after.queued_bytes);
+  // Most copies wait unsent; those handed to the kernel are queued again.
+  CHECK(after.dropped_duplicates > 0);
+  CHECK(after.dropped_duplicates < static_cast<uint64_t>(kN));
+  CHECK(after.queued_bytes > before.queued_bytes);
+  if (restart) {
+    // What the stopped receiver's kernel held is lost with it.
+    r.Restart();
+    r.frozen = false;
+  } else {
+    // The write stalls past idle_timeout_micros: made again, still frozen
+    // (its handshakes time out), then woken.
+    RunAll({&s, &r}, 1500, [] { return false; });
+    r.frozen = false;
+  }
+  const bool all =
+      RunAll({&s, &r}, 4500, [&] { return Missing(r, want) == 0; });
+  const PeerStats end = s.StatsOf(r.id);
+  INFO("missing " << Missing(r, want) << " of " << kN << ", connects "
+                  << end.connects << ", disconnects " << end.disconnects
+                  << ", queued " << end.queued_bytes << ", last error '"
+                  << end.last_error << "'");
+  REQUIRE(all);
+  CHECK(end.dropped_queue_full == 0);
+  CHECK(end.disconnects >= 1);
+  CHECK(end.connects >= 2);
+}
+
+TEST_CASE(
+    "tcp transport: retransmissions of requests in the kernel when the "
+    "receiver restarts all arrive") {
+  ResetConnectionWhileBacklogged(Plain(), /*restart=*/true);
+}
+
+TEST_CASE(
+    "tcp transport: retransmissions of requests in a stalled write all arrive "
+    "after the stall reset") {
+  TcpTransportOptions o = Plain();
+  o.keepalive_micros = 100'000;
+  o.idle_timeout_micros = 400'000;
+  o.handshake_timeout_micros = 300'000;
+  ResetConnectionWhileBacklogged(o, /*restart=*/false);
+}
+
+TEST_CASE(
+    "tcp transport: answers among a backlog of requests all arrive, identical "
+    "ones too") {
+  auto book = std::make_shared<AddressBook>();
+  Peer s(kSender, book, Plain()), r(kReceiver, book, Plain());
+  s.Start();
+  r.Start();
+  Connect(s, r);
+  r.frozen = true;
+  constexpr int kN = 1500;
+  std::vector<std::string> requests, answers;
+  for (int i = 1; i <= kN; ++i) {
+    requests.push_back(Message(MessageType::kReplicate, i, kRequestBytes));
+    if (i % 10 == 0) {
+      answers.push_back(Message(MessageType::kReplicateAck, i, 200));
+    }
+  }
+  int sent_requests = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kN; ++i) {
+      s.Send(r.id, requests[i]);
+      ++sent_requests;
+      // Each answer twice in each round, byte for byte the same.
+      if ((i + 1) % 10 == 0) {
+        s.Send(r.id, answers[i / 10]);
+        s.Send(r.id, answers[i / 10]);
+      }
+    }
+    RunAll({&s, &r}, 100, [] { return false; });
+  }
+  r.frozen = false;
+  const PeerStats before = s.StatsOf(r.id);
+  REQUIRE(RunAll({&s, &r}, 4500, [&] {
+    return s.StatsOf(r.id).queued_bytes == 0 && Missing(r, requests) == 0 &&
+           Missing(r, answers) == 0 &&
+           r.arrivals + before.dropped_duplicates ==
+               static_cast<uint64_t>(sent_requests) + 6 * answers.size();
+  }));
+  const PeerStats end = s.StatsOf(r.id);
+  CHECK(end.dropped_queue_full == 0);
+  CHECK(end.disconnects == 0);
+  CHECK(end.dropped_duplicates > 0);
+  for (const std::string& a : answers) {
+    INFO("answer " << Number(a));
+    CHECK(r.Count(a) == 6);
+  }
+  // Every send arrived or was counted: nothing else was lost.
+  CHECK(r.arrivals + end.dropped_duplicates ==
+        static_cast<uint64_t>(sent_requests) + 6 * answers.size());
+}
+
+// Distinct requests of random sizes (1 B to 200 KiB), in families that
+// differ in their last byte only (or in one middle byte, or by a trailing
+// byte), each sent three times into a backlog.
+void DistinctRequests(uint64_t seed, size_t unsent_bytes, bool frozen) {
+  INFO("seed " << seed << ", unsent_bytes " << unsent_bytes << ", frozen "
+               << frozen);
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> want;
+  std::set<std::string> seen;
+  size_t total = 0;
+  while (total < (20u << 20)) {
+    const size_t size =
+        rng() % 4 == 0 ? 1 + rng() % 8 : 1 + rng() % (200 << 10);
+    std::string base(size, '\0');
+    for (char& c : base) c = static_cast<char>(rng());
+    if (size >= 2) {
+      base[0] = static_cast<char>(kMessageFormatVersion);
+      base[1] = static_cast<char>(MessageType::kReplicate);
+    }
+    const int family = 1 + static_cast<int>(rng() % 16);
+    std::set<std::string> members;
+    for (int v = 0; v < family; ++v) {
+      std::string m = base;
+      if (v % 4 == 3) {
+        m.push_back(static_cast<char>(v));  // One byte longer.
+      } else if (v % 4 == 2 && size > 2) {
+        m[2 + (size - 2) / 2] ^= static_cast<char>(v);  // A middle byte.
+      } else if (size > 2 || size == 1) {
+        m.back() = static_cast<char>(v);
+      }
+      members.insert(std::move(m));
+    }
+    for (const std::string& m : members) {
+      if (!seen.insert(m).second) continue;  // Another family's.
+      total += m.size();
+      want.push_back(m);
+    }
+  }
+  auto book = std::make_shared<AddressBook>();
+  TcpTransportOptions o = Plain();
+  o.unsent_bytes = unsent_bytes;
+  Peer s(kSender, book, o), r(kReceiver, book, o);
+  s.Start();
+  r.Start();
+  Connect(s, r);
+  r.frozen = frozen;
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& m : want) s.Send(r.id, m);
+    if (frozen) RunAll({&s, &r}, 50, [] { return false; });
+  }
+  r.frozen = false;
+  const uint64_t sends = 3 * want.size();
+  REQUIRE(RunAll({&s, &r}, 4500, [&] {
+    return r.arrivals + s.StatsOf(r.id).dropped_duplicates == sends;
+  }));
+  const PeerStats end = s.StatsOf(r.id);
+  INFO(want.size() << " distinct requests, " << total << " bytes, "
+                   << end.dropped_duplicates << " duplicates dropped");
+  CHECK(end.dropped_queue_full == 0);
+  CHECK(end.disconnects == 0);
+  CHECK(Missing(r, want) == 0);
+  CHECK(r.got.size() == want.size());
+  for (const std::string& m : want) {
+    if (r.Count(m) == 0) {
+      FAIL_CHECK("lost a request of " << m.size() << " bytes");
+      break;
+    }
+  }
+  if (frozen) CHECK(end.dropped_duplicates > 0);
+}
+
+TEST_CASE(
+    "tcp transport: requests that differ in one byte are never taken for "
+    "duplicates") {
+  DistinctRequests(20261129, 64 << 10, /*frozen=*/true);
+}
+
+TEST_CASE(
+    "tcp transport: unsent_bytes 1 (a 16 KiB write) delivers everything") {
+  DistinctRequests(7, 1, /*frozen=*/true);
+  DistinctRequests(8, 1, /*frozen=*/false);
+}
+
+TEST_CASE("tcp transport: unsent_bytes 1 GiB delivers everything") {
+  DistinctRequests(9, size_t{1} << 30, /*frozen=*/true);
+  DistinctRequests(10, size_t{1} << 30, /*frozen=*/false);
+}
+
+// The sender's connection to a stopped receiver waits out a back-off of
+// at least kBackoffMicros / 2; a new receiver on the same port that
+// makes itself heard (a request, or a dial) gets the sender's queue at
+// once.
+void HeardAgain(bool dial) {
+  constexpr uint64_t kBackoffMicros = 8'000'000;
+  TcpTransportOptions o = Plain();
+  o.reconnect_min_micros = kBackoffMicros;
+  o.reconnect_max_micros = kBackoffMicros;
+  auto book = std::make_shared<AddressBook>();
+  Peer s(kSender, book, o), r(kReceiver, book, o);
+  s.Start();
+  r.Start();
+  Connect(s, r);
+  const uint16_t port = r.t->port();
+  r.Stop();
+  REQUIRE(RunAll({&s}, 2000, [&] { return !s.StatsOf(r.id).connected; }));
+  const auto lost = std::chrono::steady_clock::now();
+  std::vector<std::string> want;
+  for (int i = 1; i <= 100; ++i) {
+    want.push_back(Message(MessageType::kReplicate, i, 1000));
+    s.Send(r.id, want.back());
+  }
+  RunAll({&s}, 100, [] { return false; });
+  CHECK(s.StatsOf(r.id).connects == 1);
+  r.Start(port);
+  if (dial) {
+    r.t->Dial(s.id);
+  } else {
+    r.Send(s.id, Message(MessageType::kReplicate, 5, 100));
+  }
+  // The back-off's timer fires kBackoffMicros / 2 after the loss at the
+  // earliest: well before that, everything arrived over a new connection.
+  const int budget_ms = static_cast<int>(kBackoffMicros / 2 / 1000) - 1500;
+  const bool arrived =
+      RunAll({&s, &r}, budget_ms, [&] { return Missing(r, want) == 0; });
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - lost)
+                          .count();
+  INFO("waited " << waited << " ms after the loss");
+  CHECK(arrived);
+  CHECK(waited < static_cast<int64_t>(kBackoffMicros / 2 / 1000));
+  CHECK(s.StatsOf(r.id).connects == 2);
+}
+
+TEST_CASE(
+    "tcp transport: a restarted peer's request ends the sender's back-off") {
+  HeardAgain(/*dial=*/false);
+}
+
+TEST_CASE("tcp transport: a restarted peer's dial ends the sender's back-off") {
+  HeardAgain(/*dial=*/true);
+}
+
+TEST_CASE(
+    "tcp transport: a peer that restarts ten times quickly is connected to a "
+    "bounded number of times") {
+  TcpTransportOptions o = Plain();
+  o.reconnect_min_micros = 2'000'000;
+  o.reconnect_max_micros = 2'000'000;
+  auto book = std::make_shared<AddressBook>();
+  Peer s(kSender, book, o), r(kReceiver, book, o);
+  s.Start();
+  r.Start();
+  Connect(s, r);
+  std::string last;
+  for (int i = 1; i <= 10; ++i) {
+    r.Restart();
+    r.Send(s.id, Message(MessageType::kReplicate, i, 100));
+    // What an earlier receiver's kernel held is lost with it.
+    last = Message(MessageType::kReplicate, i, 1000);
+    s.Send(r.id, last);
+    RunAll({&s, &r}, 30, [] { return false; });
+  }
+  // The last receiver hears the sender well before the back-off's end.
+  REQUIRE(RunAll({&s, &r}, 900, [&] { return r.Count(last) > 0; }));
+  RunAll({&s, &r}, 300, [] { return false; });
+  const PeerStats end = s.StatsOf(r.id);
+  INFO("connects " << end.connects << ", disconnects " << end.disconnects);
+  // One for each receiver, at most (and the first).
+  CHECK(end.connects <= 11);
+  CHECK(end.connected);
+}
+
+TEST_CASE(
+    "tcp transport: address books that send each node to the wrong one do not "
+    "make a storm of connections") {
+  // Node 1 finds node 3 where it looks for node 2, node 3 finds node 2 where
+  // it looks for node 1, node 2 finds node 1 where it looks for node 3:
+  // every connection is refused by its maker after the other end accepted
+  // its handshake.
+  TcpTransportOptions o = Plain();
+  o.reconnect_min_micros = 1'000'000;
+  o.reconnect_max_micros = 1'000'000;
+  auto book1 = std::make_shared<AddressBook>();
+  auto book2 = std::make_shared<AddressBook>();
+  auto book3 = std::make_shared<AddressBook>();
+  Peer a(1, book1, o), b(2, book2, o), c(3, book3, o);
+  a.Start();
+  b.Start();
+  c.Start();
+  const PeerAddress at_a{"127.0.0.1", a.t->port()};
+  const PeerAddress at_b{"127.0.0.1", b.t->port()};
+  const PeerAddress at_c{"127.0.0.1", c.t->port()};
+  book1->Set(2, at_c);
+  book3->Set(1, at_b);
+  book2->Set(3, at_a);
+  a.Send(2, Message(MessageType::kReplicate, 1, 100));
+  c.Send(1, Message(MessageType::kReplicate, 2, 100));
+  b.Send(3, Message(MessageType::kReplicate, 3, 100));
+  RunAll({&a, &b, &c}, 2500, [] { return false; });
+  uint64_t accepted = 0;
+  for (Peer* p : {&a, &b, &c}) accepted += p->t->Stats().connections_accepted;
+  // Each node tries about once a second: three or four times in 2.5 s.
+  INFO("connections accepted in 2.5 s: " << accepted);
+  CHECK(accepted <= 30);
+  CHECK(a.arrivals + b.arrivals + c.arrivals == 0);
 }
 
 }  // namespace
