@@ -45,6 +45,8 @@ inline constexpr size_t kMaxBytesPerWrite = 1 << 20;
 inline constexpr size_t kMinBytesPerWrite = 16 << 10;
 inline constexpr size_t kReadChunk = 64 << 10;
 inline constexpr size_t kMaxHandshakeBytes = framing::kMaxHandshakeBytes;
+// See Outbound::woken.
+inline constexpr uint64_t kWakeEveryMicros = 1'000'000;
 
 inline uint64_t NowMicros() {
   return static_cast<uint64_t>(
@@ -113,11 +115,15 @@ class TcpTransport::Impl : public std::enable_shared_from_this<Impl> {
     uint64_t write_started = 0;
     uint64_t last_sent = 0;
     uint64_t backoff = 0;
-    // An inbound handshake from the peer ended a back-off early: not again
-    // until a connection succeeds. (Address books that lead each node to
-    // another than it means would else connect in a ring without pause:
-    // each refused connection's handshake wakes the next.)
+    // An inbound handshake from the peer ended a back-off early (at
+    // woken_at): not again until a connection succeeds or kWakeEveryMicros
+    // passed. (Address books that lead each node to another than it means
+    // would else connect in a ring without pause: each refused
+    // connection's handshake wakes the next. And a woken connection that
+    // failed, the peer killed during its handshake, must not keep the
+    // peer's next start from waking it.)
     bool woken = false;
+    uint64_t woken_at = 0;
     std::string handshake_in;  // The peer's answer, as it arrives.
     std::string write_buffer;  // The frames being written, gathered.
     std::vector<char> read_buffer;

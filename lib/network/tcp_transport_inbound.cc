@@ -191,8 +191,10 @@ bool TcpTransport::Impl::ParseInbound(const std::shared_ptr<Inbound>& in) {
         if (auto out = outbound_.find(in->peer);
             out != outbound_.end() &&
             out->second->state == Outbound::State::kBackoff &&
-            !out->second->woken) {
+            (!out->second->woken || NowMicros() - out->second->woken_at >=
+                                        tcp_internal::kWakeEveryMicros)) {
           out->second->woken = true;
+          out->second->woken_at = NowMicros();
           out->second->backoff = 0;
           Connect(out->second);
         }

@@ -568,6 +568,61 @@ TEST_CASE("tcp transport: a restarted peer's dial ends the sender's back-off") {
 }
 
 TEST_CASE(
+    "tcp transport regression: a woken connection that failed does not keep "
+    "the peer's next start from waking it") {
+  // Seen in CI (network_restart_reconnect): the sender's early connection
+  // to a peer that came up failed in its handshake (the peer was killed),
+  // and the flag that bounds early connections stayed set, so the peer's
+  // next start waited out the whole back-off.
+  constexpr uint64_t kBackoffMicros = 8'000'000;
+  TcpTransportOptions o = Plain();
+  o.reconnect_min_micros = kBackoffMicros;
+  o.reconnect_max_micros = kBackoffMicros;
+  auto book = std::make_shared<AddressBook>();
+  TcpTransportOptions logged = o;
+  std::vector<std::string> log;
+  logged.log = [&log](std::string_view line) { log.emplace_back(line); };
+  Peer s(kSender, book, logged), r(kReceiver, book, o);
+  s.Start();
+  r.Start();
+  Connect(s, r);
+  const uint16_t port = r.t->port();
+  r.Stop();
+  REQUIRE(RunAll({&s}, 2000, [&] { return !s.StatsOf(r.id).connected; }));
+  const std::string first = Message(MessageType::kReplicate, 1, 1000);
+  s.Send(r.id, first);
+  RunAll({&s}, 100, [] { return false; });
+  // The receiver comes back just long enough for its handshake to wake
+  // the sender, and is gone before the sender's connection completes.
+  r.Start(port);
+  r.Send(s.id, Message(MessageType::kReplicate, 2, 100));
+  auto accepted = [&] {
+    for (const std::string& line : log) {
+      if (line.find("accepted node 2") != std::string::npos) return true;
+    }
+    return false;
+  };
+  log.clear();
+  REQUIRE(RunAll({&r, &s}, 3000, accepted));
+  r.Stop();
+  RunAll({&s}, 1100, [] { return false; });  // Past kWakeEveryMicros.
+  const uint64_t connects = s.StatsOf(r.id).connects;
+  // Back for good: its handshake wakes the sender again.
+  const auto back = std::chrono::steady_clock::now();
+  r.Start(port);
+  r.Send(s.id, Message(MessageType::kReplicate, 3, 100));
+  const bool arrived =
+      RunAll({&s, &r}, 2500, [&] { return r.Count(first) > 0; });
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - back)
+                          .count();
+  INFO("waited " << waited << " ms; sender's connects " << connects << " -> "
+                 << s.StatsOf(r.id).connects);
+  CHECK(arrived);
+  CHECK(s.StatsOf(r.id).connects > connects);
+}
+
+TEST_CASE(
     "tcp transport: a peer that restarts ten times quickly is connected to a "
     "bounded number of times") {
   TcpTransportOptions o = Plain();
