@@ -517,19 +517,33 @@ TEST_CASE("tcp transport: unsent_bytes 1 GiB delivers everything") {
 // at least kBackoffMicros / 2; a new receiver on the same port that
 // makes itself heard (a request, or a dial) gets the sender's queue at
 // once.
-void HeardAgain(bool dial) {
-  constexpr uint64_t kBackoffMicros = 8'000'000;
+constexpr uint64_t kBackoffMicros = 8'000'000;
+
+// Options whose reconnect back-off is always kBackoffMicros.
+TcpTransportOptions FixedBackoff() {
   TcpTransportOptions o = Plain();
   o.reconnect_min_micros = kBackoffMicros;
   o.reconnect_max_micros = kBackoffMicros;
-  auto book = std::make_shared<AddressBook>();
-  Peer s(kSender, book, o), r(kReceiver, book, o);
+  return o;
+}
+
+// Starts and connects both, then stops the receiver and waits until the
+// sender saw its connection go (it now waits out a back-off). Returns the
+// receiver's port, for a restart on it.
+uint16_t ConnectThenStopReceiver(Peer& s, Peer& r) {
   s.Start();
   r.Start();
   Connect(s, r);
   const uint16_t port = r.t->port();
   r.Stop();
   REQUIRE(RunAll({&s}, 2000, [&] { return !s.StatsOf(r.id).connected; }));
+  return port;
+}
+
+void HeardAgain(bool dial) {
+  auto book = std::make_shared<AddressBook>();
+  Peer s(kSender, book, FixedBackoff()), r(kReceiver, book, FixedBackoff());
+  const uint16_t port = ConnectThenStopReceiver(s, r);
   const auto lost = std::chrono::steady_clock::now();
   std::vector<std::string> want;
   for (int i = 1; i <= 100; ++i) {
@@ -574,21 +588,12 @@ TEST_CASE(
   // to a peer that came up failed in its handshake (the peer was killed),
   // and the flag that bounds early connections stayed set, so the peer's
   // next start waited out the whole back-off.
-  constexpr uint64_t kBackoffMicros = 8'000'000;
-  TcpTransportOptions o = Plain();
-  o.reconnect_min_micros = kBackoffMicros;
-  o.reconnect_max_micros = kBackoffMicros;
   auto book = std::make_shared<AddressBook>();
-  TcpTransportOptions logged = o;
+  TcpTransportOptions logged = FixedBackoff();
   std::vector<std::string> log;
   logged.log = [&log](std::string_view line) { log.emplace_back(line); };
-  Peer s(kSender, book, logged), r(kReceiver, book, o);
-  s.Start();
-  r.Start();
-  Connect(s, r);
-  const uint16_t port = r.t->port();
-  r.Stop();
-  REQUIRE(RunAll({&s}, 2000, [&] { return !s.StatsOf(r.id).connected; }));
+  Peer s(kSender, book, logged), r(kReceiver, book, FixedBackoff());
+  const uint16_t port = ConnectThenStopReceiver(s, r);
   const std::string first = Message(MessageType::kReplicate, 1, 1000);
   s.Send(r.id, first);
   RunAll({&s}, 100, [] { return false; });
