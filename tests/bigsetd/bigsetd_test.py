@@ -9,7 +9,7 @@ input) and redis-cli.
 
 Tests: basic, resp3, auth, redis_cli, sscan_under_writes, bad_input,
 differential, kill9_under_benchmark, config_errors, shutdown, membership,
-tls_clients, hedged_reads, rotating_faults, tls_refusal_warned.
+tls_clients, hedged_reads, bulk_hedged_reads, rotating_faults, tls_refusal_warned.
 
 Usage: /usr/bin/python3 bigsetd_test.py BIGSETD_BINARY MAKE_CERTS TEST_NAME
        (TEST_NAME "all" runs every test)
@@ -1944,6 +1944,8 @@ def test_config_errors():
             ("--block-cache-mib 0", lambda a: a + ["--block-cache-mib", "0"]),
             ("--query-hedge-ms 60001",
              lambda a: a + ["--query-hedge-ms", "60001"]),
+            ("--bulk-read-hedge-ms 60001",
+             lambda a: a + ["--bulk-read-hedge-ms", "60001"]),
             ("--write-buffer-mib 0",
              lambda a: a + ["--write-buffer-mib", "0"]),
             ("--config missing", lambda a: a + ["--config",
@@ -2110,6 +2112,56 @@ def test_shutdown():
            "restart" % name)
 
 
+def queries_hedged(node):
+    """The queries `node` coordinated that asked beyond R places."""
+    raw = node.raw()
+    try:
+        stats = flat_pairs(raw.command("BIGSET.STATS"))
+    finally:
+        raw.close()
+    return stats.get("read.queries_hedged", 0)
+
+
+def test_bulk_hedged_reads():
+    """A batch that only asks and names 32 members or more reads R
+    replicas first (--bulk-read-hedge-ms, default 20): with either peer
+    frozen, large SMISMEMBERs and pipelines of SISMEMBER answer right and
+    soon (the frozen one, when asked, is hedged), and small reads too."""
+    if EMULATED:
+        raise Skip("bigsetd's own option")
+    c = Cluster(3, extra=["--timeout-ms", "3000"])
+    c.start()
+    n1, n2, n3 = c.nodes[1], c.nodes[2], c.nodes[3]
+    cl = n1.client(socket_timeout=10)
+    members = ["m%d" % i for i in range(100)]
+    check(cl.sadd("b", *members) == 100, "sadd")
+    asked = members[:40] + ["nope%d" % i for i in range(20)]
+    want = [1] * 40 + [0] * 20
+    for frozen in (n2, n3):
+        frozen.send_signal(signal.SIGSTOP)
+        try:
+            for attempt in range(3):
+                started = time.time()
+                flags = cl.smismember("b", *asked)
+                took = time.time() - started
+                check(flags == want, "smismember of %d with node %d frozen: "
+                      "%r" % (len(asked), frozen.id, flags))
+                check(took < 2.5, "a bulk read with node %d frozen took "
+                      "%.2fs" % (frozen.id, took))
+                pipe = cl.pipeline(transaction=False)
+                for m in asked:
+                    pipe.sismember("b", m)
+                got = [int(x) for x in pipe.execute()]
+                check(got == want, "pipelined sismember with node %d "
+                      "frozen: %r" % (frozen.id, got))
+                check(cl.sismember("b", "m%d" % attempt) == 1, "sismember")
+        finally:
+            frozen.send_signal(signal.SIGCONT)
+    hedged = queries_hedged(n1)
+    check(hedged >= 1, "no bulk read asked beyond R (%r)" % hedged)
+    check(cl.scard("b") == 100, "scard")
+
+
 def test_hedged_reads():
     """--query-hedge-ms: reads ask R replicas first; with one of them
     frozen, reads and SADD/SREM still answer right, within a bound, and
@@ -2138,12 +2190,7 @@ def test_hedged_reads():
             check(cl.sismember("h", "x%d" % frozen.id) == 1, "sismember")
         finally:
             frozen.send_signal(signal.SIGCONT)
-    raw = n1.raw()
-    try:
-        stats = flat_pairs(raw.command("BIGSET.STATS"))
-    finally:
-        raw.close()
-    hedged = stats.get("read.queries_hedged", 0)
+    hedged = queries_hedged(n1)
     check(hedged >= 1, "no query asked beyond R (%r)" % hedged)
     check(cl.scard("h") == 100, "scard")
 
@@ -2389,6 +2436,7 @@ def test_rotating_faults():
 TESTS = {
     "basic": test_basic,
     "hedged_reads": test_hedged_reads,
+    "bulk_hedged_reads": test_bulk_hedged_reads,
     "resp3": test_resp3,
     "auth": test_auth,
     "redis_cli": test_redis_cli,

@@ -35,6 +35,7 @@ class FakeBackend final : public BatchBackend {
     bool is_read = false;
     std::string set;
     int quorum = 0;
+    uint64_t hedge_micros = 0;  // A read's.
     std::vector<std::string> elements;
     std::vector<UpdateOp> ops;
     std::optional<Delta> applied;  // A write applied before it completes.
@@ -45,11 +46,12 @@ class FakeBackend final : public BatchBackend {
 
   void ContainsAll(
       std::string set, std::vector<std::string> elements, int r,
-      uint64_t timeout_micros,
+      uint64_t timeout_micros, uint64_t hedge_micros,
       std::function<void(absl::StatusOr<Membership>)> done) override {
     timeouts.push_back(timeout_micros);
     Call c;
     c.is_read = true;
+    c.hedge_micros = hedge_micros;
     c.set = std::move(set);
     c.quorum = r;
     c.elements = std::move(elements);
@@ -335,6 +337,65 @@ TEST_CASE("set batcher: commands that wait share one read and one write") {
   REQUIRE(stats.writes == 1);
   REQUIRE(stats.reads_with_write == 0);
   REQUIRE(stats.largest_batch == 4);
+}
+
+TEST_CASE("set batcher: only a large batch that only asks hedges its read") {
+  SetBatcherOptions o = OneAtATime();
+  o.bulk_read_hedge_micros = 7'000;
+  o.bulk_read_members = 3;
+  FakeBackend backend;
+  SetBatcher batcher(&backend, o);
+  backend.sets["s"]["b"] = {Dot{7, 1}};
+  std::vector<SetCommandResult> got;
+  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  // Alone and small: every replica is asked at once.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a"}}, keep);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].hedge_micros == 0);
+  // Three members, asks only (one repeated member counts once): hedged.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"c", "a"}}, keep);
+  backend.Complete(0);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].elements == std::vector<std::string>{"a", "b", "c"});
+  REQUIRE(backend.calls[0].hedge_micros == 7'000);
+  // Three members again, but with an SADD: its write depends on the read,
+  // which asks every replica.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x", "y"}}, keep);
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"z"}}, keep);
+  backend.Complete(0);
+  REQUIRE(got.size() == 3);
+  REQUIRE(got[1].present == std::vector<bool>{false, true});
+  REQUIRE(got[2].present == std::vector<bool>{false, false});
+  REQUIRE(backend.calls.size() >= 1);
+  REQUIRE(backend.calls[0].is_read);
+  REQUIRE(backend.calls[0].hedge_micros == 0);
+  while (!backend.calls.empty()) backend.Complete(0);
+  REQUIRE(got.size() == 5);
+  REQUIRE(got[4].count == 1);
+  // Two members asking only: under the bound, not hedged.
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"z", "q"}}, keep);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].hedge_micros == 0);
+  backend.Complete(0);
+  REQUIRE(got.back().present == std::vector<bool>{true, false});
+  REQUIRE(batcher.stats().bulk_reads == 1);
+  REQUIRE(batcher.stats().reads == 4);
+}
+
+TEST_CASE("set batcher: with no bulk hedge every read asks all") {
+  SetBatcherOptions o = OneAtATime();
+  o.bulk_read_members = 1;  // bulk_read_hedge_micros stays 0.
+  FakeBackend backend;
+  SetBatcher batcher(&backend, o);
+  int answered = 0;
+  auto count = [&answered](SetCommandResult) { ++answered; };
+  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b"}}, count);
+  REQUIRE(backend.calls.size() == 1);
+  REQUIRE(backend.calls[0].hedge_micros == 0);
+  backend.Complete(0);
+  REQUIRE(answered == 1);
+  REQUIRE(batcher.stats().bulk_reads == 0);
 }
 
 TEST_CASE("set batcher: other quorums or sets are other batches") {

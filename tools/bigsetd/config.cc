@@ -46,6 +46,7 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
   uint64_t block_cache_mib = 32, write_buffer_mib = 4, filter_mib = 16;
   uint64_t query_hedge_ms = 0;
+  uint64_t bulk_read_hedge_ms = 20;
 
   app.add_option("--id", c.id, "this node's id (> 0, one of --node)")
       ->group("Node");
@@ -192,6 +193,13 @@ ParsedConfig ParseConfig(int argc, char** argv) {
                  "members one batch of set commands names at most (default "
                  "4096)")
       ->group("Clients");
+  app.add_option("--bulk-read-hedge-ms", bulk_read_hedge_ms,
+                 "a batch of SISMEMBER/SMISMEMBER naming 32 members or more "
+                 "asks R replicas, the others after this long (or at once "
+                 "for a second after that was needed): under load N - R "
+                 "fewer replicas work for it; 0 asks all N at once "
+                 "(default 20)")
+      ->group("Clients");
   app.add_option("--batch-depth", c.batch_depth,
                  "batches of one set running at once, reading ahead of the "
                  "write before them (default 2)")
@@ -299,6 +307,10 @@ ParsedConfig ParseConfig(int argc, char** argv) {
     return Fail("--query-hedge-ms must be at most 60000");
   }
   c.query_hedge_micros = query_hedge_ms * 1000;
+  if (bulk_read_hedge_ms > 60'000) {
+    return Fail("--bulk-read-hedge-ms must be at most 60000");
+  }
+  c.bulk_read_hedge_micros = bulk_read_hedge_ms * 1000;
   c.anti_entropy_interval_micros = ae_interval_ms * 1000;
   if (clock_cache_mib == 0) return Fail("--clock-cache-mib must be > 0");
   c.clock_cache_bytes = clock_cache_mib << 20;

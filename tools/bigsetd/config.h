@@ -90,6 +90,10 @@ struct DaemonConfig {
   // set at once (each reads ahead of the write before it).
   size_t batch_members = 4096;
   size_t batch_depth = 2;
+  // The read of a batch of SISMEMBER/SMISMEMBER naming many members asks
+  // R replicas, the others after this long (SetBatcherOptions::
+  // bulk_read_hedge_micros); 0 asks all N at once.
+  uint64_t bulk_read_hedge_micros = 20'000;
   // A partition's move whose state stays the same this long is a warning
   // in the log (MoveWatch).
   int move_stuck_secs = 60;

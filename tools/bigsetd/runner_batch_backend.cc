@@ -21,12 +21,12 @@ std::function<void(T)> OnThread(asio::io_context* io,
 
 void RunnerBatchBackend::ContainsAll(
     std::string set, std::vector<std::string> elements, int r,
-    uint64_t timeout_micros,
+    uint64_t timeout_micros, uint64_t hedge_micros,
     std::function<void(absl::StatusOr<Membership>)> done) {
   ClusterReadOptions o;
   o.r = r;
   o.timeout_micros = timeout_micros > 0 ? timeout_micros : timeout_micros_;
-  o.query_hedge_micros = hedge_micros_;
+  o.query_hedge_micros = hedge_micros_ != 0 ? hedge_micros_ : hedge_micros;
   runner_->ContainsAll(std::move(set), std::move(elements), o,
                        OnThread(io_, std::move(done)));
 }

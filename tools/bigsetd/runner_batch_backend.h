@@ -19,8 +19,9 @@ namespace bigset::server {
 class RunnerBatchBackend final : public BatchBackend {
  public:
   // REQUIRES: `io` and `runner` outlive the backend; `timeout_micros` is
-  // a request's deadline when the batcher gives none, `hedge_micros` the
-  // reads' hedge (ClusterReadOptions::query_hedge_micros).
+  // a request's deadline when the batcher gives none, `hedge_micros` every
+  // read's hedge (ClusterReadOptions::query_hedge_micros; 0: each read's
+  // own, as the batcher asks).
   RunnerBatchBackend(asio::io_context* io, NodeRunner* runner,
                      uint64_t timeout_micros, uint64_t hedge_micros)
       : io_(io),
@@ -30,7 +31,7 @@ class RunnerBatchBackend final : public BatchBackend {
 
   void ContainsAll(
       std::string set, std::vector<std::string> elements, int r,
-      uint64_t timeout_micros,
+      uint64_t timeout_micros, uint64_t hedge_micros,
       std::function<void(absl::StatusOr<Membership>)> done) override;
   void Update(std::string set, std::vector<UpdateOp> ops, int w,
               uint64_t timeout_micros,

@@ -31,6 +31,7 @@ Server::Server(asio::io_context* io, NodeRunner* runner,
   batching.timeout_micros = config->timeout_micros;
   // A hedged read reaches some replicas after adds sent with it.
   batching.read_with_write = config->query_hedge_micros == 0;
+  batching.bulk_read_hedge_micros = config->bulk_read_hedge_micros;
   ctx_.batcher =
       std::make_unique<SetBatcher>(ctx_.batch_backend.get(), batching);
   ctx_.worker = std::make_unique<Worker>();

@@ -35,6 +35,8 @@ struct SetBatcher::Batch {
   // SADDs and no SREM: the write does not depend on the read (its ops are
   // adds of the members SADD names), so both may go at once.
   bool adds_only_write = true;
+  // Only SISMEMBERs and SMISMEMBERs: the batch writes nothing.
+  bool asks_only = true;
   bool read_done = false;
   absl::Status read_status;
   // Per member: the dots the read found, then (Plan) those the batches
@@ -107,6 +109,7 @@ void SetBatcher::MaybeStart(const Key& key) {
     size_t bytes = 0;
     bool only_adds = true;
     bool no_removes = true;
+    bool no_writes = true;
     bool some_add = false;
     while (!queue.waiting.empty()) {
       const SetCommand& next = queue.waiting.front().command;
@@ -128,6 +131,7 @@ void SetBatcher::MaybeStart(const Key& key) {
       only_adds &= kind == SetCommand::Kind::kAdd;
       no_removes &= kind != SetCommand::Kind::kRemove;
       some_add |= kind == SetCommand::Kind::kAdd;
+      no_writes &= kind == SetCommand::Kind::kIsMember;
       batch->commands.push_back(std::move(queue.waiting.front()));
       queue.waiting.pop_front();
       --stats_.waiting;
@@ -156,6 +160,7 @@ void SetBatcher::MaybeStart(const Key& key) {
     batch->results.resize(batch->commands.size());
     batch->depends.resize(batch->commands.size());
     batch->adds_only_write = no_removes && some_add;
+    batch->asks_only = no_writes;
     if (only_adds && !options_.read_before_add) {
       // No read: the write tells what the coordinating replica held. It is
       // planned and written once every batch before it is done.
@@ -179,10 +184,15 @@ void SetBatcher::Read(const std::shared_ptr<Batch>& batch) {
   elements.reserve(batch->members.size());
   for (uint32_t i : batch->sorted) elements.emplace_back(batch->members[i]);
   ++stats_.reads;
+  uint64_t hedge = 0;
+  if (batch->asks_only && batch->members.size() >= options_.bulk_read_members) {
+    hedge = options_.bulk_read_hedge_micros;
+    if (hedge > 0) ++stats_.bulk_reads;
+  }
   std::weak_ptr<bool> alive = alive_;
   backend_->ContainsAll(
       batch->key.set, std::move(elements), batch->key.r,
-      std::max<uint64_t>(1, TimeLeft(*batch)),
+      std::max<uint64_t>(1, TimeLeft(*batch)), hedge,
       [this, alive, batch](absl::StatusOr<Membership> read) {
         if (alive.expired()) return;
         if (read.ok() && read->elements.size() != batch->members.size()) {
