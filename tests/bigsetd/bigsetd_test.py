@@ -2159,6 +2159,13 @@ def test_bulk_hedged_reads():
             frozen.send_signal(signal.SIGCONT)
     hedged = queries_hedged(n1)
     check(hedged >= 1, "no bulk read asked beyond R (%r)" % hedged)
+    info = cl.info("stats")
+    check(info.get("batch_reads_hedged", 0) >= 6,
+          "INFO batch_reads_hedged %r (6 bulk reads at least)" %
+          info.get("batch_reads_hedged"))
+    check(info.get("batch_commands", 0) >= info.get("batch_batches", 0) > 0,
+          "INFO batch_commands %r, batch_batches %r" %
+          (info.get("batch_commands"), info.get("batch_batches")))
     check(cl.scard("b") == 100, "scard")
 
 

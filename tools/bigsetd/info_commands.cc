@@ -229,6 +229,18 @@ void Session::CmdInfo(Args& a) {
     if (want("stats")) {
       text += "# Stats\r\n";
       for (const auto& [k, v] : ServerFields(ctx_->stats)) line(k, v);
+      // How the set commands were batched (SetBatcher).
+      const SetBatcherStats b = ctx_->batcher->stats();
+      line("batch_batches", b.batches);
+      line("batch_commands", b.commands);
+      line("batch_largest", b.largest_batch);
+      line("batch_reads", b.reads);
+      line("batch_reads_hedged", b.bulk_reads);
+      line("batch_reads_with_write", b.reads_with_write);
+      line("batch_reads_repeated", b.reads_repeated);
+      line("batch_writes", b.writes);
+      line("batch_expired", b.expired);
+      line("batch_waiting", b.waiting);
       if (snap->status.ok()) {
         for (const auto& [k, v] : NodeFields(snap->stats)) {
           // INFO's fields are words: "node_read_counts_agreed".
