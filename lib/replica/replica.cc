@@ -309,6 +309,12 @@ absl::StatusOr<SetState*> Replica::LoadState(Stripe& stripe,
   return stripe.cache->Insert(set, std::move(*state));
 }
 
+absl::StatusOr<SetState*> Replica::OpenState(Stripe& stripe,
+                                             std::string_view set) {
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
+  return LoadState(stripe, set);
+}
+
 absl::Status Replica::ApplyContext(std::string_view set,
                                    std::string_view element,
                                    std::span<const Dot> context,
@@ -512,10 +518,7 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
                                       std::span<const UpdateOp> ops) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  SetState* state = *loaded;
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
   // Validate before changing the (cached) state.
   bool from_replica = false;
   for (const UpdateOp& op : ops) {
@@ -626,23 +629,21 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
 absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
   Delta delta;
   delta.set.assign(set);
   if (clock.empty()) return delta;  // Clears nothing.
-  if (clock.MaxCounter(actor_) > (*loaded)->clock.MaxCounter(actor_)) {
+  if (clock.MaxCounter(actor_) > state->clock.MaxCounter(actor_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "set \"", Printable(set),
         "\": clear clock claims events of this replica's actor that it never "
         "generated"));
   }
   StateChanges changes;
-  BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, *loaded, &changes));
-  ApplyClear(clock, *loaded, &changes);
+  BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, state, &changes));
+  ApplyClear(clock, state, &changes);
   WriteBatch batch;
-  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, *loaded, &batch, changes));
+  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
   counters_.clears.fetch_add(1, std::memory_order_relaxed);
   delta.clear = clock;
   return delta;
@@ -651,25 +652,22 @@ absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
 absl::StatusOr<Clock> Replica::GetClock(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  return (*loaded)->clock;
+  BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
+  return state->clock;
 }
 
 absl::StatusOr<Clock> Replica::GetTombstone(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  return (*loaded)->tombstone;
+  BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
+  return state->tombstone;
 }
 
 absl::StatusOr<SetStats> Replica::GetSetStats(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  const SetState& s = **loaded;
+  BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
+  const SetState& s = *state;
   SetStats stats;
   stats.clock_bytes = s.clock.Encode().size();
   stats.tombstone_bytes = s.tombstone.empty() ? 0 : s.tombstone.Encode().size();

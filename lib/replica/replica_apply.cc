@@ -34,10 +34,7 @@ absl::Status Replica::ApplyImpl(const Delta& delta, bool defer_sync) {
   const std::string_view set = delta.set;
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  SetState* state = *loaded;
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
   // A delta claiming events of this replica's actor that it never generated
   // is refused whole (applying it would block every later add).
   if (delta.clear.has_value() &&

@@ -298,9 +298,7 @@ absl::StatusOr<SetCount> Replica::CountSummary(std::string_view set) {
   {
     Stripe& stripe = StripeFor(set);
     MutexLock lock(&stripe.mu);
-    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-    if (!loaded.ok()) return loaded.status();
-    SetState* state = *loaded;
+    BIGSET_ASSIGN_OR_RETURN(SetState * state, LoadState(stripe, set));
     out.found = !state->clock.empty();
     out.digest = state->set_digest;
     // Linear in the tombstone's runs; a tombstone is empty once swept.

@@ -91,9 +91,8 @@ SetSummary SummaryOf(std::string_view set, const SetState& state,
 absl::StatusOr<SetSummary> Replica::Summarize(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  return SummaryOf(set, **loaded, /*with_clock=*/true);
+  BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
+  return SummaryOf(set, *state, /*with_clock=*/true);
 }
 
 absl::Status Replica::ForEachSetSummary(

@@ -122,16 +122,15 @@ absl::StatusOr<Replica::View> Replica::OpenView(
     std::string_view set, bool with_clock, std::span<const std::string> probe) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
+  BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
   // Taken under the lock: no change of this set is half-way, so the
   // snapshot's keys agree with the clock and tombstone copied here, and
   // with the presence filter (every element with a live key was added to
   // it before its write committed).
   View view;
   view.snapshot = store_->GetSnapshot();
-  view.tombstone = (*loaded)->tombstone;
-  if (with_clock) view.clock = (*loaded)->clock;
+  view.tombstone = state->tombstone;
+  if (with_clock) view.clock = state->clock;
   if (!probe.empty()) {
     view.absent.assign(probe.size(), false);
     auto it = stripe.filters.find(ToAbsl(set));
@@ -191,9 +190,8 @@ absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
   {
     Stripe& stripe = StripeFor(set);
     MutexLock lock(&stripe.mu);
-    absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-    if (!loaded.ok()) return loaded.status();
-    if (!(*loaded)->tombstone.empty()) tombstone = (*loaded)->tombstone;
+    BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
+    if (!state->tombstone.empty()) tombstone = state->tombstone;
     // Moved: the iterator keeps its bounds (a copy is two allocations).
     it = store_->NewIterator(ReadOptions(), std::move(range));
   }

@@ -212,12 +212,10 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
       // so these keys are still there.
       Stripe& stripe = StripeFor(set);
       MutexLock lock(&stripe.mu);
-      BIGSET_RETURN_IF_ERROR(CheckOpen());
-      absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-      if (!loaded.ok()) return loaded.status();
-      (*loaded)->keys_digest -= removed_digest;
+      BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
+      state->keys_digest -= removed_digest;
       BIGSET_RETURN_IF_ERROR(
-          Commit(stripe, set, *loaded, &batch, StateChanges()));
+          Commit(stripe, set, state, &batch, StateChanges()));
     }
     progress->keys_read += in_batch;
     progress->keys_deleted += deleted;
@@ -247,10 +245,8 @@ absl::StatusOr<bool> Replica::BeginSweep(std::string_view set, bool resuming,
   const KeyspaceId ks = options_.keyspace;
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  const Clock& tombstone = (*loaded)->tombstone;
+  BIGSET_ASSIGN_OR_RETURN(const SetState* state, OpenState(stripe, set));
+  const Clock& tombstone = state->tombstone;
   if (resuming) {
     // Only the finish shrinks the tombstone, and it deletes the snapshot
     // in the same batch: a snapshot the tombstone does not cover is not
@@ -283,10 +279,7 @@ absl::Status Replica::FinishSweep(std::string_view set, const Clock& snapshot) {
   const KeyspaceId ks = options_.keyspace;
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  SetState* state = *loaded;
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
   StateChanges changes;
   state->tombstone.Subtract(snapshot);
   changes.tombstone.TouchClock(snapshot);

@@ -76,10 +76,7 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   if (tracker == nullptr) return absl::InvalidArgumentError("tracker is null");
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  SetState* state = *loaded;
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
   BIGSET_RETURN_IF_ERROR(CheckChunkDots(set, state->clock, chunk));
   // A chunk's keys are new here as a rule: their dots enter the clock, its
   // digest and the stored-clock changes in bulk (sorted, per actor, a window
@@ -223,10 +220,7 @@ absl::Status Replica::FinishTransfer(std::string_view set,
                                      const Clock& tracker) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
-  absl::StatusOr<SetState*> loaded = LoadState(stripe, set);
-  if (!loaded.ok()) return loaded.status();
-  SetState* state = *loaded;
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
   if (sender_clock.MaxCounter(actor_) > state->clock.MaxCounter(actor_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "set \"", replica_internal::Printable(set),

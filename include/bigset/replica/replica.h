@@ -427,6 +427,9 @@ class BIGSET_EXPORT Replica {
   // Returns the cached state of `set`, loading it on a miss.
   absl::StatusOr<SetState*> LoadState(Stripe& stripe, std::string_view set)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  // CheckOpen, then LoadState: the state of a set about to change.
+  absl::StatusOr<SetState*> OpenState(Stripe& stripe, std::string_view set)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   absl::StatusOr<SetState> ReadStateFromStore(std::string_view set);
   // Writes `batch` and the set's clock (and tombstone if `tombstone_changed`)
   // and updates the cache; on failure drops the cached state, which was
