@@ -27,13 +27,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cluster/coordinator_host.h"
-#include "cluster/place_quorum.h"
+#include "cluster/quorum_read_coordinator.h"
 #include "net/message.h"
 
 namespace bigset {
 
-class CountCoordinator : public Coordinator {
+class CountCoordinator final
+    : public QuorumReadCoordinator<msg::CountReply, std::optional<uint64_t>> {
  public:
   // `done` gets the agreed count, nullopt if the replicas differ, or an
   // error (fewer than R replicas answered in time).
@@ -42,27 +42,12 @@ class CountCoordinator : public Coordinator {
       const ClusterReadOptions& options,
       std::function<void(absl::StatusOr<std::optional<uint64_t>>)> done);
   void Start();
-  void Abort(const absl::Status& status) override;
   void OnReply(NodeId from, const msg::CountReply& m);
 
  private:
-  void ScheduleTimer();
-  void OnTimer();
-  std::string CountBytes() const;
+  std::string RequestBytes() const override;
+  void Release() override;
   void Answer(const std::vector<const msg::CountReply*>& replies);
-  void Finish(absl::StatusOr<std::optional<uint64_t>> result);
-
-  const std::string set_;
-  const uint32_t partition_;
-  const ClusterReadOptions options_;
-  std::function<void(absl::StatusOr<std::optional<uint64_t>>)> done_;
-  std::vector<NodeId> preference_;
-  std::vector<uint32_t> places_;  // The place of each preference_ node.
-  // By preference index: what each node answered, and its reply.
-  std::vector<QuorumReply> kinds_;
-  std::vector<msg::CountReply> replies_;
-  std::vector<size_t> order_;  // Indices, in the order they answered.
-  uint64_t deadline_ = 0;
 };
 
 }  // namespace bigset

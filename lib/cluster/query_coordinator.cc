@@ -20,19 +20,11 @@ QueryCoordinator::QueryCoordinator(
     CoordinatorHost* host, uint64_t id, std::string set,
     std::vector<std::string> elements, const ClusterReadOptions& options,
     std::function<void(absl::StatusOr<Membership>)> done)
-    : Coordinator(host, id),
-      set_(std::move(set)),
-      partition_(host->ring().PartitionOf(set_)),
-      elements_(std::move(elements)),
-      options_(options),
-      done_(std::move(done)),
-      preference_(host->ServingList(partition_)),
-      places_(host->ServingPlaces(partition_)),
-      kinds_(preference_.size(), QuorumReply::kNone),
-      replies_(preference_.size()) {}
+    : QuorumReadCoordinator(host, id, std::move(set), options, "query",
+                            std::move(done)),
+      elements_(std::move(elements)) {}
 
 void QueryCoordinator::Start() {
-  deadline_ = host_->NowMicros() + options_.timeout_micros;
   const size_t n = preference_.size();
   const bool all_at_once = options_.query_hedge_micros == 0 ||
                            host_->NowMicros() < host_->QueriesAskAllUntil();
@@ -60,7 +52,7 @@ void QueryCoordinator::Start() {
     }
     After(options_.query_hedge_micros, [this]() { AskTheRest(); });
   }
-  const std::string bytes = QueryBytes();
+  const std::string bytes = RequestBytes();
   // The peers first, so that they work while this node's own replica
   // answers; it answers now: a write the client makes right after the
   // query (an SADD's adds, sent with its read) then changes it only after
@@ -75,7 +67,7 @@ void QueryCoordinator::Start() {
       host_->SendFirst(preference_[i], bytes);
     }
   }
-  ScheduleTimer();
+  StartTimer();
 }
 
 void QueryCoordinator::AskTheRest() {
@@ -86,7 +78,7 @@ void QueryCoordinator::AskTheRest() {
   // A replica is slow or down: the queries of the next while ask everyone
   // at once rather than each waiting for its hedge.
   host_->SetQueriesAskAllUntil(host_->NowMicros() + kAskAllMicros);
-  const std::string bytes = QueryBytes();
+  const std::string bytes = RequestBytes();
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (asked_[i]) continue;
     asked_[i] = true;
@@ -94,37 +86,27 @@ void QueryCoordinator::AskTheRest() {
   }
 }
 
-std::string QueryCoordinator::QueryBytes() const {
+std::string QueryCoordinator::RequestBytes() const {
   return EncodeMessage(id_, partition_,
                        msg::Query{.set = set_, .elements = elements_});
 }
 
+void QueryCoordinator::Release() {
+  host_->requests().FinishQuery(id_);  // Destroys this.
+}
+
 void QueryCoordinator::OnReply(NodeId from, msg::QueryReply& m) {
-  const auto it = std::find(preference_.begin(), preference_.end(), from);
-  if (it == preference_.end()) return;
-  const size_t index = static_cast<size_t>(it - preference_.begin());
-  if (kinds_[index] != QuorumReply::kNone) return;  // A duplicate.
-  if (!m.status.ok()) {
-    kinds_[index] = ReplyOfError(m.status);
-  } else if (m.elements.size() != elements_.size()) {
-    kinds_[index] = QuorumReply::kFailed;
-  } else {
-    kinds_[index] = options_.notfound_ok || !m.clock.empty()
-                        ? QuorumReply::kFound
-                        : QuorumReply::kEmpty;
-    replies_[index] = std::move(m);
-  }
-  order_.push_back(index);
+  const QuorumReply kind =
+      m.elements.size() != elements_.size()      ? QuorumReply::kFailed
+      : options_.notfound_ok || !m.clock.empty() ? QuorumReply::kFound
+                                                 : QuorumReply::kEmpty;
+  const size_t index = Record(from, std::move(m), m.status, kind);
+  if (index == npos) return;
   // One asked can no longer help (or, without notfound_ok, may not): the
   // others are asked now rather than after the hedge.
   if (kinds_[index] != QuorumReply::kFound) AskTheRest();
-  const QuorumPick pick =
-      PickQuorum(places_, kinds_, order_, static_cast<size_t>(options_.r));
-  if (pick.outcome == QuorumPick::Outcome::kWait) return;
-  if (pick.outcome == QuorumPick::Outcome::kUnavailable) {
-    Finish(TooFewPlaces("query", set_, pick.live_places, options_.r));
-    return;
-  }
+  const QuorumPick pick = Pick();
+  if (pick.outcome != QuorumPick::Outcome::kChosen) return;
   std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;
   for (size_t i : pick.members)
     quorum.emplace_back(preference_[i], &replies_[i]);
@@ -183,39 +165,6 @@ void QueryCoordinator::Answer(
     if (out.dots.empty()) result.all_present = false;
   }
   Finish(std::move(result));
-}
-
-void QueryCoordinator::ScheduleTimer() {
-  After(options_.retry_micros, [this]() { OnTimer(); });
-}
-
-void QueryCoordinator::OnTimer() {
-  if (host_->NowMicros() >= deadline_) {
-    Finish(absl::DeadlineExceededError(
-        absl::StrCat("query of set \"", set_, "\": timed out")));
-    return;
-  }
-  const std::string bytes = QueryBytes();
-  for (size_t i = 0; i < preference_.size(); ++i) {
-    if (asked_[i] && kinds_[i] == QuorumReply::kNone) {
-      host_->Send(preference_[i], bytes);
-      ++host_->stats().retransmits;
-    }
-  }
-  ScheduleTimer();
-}
-
-void QueryCoordinator::Finish(absl::StatusOr<Membership> result) {
-  auto done = std::move(done_);
-  host_->requests().FinishQuery(id_);  // Destroys this.
-  done(std::move(result));
-}
-
-void QueryCoordinator::Abort(const absl::Status& status) {
-  if (!done_) return;
-  auto done = std::move(done_);
-  done_ = nullptr;
-  done(status);
 }
 
 }  // namespace bigset

@@ -22,45 +22,30 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cluster/coordinator_host.h"
-#include "cluster/place_quorum.h"
+#include "cluster/quorum_read_coordinator.h"
 #include "net/message.h"
 
 namespace bigset {
 
-class QueryCoordinator : public Coordinator {
+class QueryCoordinator final
+    : public QuorumReadCoordinator<msg::QueryReply, Membership> {
  public:
   QueryCoordinator(CoordinatorHost* host, uint64_t id, std::string set,
                    std::vector<std::string> elements,
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);
   void Start();
-  void Abort(const absl::Status& status) override;
   void OnReply(NodeId from, msg::QueryReply& m);
 
  private:
-  void ScheduleTimer();
-  void OnTimer();
+  std::string RequestBytes() const override;
+  void Release() override;
   // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros).
   void AskTheRest();
-  std::string QueryBytes() const;
   // Merges `replies` (R places' worth) and answers the client.
   void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies);
-  void Finish(absl::StatusOr<Membership> result);
 
-  const std::string set_;
-  const uint32_t partition_;
   std::vector<std::string> elements_;
-  const ClusterReadOptions options_;
-  std::function<void(absl::StatusOr<Membership>)> done_;
-  std::vector<NodeId> preference_;
-  std::vector<uint32_t> places_;  // The place of each preference_ node.
-  // By preference index: what each node answered, and its reply.
-  std::vector<QuorumReply> kinds_;
-  std::vector<msg::QueryReply> replies_;
-  std::vector<size_t> order_;  // Indices, in the order they answered.
-  std::vector<bool> asked_;    // By preference index.
-  uint64_t deadline_ = 0;
 };
 
 }  // namespace bigset
