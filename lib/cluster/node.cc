@@ -520,18 +520,19 @@ void Node::Impl::InstallAntiEntropyRoutes() {
 
 // ---- Client entry points.
 
+absl::Status Node::Impl::Refusal(int quorum, const char* name) const {
+  if (closed_) return NodeClosed();
+  if (quorum < 1 || quorum > ring().n()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be in [1, n]"));
+  }
+  return absl::OkStatus();
+}
+
 void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
                         std::optional<Clock> clear,
                         const ClusterWriteOptions& options,
                         std::function<void(absl::StatusOr<Delta>)> done) {
-  if (closed_) {
-    done(NodeClosed());
-    return;
-  }
-  if (options.w < 1 || options.w > ring().n()) {
-    done(absl::InvalidArgumentError("w must be in [1, n]"));
-    return;
-  }
+  if (Refused(options.w, "w", done)) return;
   const uint64_t id = NextRequestId();
   const bool is_clear = clear.has_value();
   std::unique_ptr<WriteCoordinator> op = requests_.TakeIdleWrite();
@@ -551,13 +552,12 @@ void Node::Impl::StartRead(std::string_view set,
                            const ClusterReadOptions& options,
                            ElementBounds bounds, size_t limit,
                            std::unique_ptr<ReadSink> sink) {
-  if (closed_) {
-    sink->OnDone(NodeClosed());
-    return;
+  absl::Status refused = Refusal(options.r, "r");
+  if (refused.ok() && options.batch_size == 0) {
+    refused = absl::InvalidArgumentError("batch_size must be >= 1");
   }
-  if (options.r < 1 || options.r > ring().n() || options.batch_size == 0) {
-    sink->OnDone(
-        absl::InvalidArgumentError("r must be in [1, n] and batch_size >= 1"));
+  if (!refused.ok()) {
+    sink->OnDone(std::move(refused));
     return;
   }
   const uint64_t id = NextRequestId();
@@ -571,14 +571,7 @@ void Node::Impl::ContainsAll(
     std::string_view set, std::vector<std::string> elements,
     const ClusterReadOptions& options,
     std::function<void(absl::StatusOr<Membership>)> done) {
-  if (closed_) {
-    done(NodeClosed());
-    return;
-  }
-  if (options.r < 1 || options.r > ring().n()) {
-    done(absl::InvalidArgumentError("r must be in [1, n]"));
-    return;
-  }
+  if (Refused(options.r, "r", done)) return;
   const uint64_t id = NextRequestId();
   auto op = std::make_unique<QueryCoordinator>(this, id, std::string(set),
                                                std::move(elements), options,
@@ -588,14 +581,7 @@ void Node::Impl::ContainsAll(
 
 void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
                        std::function<void(absl::StatusOr<uint64_t>)> done) {
-  if (closed_) {
-    done(NodeClosed());
-    return;
-  }
-  if (options.r < 1 || options.r > ring().n()) {
-    done(absl::InvalidArgumentError("r must be in [1, n]"));
-    return;
-  }
+  if (Refused(options.r, "r", done)) return;
   const uint64_t id = NextRequestId();
   auto op = std::make_unique<CountCoordinator>(
       this, id, std::string(set), options,

@@ -135,6 +135,19 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // empty delta) from the scheduler like every write.
   void ClearNothing(std::string_view set,
                     std::function<void(absl::StatusOr<Delta>)> done);
+  // Why a client request with this quorum (`name`: "w" or "r") cannot
+  // start: the node is closed, or the quorum is outside [1, n]; OK if it
+  // can.
+  absl::Status Refusal(int quorum, const char* name) const;
+  // Whether a client request is refused (Refusal); if it is, `done` got
+  // why.
+  template <typename Done>
+  bool Refused(int quorum, const char* name, Done& done) const {
+    absl::Status why = Refusal(quorum, name);
+    if (why.ok()) return false;
+    done(std::move(why));
+    return true;
+  }
   void Update(std::string_view set, std::vector<UpdateOp> ops,
               std::optional<Clock> clear, const ClusterWriteOptions& options,
               std::function<void(absl::StatusOr<Delta>)> done);
