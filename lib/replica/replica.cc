@@ -41,6 +41,14 @@ const std::string& PutElementKey(std::string* scratch, KeyspaceId keyspace,
 
 namespace replica_internal {
 
+absl::StatusOr<bool> HoldsKeyFormatV1(Store* store, KeyspaceId keyspace) {
+  auto old =
+      store->NewIterator(ReadOptions(), KeyspaceRangeOfVersion(keyspace, 0x01));
+  old->SeekToFirst();
+  BIGSET_RETURN_IF_ERROR(old->status());
+  return old->Valid();
+}
+
 ActorId NewActorId(const ReplicaOptions& options) {
   if (options.actor_id_source) return options.actor_id_source();
   std::random_device rd;
@@ -112,18 +120,14 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   }
   // Data of the previous key format (one key per set-clock) would be
   // misread: refuse it rather than guess.
-  {
-    auto old = store->NewIterator(
-        ReadOptions(), KeyspaceRangeOfVersion(options.keyspace, 0x01));
-    old->SeekToFirst();
-    BIGSET_RETURN_IF_ERROR(old->status());
-    if (old->Valid()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "keyspace ", options.keyspace,
-          " holds data in bigset key format version 1; this version reads "
-          "key format version ",
-          kKeyFormatVersion, " only"));
-    }
+  BIGSET_ASSIGN_OR_RETURN(const bool v1, replica_internal::HoldsKeyFormatV1(
+                                             store, options.keyspace));
+  if (v1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "keyspace ", options.keyspace,
+        " holds data in bigset key format version 1; this version reads "
+        "key format version ",
+        kKeyFormatVersion, " only"));
   }
   const std::string actor_key = MetadataKey(options.keyspace, kActorMetadata);
   const std::string shutdown_key =
@@ -568,14 +572,8 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
     d.element = op.element;
     std::vector<Dot>* live = nullptr;
     if (track_live) {
-      PrefetchPresence(i, &changes);
-      absl::StatusOr<std::vector<Dot>*> dots =
-          LiveDots(set, op.element, state, &changes);
-      if (!dots.ok()) {
-        stripe.cache->Erase(set);
-        return dots.status();
-      }
-      live = *dots;
+      BIGSET_ASSIGN_OR_RETURN(
+          live, LiveDotsOfOp(stripe, set, i, op.element, state, &changes));
     }
     const bool was_present = live != nullptr && !live->empty();
     if (op.context_from_replica) {

@@ -83,14 +83,8 @@ absl::Status Replica::ApplyImpl(const Delta& delta, bool defer_sync) {
     const DeltaOp& op = delta.ops[i];
     std::vector<Dot>* live = nullptr;
     if (options_.keep_counts) {
-      PrefetchPresence(i, &changes);
-      absl::StatusOr<std::vector<Dot>*> dots =
-          LiveDots(set, op.element, state, &changes);
-      if (!dots.ok()) {
-        stripe.cache->Erase(set);
-        return dots.status();
-      }
-      live = *dots;
+      BIGSET_ASSIGN_OR_RETURN(
+          live, LiveDotsOfOp(stripe, set, i, op.element, state, &changes));
     }
     const bool was_present = live != nullptr && !live->empty();
     // The context part first, always, even if the add's dot was seen.

@@ -105,6 +105,16 @@ void Replica::StartPresenceProbe(std::string_view element,
   changes->filter->Prefetch(changes->element_hash);
 }
 
+absl::StatusOr<std::vector<Dot>*> Replica::LiveDotsOfOp(
+    Stripe& stripe, std::string_view set, size_t op, std::string_view element,
+    SetState* state, StateChanges* changes) {
+  PrefetchPresence(op, changes);
+  absl::StatusOr<std::vector<Dot>*> dots =
+      LiveDots(set, element, state, changes);
+  if (!dots.ok()) stripe.cache->Erase(set);
+  return dots;
+}
+
 absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
                                                     std::string_view element,
                                                     SetState* state,

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -138,6 +139,10 @@ struct StoredClockScan {
   // Sets `clock`, or `problem` if the keys do not form one. Call once.
   void Finish();
 };
+
+// Whether `store` holds keys of bigset key format version 1 in
+// `keyspace` (one key per set-clock): data this version would misread.
+absl::StatusOr<bool> HoldsKeyFormatV1(Store* store, KeyspaceId keyspace);
 
 inline std::string Printable(std::string_view s) {
   return absl::CHexEscape(ToAbsl(s));

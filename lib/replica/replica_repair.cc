@@ -415,17 +415,13 @@ absl::StatusOr<RepairReport> Replica::Repair(Store* store,
   if (options.read_only) {
     return absl::InvalidArgumentError("a repair cannot be read-only");
   }
-  {
-    auto old = store->NewIterator(
-        ReadOptions(), KeyspaceRangeOfVersion(options.keyspace, 0x01));
-    old->SeekToFirst();
-    BIGSET_RETURN_IF_ERROR(old->status());
-    if (old->Valid()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "keyspace ", options.keyspace,
-          " holds data in bigset key format version 1, which this version "
-          "neither reads nor repairs"));
-    }
+  BIGSET_ASSIGN_OR_RETURN(const bool v1, replica_internal::HoldsKeyFormatV1(
+                                             store, options.keyspace));
+  if (v1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "keyspace ", options.keyspace,
+        " holds data in bigset key format version 1, which this version "
+        "neither reads nor repairs"));
   }
   return Repairer(store, options, progress).Run();
 }

@@ -507,6 +507,13 @@ class BIGSET_EXPORT Replica {
                                              std::string_view element,
                                              SetState* state,
                                              StateChanges* changes);
+  // Op `op`'s LiveDots in a write of many elements (PrefetchPresence
+  // first). On an error the set's cached state, which the write may have
+  // changed already, is dropped.
+  absl::StatusOr<std::vector<Dot>*> LiveDotsOfOp(
+      Stripe& stripe, std::string_view set, size_t op, std::string_view element,
+      SetState* state, StateChanges* changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // An element key is put for the element of presence hash `hash`
   // (PresenceFilter::Hash): the filter learns it.
   void NotePresent(Stripe& stripe, std::string_view set, uint64_t hash,
