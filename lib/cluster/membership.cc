@@ -245,24 +245,19 @@ absl::Status MembershipState::LoadOldFormat(const std::string& serving_bytes) {
   batch.Delete(MetadataKey(kMetaKeyspace, kOldServingKey));
   batch.Delete(MetadataKey(kMetaKeyspace, kOldAnnounceKey));
   batch.Delete(MetadataKey(kMetaKeyspace, kOldMoveNumbersKey));
-  batch.Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
-  batch.Put(MetadataKey(kMetaKeyspace, kBaseRingKey), base_->Encode());
-  batch.Put(MetadataKey(kMetaKeyspace, kMembershipKey),
-            EncodeMembershipRecord(ring_nodes_, states_));
-  WriteOptions sync;
-  sync.sync = true;
-  return store_->Write(sync, batch);
+  return Persist(/*sync=*/true, &batch);
 }
 
-absl::Status MembershipState::Persist(bool sync) {
-  WriteBatch batch;
-  batch.Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
-  batch.Put(MetadataKey(kMetaKeyspace, kBaseRingKey), base_->Encode());
-  batch.Put(MetadataKey(kMetaKeyspace, kMembershipKey),
-            EncodeMembershipRecord(ring_nodes_, states_));
+absl::Status MembershipState::Persist(bool sync, WriteBatch* batch) {
+  WriteBatch own;
+  if (batch == nullptr) batch = &own;
+  batch->Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
+  batch->Put(MetadataKey(kMetaKeyspace, kBaseRingKey), base_->Encode());
+  batch->Put(MetadataKey(kMetaKeyspace, kMembershipKey),
+             EncodeMembershipRecord(ring_nodes_, states_));
   WriteOptions options;
   options.sync = sync;
-  return store_->Write(options, batch);
+  return store_->Write(options, *batch);
 }
 
 absl::Status MembershipState::InstallRing(const Ring& ring) {

@@ -167,8 +167,9 @@ class MembershipState {
   // `partition`, if this view knows it.
   const ServeEntry* EpisodeOf(NodeId node, uint32_t partition,
                               uint64_t since) const;
-  // Writes everything (the own state synced if `sync`).
-  absl::Status Persist(bool sync);
+  // Writes everything (the own state synced if `sync`), in one batch with
+  // what `batch` already holds (if given).
+  absl::Status Persist(bool sync, WriteBatch* batch = nullptr);
   // Applies `change` to a copy of the own state, persists it synced, and
   // only then makes it current.
   template <typename Fn>

@@ -5,6 +5,17 @@
 #include <vector>
 
 namespace bigset {
+namespace {
+
+// Files `op` under `id` in `map`; returns it.
+template <typename Map, typename Op>
+Op* Insert(Map& map, uint64_t id, std::unique_ptr<Op> op) {
+  Op* raw = op.get();
+  map[id] = std::move(op);
+  return raw;
+}
+
+}  // namespace
 
 std::unique_ptr<WriteCoordinator> RequestRegistry::TakeIdleWrite() {
   if (idle_writes_.empty()) return nullptr;
@@ -15,30 +26,22 @@ std::unique_ptr<WriteCoordinator> RequestRegistry::TakeIdleWrite() {
 
 WriteCoordinator* RequestRegistry::AddWrite(
     uint64_t id, std::unique_ptr<WriteCoordinator> op) {
-  WriteCoordinator* raw = op.get();
-  writes_[id] = std::move(op);
-  return raw;
+  return Insert(writes_, id, std::move(op));
 }
 
 ReadCoordinator* RequestRegistry::AddRead(uint64_t id,
                                           std::unique_ptr<ReadCoordinator> op) {
-  ReadCoordinator* raw = op.get();
-  reads_[id] = std::move(op);
-  return raw;
+  return Insert(reads_, id, std::move(op));
 }
 
 QueryCoordinator* RequestRegistry::AddQuery(
     uint64_t id, std::unique_ptr<QueryCoordinator> op) {
-  QueryCoordinator* raw = op.get();
-  queries_[id] = std::move(op);
-  return raw;
+  return Insert(queries_, id, std::move(op));
 }
 
 CountCoordinator* RequestRegistry::AddCount(
     uint64_t id, std::unique_ptr<CountCoordinator> op) {
-  CountCoordinator* raw = op.get();
-  counts_[id] = std::move(op);
-  return raw;
+  return Insert(counts_, id, std::move(op));
 }
 
 void RequestRegistry::FinishWrite(uint64_t id) {

@@ -39,6 +39,12 @@ try:
 except ImportError:  # Only a few tests use it.
     redis = None
 
+# The harness bigsetd_test.py defines (the same checks, ports, process
+# stops and RESP encoding).
+import bigsetd_test  # noqa: E402
+from bigsetd_test import (Err, Failure, check, encode, eq,  # noqa: E402
+                          free_port, short, stop_process, wait_for)
+
 BIGSETD = None
 SEED = 4242
 PROCS = []
@@ -46,86 +52,10 @@ TMPDIRS = []
 NODES = []  # Every Node of the running test (for logs on failure).
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Failure("%s: got %s, expected %s" % (what, short(got),
-                                                   short(want)))
-
-
-def short(v, n=300):
-    s = repr(v)
-    return s if len(s) <= n else s[:n] + "...(%d chars)" % len(s)
-
-
-_USED_PORTS = set()
-
-
-# Seeded by the process id: two tests running at once pick apart.
-_PORT_RNG = random.Random(os.getpid())
-
-
-def free_port():
-    """A port below the kernel's ephemeral range (32768 and up on Linux),
-    free now: a node restarted on its port must find it free, and a port
-    from the ephemeral range may meanwhile be the source port of some
-    outgoing connection (tests run two at a time)."""
-    while True:
-        port = _PORT_RNG.randrange(20000, 32000)
-        if port in _USED_PORTS:
-            continue
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            s.close()
-        _USED_PORTS.add(port)
-        return port
-
-
-def wait_for(pred, timeout, what, interval=0.1):
-    deadline = time.time() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.time() >= deadline:
-            raise Failure("not within %ds: %s" % (timeout, what))
-        time.sleep(interval)
-
-
 def tmpdir():
     d = tempfile.mkdtemp(prefix="bigsetd-attack-")
     TMPDIRS.append(d)
     return d
-
-
-def stop_process(p, sig=signal.SIGTERM, timeout=10):
-    if p.poll() is None:
-        try:
-            os.kill(p.pid, signal.SIGCONT)
-            os.kill(p.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.kill(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=30)
-    return p.returncode
 
 
 def cleanup():
@@ -156,45 +86,18 @@ def cleanup():
 
 # ---- A raw RESP client.
 
-class Err(str):
-    """An error reply."""
-
 
 class Closed(Exception):
     """The server closed the connection."""
 
 
-def encode(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+class Resp(bigsetd_test.Resp):
+    """bigsetd_test's connection, its replies read plainly (bulk strings as
+    bytes, simple strings as latin-1, RESP3 sets and maps as lists and
+    dicts), and a closed connection raised as Closed."""
 
-
-class Resp:
     def __init__(self, port, timeout=15, password=None):
-        self.sock = socket.create_connection(("127.0.0.1", port),
-                                             timeout=timeout)
-        self.buf = bytearray()
-        if password is not None:
-            eq(self.command("AUTH", password), "OK", "AUTH")
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    def send(self, data):
-        self.sock.sendall(data)
-
-    def command(self, *args):
-        self.send(encode(*args))
-        return self.read()
+        super().__init__(port, timeout, password)
 
     def _fill(self):
         try:
@@ -847,7 +750,6 @@ def test_argument_memory_bounded():
     check_intact(c, "keep", keep)
 
 
-
 # -- Connections and resources.
 
 @test
@@ -1460,7 +1362,6 @@ def test_hello_setname_checked():
     check(b"1.2.3.4" not in lst, "CLIENT LIST forged: %r" % lst)
 
 
-
 # -- Commands.
 
 @test
@@ -1685,7 +1586,6 @@ def test_forged_context_future_dot():
               (got, n.id))
 
 
-
 # -- Membership.
 
 def status_epoch(node):
@@ -1840,7 +1740,6 @@ def test_join_never_started():
     r.close()
     check_intact(c, "keep", keep)
     c.verify_all()
-
 
 
 # -- Crashes, stops and restarts.
@@ -2596,7 +2495,6 @@ def test_restart_other_node_list():
     c.verify_all()
 
 
-
 # Regression (fixed): a node restarted with a --node list that gives ITS OWN peer
 # address differently (and no --peer-listen) logs "cluster map from DIR
 # ... (--node and --join are not used)" and then listens on the --node
@@ -2629,7 +2527,6 @@ def test_restart_own_address_changed():
     eq(got, 1, "SADD with W=3")
     r.close()
     check_intact(c, "keep", keep)
-
 
 
 # Regression (fixed): BIGSET.CLUSTER JOIN/LEAVE/REPLACE push the map to every node with
