@@ -10,15 +10,6 @@ constexpr uint64_t kPrime = (uint64_t{1} << 61) - 1;  // Mersenne, 2^61 - 1.
 // fixed, so that every node computes the same digests).
 constexpr uint64_t kRoot = 0x1d6b3c5a9e27f4b1ULL % kPrime;
 
-uint64_t Mix(uint64_t x) {  // The murmur3 finaliser.
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
 uint64_t MulMod(uint64_t a, uint64_t b) {
   const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
   uint64_t lo = static_cast<uint64_t>(p & kPrime);

@@ -32,6 +32,16 @@ namespace bigset::digest {
 // A 64-bit hash of `bytes` (stable across processes and machines).
 uint64_t Hash64(std::string_view bytes, uint64_t seed = 0);
 
+// The murmur3 finaliser: every bit of `x` affects every bit of the result.
+inline uint64_t Mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
 // The hash of the element key (element, dot).
 uint64_t KeyDigest(std::string_view element, Dot dot);
 

@@ -22,14 +22,7 @@ constexpr int kProbes = 12;
 // to probe (a negative answer probes every layer).
 constexpr uint64_t kGrowth = 4;
 
-uint64_t Mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
+using digest::Mix;
 
 // A block from the high 32 bits (a layer has fewer than 2^32 blocks); the
 // probes come from another mix of the hash.

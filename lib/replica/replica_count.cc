@@ -216,36 +216,27 @@ absl::Status Replica::CountScan(Stripe& stripe, std::string_view set,
     filter =
         std::make_unique<PresenceFilter>(state->count_known ? state->count : 0);
   }
-  ReadOptions ro;
-  ro.fill_cache = false;
-  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
-  const size_t prefix_len = internal::ElementKeyPrefixLength(set);
-  std::string_view element;
-  std::string scratch;
   std::string last;
-  Dot dot;
   uint64_t count = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (!internal::DecodeElementKeyAfterPrefix(it->key(), prefix_len, &element,
-                                               &scratch, &dot)) {
-      return SetCorruption(set, "bad element key");
-    }
-    if (state->tombstone.Seen(dot)) continue;
-    if (count > 0 && element == last) continue;
-    ++count;
-    last.assign(element);
-    if (filter != nullptr) {
-      const size_t growth = filter->GrowthBytes();
-      if (growth > 0 && !ReserveFilterBytes(stripe, set, growth)) {
-        filter.reset();
-        counters_.presence_filters_dropped.fetch_add(1,
-                                                     std::memory_order_relaxed);
-      } else {
-        filter->Add(PresenceFilter::Hash(element));
-      }
-    }
-  }
-  BIGSET_RETURN_IF_ERROR(it->status());
+  BIGSET_RETURN_IF_ERROR(replica_internal::ScanElementKeys(
+      store_, options_.keyspace, set,
+      // Runs within this call, under the stripe's lock.
+      [&](std::string_view element, Dot dot)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu) {
+            if (state->tombstone.Seen(dot)) return;
+            if (count > 0 && element == last) return;
+            ++count;
+            last.assign(element);
+            if (filter == nullptr) return;
+            const size_t growth = filter->GrowthBytes();
+            if (growth > 0 && !ReserveFilterBytes(stripe, set, growth)) {
+              filter.reset();
+              counters_.presence_filters_dropped.fetch_add(
+                  1, std::memory_order_relaxed);
+            } else {
+              filter->Add(PresenceFilter::Hash(element));
+            }
+          }));
   state->count = count;
   state->count_known = true;
   if (filter != nullptr) {

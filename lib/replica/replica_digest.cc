@@ -18,24 +18,38 @@
 namespace bigset {
 
 absl::StatusOr<uint64_t> Replica::ScanKeysDigest(std::string_view set) {
+  uint64_t sum = 0;
+  BIGSET_RETURN_IF_ERROR(replica_internal::ScanElementKeys(
+      store_, options_.keyspace, set,
+      [&sum](std::string_view element, Dot dot) {
+        sum += digest::KeyDigest(element, dot);
+      }));
+  return sum;
+}
+
+namespace replica_internal {
+
+absl::Status ScanElementKeys(
+    Store* store, KeyspaceId keyspace, std::string_view set,
+    absl::FunctionRef<void(std::string_view element, Dot dot)> fn) {
   ReadOptions ro;
   ro.fill_cache = false;
-  auto it = store_->NewIterator(ro, ElementsRange(options_.keyspace, set));
+  auto it = store->NewIterator(ro, ElementsRange(keyspace, set));
   const size_t prefix_len = internal::ElementKeyPrefixLength(set);
   std::string_view element;
   std::string scratch;
   Dot dot;
-  uint64_t sum = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     if (!internal::DecodeElementKeyAfterPrefix(it->key(), prefix_len, &element,
                                                &scratch, &dot)) {
-      return replica_internal::SetCorruption(set, "bad element key");
+      return SetCorruption(set, "bad element key");
     }
-    sum += digest::KeyDigest(element, dot);
+    fn(element, dot);
   }
-  BIGSET_RETURN_IF_ERROR(it->status());
-  return sum;
+  return it->status();
 }
+
+}  // namespace replica_internal
 
 absl::Status Replica::BuildDigests() {
   std::optional<std::string> after;

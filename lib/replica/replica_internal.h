@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
@@ -139,6 +140,14 @@ struct StoredClockScan {
   // Sets `clock`, or `problem` if the keys do not form one. Call once.
   void Finish();
 };
+
+// Calls fn(element, dot) for each element key of `set` in keyspace
+// `keyspace` of `store`, in key order, without filling the block cache (a
+// full scan would evict what reads use). DataLoss for a key that does not
+// decode; the iterator's error if the scan fails.
+absl::Status ScanElementKeys(
+    Store* store, KeyspaceId keyspace, std::string_view set,
+    absl::FunctionRef<void(std::string_view element, Dot dot)> fn);
 
 // Whether `store` holds keys of bigset key format version 1 in
 // `keyspace` (one key per set-clock): data this version would misread.
