@@ -10,10 +10,8 @@
 //   either way:
 //   AePush                          AePushAck
 //
-// EncodeBody appends a struct's body; DecodeBody fills a default-constructed
-// struct (whose `elements` may hold storage to reuse) from *d, leaving the
-// fields the body omits at their defaults, and returns false on malformed
-// or truncated bytes.
+// Every struct defines its body once, by Fields(archive, struct) (see
+// net/replica_messages.h and net/message_archive.h).
 //
 // Thread-safety: value types.
 
@@ -28,16 +26,26 @@
 #include "bigset/core/clock.h"
 #include "bigset/core/element_dots.h"
 #include "bigset/core/set_summary.h"
+#include "net/message_archive.h"
 #include "net/message_type.h"
 
 namespace bigset {
 namespace message_internal {
-class BodyReader;
+
+// Set summaries: Seq of (String set, Fixed64 digest, Fixed64 keys digest,
+// Bool tombstone empty, and with clocks Clock clock).
+template <typename Ar, typename Summaries>
+bool SetSummaries(Ar& ar, Summaries& summaries, bool with_clocks) {
+  return ar.Seq(summaries, 18, [&ar, with_clocks](auto& s) {
+    return ar.String(s.set) && ar.Fixed64(s.digest) &&
+           ar.Fixed64(s.keys_digest) && ar.Bool(s.tombstone_empty) &&
+           (!with_clocks || ar.Clock(s.clock));
+  });
+}
+
 }  // namespace message_internal
 
 namespace msg {
-
-using message_internal::BodyReader;
 
 // Starts a round: the initiator's partition digest and its number of
 // buckets.
@@ -49,8 +57,10 @@ struct AeDigest {
 
   friend bool operator==(const AeDigest&, const AeDigest&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Fixed64(m.digest) && ar.Varint(m.bucket_count);
+  }
 };
 
 // Whether the partition digests were equal, and if not the peer's bucket
@@ -64,8 +74,12 @@ struct AeDigestReply {
 
   friend bool operator==(const AeDigestReply&, const AeDigestReply&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) && ar.Bool(m.digests_equal) &&
+           ar.Seq(m.bucket_digests, 8,
+                  [&ar](auto& digest) { return ar.Fixed64(digest); });
+  }
 };
 
 // The ids of the buckets that differ, and the initiator's summaries
@@ -78,8 +92,12 @@ struct AeSets {
 
   friend bool operator==(const AeSets&, const AeSets&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Seq(m.bucket_ids, 1, [&ar](auto& id) { return ar.Varint(id); }) &&
+           message_internal::SetSummaries(ar, m.summaries,
+                                          /*with_clocks=*/false);
+  }
 };
 
 // The peer's summaries, with clocks, of the sets that differ.
@@ -91,8 +109,12 @@ struct AeSetsReply {
 
   friend bool operator==(const AeSetsReply&, const AeSetsReply&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) &&
+           message_internal::SetSummaries(ar, m.summaries,
+                                          /*with_clocks=*/true);
+  }
 };
 
 // Asks the peer to push the dots of `set` in `dots` (which the sender
@@ -105,8 +127,10 @@ struct AePull {
 
   friend bool operator==(const AePull&, const AePull&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.String(m.set) && ar.Clock(m.dots);
+  }
 };
 
 // One chunk of a push (a set stream: cluster/set_stream.h): its sequence
@@ -124,8 +148,11 @@ struct AePush {
 
   friend bool operator==(const AePush&, const AePush&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.String(m.set) && ar.Varint(m.seq) && ar.Bool(m.last) &&
+           (!m.last || ar.Clock(m.dots)) && ar.Elements(m.elements);
+  }
 };
 
 // Acknowledges a push's chunks up to `seq`, or says why not.
@@ -137,8 +164,10 @@ struct AePushAck {
 
   friend bool operator==(const AePushAck&, const AePushAck&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) && ar.Varint(m.seq);
+  }
 };
 
 }  // namespace msg

@@ -15,10 +15,8 @@
 //   membership, either way          reply, if either side was behind
 //   Membership                      Membership
 //
-// EncodeBody appends a struct's body; DecodeBody fills a default-constructed
-// struct (whose `elements` may hold storage to reuse) from *d, leaving the
-// fields the body omits at their defaults, and returns false on malformed
-// or truncated bytes.
+// Every struct defines its body once, by Fields(archive, struct) (see
+// net/replica_messages.h and net/message_archive.h).
 //
 // Thread-safety: value types and stateless functions.
 
@@ -37,12 +35,10 @@
 #include "bigset/core/delta.h"
 #include "bigset/core/element_dots.h"
 #include "bigset/net/transport.h"
+#include "net/message_archive.h"
 #include "net/message_type.h"
 
 namespace bigset {
-namespace message_internal {
-class BodyReader;
-}  // namespace message_internal
 
 // One partition a node serves, in that node's own membership state (see
 // cluster/membership.h). Only the node itself changes its state.
@@ -85,9 +81,32 @@ void EncodeNodeStates(std::span<const NodeServing> states, std::string* dst);
 absl::Status DecodeNodeStates(std::string_view in,
                               std::vector<NodeServing>* out);
 
-namespace msg {
+namespace message_internal {
 
-using message_internal::BodyReader;
+// Whether `entries` are ascending by (partition, since) with at most one
+// that is not departed per partition: what a decoded state must be.
+bool EntriesInOrder(std::span<const ServeEntry> entries);
+
+// Node states: Seq of (Node node, Varint version, Seq of (U32 partition,
+// Varint since, Node took_from, Varint took_since, Node handing_to, Bool
+// departed)); a state read back must have its entries in order.
+template <typename Ar, typename States>
+bool NodeStates(Ar& ar, States& states) {
+  return ar.Seq(states, 3, [&ar](auto& st) {
+    return ar.Node(st.node) && ar.Varint(st.version) &&
+           ar.Seq(st.entries, 6,
+                  [&ar](auto& e) {
+                    return ar.U32(e.partition) && ar.Varint(e.since) &&
+                           ar.Node(e.took_from) && ar.Varint(e.took_since) &&
+                           ar.Node(e.handing_to) && ar.Bool(e.departed);
+                  }) &&
+           (!Ar::kReading || EntriesInOrder(st.entries));
+  });
+}
+
+}  // namespace message_internal
+
+namespace msg {
 
 // One chunk of a hand-off transfer (a set stream: cluster/set_stream.h).
 struct TransferChunk {
@@ -110,8 +129,12 @@ struct TransferChunk {
 
   friend bool operator==(const TransferChunk&, const TransferChunk&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Varint(m.epoch) && ar.String(m.set) && ar.Varint(m.index) &&
+           ar.Varint(m.seq) && ar.Bits(m.last, m.end) &&
+           (!m.last || ar.Clock(m.set_clock)) && ar.Elements(m.elements);
+  }
 };
 
 // Acknowledges a transfer's chunks up to (index, seq), or says why not.
@@ -128,8 +151,11 @@ struct TransferAck {
 
   friend bool operator==(const TransferAck&, const TransferAck&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) && ar.Varint(m.index) && ar.Varint(m.seq) &&
+           ar.Varint(m.incarnation);
+  }
 };
 
 // A write the sender applied during the transfer, proxied to the receiver.
@@ -141,8 +167,10 @@ struct HandoffDelta {
 
   friend bool operator==(const HandoffDelta&, const HandoffDelta&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Delta(m.delta);
+  }
 };
 
 // The outcome of applying a HandoffDelta, and the node that applied it.
@@ -155,8 +183,10 @@ struct HandoffDeltaAck {
   friend bool operator==(const HandoffDeltaAck&,
                          const HandoffDeltaAck&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) && ar.Node(m.applied_by);
+  }
 };
 
 // The sender's proposal that the run from `from_node` to `to_node` is
@@ -175,8 +205,11 @@ struct HandoffDone {
 
   friend bool operator==(const HandoffDone&, const HandoffDone&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Varint(m.epoch) && ar.Node(m.from_node) && ar.Node(m.to_node) &&
+           ar.Varint(m.episode) && ar.Bool(m.supplement);
+  }
 };
 
 // The receiver's answer to HandoffDone, with its membership state.
@@ -192,8 +225,11 @@ struct HandoffDoneAck {
   friend bool operator==(const HandoffDoneAck&,
                          const HandoffDoneAck&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) && ar.Varint(m.epoch) && ar.Node(m.from_node) &&
+           ar.Node(m.to_node) && message_internal::NodeStates(ar, m.states);
+  }
 };
 
 // The sender's ring epoch (no longer sent; decoded and noted).
@@ -204,8 +240,10 @@ struct RingEpoch {
 
   friend bool operator==(const RingEpoch&, const RingEpoch&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Varint(m.epoch);
+  }
 };
 
 // Membership gossip: the sender's ring epoch, the state version it knows of
@@ -219,8 +257,12 @@ struct Membership {
 
   friend bool operator==(const Membership&, const Membership&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Varint(m.epoch) && ar.Seq(m.versions, 2, [&ar](auto& v) {
+      return ar.Node(v.first) && ar.Varint(v.second);
+    }) && message_internal::NodeStates(ar, m.states);
+  }
 };
 
 }  // namespace msg

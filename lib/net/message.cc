@@ -11,7 +11,7 @@
 #include "bigset/net/transport.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
-#include "net/message_body.h"
+#include "net/message_archive.h"
 
 namespace bigset {
 
@@ -69,9 +69,9 @@ bool DecodeAlternative(BodyReader* d, MessageBody* out) {
     std::vector<ElementDots> spare = TakeElements(out);
     Body& body = out->template emplace<Body>();
     body.elements = std::move(spare);
-    return body.DecodeBody(d);
+    return Body::Fields(*d, body);
   } else {
-    return out->template emplace<Body>().DecodeBody(d);
+    return Body::Fields(*d, out->template emplace<Body>());
   }
 }
 

@@ -37,6 +37,7 @@
 #include "bigset/net/transport.h"
 #include "net/anti_entropy_messages.h"
 #include "net/membership_messages.h"
+#include "net/message_archive.h"
 #include "net/message_type.h"
 #include "net/replica_messages.h"
 
@@ -94,7 +95,7 @@ void EncodeMessageTo(uint64_t request_id, uint32_t partition, const Body& body,
                      std::string* dst) {
   const size_t start = dst->size();
   EncodeHeader(MessageHeader{Body::kType, request_id, partition}, dst);
-  body.EncodeBody(dst);
+  message_internal::EncodeBody(body, dst);
   FinishMessage(start, dst);
 }
 template <typename Body>

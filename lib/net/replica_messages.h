@@ -14,12 +14,13 @@
 //   Repair                          (none: repairs are idempotent and
 //                                    re-found by the next read)
 //
-// Every struct names its MessageType (kType) and encodes and decodes its
-// body (after the header, before the checksum): EncodeBody appends it;
-// DecodeBody fills a default-constructed struct (whose `elements` may hold
-// storage to reuse) from *d, leaving the fields the body omits (those after
-// an error status) at their defaults, and returns false on malformed or
-// truncated bytes (its allocations bounded by the input).
+// Every struct names its MessageType (kType) and defines its body (after
+// the header, before the checksum) once, by Fields(archive, struct): the
+// fields in wire order, which a BodyWriter appends and a BodyReader reads
+// back (net/message_archive.h). Decoding fills a default-constructed struct
+// (whose `elements` may hold storage to reuse), leaves the fields the body
+// omits (those after an error status) at their defaults, and fails on
+// malformed or truncated bytes (its allocations bounded by the input).
 //
 // Thread-safety: value types.
 
@@ -37,16 +38,15 @@
 #include "bigset/core/element_dots.h"
 #include "bigset/core/update_op.h"
 #include "bigset/net/transport.h"
+#include "net/message_archive.h"
 #include "net/message_type.h"
 
 namespace bigset {
-namespace message_internal {
-class BodyReader;
-}  // namespace message_internal
-
 namespace msg {
 
-using message_internal::BodyReader;
+using message_internal::kMinDotBytes;
+using message_internal::kMinStringBytes;
+using message_internal::kMinUpdateOpBytes;
 
 // Adds and removes elements of `set` (the replica coordinates the write).
 struct Update {
@@ -57,8 +57,24 @@ struct Update {
 
   friend bool operator==(const Update&, const Update&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.String(m.set) &&
+           ar.Seq(m.ops, kMinUpdateOpBytes, [&ar](auto& op) {
+             // The flags byte: bit 0 add (else remove), bit 1 the context
+             // is the replica's own.
+             bool add = op.kind == UpdateOp::Kind::kAdd;
+             bool from_replica = op.context_from_replica;
+             if (!ar.Bits(add, from_replica)) return false;
+             if constexpr (Ar::kReading) {
+               op.kind = add ? UpdateOp::Kind::kAdd : UpdateOp::Kind::kRemove;
+               op.context_from_replica = from_replica;
+             }
+             return ar.String(op.element) &&
+                    ar.Seq(op.context, kMinDotBytes,
+                           [&ar](auto& d) { return ar.Dot(d); });
+           });
+  }
 };
 
 // Clears `set` as of `clock` (what the client saw).
@@ -70,8 +86,10 @@ struct Clear {
 
   friend bool operator==(const Clear&, const Clear&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.String(m.set) && ar.Clock(m.clock);
+  }
 };
 
 // The outcome of an Update or Clear: the delta the replica wrote (only when
@@ -84,8 +102,10 @@ struct UpdateReply {
 
   friend bool operator==(const UpdateReply&, const UpdateReply&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) && (!m.status.ok() || ar.Delta(m.delta));
+  }
 };
 
 // A coordinated write's delta, for the other replicas to apply. The hot
@@ -97,8 +117,10 @@ struct Replicate {
 
   friend bool operator==(const Replicate&, const Replicate&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Delta(m.delta);
+  }
 };
 
 // To a replica the write asked to coordinate and then gave up on: apply the
@@ -112,8 +134,10 @@ struct ReplicateGivenUp {
   friend bool operator==(const ReplicateGivenUp&,
                          const ReplicateGivenUp&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Delta(m.delta);
+  }
 };
 
 // A delta a read found missing on a replica.
@@ -124,8 +148,10 @@ struct Repair {
 
   friend bool operator==(const Repair&, const Repair&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Delta(m.delta);
+  }
 };
 
 // The outcome of applying a delta, and the node that applied it (the
@@ -139,8 +165,16 @@ struct ReplicateAck {
 
   friend bool operator==(const ReplicateAck&, const ReplicateAck&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  // The same fields apart: the hot path (EncodeStatusReply,
+  // ParseStatusBody) and HandoffDeltaAck.
+  template <typename Ar, typename S, typename N>
+  static bool Fields(Ar& ar, S& status, N& applied_by) {
+    return ar.Status(status) && ar.Node(applied_by);
+  }
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return Fields(ar, m.status, m.applied_by);
+  }
 };
 
 // The answer to ReplicateGivenUp by the replica that did coordinate the
@@ -153,8 +187,10 @@ struct ReplicateAckWithDelta {
   friend bool operator==(const ReplicateAckWithDelta&,
                          const ReplicateAckWithDelta&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Delta(m.delta);
+  }
 };
 
 // Starts a fold: streams `set`'s elements within `bounds` in chunks of at
@@ -168,8 +204,10 @@ struct Read {
 
   friend bool operator==(const Read&, const Read&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.String(m.set) && ar.Bounds(m.bounds, m.batch_size);
+  }
 };
 
 // A fold's first answer: the replica's set-clock (when `status` is ok).
@@ -181,8 +219,10 @@ struct ReadClock {
 
   friend bool operator==(const ReadClock&, const ReadClock&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) && (!m.status.ok() || ar.Clock(m.clock));
+  }
 };
 
 // One chunk of a fold: its sequence number (from 0), whether it is the
@@ -197,8 +237,16 @@ struct ReadChunk {
 
   friend bool operator==(const ReadChunk&, const ReadChunk&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  // The same fields apart: the hot path (EncodeReadChunk from a span,
+  // ParseReadChunkBody leaving the elements encoded).
+  template <typename Ar, typename Seq, typename Last, typename Elements>
+  static bool Fields(Ar& ar, Seq& seq, Last& last, Elements& elements) {
+    return ar.Varint(seq) && ar.Bool(last) && ar.Elements(elements);
+  }
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return Fields(ar, m.seq, m.last, m.elements);
+  }
 };
 
 // Asks for a fold's chunk `seq`: the next one (the chunks before it
@@ -210,8 +258,10 @@ struct ChunkAck {
 
   friend bool operator==(const ChunkAck&, const ChunkAck&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Varint(m.seq);
+  }
 };
 
 // Ends a fold early.
@@ -221,8 +271,10 @@ struct StopFold {
 
   friend bool operator==(const StopFold&, const StopFold&) = default;
 
-  void EncodeBody(std::string*) const {}
-  bool DecodeBody(BodyReader*) { return true; }
+  template <typename Ar, typename Self>
+  static bool Fields(Ar&, Self&) {
+    return true;
+  }
 };
 
 // Keeps an idle fold from expiring.
@@ -232,8 +284,10 @@ struct KeepFold {
 
   friend bool operator==(const KeepFold&, const KeepFold&) = default;
 
-  void EncodeBody(std::string*) const {}
-  bool DecodeBody(BodyReader*) { return true; }
+  template <typename Ar, typename Self>
+  static bool Fields(Ar&, Self&) {
+    return true;
+  }
 };
 
 // Asks which of `elements` the replica's `set` holds.
@@ -245,8 +299,11 @@ struct Query {
 
   friend bool operator==(const Query&, const Query&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.String(m.set) && ar.Seq(m.elements, kMinStringBytes,
+                                      [&ar](auto& e) { return ar.String(e); });
+  }
 };
 
 // The set-clock and the dots of the elements asked about that the replica
@@ -260,8 +317,12 @@ struct QueryReply {
 
   friend bool operator==(const QueryReply&, const QueryReply&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    if (!ar.Status(m.status)) return false;
+    if (!m.status.ok()) return ar.Omitted(m.elements);
+    return ar.Clock(m.clock) && ar.Elements(m.elements);
+  }
 };
 
 // Asks for the replica's count of `set`.
@@ -272,8 +333,10 @@ struct Count {
 
   friend bool operator==(const Count&, const Count&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.String(m.set);
+  }
 };
 
 // Whether the replica holds the set, its count, and its set and tombstone
@@ -289,8 +352,13 @@ struct CountReply {
 
   friend bool operator==(const CountReply&, const CountReply&) = default;
 
-  void EncodeBody(std::string* dst) const;
-  bool DecodeBody(BodyReader* d);
+  template <typename Ar, typename Self>
+  static bool Fields(Ar& ar, Self& m) {
+    return ar.Status(m.status) &&
+           (!m.status.ok() ||
+            (ar.Bool(m.found) && ar.Varint(m.count) &&
+             ar.Fixed64(m.set_digest) && ar.Fixed64(m.tombstone_digest)));
+  }
 };
 
 }  // namespace msg
