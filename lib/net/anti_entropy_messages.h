@@ -51,7 +51,6 @@ namespace msg {
 // buckets.
 struct AeDigest {
   static constexpr MessageType kType = MessageType::kAeDigest;
-  static constexpr const char* kName = "AeDigest";
   uint64_t digest = 0;
   uint64_t bucket_count = 0;
 
@@ -67,7 +66,6 @@ struct AeDigest {
 // digests.
 struct AeDigestReply {
   static constexpr MessageType kType = MessageType::kAeDigestReply;
-  static constexpr const char* kName = "AeDigestReply";
   absl::Status status;
   bool digests_equal = false;
   std::vector<uint64_t> bucket_digests;
@@ -86,7 +84,6 @@ struct AeDigestReply {
 // (without clocks) of the sets in them.
 struct AeSets {
   static constexpr MessageType kType = MessageType::kAeSets;
-  static constexpr const char* kName = "AeSets";
   std::vector<uint64_t> bucket_ids;
   std::vector<SetSummary> summaries;
 
@@ -103,7 +100,6 @@ struct AeSets {
 // The peer's summaries, with clocks, of the sets that differ.
 struct AeSetsReply {
   static constexpr MessageType kType = MessageType::kAeSetsReply;
-  static constexpr const char* kName = "AeSetsReply";
   absl::Status status;
   std::vector<SetSummary> summaries;
 
@@ -121,7 +117,6 @@ struct AeSetsReply {
 // lacks).
 struct AePull {
   static constexpr MessageType kType = MessageType::kAePull;
-  static constexpr const char* kName = "AePull";
   std::string set;
   Clock dots;
 
@@ -139,7 +134,6 @@ struct AePull {
 // at the sender: never the sender's whole set-clock, only what it read).
 struct AePush {
   static constexpr MessageType kType = MessageType::kAePush;
-  static constexpr const char* kName = "AePush";
   std::string set;
   uint64_t seq = 0;
   bool last = false;
@@ -158,7 +152,6 @@ struct AePush {
 // Acknowledges a push's chunks up to `seq`, or says why not.
 struct AePushAck {
   static constexpr MessageType kType = MessageType::kAePushAck;
-  static constexpr const char* kName = "AePushAck";
   absl::Status status;
   uint64_t seq = 0;
 

@@ -37,6 +37,7 @@
 #include "bigset/net/transport.h"
 #include "net/message_archive.h"
 #include "net/message_type.h"
+#include "net/shared_bodies.h"
 
 namespace bigset {
 
@@ -111,7 +112,6 @@ namespace msg {
 // One chunk of a hand-off transfer (a set stream: cluster/set_stream.h).
 struct TransferChunk {
   static constexpr MessageType kType = MessageType::kTransferChunk;
-  static constexpr const char* kName = "TransferChunk";
   // The sender's ring epoch.
   uint64_t epoch = 0;
   std::string set;
@@ -140,7 +140,6 @@ struct TransferChunk {
 // Acknowledges a transfer's chunks up to (index, seq), or says why not.
 struct TransferAck {
   static constexpr MessageType kType = MessageType::kTransferAck;
-  static constexpr const char* kName = "TransferAck";
   absl::Status status;
   uint64_t index = 0;
   uint64_t seq = 0;
@@ -160,40 +159,15 @@ struct TransferAck {
 
 // A write the sender applied during the transfer, proxied to the receiver.
 // The hot path encodes it without this struct (EncodeDeltaMessage).
-struct HandoffDelta {
-  static constexpr MessageType kType = MessageType::kHandoffDelta;
-  static constexpr const char* kName = "HandoffDelta";
-  Delta delta;
-
-  friend bool operator==(const HandoffDelta&, const HandoffDelta&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar& ar, Self& m) {
-    return ar.Delta(m.delta);
-  }
-};
+using HandoffDelta = DeltaBody<MessageType::kHandoffDelta>;
 
 // The outcome of applying a HandoffDelta, and the node that applied it.
-struct HandoffDeltaAck {
-  static constexpr MessageType kType = MessageType::kHandoffDeltaAck;
-  static constexpr const char* kName = "HandoffDeltaAck";
-  absl::Status status;
-  NodeId applied_by = 0;
-
-  friend bool operator==(const HandoffDeltaAck&,
-                         const HandoffDeltaAck&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar& ar, Self& m) {
-    return ar.Status(m.status) && ar.Node(m.applied_by);
-  }
-};
+using HandoffDeltaAck = AppliedBody<MessageType::kHandoffDeltaAck>;
 
 // The sender's proposal that the run from `from_node` to `to_node` is
 // complete.
 struct HandoffDone {
   static constexpr MessageType kType = MessageType::kHandoffDone;
-  static constexpr const char* kName = "HandoffDone";
   uint64_t epoch = 0;
   NodeId from_node = 0;
   NodeId to_node = 0;
@@ -215,7 +189,6 @@ struct HandoffDone {
 // The receiver's answer to HandoffDone, with its membership state.
 struct HandoffDoneAck {
   static constexpr MessageType kType = MessageType::kHandoffDoneAck;
-  static constexpr const char* kName = "HandoffDoneAck";
   absl::Status status;
   uint64_t epoch = 0;
   NodeId from_node = 0;
@@ -235,7 +208,6 @@ struct HandoffDoneAck {
 // The sender's ring epoch (no longer sent; decoded and noted).
 struct RingEpoch {
   static constexpr MessageType kType = MessageType::kRingEpoch;
-  static constexpr const char* kName = "RingEpoch";
   uint64_t epoch = 0;
 
   friend bool operator==(const RingEpoch&, const RingEpoch&) = default;
@@ -250,7 +222,6 @@ struct RingEpoch {
 // each node, and the states the receiver may not know.
 struct Membership {
   static constexpr MessageType kType = MessageType::kMembership;
-  static constexpr const char* kName = "Membership";
   uint64_t epoch = 0;
   std::vector<std::pair<NodeId, uint64_t>> versions;
   std::vector<NodeServing> states;

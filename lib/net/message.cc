@@ -32,12 +32,40 @@ constexpr size_t kBodies = std::variant_size_v<MessageBody>;
 static_assert(kBodies == kMaxMessageType);
 static_assert(AlternativesInTypeOrder(std::make_index_sequence<kBodies>()));
 
-template <size_t... I>
-constexpr std::array<const char*, kBodies> Names(std::index_sequence<I...>) {
-  return {std::variant_alternative_t<I, MessageBody>::kName...};
-}
-constexpr std::array<const char*, kBodies> kNames =
-    Names(std::make_index_sequence<kBodies>());
+// By type - 1, as MessageType names them.
+constexpr std::array<const char*, kBodies> kNames = {"Update",
+                                                     "UpdateReply",
+                                                     "Replicate",
+                                                     "ReplicateAck",
+                                                     "Read",
+                                                     "ReadClock",
+                                                     "ReadChunk",
+                                                     "ChunkAck",
+                                                     "StopFold",
+                                                     "Query",
+                                                     "QueryReply",
+                                                     "Repair",
+                                                     "KeepFold",
+                                                     "Clear",
+                                                     "ReplicateGivenUp",
+                                                     "ReplicateAckWithDelta",
+                                                     "TransferChunk",
+                                                     "TransferAck",
+                                                     "HandoffDelta",
+                                                     "HandoffDeltaAck",
+                                                     "HandoffDone",
+                                                     "HandoffDoneAck",
+                                                     "RingEpoch",
+                                                     "AeDigest",
+                                                     "AeDigestReply",
+                                                     "AeSets",
+                                                     "AeSetsReply",
+                                                     "AePull",
+                                                     "AePush",
+                                                     "AePushAck",
+                                                     "Membership",
+                                                     "Count",
+                                                     "CountReply"};
 
 // A body whose `elements` are a chunk's (storage worth reusing).
 template <typename Body>

@@ -40,6 +40,7 @@
 #include "bigset/net/transport.h"
 #include "net/message_archive.h"
 #include "net/message_type.h"
+#include "net/shared_bodies.h"
 
 namespace bigset {
 namespace msg {
@@ -51,7 +52,6 @@ using message_internal::kMinUpdateOpBytes;
 // Adds and removes elements of `set` (the replica coordinates the write).
 struct Update {
   static constexpr MessageType kType = MessageType::kUpdate;
-  static constexpr const char* kName = "Update";
   std::string set;
   std::vector<UpdateOp> ops;
 
@@ -80,7 +80,6 @@ struct Update {
 // Clears `set` as of `clock` (what the client saw).
 struct Clear {
   static constexpr MessageType kType = MessageType::kClear;
-  static constexpr const char* kName = "Clear";
   std::string set;
   Clock clock;
 
@@ -96,7 +95,6 @@ struct Clear {
 // `status` is ok).
 struct UpdateReply {
   static constexpr MessageType kType = MessageType::kUpdateReply;
-  static constexpr const char* kName = "UpdateReply";
   absl::Status status;
   Delta delta;
 
@@ -108,96 +106,30 @@ struct UpdateReply {
   }
 };
 
-// A coordinated write's delta, for the other replicas to apply. The hot
-// path encodes it without this struct (EncodeDeltaMessage).
-struct Replicate {
-  static constexpr MessageType kType = MessageType::kReplicate;
-  static constexpr const char* kName = "Replicate";
-  Delta delta;
-
-  friend bool operator==(const Replicate&, const Replicate&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar& ar, Self& m) {
-    return ar.Delta(m.delta);
-  }
-};
+// A coordinated write's delta, for the other replicas to apply.
+using Replicate = DeltaBody<MessageType::kReplicate>;
 
 // To a replica the write asked to coordinate and then gave up on: apply the
 // delta; if it did coordinate the request, answer with its own delta
 // (ReplicateAckWithDelta), else never coordinate it.
-struct ReplicateGivenUp {
-  static constexpr MessageType kType = MessageType::kReplicateGivenUp;
-  static constexpr const char* kName = "ReplicateGivenUp";
-  Delta delta;
-
-  friend bool operator==(const ReplicateGivenUp&,
-                         const ReplicateGivenUp&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar& ar, Self& m) {
-    return ar.Delta(m.delta);
-  }
-};
+using ReplicateGivenUp = DeltaBody<MessageType::kReplicateGivenUp>;
 
 // A delta a read found missing on a replica.
-struct Repair {
-  static constexpr MessageType kType = MessageType::kRepair;
-  static constexpr const char* kName = "Repair";
-  Delta delta;
-
-  friend bool operator==(const Repair&, const Repair&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar& ar, Self& m) {
-    return ar.Delta(m.delta);
-  }
-};
+using Repair = DeltaBody<MessageType::kRepair>;
 
 // The outcome of applying a delta, and the node that applied it (the
 // receiver, or the node it passed the delta on to), so that a coordinator
 // counts each replica once.
-struct ReplicateAck {
-  static constexpr MessageType kType = MessageType::kReplicateAck;
-  static constexpr const char* kName = "ReplicateAck";
-  absl::Status status;
-  NodeId applied_by = 0;
-
-  friend bool operator==(const ReplicateAck&, const ReplicateAck&) = default;
-
-  // The same fields apart: the hot path (EncodeStatusReply,
-  // ParseStatusBody) and HandoffDeltaAck.
-  template <typename Ar, typename S, typename N>
-  static bool Fields(Ar& ar, S& status, N& applied_by) {
-    return ar.Status(status) && ar.Node(applied_by);
-  }
-  template <typename Ar, typename Self>
-  static bool Fields(Ar& ar, Self& m) {
-    return Fields(ar, m.status, m.applied_by);
-  }
-};
+using ReplicateAck = AppliedBody<MessageType::kReplicateAck>;
 
 // The answer to ReplicateGivenUp by the replica that did coordinate the
 // request: its delta.
-struct ReplicateAckWithDelta {
-  static constexpr MessageType kType = MessageType::kReplicateAckWithDelta;
-  static constexpr const char* kName = "ReplicateAckWithDelta";
-  Delta delta;
-
-  friend bool operator==(const ReplicateAckWithDelta&,
-                         const ReplicateAckWithDelta&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar& ar, Self& m) {
-    return ar.Delta(m.delta);
-  }
-};
+using ReplicateAckWithDelta = DeltaBody<MessageType::kReplicateAckWithDelta>;
 
 // Starts a fold: streams `set`'s elements within `bounds` in chunks of at
 // most `batch_size` elements.
 struct Read {
   static constexpr MessageType kType = MessageType::kRead;
-  static constexpr const char* kName = "Read";
   std::string set;
   ElementBounds bounds;
   uint32_t batch_size = 1000;
@@ -213,7 +145,6 @@ struct Read {
 // A fold's first answer: the replica's set-clock (when `status` is ok).
 struct ReadClock {
   static constexpr MessageType kType = MessageType::kReadClock;
-  static constexpr const char* kName = "ReadClock";
   absl::Status status;
   Clock clock;
 
@@ -230,7 +161,6 @@ struct ReadClock {
 // this struct (EncodeReadChunk, ParseReadChunkBody).
 struct ReadChunk {
   static constexpr MessageType kType = MessageType::kReadChunk;
-  static constexpr const char* kName = "ReadChunk";
   uint64_t seq = 0;
   bool last = false;
   std::vector<ElementDots> elements;
@@ -253,7 +183,6 @@ struct ReadChunk {
 // arrived), or the last one sent again.
 struct ChunkAck {
   static constexpr MessageType kType = MessageType::kChunkAck;
-  static constexpr const char* kName = "ChunkAck";
   uint64_t seq = 0;
 
   friend bool operator==(const ChunkAck&, const ChunkAck&) = default;
@@ -265,35 +194,14 @@ struct ChunkAck {
 };
 
 // Ends a fold early.
-struct StopFold {
-  static constexpr MessageType kType = MessageType::kStopFold;
-  static constexpr const char* kName = "StopFold";
-
-  friend bool operator==(const StopFold&, const StopFold&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar&, Self&) {
-    return true;
-  }
-};
+using StopFold = EmptyBody<MessageType::kStopFold>;
 
 // Keeps an idle fold from expiring.
-struct KeepFold {
-  static constexpr MessageType kType = MessageType::kKeepFold;
-  static constexpr const char* kName = "KeepFold";
-
-  friend bool operator==(const KeepFold&, const KeepFold&) = default;
-
-  template <typename Ar, typename Self>
-  static bool Fields(Ar&, Self&) {
-    return true;
-  }
-};
+using KeepFold = EmptyBody<MessageType::kKeepFold>;
 
 // Asks which of `elements` the replica's `set` holds.
 struct Query {
   static constexpr MessageType kType = MessageType::kQuery;
-  static constexpr const char* kName = "Query";
   std::string set;
   std::vector<std::string> elements;
 
@@ -310,7 +218,6 @@ struct Query {
 // holds (when `status` is ok).
 struct QueryReply {
   static constexpr MessageType kType = MessageType::kQueryReply;
-  static constexpr const char* kName = "QueryReply";
   absl::Status status;
   Clock clock;
   std::vector<ElementDots> elements;
@@ -328,7 +235,6 @@ struct QueryReply {
 // Asks for the replica's count of `set`.
 struct Count {
   static constexpr MessageType kType = MessageType::kCount;
-  static constexpr const char* kName = "Count";
   std::string set;
 
   friend bool operator==(const Count&, const Count&) = default;
@@ -343,7 +249,6 @@ struct Count {
 // digests (see Replica::CountSummary); the rest only when `status` is ok.
 struct CountReply {
   static constexpr MessageType kType = MessageType::kCountReply;
-  static constexpr const char* kName = "CountReply";
   absl::Status status;
   bool found = false;
   uint64_t count = 0;
