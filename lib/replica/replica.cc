@@ -12,6 +12,7 @@
 #include "core/string_view_compat.h"
 #include "replica/clock_cache.h"
 #include "replica/presence_filter.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 #include "replica/stored_clock.h"
@@ -82,8 +83,8 @@ using replica_internal::kShutdownMetadata;
 using replica_internal::NewActorId;
 using replica_internal::ShutdownValue;
 
-Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
-                 bool new_epoch)
+ReplicaImpl::ReplicaImpl(Store* store, const ReplicaOptions& options,
+                         ActorId actor, bool new_epoch)
     : store_(store),
       options_(options),
       actor_(actor),
@@ -103,11 +104,13 @@ Replica::Replica(Store* store, const ReplicaOptions& options, ActorId actor,
   }
 }
 
-Replica::~Replica() {
+ReplicaImpl::~ReplicaImpl() {
   StopSweeper();
   // A shared budget outlives this replica's filters.
   filter_budget_->Release(filter_bytes_.load());
 }
+
+Replica::~Replica() = default;
 
 absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
     Store* store, const ReplicaOptions& options) {
@@ -147,7 +150,8 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
         actor = 0;
       }
     }
-    return std::unique_ptr<Replica>(new Replica(store, options, actor, false));
+    return std::unique_ptr<Replica>(
+        new ReplicaImpl(store, options, actor, false));
   }
   if (s.ok()) {
     coding::Reader in(value);
@@ -204,15 +208,15 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   WriteOptions sync;
   sync.sync = true;
   BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
-  std::unique_ptr<Replica> replica(
-      new Replica(store, options, actor, new_epoch));
+  auto replica =
+      std::make_unique<ReplicaImpl>(store, options, actor, new_epoch);
   if (options.keep_digests) {
     BIGSET_RETURN_IF_ERROR(replica->BuildDigests());
   }
   return replica;
 }
 
-absl::Status Replica::Close() {
+absl::Status ReplicaImpl::Close() {
   if (options_.read_only) return absl::OkStatus();
   StopSweeper();
   // Every stripe's lock: no write is half-way, and none starts after the
@@ -233,7 +237,7 @@ absl::Status Replica::Close() {
   return s;
 }
 
-absl::Status Replica::CheckOpen() const {
+absl::Status ReplicaImpl::CheckOpen() const {
   if (options_.read_only) {
     return absl::FailedPreconditionError("replica is read-only");
   }
@@ -243,11 +247,11 @@ absl::Status Replica::CheckOpen() const {
   return absl::OkStatus();
 }
 
-Replica::Stripe::Stripe(size_t cache_bytes)
+ReplicaImpl::Stripe::Stripe(size_t cache_bytes)
     : cache(std::make_unique<ClockCache>(cache_bytes)) {}
-Replica::Stripe::~Stripe() = default;
+ReplicaImpl::Stripe::~Stripe() = default;
 
-Replica::Stripe& Replica::StripeFor(std::string_view set) {
+ReplicaImpl::Stripe& ReplicaImpl::StripeFor(std::string_view set) {
   // A fixed hash, not absl::Hash (seeded per process): which sets share a
   // stripe, and so a clock cache, is then the same in every run, and a
   // test's cache misses (its time) depend on its seed alone.
@@ -255,7 +259,7 @@ Replica::Stripe& Replica::StripeFor(std::string_view set) {
   return *stripes_[h % stripes_.size()];
 }
 
-absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
+absl::StatusOr<SetState> ReplicaImpl::ReadStateFromStore(std::string_view set) {
   SetState state;
   if (options_.keep_digests) {
     state.name_hash = digest::SetNameHash(set);
@@ -301,8 +305,8 @@ absl::StatusOr<SetState> Replica::ReadStateFromStore(std::string_view set) {
   return state;
 }
 
-absl::StatusOr<SetState*> Replica::LoadState(Stripe& stripe,
-                                             std::string_view set) {
+absl::StatusOr<SetState*> ReplicaImpl::LoadState(Stripe& stripe,
+                                                 std::string_view set) {
   if (SetState* cached = stripe.cache->Lookup(set)) {
     counters_.clock_cache_hits.fetch_add(1, std::memory_order_relaxed);
     return cached;
@@ -313,18 +317,18 @@ absl::StatusOr<SetState*> Replica::LoadState(Stripe& stripe,
   return stripe.cache->Insert(set, std::move(*state));
 }
 
-absl::StatusOr<SetState*> Replica::OpenState(Stripe& stripe,
-                                             std::string_view set) {
+absl::StatusOr<SetState*> ReplicaImpl::OpenState(Stripe& stripe,
+                                                 std::string_view set) {
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   return LoadState(stripe, set);
 }
 
-absl::Status Replica::ApplyContext(std::string_view set,
-                                   std::string_view element,
-                                   std::span<const Dot> context,
-                                   SetState* state, WriteBatch* batch,
-                                   StateChanges* changes,
-                                   std::vector<Dot>* live) {
+absl::Status ReplicaImpl::ApplyContext(std::string_view set,
+                                       std::string_view element,
+                                       std::span<const Dot> context,
+                                       SetState* state, WriteBatch* batch,
+                                       StateChanges* changes,
+                                       std::vector<Dot>* live) {
   for (Dot dot : context) {
     if (!dot.valid()) continue;
     if (state->clock.Seen(dot)) {
@@ -374,7 +378,7 @@ absl::Status Replica::ApplyContext(std::string_view set,
   return absl::OkStatus();
 }
 
-void Replica::AddNewDot(Dot dot, SetState* state, StateChanges* changes) {
+void ReplicaImpl::AddNewDot(Dot dot, SetState* state, StateChanges* changes) {
   state->clock.AddDot(dot);
   if (options_.keep_digests) {
     state->clock_digest =
@@ -383,9 +387,9 @@ void Replica::AddNewDot(Dot dot, SetState* state, StateChanges* changes) {
   changes->clock.Touch(dot.actor, dot.counter);
 }
 
-void Replica::PutNewKey(Stripe& stripe, std::string_view set,
-                        std::string_view element, Dot dot, SetState* state,
-                        WriteBatch* batch, StateChanges* changes) {
+void ReplicaImpl::PutNewKey(Stripe& stripe, std::string_view set,
+                            std::string_view element, Dot dot, SetState* state,
+                            WriteBatch* batch, StateChanges* changes) {
   const std::string& key = PutElementKey(&stripe.key_scratch, options_.keyspace,
                                          set, element, dot, batch);
   if (options_.keep_digests) {
@@ -398,8 +402,8 @@ void Replica::PutNewKey(Stripe& stripe, std::string_view set,
   }
 }
 
-void Replica::ApplyClear(const Clock& clock, SetState* state,
-                         StateChanges* changes) {
+void ReplicaImpl::ApplyClear(const Clock& clock, SetState* state,
+                             StateChanges* changes) {
   // Only dots already seen can have keys on disk; the others just enter the
   // set-clock so that their keys are never written.
   const Clock hidden = Clock::Intersection(clock, state->clock);
@@ -423,9 +427,9 @@ void Replica::ApplyClear(const Clock& clock, SetState* state,
   changes->tombstone_grew = true;
 }
 
-absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
-                             SetState* state, WriteBatch* batch,
-                             const StateChanges& changes) {
+absl::Status ReplicaImpl::Commit(Stripe& stripe, std::string_view set,
+                                 SetState* state, WriteBatch* batch,
+                                 const StateChanges& changes) {
   // The header's trailer: what is not kept (or not known) is left out, so
   // that a stale value never stays behind.
   clock_storage::HeaderTrailer trailer;
@@ -474,7 +478,7 @@ absl::Status Replica::Commit(Stripe& stripe, std::string_view set,
   return absl::OkStatus();
 }
 
-void Replica::AccountDigest(SetState* state) {
+void ReplicaImpl::AccountDigest(SetState* state) {
   if (!options_.keep_digests) return;
   const uint64_t now =
       digest::SetDigestOfHash(state->name_hash, state->keys_digest,
@@ -485,10 +489,9 @@ void Replica::AccountDigest(SetState* state) {
   state->set_digest = now;
 }
 
-absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(Iterator* it,
-                                                      std::string_view set,
-                                                      std::string_view element,
-                                                      const Clock& tombstone) {
+absl::StatusOr<std::vector<Dot>> ReplicaImpl::CurrentDots(
+    Iterator* it, std::string_view set, std::string_view element,
+    const Clock& tombstone) {
   std::vector<Dot> dots;
   const KeyRange range = ElementRange(options_.keyspace, set, element);
   ParsedKey key;
@@ -503,8 +506,8 @@ absl::StatusOr<std::vector<Dot>> Replica::CurrentDots(Iterator* it,
   return dots;
 }
 
-absl::Status Replica::CheckOwnDots(std::string_view set, const Clock& clock,
-                                   std::span<const Dot> dots) const {
+absl::Status ReplicaImpl::CheckOwnDots(std::string_view set, const Clock& clock,
+                                       std::span<const Dot> dots) const {
   const uint64_t max = clock.MaxCounter(actor_);
   for (Dot dot : dots) {
     if (dot.actor == actor_ && dot.counter > max) {
@@ -518,8 +521,8 @@ absl::Status Replica::CheckOwnDots(std::string_view set, const Clock& clock,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Delta> Replica::Update(std::string_view set,
-                                      std::span<const UpdateOp> ops) {
+absl::StatusOr<Delta> ReplicaImpl::Update(std::string_view set,
+                                          std::span<const UpdateOp> ops) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
   BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
@@ -624,7 +627,8 @@ absl::StatusOr<Delta> Replica::Update(std::string_view set,
   return delta;
 }
 
-absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
+absl::StatusOr<Delta> ReplicaImpl::Clear(std::string_view set,
+                                         const Clock& clock) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
   BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
@@ -647,21 +651,21 @@ absl::StatusOr<Delta> Replica::Clear(std::string_view set, const Clock& clock) {
   return delta;
 }
 
-absl::StatusOr<Clock> Replica::GetClock(std::string_view set) {
+absl::StatusOr<Clock> ReplicaImpl::GetClock(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
   BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
   return state->clock;
 }
 
-absl::StatusOr<Clock> Replica::GetTombstone(std::string_view set) {
+absl::StatusOr<Clock> ReplicaImpl::GetTombstone(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
   BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
   return state->tombstone;
 }
 
-absl::StatusOr<SetStats> Replica::GetSetStats(std::string_view set) {
+absl::StatusOr<SetStats> ReplicaImpl::GetSetStats(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
   BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
@@ -674,7 +678,7 @@ absl::StatusOr<SetStats> Replica::GetSetStats(std::string_view set) {
   return stats;
 }
 
-ReplicaStats Replica::stats() const {
+ReplicaStats ReplicaImpl::stats() const {
   ReplicaStats s;
   s.updates_coordinated = counters_.updates_coordinated.load();
   s.deltas_applied = counters_.deltas_applied.load();

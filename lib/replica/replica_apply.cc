@@ -6,6 +6,7 @@
 #include "core/status_macros.h"
 #include "replica/clock_cache.h"
 #include "replica/presence_filter.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 #include "replica/stripe_batch.h"
@@ -14,15 +15,15 @@ namespace bigset {
 
 using replica_internal::Printable;
 
-absl::Status Replica::Apply(const Delta& delta) {
+absl::Status ReplicaImpl::Apply(const Delta& delta) {
   return ApplyImpl(delta, /*defer_sync=*/false);
 }
 
-absl::Status Replica::ApplyUnsynced(const Delta& delta) {
+absl::Status ReplicaImpl::ApplyUnsynced(const Delta& delta) {
   return ApplyImpl(delta, /*defer_sync=*/true);
 }
 
-absl::Status Replica::Sync() {
+absl::Status ReplicaImpl::Sync() {
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   if (!options_.sync_writes) return absl::OkStatus();
   WriteOptions sync;
@@ -30,7 +31,7 @@ absl::Status Replica::Sync() {
   return store_->Write(sync, WriteBatch());
 }
 
-absl::Status Replica::ApplyImpl(const Delta& delta, bool defer_sync) {
+absl::Status ReplicaImpl::ApplyImpl(const Delta& delta, bool defer_sync) {
   const std::string_view set = delta.set;
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);

@@ -21,6 +21,7 @@
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
 #include "replica/presence_filter.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 
@@ -42,8 +43,9 @@ constexpr size_t kPresencePrefetch = 8;
 
 }  // namespace
 
-absl::Status Replica::PrepareLiveness(Stripe& stripe, std::string_view set,
-                                      SetState* state, StateChanges* changes) {
+absl::Status ReplicaImpl::PrepareLiveness(Stripe& stripe, std::string_view set,
+                                          SetState* state,
+                                          StateChanges* changes) {
   changes->filter = nullptr;
   if (!options_.keep_counts) return absl::OkStatus();
   auto it = stripe.filters.find(ToAbsl(set));
@@ -75,8 +77,8 @@ absl::Status Replica::PrepareLiveness(Stripe& stripe, std::string_view set,
   return absl::OkStatus();
 }
 
-void Replica::HashForPresence(std::span<const std::string_view> elements,
-                              StateChanges* changes) {
+void ReplicaImpl::HashForPresence(std::span<const std::string_view> elements,
+                                  StateChanges* changes) {
   changes->op_hashes.clear();
   if (changes->one_element || changes->filter == nullptr) return;
   changes->op_hashes.reserve(elements.size());
@@ -88,7 +90,7 @@ void Replica::HashForPresence(std::span<const std::string_view> elements,
   }
 }
 
-void Replica::PrefetchPresence(size_t op, StateChanges* changes) {
+void ReplicaImpl::PrefetchPresence(size_t op, StateChanges* changes) {
   if (changes->op_hashes.empty() || changes->filter == nullptr) return;
   if (op + kPresencePrefetch < changes->op_hashes.size()) {
     changes->filter->Prefetch(changes->op_hashes[op + kPresencePrefetch]);
@@ -97,15 +99,15 @@ void Replica::PrefetchPresence(size_t op, StateChanges* changes) {
   changes->element_hash_known = true;
 }
 
-void Replica::StartPresenceProbe(std::string_view element,
-                                 StateChanges* changes) {
+void ReplicaImpl::StartPresenceProbe(std::string_view element,
+                                     StateChanges* changes) {
   if (!changes->one_element || changes->filter == nullptr) return;
   changes->element_hash = PresenceFilter::Hash(element);
   changes->element_hash_known = true;
   changes->filter->Prefetch(changes->element_hash);
 }
 
-absl::StatusOr<std::vector<Dot>*> Replica::LiveDotsOfOp(
+absl::StatusOr<std::vector<Dot>*> ReplicaImpl::LiveDotsOfOp(
     Stripe& stripe, std::string_view set, size_t op, std::string_view element,
     SetState* state, StateChanges* changes) {
   PrefetchPresence(op, changes);
@@ -115,10 +117,9 @@ absl::StatusOr<std::vector<Dot>*> Replica::LiveDotsOfOp(
   return dots;
 }
 
-absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
-                                                    std::string_view element,
-                                                    SetState* state,
-                                                    StateChanges* changes) {
+absl::StatusOr<std::vector<Dot>*> ReplicaImpl::LiveDots(
+    std::string_view set, std::string_view element, SetState* state,
+    StateChanges* changes) {
   // A write of one element needs no map (the common insert).
   std::vector<Dot>* dots_out = nullptr;
   if (changes->one_element) {
@@ -157,8 +158,8 @@ absl::StatusOr<std::vector<Dot>*> Replica::LiveDots(std::string_view set,
   return dots_out;
 }
 
-void Replica::NotePresent(Stripe& stripe, std::string_view set, uint64_t hash,
-                          StateChanges* changes) {
+void ReplicaImpl::NotePresent(Stripe& stripe, std::string_view set,
+                              uint64_t hash, StateChanges* changes) {
   PresenceFilter* filter = changes->filter;
   if (filter == nullptr) return;
   const size_t growth = filter->GrowthBytes();
@@ -175,7 +176,7 @@ void Replica::NotePresent(Stripe& stripe, std::string_view set, uint64_t hash,
   filter->Add(hash);
 }
 
-void Replica::Recount(bool was, bool now, SetState* state) {
+void ReplicaImpl::Recount(bool was, bool now, SetState* state) {
   if (!state->count_known || was == now) return;
   if (now) {
     ++state->count;
@@ -184,8 +185,8 @@ void Replica::Recount(bool was, bool now, SetState* state) {
   }
 }
 
-void Replica::TombstoneGrew(bool all_covered, SetState* state,
-                            StateChanges* changes) {
+void ReplicaImpl::TombstoneGrew(bool all_covered, SetState* state,
+                                StateChanges* changes) {
   if (!options_.keep_counts) return;
   if (all_covered) {
     state->count = 0;
@@ -201,8 +202,8 @@ void Replica::TombstoneGrew(bool all_covered, SetState* state,
   changes->live.clear();
 }
 
-absl::Status Replica::CountScan(Stripe& stripe, std::string_view set,
-                                SetState* state) {
+absl::Status ReplicaImpl::CountScan(Stripe& stripe, std::string_view set,
+                                    SetState* state) {
   counters_.count_scans.fetch_add(1, std::memory_order_relaxed);
   // A new filter: only live elements need to be in it.
   std::unique_ptr<PresenceFilter> filter;
@@ -246,8 +247,8 @@ absl::Status Replica::CountScan(Stripe& stripe, std::string_view set,
   return absl::OkStatus();
 }
 
-bool Replica::ReserveFilterBytes(Stripe& stripe, std::string_view set,
-                                 size_t bytes) {
+bool ReplicaImpl::ReserveFilterBytes(Stripe& stripe, std::string_view set,
+                                     size_t bytes) {
   if (filter_budget_->TryReserve(bytes)) {
     filter_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     return true;
@@ -271,13 +272,13 @@ bool Replica::ReserveFilterBytes(Stripe& stripe, std::string_view set,
   return false;
 }
 
-void Replica::ReleaseFilterBytes(size_t bytes) {
+void ReplicaImpl::ReleaseFilterBytes(size_t bytes) {
   filter_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   filter_budget_->Release(bytes);
 }
 
-void Replica::DropFilter(Stripe& stripe, std::string_view set,
-                         StateChanges* changes) {
+void ReplicaImpl::DropFilter(Stripe& stripe, std::string_view set,
+                             StateChanges* changes) {
   auto it = stripe.filters.find(ToAbsl(set));
   if (it != stripe.filters.end()) {
     ReleaseFilterBytes(it->second->MemoryBytes());
@@ -286,14 +287,14 @@ void Replica::DropFilter(Stripe& stripe, std::string_view set,
   changes->filter = nullptr;
 }
 
-absl::StatusOr<uint64_t> Replica::Count(std::string_view set) {
+absl::StatusOr<uint64_t> ReplicaImpl::Count(std::string_view set) {
   if (!options_.keep_counts) return ScanCount(set);  // replica_read.cc
   absl::StatusOr<SetCount> summary = CountSummary(set);
   if (!summary.ok()) return summary.status();
   return summary->count;
 }
 
-absl::StatusOr<SetCount> Replica::CountSummary(std::string_view set) {
+absl::StatusOr<SetCount> ReplicaImpl::CountSummary(std::string_view set) {
   SetCount out;
   bool scan = !options_.keep_counts;
   {

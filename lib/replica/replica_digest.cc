@@ -12,12 +12,13 @@
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
 #include "replica/clock_cache.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 
 namespace bigset {
 
-absl::StatusOr<uint64_t> Replica::ScanKeysDigest(std::string_view set) {
+absl::StatusOr<uint64_t> ReplicaImpl::ScanKeysDigest(std::string_view set) {
   uint64_t sum = 0;
   BIGSET_RETURN_IF_ERROR(replica_internal::ScanElementKeys(
       store_, options_.keyspace, set,
@@ -51,7 +52,7 @@ absl::Status ScanElementKeys(
 
 }  // namespace replica_internal
 
-absl::Status Replica::BuildDigests() {
+absl::Status ReplicaImpl::BuildDigests() {
   std::optional<std::string> after;
   for (;;) {
     absl::StatusOr<std::vector<std::string>> sets = ListSets(after, 1000);
@@ -69,7 +70,7 @@ absl::Status Replica::BuildDigests() {
   }
 }
 
-std::vector<uint64_t> Replica::BucketDigests() const {
+std::vector<uint64_t> ReplicaImpl::BucketDigests() const {
   std::vector<uint64_t> out(digest_buckets_);
   for (uint32_t i = 0; i < digest_buckets_; ++i) {
     out[i] = buckets_[i].load(std::memory_order_relaxed);
@@ -77,7 +78,7 @@ std::vector<uint64_t> Replica::BucketDigests() const {
   return out;
 }
 
-uint64_t Replica::PartitionDigest() const {
+uint64_t ReplicaImpl::PartitionDigest() const {
   uint64_t h = digest_buckets_;
   for (uint32_t i = 0; i < digest_buckets_; ++i) {
     h = digest::Hash64(
@@ -102,14 +103,14 @@ SetSummary SummaryOf(std::string_view set, const SetState& state,
 
 }  // namespace
 
-absl::StatusOr<SetSummary> Replica::Summarize(std::string_view set) {
+absl::StatusOr<SetSummary> ReplicaImpl::Summarize(std::string_view set) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
   BIGSET_ASSIGN_OR_RETURN(const SetState* state, LoadState(stripe, set));
   return SummaryOf(set, *state, /*with_clock=*/true);
 }
 
-absl::Status Replica::ForEachSetSummary(
+absl::Status ReplicaImpl::ForEachSetSummary(
     std::span<const uint32_t> buckets,
     const std::function<bool(SetSummary&)>& fn) {
   std::vector<uint32_t> wanted(buckets.begin(), buckets.end());

@@ -30,12 +30,13 @@
 #include "core/clock_storage.h"
 #include "core/string_view_compat.h"
 #include "replica/clock_cache.h"
+#include "replica/replica_impl.h"
 #include "replica/stored_clock.h"
 
 namespace bigset {
 
 // What a change of one set did to its clock and its tombstone.
-struct Replica::StateChanges {
+struct ReplicaImpl::StateChanges {
   ClockChanges clock;
   ClockChanges tombstone;
   // Dots were added to the tombstone: the set goes in the sweep queue.
@@ -168,7 +169,7 @@ inline absl::Status SetCorruption(std::string_view set, std::string_view what,
 
 // Serialises sweeps, remembers where the round-robin over shards is, and
 // runs the background sweeper.
-class Replica::Sweeper {
+class ReplicaImpl::Sweeper {
  public:
   absl::Mutex sweep_mu;  // Held by a sweep.
   uint32_t next_shard ABSL_GUARDED_BY(sweep_mu) = 0;

@@ -13,6 +13,7 @@
 #include "keys/keys_internal.h"
 #include "replica/continuation.h"
 #include "replica/presence_filter.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 
@@ -40,7 +41,7 @@ std::optional<std::string> PrefixEnd(std::string_view prefix) {
 SetReader::~SetReader() = default;
 
 // Streams one set's elements from a snapshot (see set_reader.h).
-class Replica::Reader final : public SetReader {
+class ReplicaImpl::Reader final : public SetReader {
  public:
   Reader(View view, std::unique_ptr<Iterator> it, size_t prefix_len,
          const std::string& seek, const SetReadOptions& options)
@@ -118,7 +119,7 @@ class Replica::Reader final : public SetReader {
   std::string scratch_;
 };
 
-absl::StatusOr<Replica::View> Replica::OpenView(
+absl::StatusOr<ReplicaImpl::View> ReplicaImpl::OpenView(
     std::string_view set, bool with_clock, std::span<const std::string> probe) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
@@ -153,15 +154,15 @@ absl::StatusOr<Replica::View> Replica::OpenView(
   return view;
 }
 
-std::string Replica::SeekKey(std::string_view set,
-                             const ElementBounds& bounds) const {
+std::string ReplicaImpl::SeekKey(std::string_view set,
+                                 const ElementBounds& bounds) const {
   if (!bounds.start.has_value()) return {};
   return bounds.start_inclusive
              ? ElementSeekKey(options_.keyspace, set, *bounds.start)
              : ElementRange(options_.keyspace, set, *bounds.start).limit;
 }
 
-absl::StatusOr<std::unique_ptr<SetReader>> Replica::Read(
+absl::StatusOr<std::unique_ptr<SetReader>> ReplicaImpl::Read(
     std::string_view set, const SetReadOptions& options) {
   if (options.batch_size == 0 || options.max_chunk_bytes == 0) {
     return absl::InvalidArgumentError(
@@ -178,8 +179,8 @@ absl::StatusOr<std::unique_ptr<SetReader>> Replica::Read(
       SeekKey(set, options.bounds), options));
 }
 
-absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
-                                                   std::string_view element) {
+absl::StatusOr<std::vector<Dot>> ReplicaImpl::Contains(
+    std::string_view set, std::string_view element) {
   // One element: no snapshot object. The iterator, created under the stripe
   // lock, sees the store as of then (Store::NewIterator), which is what the
   // tombstone copied under the same lock describes.
@@ -210,7 +211,7 @@ absl::StatusOr<std::vector<Dot>> Replica::Contains(std::string_view set,
   return dots;
 }
 
-absl::StatusOr<Membership> Replica::ContainsAll(
+absl::StatusOr<Membership> ReplicaImpl::ContainsAll(
     std::string_view set, std::span<const std::string> elements, Clock* clock) {
   // Elements the presence filter knows are absent need no seek (a query
   // of members the set lacks, the read before an add).
@@ -257,8 +258,8 @@ absl::StatusOr<Membership> Replica::ContainsAll(
   return result;
 }
 
-absl::StatusOr<RangeResult> Replica::Range(std::string_view set,
-                                           const RangeQuery& query) {
+absl::StatusOr<RangeResult> ReplicaImpl::Range(std::string_view set,
+                                               const RangeQuery& query) {
   // Where to start: after the continuation's element, or at the bound.
   ElementBounds bounds = query;
   if (!query.continuation.empty()) {
@@ -302,10 +303,10 @@ absl::StatusOr<RangeResult> Replica::Range(std::string_view set,
   return result;
 }
 
-absl::StatusOr<RangeResult> Replica::Prefix(std::string_view set,
-                                            std::string_view prefix,
-                                            size_t limit,
-                                            std::string_view continuation) {
+absl::StatusOr<RangeResult> ReplicaImpl::Prefix(std::string_view set,
+                                                std::string_view prefix,
+                                                size_t limit,
+                                                std::string_view continuation) {
   RangeQuery q;
   q.start = std::string(prefix);
   q.start_inclusive = true;
@@ -316,7 +317,7 @@ absl::StatusOr<RangeResult> Replica::Prefix(std::string_view set,
   return Range(set, q);
 }
 
-absl::StatusOr<uint64_t> Replica::ScanCount(std::string_view set) {
+absl::StatusOr<uint64_t> ReplicaImpl::ScanCount(std::string_view set) {
   absl::StatusOr<View> view = OpenView(set, /*with_clock=*/false);
   if (!view.ok()) return view.status();
   ReadOptions ro;
@@ -339,7 +340,7 @@ absl::StatusOr<uint64_t> Replica::ScanCount(std::string_view set) {
   return count;
 }
 
-absl::StatusOr<std::vector<std::string>> Replica::ListSets(
+absl::StatusOr<std::vector<std::string>> ReplicaImpl::ListSets(
     std::optional<std::string> after, size_t limit) {
   auto it = store_->NewIterator(ReadOptions(), AllSetsRange(options_.keyspace));
   if (after.has_value()) {

@@ -31,6 +31,7 @@
 #include "core/digest.h"
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 #include "replica/stored_clock.h"
@@ -139,9 +140,9 @@ absl::Status ReadSweepPosition(Store* store, std::string_view set,
 
 }  // namespace
 
-absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
-                                       uint64_t batch_keys,
-                                       SweepProgress* progress) {
+absl::StatusOr<bool> ReplicaImpl::SweepSet(std::string_view set,
+                                           uint64_t budget, uint64_t batch_keys,
+                                           SweepProgress* progress) {
   const KeyspaceId ks = options_.keyspace;
   const std::string snapshot_key = SnapshotKey(ks, set);
   const std::string cursor_key = CursorKey(ks, set);
@@ -239,9 +240,9 @@ absl::StatusOr<bool> Replica::SweepSet(std::string_view set, uint64_t budget,
   return true;
 }
 
-absl::StatusOr<bool> Replica::BeginSweep(std::string_view set, bool resuming,
-                                         Clock* snapshot,
-                                         SweepProgress* progress) {
+absl::StatusOr<bool> ReplicaImpl::BeginSweep(std::string_view set,
+                                             bool resuming, Clock* snapshot,
+                                             SweepProgress* progress) {
   const KeyspaceId ks = options_.keyspace;
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
@@ -273,7 +274,8 @@ absl::StatusOr<bool> Replica::BeginSweep(std::string_view set, bool resuming,
   return false;
 }
 
-absl::Status Replica::FinishSweep(std::string_view set, const Clock& snapshot) {
+absl::Status ReplicaImpl::FinishSweep(std::string_view set,
+                                      const Clock& snapshot) {
   // Dots added since the snapshot stay, with the queue entry that came with
   // them.
   const KeyspaceId ks = options_.keyspace;
@@ -292,7 +294,7 @@ absl::Status Replica::FinishSweep(std::string_view set, const Clock& snapshot) {
   return Commit(stripe, set, state, &batch, changes);
 }
 
-absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
+absl::StatusOr<SweepProgress> ReplicaImpl::SweepSome(uint64_t budget) {
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   SweepProgress progress;
   absl::MutexLock sweep_lock(&sweeper_->sweep_mu);
@@ -384,7 +386,7 @@ absl::StatusOr<SweepProgress> Replica::SweepSome(uint64_t budget) {
   return progress;
 }
 
-absl::Status Replica::StartSweeper(const SweepOptions& options) {
+absl::Status ReplicaImpl::StartSweeper(const SweepOptions& options) {
   BIGSET_RETURN_IF_ERROR(CheckOpen());
   if (options.keys_per_second == 0 || options.batch_keys == 0 ||
       options.tick_micros == 0) {
@@ -428,7 +430,7 @@ absl::Status Replica::StartSweeper(const SweepOptions& options) {
   return absl::OkStatus();
 }
 
-void Replica::StopSweeper() {
+void ReplicaImpl::StopSweeper() {
   std::thread thread;
   Sweeper* sw = sweeper_.get();
   {
@@ -441,7 +443,7 @@ void Replica::StopSweeper() {
   if (thread.joinable()) thread.join();
 }
 
-uint64_t Replica::SweepQueueLength() const {
+uint64_t ReplicaImpl::SweepQueueLength() const {
   const std::string prefix = MetadataKey(options_.keyspace, kSweepQueue);
   std::string limit = prefix;
   limit.push_back(static_cast<char>(kSweepShards));

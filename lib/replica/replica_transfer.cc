@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "keys/keys_internal.h"
 #include "replica/presence_filter.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 #include "replica/set_state.h"
 
@@ -70,9 +71,9 @@ std::vector<uint64_t> ElementHashes(std::span<const ElementDots> chunk) {
 
 }  // namespace
 
-absl::Status Replica::ApplyTransferChunk(std::string_view set,
-                                         std::span<const ElementDots> chunk,
-                                         Clock* tracker) {
+absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
+                                             std::span<const ElementDots> chunk,
+                                             Clock* tracker) {
   if (tracker == nullptr) return absl::InvalidArgumentError("tracker is null");
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
@@ -186,8 +187,9 @@ absl::Status Replica::ApplyTransferChunk(std::string_view set,
   return absl::OkStatus();
 }
 
-absl::Status Replica::CheckChunkDots(std::string_view set, const Clock& clock,
-                                     std::span<const ElementDots> chunk) const {
+absl::Status ReplicaImpl::CheckChunkDots(
+    std::string_view set, const Clock& clock,
+    std::span<const ElementDots> chunk) const {
   for (const ElementDots& e : chunk) {
     BIGSET_RETURN_IF_ERROR(CheckOwnDots(set, clock, e.dots));
     for (Dot dot : e.dots) {
@@ -199,10 +201,10 @@ absl::Status Replica::CheckChunkDots(std::string_view set, const Clock& clock,
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> Replica::SpanHasNoKeys(std::string_view set,
-                                            std::string_view first,
-                                            std::string_view last,
-                                            StateChanges* changes) {
+absl::StatusOr<bool> ReplicaImpl::SpanHasNoKeys(std::string_view set,
+                                                std::string_view first,
+                                                std::string_view last,
+                                                StateChanges* changes) {
   if (changes->elements_it == nullptr) {
     changes->elements_it = store_->NewIterator(
         ReadOptions(), ElementsRange(options_.keyspace, set));
@@ -215,9 +217,9 @@ absl::StatusOr<bool> Replica::SpanHasNoKeys(std::string_view set,
          it->key() >= ElementRange(options_.keyspace, set, last).limit;
 }
 
-absl::Status Replica::FinishTransfer(std::string_view set,
-                                     const Clock& sender_clock,
-                                     const Clock& tracker) {
+absl::Status ReplicaImpl::FinishTransfer(std::string_view set,
+                                         const Clock& sender_clock,
+                                         const Clock& tracker) {
   Stripe& stripe = StripeFor(set);
   MutexLock lock(&stripe.mu);
   BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));

@@ -13,6 +13,7 @@
 #include "core/clock_storage.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
+#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 
 namespace bigset {
@@ -243,7 +244,7 @@ class SetCheck {
 
 }  // namespace
 
-absl::StatusOr<VerifyReport> Replica::Verify(const KeysProgress& progress) {
+absl::StatusOr<VerifyReport> ReplicaImpl::Verify(const KeysProgress& progress) {
   VerifyReport report;
   auto problem = [&report](std::string text) {
     ++report.problem_count;

@@ -25,6 +25,9 @@
 // "Durability and actor epochs"). So call Close for a clean shutdown;
 // destroying a replica without it is treated like a crash.
 //
+// The class is an interface (its implementation is internal to the
+// library): Open makes one.
+//
 // Thread-safety: all methods are safe to call concurrently. Changes to one
 // set serialise on a striped lock; different sets proceed in parallel.
 // Reads and queries see a consistent snapshot.
@@ -32,7 +35,6 @@
 #ifndef BIGSET_REPLICA_REPLICA_H_
 #define BIGSET_REPLICA_REPLICA_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,8 +44,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bigset/core/clock.h"
@@ -51,7 +51,6 @@
 #include "bigset/core/dot.h"
 #include "bigset/core/element_dots.h"
 #include "bigset/core/memory_budget.h"
-#include "bigset/core/mutex.h"
 #include "bigset/core/set_summary.h"
 #include "bigset/core/update_op.h"
 #include "bigset/export.h"
@@ -124,10 +123,6 @@ struct SetCount {
   uint64_t tombstone_digest = 0;
 };
 
-class SetState;
-class ClockCache;
-class PresenceFilter;
-
 struct SweepOptions {
   // Keys read per atomic batch of deletes (and persisted progress).
   uint64_t batch_keys = 1000;
@@ -182,7 +177,7 @@ class BIGSET_EXPORT Replica {
       const KeysProgress& progress = nullptr);
 
   // Destroying a replica without Close is a crash, for the next Open.
-  ~Replica();
+  virtual ~Replica();
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
 
@@ -190,14 +185,14 @@ class BIGSET_EXPORT Replica {
   // earlier write durable), so the next Open keeps this actor id. Waits for
   // the writes in progress; later writes fail with FailedPrecondition.
   // Reads keep working. Idempotent.
-  absl::Status Close() ABSL_NO_THREAD_SAFETY_ANALYSIS;  // Takes every stripe.
+  virtual absl::Status Close() = 0;
 
   // The actor id of this epoch of the replica.
-  ActorId actor() const { return actor_; }
+  virtual ActorId actor() const = 0;
   // True if Open started a new actor epoch (a new keyspace, or one that was
   // not closed cleanly).
-  bool started_new_epoch() const { return new_epoch_; }
-  KeyspaceId keyspace() const { return options_.keyspace; }
+  virtual bool started_new_epoch() const = 0;
+  virtual KeyspaceId keyspace() const = 0;
 
   // Coordinates `ops` on `set` (docs/DESIGN.md, "Coordinate an update"),
   // in order: for each context dot, deletes its key if the set-clock has
@@ -206,24 +201,24 @@ class BIGSET_EXPORT Replica {
   // One atomic batch. Returns the delta to send to the other replicas.
   // InvalidArgument, changing nothing, if a context holds a dot of this
   // replica's actor that it never generated.
-  absl::StatusOr<Delta> Update(std::string_view set,
-                               std::span<const UpdateOp> ops);
+  virtual absl::StatusOr<Delta> Update(std::string_view set,
+                                       std::span<const UpdateOp> ops) = 0;
 
   // Applies a delta from another replica (docs/DESIGN.md, "Apply a delta"):
   // idempotent, in any order, duplicates harmless. One atomic batch.
   // InvalidArgument, applying nothing (counted in deltas_rejected), if it
   // claims an event of this replica's actor that it never generated.
-  absl::Status Apply(const Delta& delta);
+  virtual absl::Status Apply(const Delta& delta) = 0;
   // Apply, with the write not synced even under sync_writes: the caller
   // makes it durable with Sync() before anyone may learn that it was
   // applied (a node that acknowledges many deltas syncs once for all of
   // them: group commit). Deltas carry no event of this replica's actor, so
   // losing an unsynced one to a crash never lets a counter be reused.
-  absl::Status ApplyUnsynced(const Delta& delta);
+  virtual absl::Status ApplyUnsynced(const Delta& delta) = 0;
   // Makes every earlier write of the store durable: one synced write (the
   // store's log is one file). OK at once without sync_writes.
-  absl::Status Sync();
-  bool sync_writes() const { return options_.sync_writes; }
+  virtual absl::Status Sync() = 0;
+  virtual bool sync_writes() const = 0;
 
   // Removes every dot `clock` has seen from `set` by merging it into the
   // set-tombstone (and the set-clock); reads honour it at once, and the
@@ -232,7 +227,8 @@ class BIGSET_EXPORT Replica {
   // clear. An empty clock clears nothing and writes nothing. InvalidArgument
   // if `clock` claims events of this replica's actor that it never
   // generated.
-  absl::StatusOr<Delta> Clear(std::string_view set, const Clock& clock);
+  virtual absl::StatusOr<Delta> Clear(std::string_view set,
+                                      const Clock& clock) = 0;
 
   // ---- Sweeping (docs/DESIGN.md, "Clear and sweep").
   //
@@ -247,17 +243,15 @@ class BIGSET_EXPORT Replica {
   // Sweeps until it has read about `budget` keys or the queue is empty.
   // On an error (e.g. a set's undecodable sweep state) the next call starts
   // at the next shard, so one bad set does not stop the others.
-  absl::StatusOr<SweepProgress> SweepSome(uint64_t budget);
+  virtual absl::StatusOr<SweepProgress> SweepSome(uint64_t budget) = 0;
   // False only when the sweep queue is known to be empty (a SweepSome found
   // it so and no tombstone grew since): a cheap test for schedulers.
-  bool sweep_pending() const {
-    return sweep_pending_.load(std::memory_order_acquire);
-  }
+  virtual bool sweep_pending() const = 0;
   // Runs SweepSome on a background thread at about
   // `options.keys_per_second`, until StopSweeper, Close or destruction.
   // FailedPrecondition if one is running.
-  absl::Status StartSweeper(const SweepOptions& options = {});
-  void StopSweeper();
+  virtual absl::Status StartSweeper(const SweepOptions& options = {}) = 0;
+  virtual void StopSweeper() = 0;
 
   // ---- Transfer of a set (hand-off; docs/DESIGN.md, "Membership changes
   // and hand-off"). The sender streams the set with Read: one snapshot's
@@ -274,68 +268,70 @@ class BIGSET_EXPORT Replica {
   // enters the set-clock) and adds every sent dot to *tracker. One atomic
   // batch. InvalidArgument, changing nothing, if a dot claims an event of
   // this replica's actor that it never generated.
-  absl::Status ApplyTransferChunk(std::string_view set,
-                                  std::span<const ElementDots> chunk,
-                                  Clock* tracker);
+  virtual absl::Status ApplyTransferChunk(std::string_view set,
+                                          std::span<const ElementDots> chunk,
+                                          Clock* tracker) = 0;
   // Ends a transfer: the events the sender saw but did not send
   // (`sender_clock` minus `tracker`: removed there) that this replica has
   // seen go into the set-tombstone (with the set's sweep-queue entry), and
   // `sender_clock` into the set-clock. One atomic batch. InvalidArgument if
   // `sender_clock` claims events of this replica's actor it never
   // generated.
-  absl::Status FinishTransfer(std::string_view set, const Clock& sender_clock,
-                              const Clock& tracker);
+  virtual absl::Status FinishTransfer(std::string_view set,
+                                      const Clock& sender_clock,
+                                      const Clock& tracker) = 0;
 
   // Streams `set` from one snapshot (see set_reader.h).
-  absl::StatusOr<std::unique_ptr<SetReader>> Read(
-      std::string_view set, const SetReadOptions& options = {});
+  virtual absl::StatusOr<std::unique_ptr<SetReader>> Read(
+      std::string_view set, const SetReadOptions& options = {}) = 0;
 
   // The dots of `element` (empty if absent): one seek.
-  absl::StatusOr<std::vector<Dot>> Contains(std::string_view set,
-                                            std::string_view element);
+  virtual absl::StatusOr<std::vector<Dot>> Contains(
+      std::string_view set, std::string_view element) = 0;
   // Membership of many elements (a subset query), from one snapshot. If
   // `clock` is not null it receives the set-clock of that same snapshot.
-  absl::StatusOr<Membership> ContainsAll(std::string_view set,
-                                         std::span<const std::string> elements,
-                                         Clock* clock = nullptr);
+  virtual absl::StatusOr<Membership> ContainsAll(
+      std::string_view set, std::span<const std::string> elements,
+      Clock* clock = nullptr) = 0;
   // Elements in a range, paged by `limit` and continuation tokens.
-  absl::StatusOr<RangeResult> Range(std::string_view set,
-                                    const RangeQuery& query);
+  virtual absl::StatusOr<RangeResult> Range(std::string_view set,
+                                            const RangeQuery& query) = 0;
   // Elements starting with `prefix`, paged like Range.
-  absl::StatusOr<RangeResult> Prefix(std::string_view set,
-                                     std::string_view prefix, size_t limit,
-                                     std::string_view continuation = {});
+  virtual absl::StatusOr<RangeResult> Prefix(
+      std::string_view set, std::string_view prefix, size_t limit,
+      std::string_view continuation = {}) = 0;
   // Number of present elements. With ReplicaOptions::keep_counts, the
   // count kept with the set-clock: constant time, unless the count is not
   // known (a set written before counts were kept, or after a clear whose
   // context covered only part of what this replica held): then one scan,
   // under the set's stripe lock, and the count is known again from then on
   // (and stored with the next write). Without keep_counts, a scan.
-  absl::StatusOr<uint64_t> Count(std::string_view set);
+  virtual absl::StatusOr<uint64_t> Count(std::string_view set) = 0;
   // Count, with the set digest of the same moment (under the stripe lock):
   // what a cluster count compares across replicas.
-  absl::StatusOr<SetCount> CountSummary(std::string_view set);
+  virtual absl::StatusOr<SetCount> CountSummary(std::string_view set) = 0;
 
   // The set's clock as of now (a copy).
-  absl::StatusOr<Clock> GetClock(std::string_view set);
+  virtual absl::StatusOr<Clock> GetClock(std::string_view set) = 0;
   // The set's tombstone as of now (a copy): removed events whose keys may
   // not be swept yet.
-  absl::StatusOr<Clock> GetTombstone(std::string_view set);
+  virtual absl::StatusOr<Clock> GetTombstone(std::string_view set) = 0;
 
   // Names of the sets in this keyspace, ascending: those after `after` (all
   // if absent), at most `limit` of them (0: no limit). Seeks from set to
   // set; never scans a set's elements.
-  absl::StatusOr<std::vector<std::string>> ListSets(
-      std::optional<std::string> after, size_t limit);
+  virtual absl::StatusOr<std::vector<std::string>> ListSets(
+      std::optional<std::string> after, size_t limit) = 0;
 
   // Scans the whole keyspace and reports every inconsistency without
   // changing anything: element keys whose dot the set-clock has not seen,
   // element keys or tombstones of a set without a set-clock, undecodable
   // keys or values. `progress`, if set, is called every few thousand keys.
-  absl::StatusOr<VerifyReport> Verify(const KeysProgress& progress = nullptr);
+  virtual absl::StatusOr<VerifyReport> Verify(
+      const KeysProgress& progress = nullptr) = 0;
 
-  ReplicaStats stats() const;
-  absl::StatusOr<SetStats> GetSetStats(std::string_view set);
+  virtual ReplicaStats stats() const = 0;
+  virtual absl::StatusOr<SetStats> GetSetStats(std::string_view set) = 0;
 
   // ---- Digests for anti-entropy (docs/ARCHITECTURE.md, "Anti-entropy").
   //
@@ -349,236 +345,26 @@ class BIGSET_EXPORT Replica {
   // Keys covered by a tombstone count until swept: compare sets whose
   // tombstones are empty.
 
-  uint32_t digest_buckets() const { return digest_buckets_; }
+  virtual uint32_t digest_buckets() const = 0;
   // The buckets' digests now (each read atomically; a write in progress may
   // show in some and not yet in others).
-  std::vector<uint64_t> BucketDigests() const;
+  virtual std::vector<uint64_t> BucketDigests() const = 0;
   // The digest of the whole keyspace: a hash of BucketDigests().
-  uint64_t PartitionDigest() const;
+  virtual uint64_t PartitionDigest() const = 0;
   // Calls `fn` with the summary (without its clock) of each set of
   // `buckets` (others are skipped), ascending by name, until `fn` returns
   // false. Lists every set of the keyspace and reads the clocks of those in
   // `buckets` (through the clock cache), never an element key; holds one
   // summary at a time, so memory does not grow with the sets. `fn` runs
   // with no lock held (it may call Summarize).
-  absl::Status ForEachSetSummary(std::span<const uint32_t> buckets,
-                                 const std::function<bool(SetSummary&)>& fn);
+  virtual absl::Status ForEachSetSummary(
+      std::span<const uint32_t> buckets,
+      const std::function<bool(SetSummary&)>& fn) = 0;
   // The summary of one set, with its clock (empty for a set never written).
-  absl::StatusOr<SetSummary> Summarize(std::string_view set);
+  virtual absl::StatusOr<SetSummary> Summarize(std::string_view set) = 0;
 
- private:
-  // Sets hash onto stripes; every change of a set runs under its stripe's
-  // lock, which also guards the stripe's shard of the clock cache.
-  struct Stripe {
-    explicit Stripe(size_t cache_bytes);
-    ~Stripe();
-    Mutex mu;
-    std::unique_ptr<ClockCache> cache ABSL_PT_GUARDED_BY(mu);
-    // The presence filters of the stripe's sets that have one.
-    absl::flat_hash_map<std::string, std::unique_ptr<PresenceFilter>> filters
-        ABSL_GUARDED_BY(mu);
-    // Where a write builds the key of each element it adds (no allocation
-    // per add).
-    std::string key_scratch ABSL_GUARDED_BY(mu);
-    // The batch of an update or a delta (no allocation per write), lent
-    // by StripeBatch (lib/replica/stripe_batch.h).
-    WriteBatch batch_scratch ABSL_GUARDED_BY(mu);
-  };
-  class Reader;
-  struct Counters {
-    std::atomic<uint64_t> updates_coordinated{0};
-    std::atomic<uint64_t> deltas_applied{0};
-    std::atomic<uint64_t> clears{0};
-    std::atomic<uint64_t> keys_written{0};
-    std::atomic<uint64_t> keys_deleted{0};
-    std::atomic<uint64_t> clock_cache_hits{0};
-    std::atomic<uint64_t> clock_cache_misses{0};
-    std::atomic<uint64_t> deltas_rejected{0};
-    std::atomic<uint64_t> bytes_written{0};
-    std::atomic<uint64_t> sweep_entries_done{0};
-    std::atomic<uint64_t> sweep_keys_read{0};
-    std::atomic<uint64_t> sweep_keys_deleted{0};
-    std::atomic<uint64_t> sweep_bytes_reclaimed{0};
-    std::atomic<uint64_t> sweep_micros{0};
-    std::atomic<uint64_t> sweep_errors{0};
-    std::atomic<uint64_t> count_scans{0};
-    std::atomic<uint64_t> presence_seeks{0};
-    std::atomic<uint64_t> presence_seeks_saved{0};
-    std::atomic<uint64_t> presence_filters_dropped{0};
-  };
-  class Sweeper;
-
-  Replica(Store* store, const ReplicaOptions& options, ActorId actor,
-          bool new_epoch);
-  // FailedPrecondition after Close.
-  absl::Status CheckOpen() const;
-  // InvalidArgument if a dot of `dots` is of this replica's actor and above
-  // the largest counter `clock` has seen for it.
-  absl::Status CheckOwnDots(std::string_view set, const Clock& clock,
-                            std::span<const Dot> dots) const;
-
-  Stripe& StripeFor(std::string_view set);
-  // Re-accounts the set's digest in its bucket after a committed change.
-  void AccountDigest(SetState* state);
-  // Sums the set digests of every set into the buckets (at Open).
-  absl::Status BuildDigests();
-  // The keys digest of `set` from a scan of its element keys.
-  absl::StatusOr<uint64_t> ScanKeysDigest(std::string_view set);
-  // Returns the cached state of `set`, loading it on a miss.
-  absl::StatusOr<SetState*> LoadState(Stripe& stripe, std::string_view set)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // CheckOpen, then LoadState: the state of a set about to change.
-  absl::StatusOr<SetState*> OpenState(Stripe& stripe, std::string_view set)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  absl::StatusOr<SetState> ReadStateFromStore(std::string_view set);
-  // Writes `batch` and the set's clock (and tombstone if `tombstone_changed`)
-  // and updates the cache; on failure drops the cached state, which was
-  // already modified, so the next access reloads it from the store.
-  // What a change of a set did to its clock and tombstone.
-  struct StateChanges;
-  // Entries in the sweep queue (a scan of the queue's keys).
-  uint64_t SweepQueueLength() const;
-  // Sweeps one queued set, reading at most `budget` keys; true when the set
-  // is done (its entry handled).
-  // The start of a sweep of `set`: checks that a resumed sweep's snapshot
-  // is covered by the tombstone, or persists the tombstone as a new
-  // sweep's snapshot (*snapshot) with an empty cursor. True if there is
-  // nothing to sweep (the queue entry is then gone).
-  absl::StatusOr<bool> BeginSweep(std::string_view set, bool resuming,
-                                  Clock* snapshot, SweepProgress* progress);
-  // The end of a sweep of `set`: the snapshot's dots leave the tombstone,
-  // the snapshot and cursor go, and the queue entry if nothing is left.
-  absl::Status FinishSweep(std::string_view set, const Clock& snapshot);
-  absl::StatusOr<bool> SweepSet(std::string_view set, uint64_t budget,
-                                uint64_t batch_keys, SweepProgress* progress);
-  // Adds the clock and tombstone keys `changes` calls for to `batch`, writes
-  // it and updates the cache; on failure drops the cached state, which was
-  // already modified, so the next access reloads it from the store.
-  absl::Status ApplyImpl(const Delta& delta, bool defer_sync);
-  absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
-                      WriteBatch* batch, const StateChanges& changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // A dot this set-clock has not seen enters it (and its digest).
-  void AddNewDot(Dot dot, SetState* state, StateChanges* changes);
-  // Puts the element key of an unseen dot (clock, digests, batch).
-  // CheckOwnDots for every element of a transfer chunk, and no dot 0.
-  absl::Status CheckChunkDots(std::string_view set, const Clock& clock,
-                              std::span<const ElementDots> chunk) const;
-  // Whether the store holds no element key of `set` from element `first`
-  // to element `last` (both included), as of the write's iterator.
-  absl::StatusOr<bool> SpanHasNoKeys(std::string_view set,
-                                     std::string_view first,
-                                     std::string_view last,
-                                     StateChanges* changes);
-  void PutNewKey(Stripe& stripe, std::string_view set, std::string_view element,
-                 Dot dot, SetState* state, WriteBatch* batch,
-                 StateChanges* changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // Applies one op's context to the state and batch (docs/DESIGN.md: seen
-  // dots delete their key, unseen dots enter the set-clock). Looks up each
-  // key it deletes, so that the keys digest counts only real deletes.
-  // With `live` (the element's live dots, see LiveDots), existence is read
-  // from it and it is kept up to date.
-  absl::Status ApplyContext(std::string_view set, std::string_view element,
-                            std::span<const Dot> context, SetState* state,
-                            WriteBatch* batch, StateChanges* changes,
-                            std::vector<Dot>* live = nullptr);
-  void ApplyClear(const Clock& clock, SetState* state, StateChanges* changes);
-  // ---- Counts (docs/DESIGN.md, "Counts").
-  // At the start of a write: the set's presence filter in changes->filter,
-  // made (empty) for a set known to be empty, or built with a count scan
-  // once enough seeks were made without one.
-  absl::Status PrepareLiveness(Stripe& stripe, std::string_view set,
-                               SetState* state, StateChanges* changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // For a write of one element (changes->one_element) with a filter: hashes
-  // `element` and starts loading the filter's blocks it will probe.
-  void StartPresenceProbe(std::string_view element, StateChanges* changes);
-  // For a write of many elements with a filter: hashes them all and starts
-  // loading the first ones' blocks; PrefetchPresence(i) before op i's
-  // LiveDots loads those of an op further on and hands LiveDots op i's
-  // hash, so that the filter's cache misses overlap.
-  void HashForPresence(std::span<const std::string_view> elements,
-                       StateChanges* changes);
-  void PrefetchPresence(size_t op, StateChanges* changes);
-  // The live dots of `element` as this write leaves them so far: the
-  // filter's "absent", else one seek; then amended by the write itself.
-  absl::StatusOr<std::vector<Dot>*> LiveDots(std::string_view set,
-                                             std::string_view element,
-                                             SetState* state,
-                                             StateChanges* changes);
-  // Op `op`'s LiveDots in a write of many elements (PrefetchPresence
-  // first). On an error the set's cached state, which the write may have
-  // changed already, is dropped.
-  absl::StatusOr<std::vector<Dot>*> LiveDotsOfOp(
-      Stripe& stripe, std::string_view set, size_t op, std::string_view element,
-      SetState* state, StateChanges* changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // An element key is put for the element of presence hash `hash`
-  // (PresenceFilter::Hash): the filter learns it.
-  void NotePresent(Stripe& stripe, std::string_view set, uint64_t hash,
-                   StateChanges* changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // Adjusts the count after an element went from `was` to `now` present.
-  static void Recount(bool was, bool now, SetState* state);
-  // The tombstone grew: the count is 0 if it now covers every dot that can
-  // have a key (`all_covered`), else not known until a count scan.
-  void TombstoneGrew(bool all_covered, SetState* state, StateChanges* changes);
-  // Counts the set with a scan (and builds its presence filter if the
-  // budget allows). REQUIRES: no uncommitted change in `state`.
-  absl::Status CountScan(Stripe& stripe, std::string_view set, SetState* state)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // Count by a scan of a snapshot, without the stripe lock (no counts kept).
-  absl::StatusOr<uint64_t> ScanCount(std::string_view set);
-  // Makes room for `bytes` more of presence filters, dropping other filters
-  // of the stripe if needed; false if it cannot.
-  bool ReserveFilterBytes(Stripe& stripe, std::string_view set, size_t bytes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  void DropFilter(Stripe& stripe, std::string_view set, StateChanges* changes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
-  // A filter's `bytes` were freed: back to the budget.
-  void ReleaseFilterBytes(size_t bytes);
-
-  // Dots of `element` present on the replica now (tombstone filtered).
-  absl::StatusOr<std::vector<Dot>> CurrentDots(Iterator* it,
-                                               std::string_view set,
-                                               std::string_view element,
-                                               const Clock& tombstone);
-  // A snapshot and a copy of the set's tombstone and clock, consistent;
-  // and, for each element of `probe`, whether the set's presence filter
-  // (if it has one) says it is certainly absent from that snapshot.
-  struct View {
-    std::unique_ptr<const Snapshot> snapshot;
-    Clock clock;
-    Clock tombstone;
-    std::vector<bool> absent;
-  };
-  absl::StatusOr<View> OpenView(std::string_view set, bool with_clock,
-                                std::span<const std::string> probe = {});
-  // The key a scan of `set` within `bounds` seeks to; empty for the start
-  // of the set.
-  std::string SeekKey(std::string_view set, const ElementBounds& bounds) const;
-
-  Store* const store_;
-  const ReplicaOptions options_;
-  const ActorId actor_;
-  const bool new_epoch_;
-  const WriteOptions write_options_;
-  std::atomic<bool> closed_{false};
-  // Serialises sweeps; owns the background sweeper thread, if any.
-  std::unique_ptr<Sweeper> sweeper_;
-  // See sweep_pending(). Set after a queue entry is written, cleared by a
-  // sweep before it looks at the queue, so an entry is never missed.
-  std::atomic<bool> sweep_pending_{true};
-  std::vector<std::unique_ptr<Stripe>> stripes_;
-  const uint32_t digest_buckets_;
-  // Sum (mod 2^64) of the set digests of each bucket's sets.
-  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
-  // Bytes of this replica's presence filters, reserved from
-  // `filter_budget_` (its own, or one it shares).
-  std::atomic<size_t> filter_bytes_{0};
-  std::shared_ptr<MemoryBudget> filter_budget_;
-  Counters counters_;
+ protected:
+  Replica() = default;
 };
 
 }  // namespace bigset
