@@ -106,8 +106,9 @@ TEST_CASE("node runner: calls racing Close end with its error, never hang") {
 }
 
 TEST_CASE(
-    "defect: requests waiting on unreachable peers are answered by Close "
-    "(ReadAndWait hung)") {
+    "node runner: requests waiting on unreachable peers are answered by Close "
+    "(ReadAndWait hung)",
+    "[regression]") {
   // Node 1 of a three-node ring (N = 3) whose peers never answer (they have
   // no address): a read with R = 2 and a write with W = 2 wait for them.
   // Node::Close used to drop their coordinators without a word, so a thread

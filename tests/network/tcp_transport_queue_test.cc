@@ -582,8 +582,9 @@ TEST_CASE("tcp transport: a restarted peer's dial ends the sender's back-off") {
 }
 
 TEST_CASE(
-    "tcp transport regression: a woken connection that failed does not keep "
-    "the peer's next start from waking it") {
+    "tcp transport: a woken connection that failed does not keep the peer's "
+    "next start from waking it",
+    "[regression]") {
   // Seen in CI (network_restart_reconnect): the sender's early connection
   // to a peer that came up failed in its handshake (the peer was killed),
   // and the flag that bounds early connections stayed set, so the peer's

@@ -4,7 +4,7 @@
 // node, candidate cycling, N = 5 with two given-up candidates, failover off,
 // clears through failover, and what the node keeps once writes end.
 //
-// The tests named "(regression)" reproduce defects this attack found: a
+// The tests tagged [regression] reproduce defects this attack found: a
 // kReplicateGivenUp answered with a delta did not fence its request, so a
 // delayed copy applied again once the reply cache dropped it; extra deltas
 // extended the client's wait past timeout_micros; a kReplicateAckWithDelta
@@ -114,9 +114,9 @@ struct Fx : testing::FailoverFixture {
 // Defects.
 
 TEST_CASE(
-    "failover attack (regression): kReplicateGivenUp answered with a delta "
-    "fences too; "
-    "a delayed copy of the request after cache eviction applies twice") {
+    "failover attack: kReplicateGivenUp answered with a delta fences too; a "
+    "delayed copy of the request after cache eviction applies twice",
+    "[regression]") {
   NodeOptions o;
   o.service.reply_cache_bytes = 1;
   Fx f(4, 3, o);
@@ -148,9 +148,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "failover attack (regression): a late reply's extra delta never pushes "
-    "the client's answer "
-    "past timeout_micros") {
+    "failover attack: a late reply's extra delta never pushes the client's "
+    "answer past timeout_micros",
+    "[regression]") {
   Fx f;
   const NodeId a = f.pl[0];
   const NodeId cc = f.pl[2];
@@ -177,9 +177,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "failover attack (regression): a kReplicateAckWithDelta from the chosen "
-    "coordinator, "
-    "or carrying another set's delta, is replicated as an extra delta") {
+    "failover attack: a kReplicateAckWithDelta from the chosen coordinator, or "
+    "carrying another set's delta, is replicated as an extra delta",
+    "[regression]") {
   Fx f;
   const NodeId a = f.pl[0];
   const NodeId b = f.pl[1];

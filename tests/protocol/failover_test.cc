@@ -171,9 +171,8 @@ TEST_CASE("failover: a remove through failover is idempotent") {
   }
 }
 
-TEST_CASE(
-    "failover regression: an extra delta the chosen coordinator missed gets "
-    "a hint") {
+TEST_CASE("failover: an extra delta the chosen coordinator missed gets a hint",
+          "[regression]") {
   // Hints for extra deltas skipped every replica the write had asked to
   // coordinate, the chosen coordinator included, although it gets the extra
   // as a plain kReplicate under the extra's own id: with every copy of the

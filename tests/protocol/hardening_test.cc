@@ -89,8 +89,9 @@ void Load(ManualCluster& c, NodeId via, const std::string& set,
 }
 
 TEST_CASE(
-    "defect 1: a local clock due after R remote clocks is not read "
-    "from a released reader") {
+    "read: a local clock due after R remote clocks is not read from a released "
+    "reader",
+    "[regression]") {
   ManualCluster c(3, 3);
   Load(c, 1, "s", Numbered(20));
   Collect read;
@@ -110,8 +111,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect 2: a malformed read chunk from a peer is dropped and asked "
-    "for again") {
+    "read: a malformed read chunk from a peer is dropped and asked for again",
+    "[regression]") {
   ManualCluster c(3, 3);
   Load(c, 1, "s", Numbered(30));
   for (int variant = 0; variant < 3; ++variant) {
@@ -170,8 +171,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect 3: request ids never repeat across a restart whose clock "
-    "went back") {
+    "request ids: request ids never repeat across a restart whose clock went "
+    "back",
+    "[regression]") {
   ManualCluster c(4, 3);
   // A set whose preference list leaves out some node: that node's writes
   // are coordinated by a replica through kUpdate, whose replies are cached
@@ -208,7 +210,8 @@ TEST_CASE(
   CHECK((*m)->all_present);
 }
 
-TEST_CASE("defect 4: folds outlive their idle timeout while their read waits") {
+TEST_CASE("read: folds outlive their idle timeout while their read waits",
+          "[regression]") {
   NodeOptions no;
   no.service.fold_idle_timeout_micros = 1'000'000;
   ManualCluster c(3, 3, 4, no);
@@ -259,7 +262,8 @@ TEST_CASE("defect 4: folds outlive their idle timeout while their read waits") {
   }
 }
 
-TEST_CASE("defect 5: a chunk that overtakes its clock is kept, not dropped") {
+TEST_CASE("read: a chunk that overtakes its clock is kept, not dropped",
+          "[regression]") {
   ManualCluster c(3, 3);
   Load(c, 1, "s", Numbered(10));
   Collect read;
@@ -280,7 +284,8 @@ TEST_CASE("defect 5: a chunk that overtakes its clock is kept, not dropped") {
   CHECK(Stat(c.node(1).stats(), "node.retransmits") == 0);
 }
 
-TEST_CASE("defect 6: ContainsAll with notfound_ok off answers like Read") {
+TEST_CASE("query: ContainsAll with notfound_ok off answers like Read",
+          "[regression]") {
   ManualCluster c(3, 3);
   ClusterReadOptions strict;
   strict.notfound_ok = false;
@@ -313,8 +318,9 @@ TEST_CASE("defect 6: ContainsAll with notfound_ok off answers like Read") {
 }
 
 TEST_CASE(
-    "defect 7: after a power loss a replica takes a new actor and never "
-    "reuses a counter") {
+    "replica: after a power loss a replica takes a new actor and never reuses "
+    "a counter",
+    "[regression]") {
   std::unique_ptr<leveldb::Env> mem(
       leveldb::NewMemEnv(leveldb::Env::Default()));
   FaultEnv env(mem.get());
@@ -372,7 +378,8 @@ TEST_CASE(
   CHECK_FALSE((*again)->started_new_epoch());
 }
 
-TEST_CASE("defect 8: writes to more than 32 replicas are acknowledged") {
+TEST_CASE("write: writes to more than 32 replicas are acknowledged",
+          "[regression]") {
   SimOptions o;
   o.nodes = 40;
   o.ring.ring_size = 4;
@@ -396,8 +403,9 @@ TEST_CASE("defect 8: writes to more than 32 replicas are acknowledged") {
 }
 
 TEST_CASE(
-    "defect 9: a context claiming events a replica never generated is "
-    "refused and blocks nothing") {
+    "replica: a context claiming events a replica never generated is refused "
+    "and blocks nothing",
+    "[regression]") {
   MemStore mem;
   ReplicaOptions ro;
   ro.keyspace = 1;
@@ -458,8 +466,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect 10: ops of one Update apply in order, also with contexts "
-    "from the replica") {
+    "replica: ops of one Update apply in order, also with contexts from the "
+    "replica",
+    "[regression]") {
   MemStore mem;
   auto r = Replica::Open(mem.store.get(), ReplicaOptions());
   REQUIRE(r.ok());
@@ -758,8 +767,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: Node::Close answered no request still running (a read's "
-    "handler, ReadAndWait, waited forever)") {
+    "node: Node::Close answered no request still running (a read's handler, "
+    "ReadAndWait, waited forever)",
+    "[regression]") {
   ManualCluster c(3, 3);
   Load(c, 1, "s", Numbered(10));
   // Requests on node 1 that need the other replicas: none can finish while
@@ -874,8 +884,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: a write whose deadline callback closes the node ran on after "
-    "Close destroyed it") {
+    "write: a write whose deadline callback closes the node ran on after Close "
+    "destroyed it",
+    "[regression]") {
   // At its deadline the write answers the client, then counts, leaves
   // hints and ends: on itself. A client that closes the node from that
   // answer destroys it first (ASan: heap-use-after-free without the check).

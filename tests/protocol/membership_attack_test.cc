@@ -550,8 +550,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "membership regression: a node told of its own state at the highest "
-    "version wraps its version around to 0") {
+    "membership: a node told of its own state at the highest version wraps its "
+    "version around to 0",
+    "[regression]") {
   // It raised its own version to st.version + 1, which wrapped to 0: from
   // then on every peer ignored its states (a lower version than the one
   // they had), until gossip happened to remind it of its real version.
@@ -581,8 +582,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "membership regression: gossip naming a partition past the ring is not "
-    "counted as malformed") {
+    "membership: gossip naming a partition past the ring is not counted as "
+    "malformed",
+    "[regression]") {
   // Ignored (rightly), but silently: garbage a peer sends must show in
   // Stats::malformed_messages.
   ManualCluster c(3, 2);
@@ -638,8 +640,9 @@ void InstallAll(ManualCluster& c, int count, const Ring& ring) {
 }
 
 TEST_CASE(
-    "membership regression: a node restarted on an empty store reuses the "
-    "episodes of its earlier life") {
+    "membership: a node restarted on an empty store reuses the episodes of its "
+    "earlier life",
+    "[regression]") {
   // Node x handed partition p to node 4 in its first episode (since 1);
   // node 4's state says so for as long as it serves p. A later ring gives
   // p back to x (a new episode). x's disk is then replaced: its new store
@@ -788,8 +791,9 @@ struct HeldQuery {
 };
 
 TEST_CASE(
-    "defect: a read counted a leaver and the node that took its place as two "
-    "replicas and missed a write acknowledged by the other two") {
+    "membership: a read counted a leaver and the node that took its place as "
+    "two replicas and missed a write acknowledged by the other two",
+    "[regression]") {
   // N = 3 on nodes {1, 2, 3}; node 4 joins and takes leaver L's place in
   // partition p, but L never hears the acceptance (the answers are slow),
   // so both serve p: a serving list of four nodes, three places. A write
@@ -845,8 +849,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: a draining leaver answered reads from its replica to a "
-    "coordinator that did not know who took its place") {
+    "membership: a draining leaver answered reads from its replica to a "
+    "coordinator that did not know who took its place",
+    "[regression]") {
   // Leaver L drains (node 4 accepted its place; L's confirmation is slow),
   // so what reaches L goes on to node 4. Node A's view has not heard that
   // node 4 serves: its list is {A, B, L}. A write through B reaches B and
@@ -886,8 +891,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: a read found no replacement for a stalled replica in a place "
-    "whose other node no longer serves") {
+    "membership: a read found no replacement for a stalled replica in a place "
+    "whose other node no longer serves",
+    "[regression]") {
   // Node 4 took leaver L's place in p and L let go, but node A has not
   // heard it: A's list is {A, B, L, 4}, places {A}, {B}, {L, 4}. L answers
   // "does not serve" (gone), so node 4 stands for its place alone. A's
@@ -966,8 +972,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: a leaver draining a supplement applied the writes that reached "
-    "it and lost them when it let go") {
+    "membership: a leaver draining a supplement applied the writes that "
+    "reached it and lost them when it let go",
+    "[regression]") {
   // Node 4 took leaver L's place in p and handed it on to node 5 (a later
   // ring), all before L heard that its place was taken. L, restarted (its
   // forwards were in memory), runs its data again to the holder, node 5,
@@ -1039,9 +1046,10 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: a write counted a place through the node that took it while "
-    "the leaver lacked the write, and a reader that had not heard of the "
-    "taker missed it") {
+    "membership: a write counted a place through the node that took it while "
+    "the leaver lacked the write, and a reader that had not heard of the taker "
+    "missed it",
+    "[regression]") {
   // Node 4 took leaver L's place in p; L has not heard so and serves. Node
   // A knows (its list is {A, B, L, 4}: places {A}, {B}, {L, 4}); node B
   // does not (its list is {A, B, L}). A write through A reaches A and node
@@ -1108,8 +1116,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: a leaver restarted while it drained answered reads from a "
-    "replica that lacked what it had passed on") {
+    "membership: a leaver restarted while it drained answered reads from a "
+    "replica that lacked what it had passed on",
+    "[regression]") {
   // Leaver L drains (node 4 took its place): a write through B reaches B
   // and, through L, node 4 (W = 2); L's replica lacks it. L restarts: its
   // drain was in memory, so it runs its hand-off again and, before the
@@ -1148,8 +1157,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "defect: a leaver that coordinated a given-up write answered for its "
-    "place from its cache while its taker never got the chosen delta") {
+    "membership: a leaver that coordinated a given-up write answered for its "
+    "place from its cache while its taker never got the chosen delta",
+    "[regression]") {
   // Node 5 serves nothing and has not heard that node 4 took leaver L's
   // place (its list is {A, B, L}). Its write asks L to coordinate; L does,
   // but its answer is lost. L then hands its place to node 4 and drains.

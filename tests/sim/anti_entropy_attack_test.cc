@@ -1108,8 +1108,8 @@ TEST_CASE("anti-entropy attack: unlimited pushes lose no key (control)") {
 }
 
 TEST_CASE(
-    "anti-entropy regression: a chunk held back by the rate limit is sent, "
-    "not skipped") {
+    "anti-entropy: a chunk held back by the rate limit is sent, not skipped",
+    "[regression]") {
   // A push whose chunk waited for the rate limit read the next chunk at the
   // next tick and overwrote it; the last chunk's clock then claimed the
   // skipped keys' dots as removed, and the loss spread to every replica.

@@ -149,8 +149,9 @@ int64_t PeakGrowth(const std::function<void()>& fn) {
 }
 
 TEST_CASE(
-    "anti-entropy scale test regression: a heap peak counts the measuring "
-    "thread only, not a free on a background thread") {
+    "anti-entropy scale test: a heap peak counts the measuring thread only, "
+    "not a free on a background thread",
+    "[regression]") {
   // What made the memory test below fail under load: a LevelDB flush
   // freeing a memtable inside the window. Here another thread frees 4 MiB
   // while the window allocates 1 MiB: the window's peak is that 1 MiB.
@@ -165,8 +166,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "anti-entropy regression: a set-summaries answer holds the clocks of the "
-    "sets that differ, not of every set it lists") {
+    "anti-entropy: a set-summaries answer holds the clocks of the sets that "
+    "differ, not of every set it lists",
+    "[regression]") {
   // The answer to kAeSets loaded every set of the requested buckets, clocks
   // included, before cutting to its size bound, and took any number of
   // buckets: its memory followed the partition, not the difference.

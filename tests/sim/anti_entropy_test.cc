@@ -432,8 +432,8 @@ TEST_CASE("anti-entropy: never changes a set's merged value under writes") {
 }
 
 TEST_CASE(
-    "anti-entropy regression: more differing sets than the suspect map holds "
-    "are repaired") {
+    "anti-entropy: more differing sets than the suspect map holds are repaired",
+    "[regression]") {
   // A set was repaired only when the previous round had seen it differ too,
   // and those sightings lived in a map emptied whole at 4,096 entries, in
   // the middle of a round: with more differing sets per round than that,
@@ -461,8 +461,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "anti-entropy regression: a missed remove on a set written to between "
-    "rounds is repaired") {
+    "anti-entropy: a missed remove on a set written to between rounds is "
+    "repaired",
+    "[regression]") {
   // With no hint left, a missed remove (equal clocks, keys that differ) was
   // repaired by a full exchange only when two rounds in a row saw the same
   // pair of keys digests; an add between the rounds changes both, so a set
@@ -508,9 +509,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "anti-entropy regression: a missed remove on a set cleared often is "
-    "repaired") {
+TEST_CASE("anti-entropy: a missed remove on a set cleared often is repaired",
+          "[regression]") {
   // A full exchange needed both tombstones empty when the round looked, so
   // a set cleared more often than its sweeps run never got one. The clears
   // here use an old context (they never cover "gone"), as a client
@@ -604,8 +604,8 @@ TEST_CASE(
   CHECK(Stat(SumStats(sim), "anti_entropy.full_exchanges") > 0);
 }
 
-TEST_CASE(
-    "anti-entropy regression: a set's first write does not skew its bucket") {
+TEST_CASE("anti-entropy: a set's first write does not skew its bucket",
+          "[regression]") {
   // A set not yet on disk was given the digest of an empty set, and its
   // first write subtracted that from its bucket although it had never been
   // added: buckets kept by writes differed from those rebuilt at Open, so

@@ -537,7 +537,7 @@ TEST_CASE("cluster: a clear missed by a replica reaches it by read repair") {
   for (uint64_t keys : KeysOnReplicas(*sim, set)) CHECK(keys == 0);
 }
 
-TEST_CASE("sim: timers a node sets while it opens fire (regression)") {
+TEST_CASE("sim: timers a node sets while it opens fire", "[regression]") {
   // The simulator used to start a node's new incarnation only after
   // Node::Open returned, so timers set during Open belonged to the dead
   // incarnation and were dropped: a sweep queue left from before a restart

@@ -350,7 +350,7 @@ TEST_CASE("handoff attack: garbage and late messages during a change") {
 // Regressions the attack found (at BIGSET_TEST_SCALE=30), named after the
 // defect each showed.
 
-TEST_CASE("handoff regression: a proposal outstanding across a new ring") {
+TEST_CASE("handoff: a proposal outstanding across a new ring", "[regression]") {
   // Ring 3 cancelled a transfer whose proposal the receiver had accepted
   // (the answer was late); a second sender was paired with the same
   // receiver, whose list then named a node that had released the
@@ -359,14 +359,15 @@ TEST_CASE("handoff regression: a proposal outstanding across a new ring") {
   RunGarbage(0x5eed004d, &totals);
 }
 
-TEST_CASE("handoff regression: notices reach a node that left the ring") {
+TEST_CASE("handoff: notices reach a node that left the ring", "[regression]") {
   // A node out of the latest ring never heard of completions after it left
   // and kept reporting a partition moving.
   GarbageTotals totals;
   RunGarbage(0x5eed0087, &totals);
 }
 
-TEST_CASE("handoff regression: a notice waits for the move of its target") {
+TEST_CASE("handoff: a notice waits for the move of its target",
+          "[regression]") {
   // A third node heard "2 -> 1" while its list still had 1 (the notice of
   // "1 -> 4" was late) and dropped it as not applicable; after the late
   // notice its list named 2, which had released the partition.
@@ -474,7 +475,7 @@ TEST_CASE("handoff attack: rings a node refuses") {
   absl::StatusOr<Ring> bigger = Ring::Create({1, 2, 3}, ro);
   REQUIRE(bigger.ok());
   CHECK(absl::IsInvalidArgument(node->InstallRing(*bigger)));
-  // (Another n: "handoff regression: a ring that changes n is refused".)
+  // (Another n: "handoff: a ring that changes n is refused".)
   CHECK(node->ring().epoch() == 2);
   CHECK(node->ring().ring_size() == 8);
 }

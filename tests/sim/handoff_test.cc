@@ -404,7 +404,8 @@ TEST_CASE("handoff: under loss, duplication, partitions and crashes") {
 // the sender sent the whole set again (351 restarts in 294 transfers of
 // the fault-free runs above). A set's first chunk now travels alone
 // (SetStreamWindow). Without faults, no set is sent twice.
-TEST_CASE("handoff regression: chunks reordered in flight restart no set") {
+TEST_CASE("handoff: chunks reordered in flight restart no set",
+          "[regression]") {
   Totals totals;
   for (uint64_t seed : Seeds(4)) {
     for (Change c : {Change::kJoin, Change::kLeave, Change::kReplace}) {
@@ -416,7 +417,7 @@ TEST_CASE("handoff regression: chunks reordered in flight restart no set") {
   CHECK(totals.restarts == 0);
 }
 
-TEST_CASE("handoff regression: a late completion notice is stale") {
+TEST_CASE("handoff: a late completion notice is stale", "[regression]") {
   // Back and forth with a node down: it heard "6 -> 5" before the older
   // "5 -> 6" and applied both in arrival order (its list kept 6).
   Totals totals;
@@ -424,8 +425,9 @@ TEST_CASE("handoff regression: a late completion notice is stale") {
 }
 
 TEST_CASE(
-    "handoff regression: a write coordinated by the receiver as it takes "
-    "the sender's place reaches the receiver's own replica") {
+    "handoff: a write coordinated by the receiver as it takes the sender's "
+    "place reaches the receiver's own replica",
+    "[regression]") {
   // The receiver coordinated a remove with a list that did not name it yet
   // (it accepted during the write); the sender, handing over, would not
   // pass the delta on to the node it came from, so the receiver's replica
@@ -435,21 +437,22 @@ TEST_CASE(
   RunChange(0x5eed004f, Change::kLeave, /*faults=*/false, &totals);
 }
 
-TEST_CASE("handoff regression: a given-up replicate reaches the new owner") {
+TEST_CASE("handoff: a given-up replicate reaches the new owner",
+          "[regression]") {
   // A write's kReplicateGivenUp reached a replica handed over a moment
   // before; refused there, the new owner never got the write.
   Totals totals;
   RunChange(0x5eed002c, Change::kTwoInARow, /*faults=*/false, &totals);
 }
 
-TEST_CASE("handoff regression: a joining node starts from the old lists") {
+TEST_CASE("handoff: a joining node starts from the old lists", "[regression]") {
   // A node that joined after the new ring reached some nodes took the new
   // ring's lists as served and read from a receiver with no data yet.
   Totals totals;
   RunChange(0x5eed00d7, Change::kReplace, /*faults=*/true, &totals);
 }
 
-TEST_CASE("handoff regression: a ring that changes n is refused") {
+TEST_CASE("handoff: a ring that changes n is refused", "[regression]") {
   SimOptions o;
   o.seed = 1;
   o.nodes = 4;

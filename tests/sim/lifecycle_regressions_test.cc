@@ -41,8 +41,9 @@ void SettleOrFail(Simulator& sim, uint64_t bound = 600 * kSecond) {
 }
 
 TEST_CASE(
-    "handoff regression: a receiver that lost power mid-run accepts the run "
-    "without the sets it lost") {
+    "handoff: a receiver that lost power mid-run accepts the run without the "
+    "sets it lost",
+    "[regression]") {
   // sync_writes off (the default); no hints, no anti-entropy rounds, no
   // read repair: nothing but the hand-off can bring the element back.
   SimOptions o;
@@ -113,8 +114,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: acknowledgements passed on by a node that handed "
-    "over count the replica that applied them, once") {
+    "handoff: acknowledgements passed on by a node that handed over count the "
+    "replica that applied them, once",
+    "[regression]") {
   // A write whose coordinating replica (pl[0]) applied it gets an
   // acknowledgement from pl[1] that pl[1] did not apply itself: it passed
   // the delta on to pl[0] (a coordinator's serving list was behind: pl[1]
@@ -159,8 +161,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: a receiver whose serving list is behind takes the "
-    "place of a node that is still serving") {
+    "handoff: a receiver whose serving list is behind takes the place of a "
+    "node that is still serving",
+    "[regression]") {
   // Node 5 is cut off while nodes move a partition (its view misses the
   // moves); the next ring moves places to it while the moves it missed are
   // still what others see. Whatever it accepts, it may take only the
@@ -238,8 +241,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: a notice kept for later is acknowledged, then lost "
-    "in a restart") {
+    "handoff: a notice kept for later is acknowledged, then lost in a restart",
+    "[regression]") {
   // Node 3 is down while every partition moves 1 -> 4; node 1 crashes
   // right after; then the partitions move 4 -> 5. Node 3 restarts, hears of
   // the second move first, restarts again before it hears of the first.
@@ -294,8 +297,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: a receiver answers reads and acknowledges writes of "
-    "a partition it does not serve yet") {
+    "handoff: a receiver answers reads and acknowledges writes of a partition "
+    "it does not serve yet",
+    "[regression]") {
   // A coordinator whose list named a receiver (a node that joined a moment
   // ago takes nodes it has not heard of to serve what its first ring gives
   // them) read an empty set from it, and would have counted its
@@ -367,8 +371,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: a node id reused with a fresh store restarts request "
-    "ids at 1") {
+    "handoff: a node id reused with a fresh store restarts request ids at 1",
+    "[regression]") {
   // The client node's writes are coordinated by pl[0], which caches its
   // replies by (client, request id). With the client's store replaced, its
   // new requests must not be taken for old ones (answered from the cache,
@@ -426,8 +430,9 @@ void CheckJoinerSettles(Simulator& sim) {
 }
 
 TEST_CASE(
-    "handoff regression: a node that joins while one node alone runs a ring "
-    "naming it serves nothing before it takes a place") {
+    "handoff: a node that joins while one node alone runs a ring naming it "
+    "serves nothing before it takes a place",
+    "[regression]") {
   // After the flap, the ring with both goes to every node, and node 5
   // starts. Node 5 must be opened with the ring the cluster runs (epoch 1),
   // not with the one only node 4 ran (epoch 2), which places partitions on
@@ -440,9 +445,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: a node that joins by a late install, after every "
-    "other node runs a ring naming it, serves nothing before it takes a "
-    "place") {
+    "handoff: a node that joins by a late install, after every other node runs "
+    "a ring naming it, serves nothing before it takes a place",
+    "[regression]") {
   // As above, but the ring with both goes to the running nodes first and
   // to node 5 (which it creates) later: every ring a node runs then names
   // node 5, and so does the ring before the newest (the flap). The
@@ -464,8 +469,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: a node whose place was taken finds the holder "
-    "after the place was handed on twice") {
+    "handoff: a node whose place was taken finds the holder after the place "
+    "was handed on twice",
+    "[regression]") {
   // Node 3 hands partition 0 over to node 4, which accepts; node 3 is cut
   // off before it hears so (it still serves, its place taken). Node 4 then
   // hands the place on to 5, and 5 to 6. Node 3 follows the chain of
@@ -510,8 +516,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "handoff regression: a place handed out twice (the giver gave up on a "
-    "taker cut off after it accepted) settles") {
+    "handoff: a place handed out twice (the giver gave up on a taker cut off "
+    "after it accepted) settles",
+    "[regression]") {
   // Node L hands partition p to joiner 5, which accepts; the acceptance is
   // lost (5 is cut off right as it answers). A ring that drops 5 and adds
   // 6 comes; L, hearing nothing from 5 for long, gives it up and hands
@@ -613,7 +620,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("handoff regression: retired replicas are never freed") {
+TEST_CASE("handoff: retired replicas are never freed", "[regression]") {
   // A node that hands partitions off and gets them back again must not
   // keep a replica object per hand-off until it closes.
   SimOptions o;

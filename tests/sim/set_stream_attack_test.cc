@@ -155,8 +155,9 @@ int MissingOnReplicas(Simulator& sim, const std::string& set,
 // incarnation the receiver's acks carry for it, so the sender sends the run
 // again.
 TEST_CASE(
-    "set stream regression: a receiver's replica released and hosted again "
-    "mid-set loses no element") {
+    "set stream: a receiver's replica released and hosted again mid-set loses "
+    "no element",
+    "[regression]") {
   int runs = 0, hit = 0, bad_runs = 0;
   for (uint64_t seed : Seeds(3)) {
     CAPTURE(seed);

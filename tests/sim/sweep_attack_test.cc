@@ -3,7 +3,7 @@
 // batches of a clear or a sweep, concurrency with the background sweeper,
 // and clears over a cluster.
 //
-// Tests named "attack (regression)" reproduce a defect these attacks found
+// Tests tagged [regression] reproduce a defect these attacks found
 // (a queue entry under a wrong shard byte looped SweepSome for ever; a bad
 // set starved the rest of its shard; a flipped cursor brought cleared
 // elements back; entries with no keys left escaped the budget; StopSweeper
@@ -202,9 +202,9 @@ std::pair<std::string, std::string> SameShardSets() {
 // =====================================================================
 
 TEST_CASE(
-    "attack (regression): a queue entry under the wrong shard byte does not "
-    "make "
-    "SweepSome loop forever") {
+    "sweep attack: a queue entry under the wrong shard byte does not make "
+    "SweepSome loop forever",
+    "[regression]") {
   // A queue key whose shard byte is not crc32c(set) % 16: the finish (and
   // the empty-tombstone path) deletes SweepQueueKey(set), which is another
   // key, so the entry is found again and again while no key is read: the
@@ -276,8 +276,9 @@ TEST_CASE("attack: garbage values of queue entries do not break the sweep") {
 }
 
 TEST_CASE(
-    "attack (regression): a set with bad sweep state does not starve the other "
-    "sets of its shard") {
+    "sweep attack: a set with bad sweep state does not starve the other sets "
+    "of its shard",
+    "[regression]") {
   // replica.h: "On an error (e.g. a set's undecodable sweep state) the next
   // call starts at the next shard, so one bad set does not stop the
   // others." But SweepSome always takes the FIRST entry of a shard: a bad
@@ -311,9 +312,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "attack (regression): a corrupted sweep cursor inside the set's range "
-    "never "
-    "resurrects cleared elements") {
+    "sweep attack: a corrupted sweep cursor inside the set's range never "
+    "resurrects cleared elements",
+    "[regression]") {
   // The cursor is only checked to lie in the set's element range. A bit
   // flip that moves it forward (or any undecodable bytes in range) makes
   // the sweep skip keys it never deleted; the finish then subtracts the
@@ -957,8 +958,9 @@ TEST_CASE("attack: a clear arriving while a sweep of its set is half done") {
 }
 
 TEST_CASE(
-    "attack (regression): SweepSome's budget bounds its work when sets have no "
-    "keys left") {
+    "sweep attack: SweepSome's budget bounds its work when sets have no keys "
+    "left",
+    "[regression]") {
   // The budget counts element keys read only. Each queued set also costs a
   // start batch, a finish batch and a CompactRange (in LevelDB a memtable
   // flush + manifest write), none charged: SweepSome(1) -- and the rate
@@ -1032,8 +1034,8 @@ TEST_CASE("attack: sweep_pending is never false while the queue has entries") {
   }
 }
 
-TEST_CASE(
-    "attack (regression): StopSweeper racing with StartSweeper never hangs") {
+TEST_CASE("sweep attack: StopSweeper racing with StartSweeper never hangs",
+          "[regression]") {
   // StartSweeper resets the shared `stop` flag. A StopSweeper that has set
   // it and is joining the old thread loses it to a concurrent StartSweeper:
   // the old thread, still sweeping, sees stop == false afterwards and runs
@@ -1294,9 +1296,9 @@ TEST_CASE("attack: garbage, truncated and crafted kClear messages") {
 }
 
 TEST_CASE(
-    "attack (regression): a kClear naming a partition that does not hold the "
-    "set "
-    "is refused") {
+    "sweep attack: a kClear naming a partition that does not hold the set is "
+    "refused",
+    "[regression]") {
   // The replica service trusts the header's partition: a clear for a set
   // of another partition lands in the wrong keyspace (a set-clock and a
   // queue entry for a set that does not belong there).

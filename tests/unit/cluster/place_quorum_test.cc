@@ -75,8 +75,9 @@ TEST_CASE("place quorum: a node that no longer serves leaves its place") {
 }
 
 TEST_CASE(
-    "defect: a replica whose store lost a table file answered a read "
-    "NOT_FOUND, which a coordinator took for 'does not serve'") {
+    "place quorum: a replica whose store lost a table file answered a read "
+    "NOT_FOUND, which a coordinator took for 'does not serve'",
+    "[regression]") {
   // LevelDB reports a missing table file as NotFound. Sent as it is, the
   // coordinator counted the node as gone and let its place-mate stand for
   // the place alone; the error must fail the place instead.

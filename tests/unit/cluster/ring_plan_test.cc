@@ -91,7 +91,8 @@ TEST_CASE("ring: rendezvous placement is balanced and deterministic") {
 // Regression: the first rendezvous score shifted the 32-bit node id by 56
 // bits (undefined; UBSan stops this test on it). Ids that use all 32 bits
 // must be placed like any others.
-TEST_CASE("ring: rendezvous score shifts a 32-bit node id by 56 (defect)") {
+TEST_CASE("ring: rendezvous score shifts a 32-bit node id by 56",
+          "[regression]") {
   const std::vector<NodeId> ids = {0xFFFFFFFFu, 0x80000001u, 0x7FFFFFFFu,
                                    0x00010000u, 1u};
   const Ring r = MakeRing(ids, 512, 3, 1);

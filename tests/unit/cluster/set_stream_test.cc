@@ -505,8 +505,9 @@ TEST_CASE(
 // retransmission that finds such a state should learn that the set must
 // start over.
 TEST_CASE(
-    "set stream regression: a late first chunk after a lost state does not "
-    "silence the chunks in flight") {
+    "set stream: a late first chunk after a lost state does not silence the "
+    "chunks in flight",
+    "[regression]") {
   Node node(0xB2);
   Replica* r = node.replica.get();
   SetStreamReceiver rx(SetStreamReceiver::Limits{});

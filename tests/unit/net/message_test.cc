@@ -491,9 +491,8 @@ TEST_CASE("message: DecodeMessageInto a reused message equals a fresh decode") {
   }
 }
 
-TEST_CASE(
-    "message regression: a reused message keeps its element storage across "
-    "types") {
+TEST_CASE("message: a reused message keeps its element storage across types",
+          "[regression]") {
   // Hand-off chunks and pushes reach a node interleaved: each decodes into
   // the storage the other left.
   msg::AePush push;

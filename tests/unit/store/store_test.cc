@@ -495,8 +495,8 @@ TEST_CASE("store: data survives reopening on disk") {
 }
 
 TEST_CASE(
-    "defect: a write acknowledged after a failed append was lost at "
-    "recovery") {
+    "store: a write acknowledged after a failed append was lost at recovery",
+    "[regression]") {
   // A full disk leaves part of a log record behind. LevelDB logs the next
   // write after it, and at recovery takes the partial record for the end
   // of the log: the write after it, acknowledged, would be gone. So a store
