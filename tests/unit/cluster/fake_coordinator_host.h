@@ -48,6 +48,10 @@ class FakeHost final : public CoordinatorHost, public ProtocolHooks {
 
   std::vector<std::pair<NodeId, Message>> sent;
   std::vector<NodeId> hints;
+  // Until when queries ask every replica at once (what a hedge set).
+  uint64_t ask_all_until = 0;
+  // Sent with SendFirst (this node's own replica, ahead of the queue).
+  std::vector<NodeId> sent_first;
 
   // CoordinatorHost.
   NodeId node_id() const override { return kSelf; }
@@ -66,10 +70,11 @@ class FakeHost final : public CoordinatorHost, public ProtocolHooks {
     sent.emplace_back(to, *std::move(m));
   }
   void SendFirst(NodeId to, std::string bytes) override {
+    sent_first.push_back(to);
     Send(to, std::move(bytes));
   }
-  uint64_t QueriesAskAllUntil() const override { return 0; }
-  void SetQueriesAskAllUntil(uint64_t) override {}
+  uint64_t QueriesAskAllUntil() const override { return ask_all_until; }
+  void SetQueriesAskAllUntil(uint64_t until) override { ask_all_until = until; }
   void After(uint64_t delay, std::function<void()> fn) override {
     timers_.emplace(std::make_pair(now_ + delay, ++timer_seq_), std::move(fn));
   }

@@ -1,0 +1,258 @@
+// QueryCoordinator (lib/cluster/query_coordinator.h) driven alone through
+// a fake host (fake_coordinator_host.h): whom it asks and when (the hedge),
+// the ORSWOT merge of R places' answers, the repairs it sends, and how a
+// reply that cannot help changes what it waits for. No node, no
+// simulator, no store.
+
+#include "cluster/query_coordinator.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cluster/request_registry.h"
+#include "fake_coordinator_host.h"
+#include "net/message.h"
+
+namespace bigset {
+namespace {
+
+using testing::FakeHost;
+using testing::kSelf;
+
+constexpr uint64_t kActor = 0xA;
+
+Clock ClockOf(std::vector<Dot> dots) {
+  Clock c;
+  c.AddDots(dots);
+  return c;
+}
+
+class QueryRun {
+ public:
+  QueryRun(std::vector<NodeId> serving, std::vector<uint32_t> places,
+           ClusterReadOptions options,
+           std::vector<std::string> elements = {"a", "b"})
+      : host_(std::move(serving), std::move(places)) {
+    options.timeout_micros = 2'000'000;
+    options.retry_micros = 200'000;
+    Begin(options, std::move(elements));
+  }
+
+  // A second query through the same host (its hedge state carries over).
+  void Begin(const ClusterReadOptions& options,
+             std::vector<std::string> elements = {"a", "b"}) {
+    elements_ = elements;
+    outcome_.reset();
+    id_ = host_.NextRequestId();
+    host_.requests()
+        .AddQuery(id_, std::make_unique<QueryCoordinator>(
+                           &host_, id_, "s", std::move(elements), options,
+                           [this](absl::StatusOr<Membership> r) {
+                             REQUIRE_FALSE(outcome_.has_value());  // Once.
+                             outcome_ = std::move(r);
+                           }))
+        ->Start();
+  }
+
+  // Replies for `from`: `held` are the elements it holds with their dots
+  // (one entry per element asked, as a replica answers), under `clock`.
+  void Reply(NodeId from, const Clock& clock,
+             std::vector<std::pair<std::string, std::vector<Dot>>> held) {
+    msg::QueryReply reply;
+    reply.clock = clock;
+    for (const std::string& e : elements_) {
+      ElementDots& out = reply.elements.emplace_back();
+      out.element = e;
+      for (auto& [element, dots] : held) {
+        if (element == e) out.dots = dots;
+      }
+    }
+    Deliver(from, reply);
+  }
+  void Deliver(NodeId from, msg::QueryReply& reply) {
+    if (QueryCoordinator* q = host_.requests().Query(id_)) {
+      q->OnReply(from, reply);
+    }
+  }
+
+  // The nodes asked (kQuery sent) so far, in order.
+  std::vector<NodeId> Asked() const {
+    std::vector<NodeId> to;
+    for (const auto& [node, m] : host_.sent) {
+      if (m.type() == MessageType::kQuery) to.push_back(node);
+    }
+    return to;
+  }
+  // The elements of the repairs sent to `node`.
+  std::vector<std::string> RepairedAt(NodeId node) const {
+    std::vector<std::string> out;
+    for (const auto& [to, m] : host_.sent) {
+      const auto* repair = m.As<msg::Repair>();
+      if (to != node || repair == nullptr) continue;
+      for (const DeltaOp& op : repair->delta.ops) out.push_back(op.element);
+    }
+    return out;
+  }
+
+  FakeHost& host() { return host_; }
+  uint64_t id() const { return id_; }
+  bool pending() const { return !outcome_.has_value(); }
+  const absl::StatusOr<Membership>& result() const {
+    REQUIRE(outcome_.has_value());
+    return *outcome_;
+  }
+  // The dots the answer gives `element`.
+  std::vector<Dot> DotsOf(const std::string& element) const {
+    REQUIRE(result().ok());
+    for (const ElementDots& e : result()->elements) {
+      if (e.element == element) return e.dots;
+    }
+    FAIL("element " << element << " not in the answer");
+    return {};
+  }
+
+ private:
+  FakeHost host_;
+  uint64_t id_ = 0;
+  std::vector<std::string> elements_;
+  std::optional<absl::StatusOr<Membership>> outcome_;
+};
+
+ClusterReadOptions Options(int r, uint64_t hedge_micros,
+                           bool notfound_ok = true) {
+  ClusterReadOptions o;
+  o.r = r;
+  o.query_hedge_micros = hedge_micros;
+  o.notfound_ok = notfound_ok;
+  return o;
+}
+
+TEST_CASE("query coordinator: without a hedge every replica is asked") {
+  QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 0));
+  CHECK(run.Asked() == std::vector<NodeId>{1, 2, 3});
+  CHECK(run.host().sent_first.empty());
+}
+
+TEST_CASE(
+    "query coordinator: with a hedge, R places first (this node's own "
+    "ahead of the queue), the rest when the hedge runs out") {
+  QueryRun run({1, kSelf, 2}, {0, 1, 2}, Options(2, 20'000));
+  // Its own replica and the list's first other node; its own is sent first
+  // but after the peers', so that they work meanwhile.
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf});
+  CHECK(run.host().sent_first == std::vector<NodeId>{kSelf});
+  run.host().Advance(19'000);
+  CHECK(run.Asked().size() == 2);
+  run.host().Advance(1'000);
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf, 2});
+  CHECK(run.host().stats().queries_hedged == 1);
+  // The next second's queries ask everyone at once.
+  CHECK(run.host().ask_all_until == run.host().NowMicros() + 1'000'000);
+  run.host().sent.clear();
+  run.Begin(Options(2, 20'000));
+  CHECK(run.Asked().size() == 3);
+}
+
+TEST_CASE("query coordinator: a hedge asks a leaver's place whole") {
+  // 2 took 1's place: both are asked with the first place.
+  QueryRun run({1, 2, 3, 4}, {0, 0, 1, 2}, Options(2, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{1, 2, 3});
+}
+
+TEST_CASE("query coordinator: answers in time ask nobody else") {
+  QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 20'000));
+  const Clock clock = ClockOf({{kActor, 1}});
+  run.Reply(1, clock, {{"a", {{kActor, 1}}}});
+  CHECK(run.pending());
+  run.Reply(2, clock, {{"a", {{kActor, 1}}}});
+  REQUIRE_FALSE(run.pending());
+  run.host().Advance(100'000);
+  CHECK(run.Asked() == std::vector<NodeId>{1, 2});
+  CHECK(run.host().stats().queries_hedged == 0);
+  CHECK(run.result()->all_present == false);
+  CHECK(run.DotsOf("a") == std::vector<Dot>{{kActor, 1}});
+  CHECK(run.DotsOf("b").empty());
+}
+
+TEST_CASE(
+    "query coordinator: a reply that cannot count towards R asks the rest "
+    "at once, not after the hedge") {
+  SECTION("an error") {
+    QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 20'000));
+    msg::QueryReply failed;
+    failed.status = absl::UnavailableError("closing");
+    run.Deliver(1, failed);
+    CHECK(run.Asked() == std::vector<NodeId>{1, 2, 3});
+  }
+  SECTION("an empty replica with notfound_ok off") {
+    QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 20'000, false));
+    run.Reply(2, Clock(), {});
+    CHECK(run.Asked() == std::vector<NodeId>{1, 2, 3});
+    CHECK(run.pending());
+  }
+  SECTION("a reply with the wrong number of elements") {
+    QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 20'000));
+    msg::QueryReply short_reply;
+    short_reply.elements.resize(1);
+    run.Deliver(1, short_reply);
+    CHECK(run.Asked() == std::vector<NodeId>{1, 2, 3});
+    CHECK(run.pending());  // It does not count.
+  }
+}
+
+TEST_CASE(
+    "query coordinator: merges by the ORSWOT join and repairs what a "
+    "replica lacks") {
+  QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 0));
+  // 1 saw adds (A,1) of "a" and (A,2) of "b"; 2 saw only (A,1) and then
+  // removed "a" (its clock has the dot, its keys do not).
+  run.Reply(1, ClockOf({{kActor, 1}, {kActor, 2}}),
+            {{"a", {{kActor, 1}}}, {"b", {{kActor, 2}}}});
+  run.Reply(2, ClockOf({{kActor, 1}}), {});
+  REQUIRE_FALSE(run.pending());
+  CHECK(run.DotsOf("a").empty());  // Removed where it was seen.
+  CHECK(run.DotsOf("b") == std::vector<Dot>{{kActor, 2}});  // Unseen by 2.
+  CHECK_FALSE(run.result()->all_present);
+  // 2 lacks the add of "b" it never saw.
+  const std::vector<std::string> at2 = run.RepairedAt(2);
+  CHECK(std::count(at2.begin(), at2.end(), "b") == 1);
+  CHECK(std::count(at2.begin(), at2.end(), "a") == 0);
+}
+
+TEST_CASE("query coordinator: concurrent adds on two replicas both survive") {
+  QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 0), {"a"});
+  run.Reply(1, ClockOf({{1, 1}}), {{"a", {{1, 1}}}});
+  run.Reply(3, ClockOf({{3, 1}}), {{"a", {{3, 1}}}});
+  REQUIRE_FALSE(run.pending());
+  CHECK(run.result()->all_present);
+  CHECK(run.DotsOf("a") == std::vector<Dot>{{1, 1}, {3, 1}});
+  CHECK(run.RepairedAt(1) == std::vector<std::string>{"a"});
+  CHECK(run.RepairedAt(3) == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("query coordinator: without read repair nothing is repaired") {
+  ClusterReadOptions o = Options(2, 0);
+  o.read_repair = false;
+  QueryRun run({1, 2, 3}, {0, 1, 2}, o, {"a"});
+  run.Reply(1, ClockOf({{1, 1}}), {{"a", {{1, 1}}}});
+  run.Reply(2, Clock(), {});
+  REQUIRE_FALSE(run.pending());
+  CHECK(run.DotsOf("a") == std::vector<Dot>{{1, 1}});
+  CHECK(run.RepairedAt(2).empty());
+}
+
+TEST_CASE("query coordinator: silent replicas end in DeadlineExceeded") {
+  QueryRun run({1, 2, 3}, {0, 1, 2}, Options(2, 20'000));
+  run.Reply(1, Clock(), {});
+  run.host().Advance(2'000'000);
+  REQUIRE_FALSE(run.pending());
+  CHECK(absl::IsDeadlineExceeded(run.result().status()));
+  CHECK(run.host().requests().Query(run.id()) == nullptr);
+}
+
+}  // namespace
+}  // namespace bigset
