@@ -26,6 +26,13 @@ namespace testing {
 
 constexpr NodeId kSelf = 9;  // Not in any serving list: it sends kUpdate.
 
+// A clock that has seen `dots`.
+inline Clock ClockOf(std::vector<Dot> dots) {
+  Clock c;
+  c.AddDots(dots);
+  return c;
+}
+
 class FakeHost final : public CoordinatorHost, public ProtocolHooks {
  public:
   FakeHost(std::vector<NodeId> serving, std::vector<uint32_t> places)
@@ -47,6 +54,23 @@ class FakeHost final : public CoordinatorHost, public ProtocolHooks {
   }
 
   std::vector<std::pair<NodeId, Message>> sent;
+
+  // How many messages of `type` were sent to `node`.
+  size_t SentTo(NodeId node, MessageType type) const {
+    size_t n = 0;
+    for (const auto& [to, m] : sent) n += to == node && m.type() == type;
+    return n;
+  }
+  // The elements of the repairs sent to `node`, in order.
+  std::vector<std::string> RepairedAt(NodeId node) const {
+    std::vector<std::string> out;
+    for (const auto& [to, m] : sent) {
+      const auto* repair = m.As<msg::Repair>();
+      if (to != node || repair == nullptr) continue;
+      for (const DeltaOp& op : repair->delta.ops) out.push_back(op.element);
+    }
+    return out;
+  }
   std::vector<NodeId> hints;
   // Until when queries ask every replica at once (what a hedge set).
   uint64_t ask_all_until = 0;

@@ -20,16 +20,11 @@
 namespace bigset {
 namespace {
 
+using testing::ClockOf;
 using testing::FakeHost;
 using testing::kSelf;
 
 constexpr uint64_t kActor = 0xA;
-
-Clock ClockOf(std::vector<Dot> dots) {
-  Clock c;
-  c.AddDots(dots);
-  return c;
-}
 
 class QueryRun {
  public:
@@ -87,15 +82,8 @@ class QueryRun {
     }
     return to;
   }
-  // The elements of the repairs sent to `node`.
   std::vector<std::string> RepairedAt(NodeId node) const {
-    std::vector<std::string> out;
-    for (const auto& [to, m] : host_.sent) {
-      const auto* repair = m.As<msg::Repair>();
-      if (to != node || repair == nullptr) continue;
-      for (const DeltaOp& op : repair->delta.ops) out.push_back(op.element);
-    }
-    return out;
+    return host_.RepairedAt(node);
   }
 
   FakeHost& host() { return host_; }
