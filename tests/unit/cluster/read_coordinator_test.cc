@@ -169,6 +169,17 @@ ElementDots E(std::string element, std::vector<Dot> dots) {
   return ElementDots{std::move(element), std::move(dots)};
 }
 
+// Replicas 1 and 2 answer with the clock of adds (A,1) "a" and (A,2) "b",
+// and their first chunk, "a" alone (batches of one); returns the clock.
+Clock TwoStreamsAtA(ReadRun& run) {
+  const Clock clock = ClockOf({{kA, 1}, {kA, 2}});
+  run.Clock(1, clock);
+  run.Clock(2, clock);
+  run.Chunk(1, 0, false, {E("a", {{kA, 1}})});
+  run.Chunk(2, 0, false, {E("a", {{kA, 1}})});
+  return clock;
+}
+
 TEST_CASE(
     "read coordinator: the first R clocks win, the other fold is stopped, "
     "the merge streams in element order and repairs what a replica lacks") {
@@ -220,11 +231,7 @@ TEST_CASE(
     "read coordinator: a replica silent mid-stream is replaced by another, "
     "which folds from after the last merged element") {
   ReadRun run({1, 2, 3}, {0, 1, 2}, 2, /*batch_size=*/1);
-  const Clock clock = ClockOf({{kA, 1}, {kA, 2}});
-  run.Clock(1, clock);
-  run.Clock(2, clock);
-  run.Chunk(1, 0, false, {E("a", {{kA, 1}})});
-  run.Chunk(2, 0, false, {E("a", {{kA, 1}})});
+  const Clock clock = TwoStreamsAtA(run);
   CHECK(run.client.Names() == std::vector<std::string>{"a"});
   CHECK(run.SentTo(1, MessageType::kChunkAck) == 1);  // Chunk 1, please.
   run.Chunk(2, 1, true, {E("b", {{kA, 2}})});
@@ -270,11 +277,7 @@ TEST_CASE(
     "is not timed out; one chunk per replica is buffered meanwhile") {
   ReadRun run({1, 2, 3}, {0, 1, 2}, 2, /*batch_size=*/1);
   run.client.hold = true;
-  const Clock clock = ClockOf({{kA, 1}, {kA, 2}});
-  run.Clock(1, clock);
-  run.Clock(2, clock);
-  run.Chunk(1, 0, false, {E("a", {{kA, 1}})});
-  run.Chunk(2, 0, false, {E("a", {{kA, 1}})});
+  TwoStreamsAtA(run);
   CHECK(run.client.Names() == std::vector<std::string>{"a"});
   REQUIRE(run.client.next != nullptr);
   // The next chunks are fetched while the client holds "a".
