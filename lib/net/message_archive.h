@@ -185,18 +185,11 @@ class BodyReader {
   coding::Reader in_;
 };
 
-// Encodes and decodes a whole body of type Body (Body::Fields).
+// Appends a whole body of type Body (Body::Fields) to *dst.
 template <typename Body>
 void EncodeBody(const Body& body, std::string* dst) {
   BodyWriter w(dst);
   Body::Fields(w, body);
-}
-// Fills *body (which may hold storage to reuse) from all of `in`; false if
-// malformed, truncated or followed by trailing bytes.
-template <typename Body>
-bool DecodeBody(std::string_view in, Body* body) {
-  BodyReader r(in);
-  return Body::Fields(r, *body) && r.empty();
 }
 
 }  // namespace message_internal
