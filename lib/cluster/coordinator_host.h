@@ -32,6 +32,12 @@ namespace bigset {
 
 class RequestRegistry;
 
+// What a coordinator coordinates: the registry files every request under
+// its id in one map and hands a reply only to a coordinator of the kind
+// the reply is for.
+enum class RequestKind : uint8_t { kWrite, kRead, kQuery, kCount };
+inline constexpr size_t kRequestKinds = 4;
+
 class CoordinatorHost {
  public:
   virtual ~CoordinatorHost() = default;
@@ -96,7 +102,7 @@ class CoordinatorHost {
   virtual NodeCounters& stats() = 0;
   // The coordinators this node runs, by request id, and the routes of
   // their sub-requests. A coordinator that is done calls
-  // requests().Finish*(its id), which destroys (or recycles) it at once: the
+  // requests().Finish(its id), which destroys (or recycles) it at once: the
   // caller touches none of its members after the call.
   virtual RequestRegistry& requests() = 0;
   // The other protocols of this node (hand-off, anti-entropy, hosting).
@@ -114,6 +120,7 @@ class Coordinator {
   Coordinator& operator=(const Coordinator&) = delete;
 
   uint64_t id() const { return id_; }
+  virtual RequestKind kind() const = 0;
 
   // The node is closing: answers the client with `status` unless it was
   // answered already. Sends nothing and leaves requests() alone: the host

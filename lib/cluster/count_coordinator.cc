@@ -26,7 +26,7 @@ std::string CountCoordinator::RequestBytes() const {
 }
 
 void CountCoordinator::Release() {
-  host_->requests().FinishCount(id_);  // Destroys this.
+  host_->requests().Finish(id_);  // Destroys this.
 }
 
 void CountCoordinator::OnReply(NodeId from, const msg::CountReply& m) {

@@ -23,6 +23,7 @@
 #include <array>
 #include <functional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -47,6 +48,21 @@ class Dispatcher {
         Body::kType,
         [handler = std::move(handler)](NodeId from, Message& m) {
           handler(from, m.header, *m.As<Body>());
+        },
+        bulk);
+  }
+
+  // Registers `(owner->*handle)(from, header, body)` for Body's type: the
+  // common route, a protocol's handler of one message. `owner` must
+  // outlive the dispatcher's use.
+  template <typename Owner, typename Body>
+  void On(Owner* owner,
+          void (Owner::*handle)(NodeId, const MessageHeader&, Body&),
+          bool bulk = false) {
+    On<std::remove_const_t<Body>>(
+        [owner, handle](NodeId from, const MessageHeader& header,
+                        std::remove_const_t<Body>& body) {
+          (owner->*handle)(from, header, body);
         },
         bulk);
   }

@@ -246,7 +246,7 @@ NodeCounters Node::Impl::Snapshot() const {
   NodeCounters s = stats_;
   anti_entropy_.FillStats(&s);
   s.folds_open = service_.folds_open();
-  s.fold_routes = requests_.fold_routes();
+  s.fold_routes = requests_.routes(RequestKind::kRead);
   s.replicas_open = retired_.size();
   for (const auto& r : replicas_) s.replicas_open += r != nullptr;
   s.reply_cache_bytes = service_.reply_cache_bytes();
@@ -296,7 +296,8 @@ Replica* Node::Impl::LocalReplica(uint32_t partition) {
 }
 
 void Node::Impl::EnsureWriteTick() {
-  if (write_tick_scheduled_ || requests_.writes_empty()) return;
+  if (write_tick_scheduled_ || requests_.running(RequestKind::kWrite) == 0)
+    return;
   write_tick_scheduled_ = true;
   After(write_tick_micros_, [this]() { WriteTick(); });
 }
@@ -304,9 +305,10 @@ void Node::Impl::EnsureWriteTick() {
 void Node::Impl::WriteTick() {
   write_tick_scheduled_ = false;
   const uint64_t now = scheduler_->NowMicros();
-  for (uint64_t id : requests_.WriteIds()) {
+  for (uint64_t id : requests_.Ids(RequestKind::kWrite)) {
     // A write may finish (or start others) during another's tick.
-    if (WriteCoordinator* write = requests_.Write(id)) write->OnTick(now);
+    if (WriteCoordinator* write = requests_.Find<WriteCoordinator>(id))
+      write->OnTick(now);
   }
   EnsureWriteTick();
 }
@@ -390,7 +392,8 @@ void Node::Impl::InstallHotRoutes() {
     absl::Status status;
     NodeId applied_by = 0;
     if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
-    if (WriteCoordinator* write = requests_.WriteFor(header.request_id)) {
+    if (WriteCoordinator* write =
+            requests_.FindOwnOrRouted<WriteCoordinator>(header.request_id)) {
       write->OnReplicateAck(header.request_id, from, applied_by, status);
     } else {
       anti_entropy_.OnReplicateAck(header.request_id, from, status);
@@ -403,7 +406,8 @@ void Node::Impl::InstallHotRoutes() {
     bool done = false;
     std::string_view elements;
     if (!ParseReadChunkBody(body, &seq, &done, &elements).ok()) return false;
-    if (ReadCoordinator* read = requests_.ReadForFold(header.request_id)) {
+    if (ReadCoordinator* read =
+            requests_.FindByRoute<ReadCoordinator>(header.request_id)) {
       read->OnChunk(header.request_id, from, seq, done, elements);
     }
     return true;
@@ -422,45 +426,24 @@ void Node::Impl::InstallReplicaRoutes() {
     service_.HandleClear(f, h, m);
     EnsureSweepTick(h.partition);
   });
-  d.On<msg::Read>(
-      [this](NodeId f, H h, msg::Read& m) { service_.HandleRead(f, h, m); });
-  d.On<msg::ChunkAck>([this](NodeId f, H h, msg::ChunkAck& m) {
-    service_.HandleChunkAck(f, h, m);
-  });
+  d.On(&service_, &ReplicaService::HandleRead);
+  d.On(&service_, &ReplicaService::HandleChunkAck);
   d.On<msg::StopFold>(
       [this](NodeId f, H h, msg::StopFold&) { service_.HandleStopFold(f, h); });
   d.On<msg::KeepFold>(
       [this](NodeId f, H h, msg::KeepFold&) { service_.HandleKeepFold(f, h); });
-  d.On<msg::Query>(
-      [this](NodeId f, H h, msg::Query& m) { service_.HandleQuery(f, h, m); });
-  d.On<msg::Count>(
-      [this](NodeId f, H h, msg::Count& m) { service_.HandleCount(f, h, m); });
+  d.On(&service_, &ReplicaService::HandleQuery);
+  d.On(&service_, &ReplicaService::HandleCount);
 
   // Replies, to the coordinator of the request.
-  d.On<msg::CountReply>([this](NodeId from, H h, msg::CountReply& m) {
-    if (CountCoordinator* count = requests_.Count(h.request_id)) {
-      count->OnReply(from, m);
-    }
-  });
-  d.On<msg::UpdateReply>([this](NodeId from, H h, msg::UpdateReply& m) {
-    if (WriteCoordinator* write = requests_.Write(h.request_id)) {
-      write->OnUpdateReply(from, m);
-    }
-  });
-  d.On<msg::ReplicateAckWithDelta>(
-      [this](NodeId from, H h, msg::ReplicateAckWithDelta& m) {
-        if (WriteCoordinator* write = requests_.Write(h.request_id)) {
-          write->OnReplicateAckWithDelta(from, m);
-        }
-      });
+  RouteToRequest(&CountCoordinator::OnReply);
+  RouteToRequest(&QueryCoordinator::OnReply);
+  RouteToRequest(&WriteCoordinator::OnUpdateReply);
+  RouteToRequest(&WriteCoordinator::OnReplicateAckWithDelta);
   d.On<msg::ReadClock>([this](NodeId from, H h, msg::ReadClock& m) {
-    if (ReadCoordinator* read = requests_.ReadForFold(h.request_id)) {
+    if (ReadCoordinator* read =
+            requests_.FindByRoute<ReadCoordinator>(h.request_id)) {
       read->OnClock(h.request_id, from, m);
-    }
-  });
-  d.On<msg::QueryReply>([this](NodeId from, H h, msg::QueryReply& m) {
-    if (QueryCoordinator* query = requests_.Query(h.request_id)) {
-      query->OnReply(from, m);
     }
   });
 }
@@ -474,15 +457,9 @@ void Node::Impl::InstallMembershipRoutes() {
         EnsureSweepTick(h.partition);  // A transfer may tombstone.
       },
       /*bulk=*/true);
-  d.On<msg::TransferAck>([this](NodeId f, H h, msg::TransferAck& m) {
-    handoff_.HandleTransferAck(f, h, m);
-  });
-  d.On<msg::HandoffDone>([this](NodeId f, H h, msg::HandoffDone& m) {
-    handoff_.HandleDone(f, h, m);
-  });
-  d.On<msg::HandoffDoneAck>([this](NodeId f, H h, msg::HandoffDoneAck& m) {
-    handoff_.HandleDoneAck(f, h, m);
-  });
+  d.On(&handoff_, &HandoffManager::HandleTransferAck);
+  d.On(&handoff_, &HandoffManager::HandleDone);
+  d.On(&handoff_, &HandoffManager::HandleDoneAck);
   d.On<msg::RingEpoch>([this](NodeId f, H, msg::RingEpoch& m) {
     handoff_.NoteEpoch(f, m.epoch);
   });
@@ -494,22 +471,12 @@ void Node::Impl::InstallMembershipRoutes() {
 void Node::Impl::InstallAntiEntropyRoutes() {
   using H = const MessageHeader&;
   Dispatcher& d = dispatcher_;
-  d.On<msg::AeDigest>([this](NodeId f, H h, msg::AeDigest& m) {
-    anti_entropy_.OnDigest(f, h, m);
-  });
-  d.On<msg::AeDigestReply>([this](NodeId f, H h, msg::AeDigestReply& m) {
-    anti_entropy_.OnDigestReply(f, h, m);
-  });
-  d.On<msg::AeSets>(
-      [this](NodeId f, H h, msg::AeSets& m) { anti_entropy_.OnSets(f, h, m); });
-  d.On<msg::AeSetsReply>([this](NodeId f, H h, msg::AeSetsReply& m) {
-    anti_entropy_.OnSetsReply(f, h, m);
-  });
-  d.On<msg::AePull>(
-      [this](NodeId f, H h, msg::AePull& m) { anti_entropy_.OnPull(f, h, m); });
-  d.On<msg::AePushAck>([this](NodeId f, H h, msg::AePushAck& m) {
-    anti_entropy_.OnPushAck(f, h, m);
-  });
+  d.On(&anti_entropy_, &AntiEntropy::OnDigest);
+  d.On(&anti_entropy_, &AntiEntropy::OnDigestReply);
+  d.On(&anti_entropy_, &AntiEntropy::OnSets);
+  d.On(&anti_entropy_, &AntiEntropy::OnSetsReply);
+  d.On(&anti_entropy_, &AntiEntropy::OnPull);
+  d.On(&anti_entropy_, &AntiEntropy::OnPushAck);
   d.On<msg::AePush>(
       [this](NodeId f, H h, msg::AePush& m) {
         anti_entropy_.OnPush(f, h, m);
@@ -539,7 +506,7 @@ void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
   if (op == nullptr) op = std::make_unique<WriteCoordinator>(this);
   op->Reset(id, set, std::move(ops), std::move(clear), options,
             std::move(done));
-  WriteCoordinator* raw = requests_.AddWrite(id, std::move(op));
+  WriteCoordinator* raw = requests_.Add(std::move(op));
   write_tick_micros_ = write_tick_micros_ == 0
                            ? options.retry_micros
                            : std::min(write_tick_micros_, options.retry_micros);
@@ -564,7 +531,7 @@ void Node::Impl::StartRead(std::string_view set,
   auto op = std::make_unique<ReadCoordinator>(this, id, std::string(set),
                                               options, std::move(bounds), limit,
                                               std::move(sink));
-  requests_.AddRead(id, std::move(op))->Start();
+  requests_.Add(std::move(op))->Start();
 }
 
 void Node::Impl::ContainsAll(
@@ -576,7 +543,7 @@ void Node::Impl::ContainsAll(
   auto op = std::make_unique<QueryCoordinator>(this, id, std::string(set),
                                                std::move(elements), options,
                                                std::move(done));
-  requests_.AddQuery(id, std::move(op))->Start();
+  requests_.Add(std::move(op))->Start();
 }
 
 void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
@@ -599,7 +566,7 @@ void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
                     NewCountSink(std::move(done)));
         }
       });
-  requests_.AddCount(id, std::move(op))->Start();
+  requests_.Add(std::move(op))->Start();
 }
 
 // ---- Node (the public face).

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -170,6 +171,17 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   void InstallReplicaRoutes();
   void InstallMembershipRoutes();
   void InstallAntiEntropyRoutes();
+  // Routes Body's replies to `on` of the running coordinator of kind T that
+  // the header's request id names; a reply for none (it finished, or the
+  // id is another kind's) is dropped.
+  template <typename T, typename Body>
+  void RouteToRequest(void (T::*on)(NodeId, Body&)) {
+    using Message = std::remove_const_t<Body>;
+    dispatcher_.On<Message>(
+        [this, on](NodeId from, const MessageHeader& header, Message& m) {
+          if (T* op = requests_.Find<T>(header.request_id)) (op->*on)(from, m);
+        });
+  }
   // Persists the end of a new lease of request ids (synced), so that no id
   // is issued twice, whatever the clock does across restarts.
   absl::Status ExtendRequestIdLease();

@@ -92,7 +92,7 @@ std::string QueryCoordinator::RequestBytes() const {
 }
 
 void QueryCoordinator::Release() {
-  host_->requests().FinishQuery(id_);  // Destroys this.
+  host_->requests().Finish(id_);  // Destroys this.
 }
 
 void QueryCoordinator::OnReply(NodeId from, msg::QueryReply& m) {

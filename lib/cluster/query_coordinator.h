@@ -30,6 +30,9 @@ namespace bigset {
 class QueryCoordinator final
     : public QuorumReadCoordinator<msg::QueryReply, Membership> {
  public:
+  static constexpr RequestKind kKind = RequestKind::kQuery;
+  RequestKind kind() const override { return kKind; }
+
   QueryCoordinator(CoordinatorHost* host, uint64_t id, std::string set,
                    std::vector<std::string> elements,
                    const ClusterReadOptions& options,

@@ -47,7 +47,7 @@ void ReadCoordinator::Start() {
 
 void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
   Slot& slot = slots_[i];
-  if (slot.fold_id != 0) host_->requests().UnrouteFold(slot.fold_id);
+  if (slot.fold_id != 0) host_->requests().Unroute(slot.fold_id);
   slot.fold_id = host_->NextRequestId();
   slot.state = SlotState::kAsked;
   slot.gone = false;
@@ -59,7 +59,7 @@ void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
   slot.clock.clear();
   slot.last_heard = host_->NowMicros();
   if (OpenLocal(i, bounds)) return;
-  host_->requests().RouteFold(slot.fold_id, id_);
+  host_->requests().Route(slot.fold_id, id_);
   SendRead(slot, bounds);
 }
 
@@ -114,7 +114,7 @@ void ReadCoordinator::StopFold(Slot& slot) {
     SendToFold(slot, msg::StopFold{});
   }
   if (slot.fold_id != 0 && slot.node != host_->node_id()) {
-    host_->requests().UnrouteFold(slot.fold_id);
+    host_->requests().Unroute(slot.fold_id);
   }
   slot.state = SlotState::kStopped;
   slot.merger_index = -1;
@@ -498,11 +498,11 @@ void ReadCoordinator::Finish(absl::Status status) {
     }
     // Failed folds too: their routes would outlive the read.
     if (s.fold_id != 0 && s.node != host_->node_id()) {
-      host_->requests().UnrouteFold(s.fold_id);
+      host_->requests().Unroute(s.fold_id);
     }
   }
   std::unique_ptr<ReadSink> sink = std::move(sink_);
-  host_->requests().FinishRead(id_);  // Destroys this.
+  host_->requests().Finish(id_);  // Destroys this.
   sink->OnDone(status);
 }
 

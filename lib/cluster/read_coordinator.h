@@ -39,6 +39,9 @@ namespace bigset {
 
 class ReadCoordinator : public Coordinator {
  public:
+  static constexpr RequestKind kKind = RequestKind::kRead;
+  RequestKind kind() const override { return kKind; }
+
   // `limit` caps the elements delivered (0: none).
   ReadCoordinator(CoordinatorHost* host, uint64_t id, std::string set,
                   const ClusterReadOptions& options, ElementBounds bounds,

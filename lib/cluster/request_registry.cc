@@ -4,18 +4,12 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/write_coordinator.h"
+
 namespace bigset {
-namespace {
 
-// Files `op` under `id` in `map`; returns it.
-template <typename Map, typename Op>
-Op* Insert(Map& map, uint64_t id, std::unique_ptr<Op> op) {
-  Op* raw = op.get();
-  map[id] = std::move(op);
-  return raw;
-}
-
-}  // namespace
+RequestRegistry::RequestRegistry() = default;
+RequestRegistry::~RequestRegistry() = default;
 
 std::unique_ptr<WriteCoordinator> RequestRegistry::TakeIdleWrite() {
   if (idle_writes_.empty()) return nullptr;
@@ -24,107 +18,77 @@ std::unique_ptr<WriteCoordinator> RequestRegistry::TakeIdleWrite() {
   return op;
 }
 
-WriteCoordinator* RequestRegistry::AddWrite(
-    uint64_t id, std::unique_ptr<WriteCoordinator> op) {
-  return Insert(writes_, id, std::move(op));
+void RequestRegistry::Insert(std::unique_ptr<Coordinator> op) {
+  const uint64_t id = op->id();
+  ++running_by_kind_[static_cast<size_t>(op->kind())];
+  running_[id] = std::move(op);
 }
 
-ReadCoordinator* RequestRegistry::AddRead(uint64_t id,
-                                          std::unique_ptr<ReadCoordinator> op) {
-  return Insert(reads_, id, std::move(op));
+Coordinator* RequestRegistry::FindKind(uint64_t id, RequestKind kind) const {
+  auto it = running_.find(id);
+  if (it == running_.end() || it->second->kind() != kind) return nullptr;
+  return it->second.get();
 }
 
-QueryCoordinator* RequestRegistry::AddQuery(
-    uint64_t id, std::unique_ptr<QueryCoordinator> op) {
-  return Insert(queries_, id, std::move(op));
-}
-
-CountCoordinator* RequestRegistry::AddCount(
-    uint64_t id, std::unique_ptr<CountCoordinator> op) {
-  return Insert(counts_, id, std::move(op));
-}
-
-void RequestRegistry::FinishWrite(uint64_t id) {
-  auto it = writes_.find(id);
-  if (it == writes_.end()) return;
-  std::unique_ptr<WriteCoordinator> op = std::move(it->second);
-  writes_.erase(it);
+void RequestRegistry::Finish(uint64_t id) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return;
+  std::unique_ptr<Coordinator> op = std::move(it->second);
+  running_.erase(it);
+  --running_by_kind_[static_cast<size_t>(op->kind())];
   // A few idle coordinators cover a steady stream of writes.
   constexpr size_t kMaxIdleWrites = 16;
-  if (idle_writes_.size() < kMaxIdleWrites) {
-    op->Release();
-    idle_writes_.push_back(std::move(op));
+  if (op->kind() == RequestKind::kWrite &&
+      idle_writes_.size() < kMaxIdleWrites) {
+    auto* write = static_cast<WriteCoordinator*>(op.release());
+    write->Release();
+    idle_writes_.emplace_back(write);
   }
 }
 
-WriteCoordinator* RequestRegistry::Write(uint64_t id) {
-  auto it = writes_.find(id);
-  return it == writes_.end() ? nullptr : it->second.get();
+size_t RequestRegistry::routes(RequestKind kind) const {
+  return static_cast<size_t>(
+      std::count_if(routes_.begin(), routes_.end(), [&](const auto& route) {
+        return FindKind(route.second, kind) != nullptr;
+      }));
 }
 
-WriteCoordinator* RequestRegistry::WriteFor(uint64_t id) {
-  if (WriteCoordinator* own = Write(id)) return own;
-  auto route = write_routes_.find(id);
-  return route == write_routes_.end() ? nullptr : Write(route->second);
+size_t RequestRegistry::stale_routes() const {
+  return static_cast<size_t>(std::count_if(
+      routes_.begin(), routes_.end(),
+      [&](const auto& route) { return !running_.contains(route.second); }));
 }
 
-ReadCoordinator* RequestRegistry::ReadForFold(uint64_t fold_id) {
-  auto route = fold_routes_.find(fold_id);
-  if (route == fold_routes_.end()) return nullptr;
-  auto it = reads_.find(route->second);
-  return it == reads_.end() ? nullptr : it->second.get();
-}
-
-QueryCoordinator* RequestRegistry::Query(uint64_t id) {
-  auto it = queries_.find(id);
-  return it == queries_.end() ? nullptr : it->second.get();
-}
-
-CountCoordinator* RequestRegistry::Count(uint64_t id) {
-  auto it = counts_.find(id);
-  return it == counts_.end() ? nullptr : it->second.get();
-}
-
-std::vector<uint64_t> RequestRegistry::WriteIds() const {
+std::vector<uint64_t> RequestRegistry::Ids(RequestKind kind) const {
   std::vector<uint64_t> ids;
-  ids.reserve(writes_.size());
-  for (const auto& [id, op] : writes_) ids.push_back(id);
+  ids.reserve(running(kind));
+  for (const auto& [id, op] : running_) {
+    if (op->kind() == kind) ids.push_back(id);
+  }
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
 void RequestRegistry::AbortAll(const absl::Status& status) {
-  absl::flat_hash_map<uint64_t, std::unique_ptr<WriteCoordinator>> writes =
-      std::move(writes_);
-  std::map<uint64_t, std::unique_ptr<ReadCoordinator>> reads =
-      std::move(reads_);
-  std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries =
-      std::move(queries_);
-  std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts =
-      std::move(counts_);
+  absl::flat_hash_map<uint64_t, std::unique_ptr<Coordinator>> all =
+      std::move(running_);
   Clear();
-  std::vector<std::pair<uint64_t, Coordinator*>> all;
-  all.reserve(writes.size() + reads.size() + queries.size() + counts.size());
-  for (const auto& [id, op] : writes) all.emplace_back(id, op.get());
-  for (const auto& [id, op] : reads) all.emplace_back(id, op.get());
-  for (const auto& [id, op] : queries) all.emplace_back(id, op.get());
-  for (const auto& [id, op] : counts) all.emplace_back(id, op.get());
-  std::sort(all.begin(), all.end(),
+  std::vector<std::pair<uint64_t, Coordinator*>> in_order;
+  in_order.reserve(all.size());
+  for (const auto& [id, op] : all) in_order.emplace_back(id, op.get());
+  std::sort(in_order.begin(), in_order.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [id, op] : all) op->Abort(status);
+  for (const auto& [id, op] : in_order) op->Abort(status);
   // A callback may have started requests: they are refused while closing,
   // so none is left to drop but the idle writes they may have recycled.
   Clear();
 }
 
 void RequestRegistry::Clear() {
-  writes_.clear();
+  running_.clear();
+  running_by_kind_.fill(0);
   idle_writes_.clear();
-  reads_.clear();
-  queries_.clear();
-  counts_.clear();
-  fold_routes_.clear();
-  write_routes_.clear();
+  routes_.clear();
 }
 
 }  // namespace bigset

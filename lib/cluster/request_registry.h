@@ -3,76 +3,95 @@
 // folds, a write's extra deltas) to them. Internal header.
 //
 // The node adds a coordinator when a request starts; the coordinator says
-// when it is done (CoordinatorHost::Finish*), and replies find their
-// coordinator here by request id. Finished write coordinators are kept
-// idle, a few, and reused: a steady stream of writes allocates none.
+// when it is done (Finish), and replies find their coordinator here by
+// request id and kind: a reply of one kind never reaches a coordinator of
+// another, even under a forged or stale id. Finished write coordinators
+// are kept idle, a few, and reused: a steady stream of writes allocates
+// none.
+//
+// The registry knows coordinators only by their base (coordinator_host.h);
+// Find<T> needs T complete where it is called.
 //
 // Thread-safety: not thread-safe (the node's thread).
 
 #ifndef BIGSET_LIB_CLUSTER_REQUEST_REGISTRY_H_
 #define BIGSET_LIB_CLUSTER_REQUEST_REGISTRY_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "cluster/count_coordinator.h"
-#include "cluster/query_coordinator.h"
-#include "cluster/read_coordinator.h"
-#include "cluster/write_coordinator.h"
+#include "cluster/coordinator_host.h"
 
 namespace bigset {
 
+class WriteCoordinator;
+
 class RequestRegistry {
  public:
+  RequestRegistry();
+  ~RequestRegistry();
+  RequestRegistry(const RequestRegistry&) = delete;
+  RequestRegistry& operator=(const RequestRegistry&) = delete;
+
   // A finished write coordinator to Reset for a new write; null if none is
   // kept.
   std::unique_ptr<WriteCoordinator> TakeIdleWrite();
 
-  // Each takes the coordinator of request `id` and returns it.
-  WriteCoordinator* AddWrite(uint64_t id, std::unique_ptr<WriteCoordinator> op);
-  ReadCoordinator* AddRead(uint64_t id, std::unique_ptr<ReadCoordinator> op);
-  QueryCoordinator* AddQuery(uint64_t id, std::unique_ptr<QueryCoordinator> op);
-  CountCoordinator* AddCount(uint64_t id, std::unique_ptr<CountCoordinator> op);
+  // Files `op` under its id and returns it. REQUIRES: no running request
+  // has that id.
+  template <typename T>
+  T* Add(std::unique_ptr<T> op) {
+    T* raw = op.get();
+    Insert(std::move(op));
+    return raw;
+  }
 
   // Drops the coordinator of `id` (a write's is kept idle for reuse, up to
   // a few). Nothing if there is none.
-  void FinishWrite(uint64_t id);
-  void FinishRead(uint64_t id) { reads_.erase(id); }
-  void FinishQuery(uint64_t id) { queries_.erase(id); }
-  void FinishCount(uint64_t id) { counts_.erase(id); }
+  void Finish(uint64_t id);
 
-  // Sub-requests: a read's fold ids, a write's extra deltas' request ids.
-  void RouteFold(uint64_t fold_id, uint64_t read_id) {
-    fold_routes_[fold_id] = read_id;
+  // The running coordinator of kind T::kKind with request id `id`, or null.
+  template <typename T>
+  T* Find(uint64_t id) const {
+    return static_cast<T*>(FindKind(id, T::kKind));
   }
-  void UnrouteFold(uint64_t fold_id) { fold_routes_.erase(fold_id); }
-  void RouteWrite(uint64_t extra_id, uint64_t write_id) {
-    write_routes_[extra_id] = write_id;
+  // The coordinator (of kind T::kKind) sub-request `sub_id` is routed to
+  // (Route), or null.
+  template <typename T>
+  T* FindByRoute(uint64_t sub_id) const {
+    auto route = routes_.find(sub_id);
+    return route == routes_.end() ? nullptr : Find<T>(route->second);
   }
-  void UnrouteWrite(uint64_t extra_id) { write_routes_.erase(extra_id); }
+  // Find, else FindByRoute: a write's acknowledgements name its own id or
+  // one of its extra deltas'.
+  template <typename T>
+  T* FindOwnOrRouted(uint64_t id) const {
+    if (T* own = Find<T>(id)) return own;
+    return FindByRoute<T>(id);
+  }
 
-  // The coordinator a reply is for, or null.
-  WriteCoordinator* Write(uint64_t id);
-  // The write of request id `id`: its own, or one of its extra deltas'.
-  WriteCoordinator* WriteFor(uint64_t id);
-  ReadCoordinator* ReadForFold(uint64_t fold_id);
-  QueryCoordinator* Query(uint64_t id);
-  CountCoordinator* Count(uint64_t id);
+  // Sub-requests: a read's fold ids, a write's extra deltas' request ids,
+  // each routed to the request that made it.
+  void Route(uint64_t sub_id, uint64_t id) { routes_[sub_id] = id; }
+  void Unroute(uint64_t sub_id) { routes_.erase(sub_id); }
 
-  bool writes_empty() const { return writes_.empty(); }
-  // What is kept: running writes and the routes of their extra deltas
-  // (both 0 once every write ended).
-  size_t writes_running() const { return writes_.size(); }
-  size_t write_routes() const { return write_routes_.size(); }
-  size_t fold_routes() const { return fold_routes_.size(); }
+  // Running coordinators of `kind`.
+  size_t running(RequestKind kind) const {
+    return running_by_kind_[static_cast<size_t>(kind)];
+  }
+  // Routes to running coordinators of `kind`, and routes to none (left
+  // behind: 0 while every coordinator unroutes what it routed).
+  size_t routes(RequestKind kind) const;
+  size_t stale_routes() const;
   size_t idle_writes() const { return idle_writes_.size(); }
-  // The ids of the running writes, ascending (so that a tick visits them in
-  // a deterministic order).
-  std::vector<uint64_t> WriteIds() const;
+  // The ids of the running coordinators of `kind`, ascending (so that a
+  // tick visits them in a deterministic order).
+  std::vector<uint64_t> Ids(RequestKind kind) const;
 
   // Drops every coordinator (the idle ones too) and route.
   void Clear();
@@ -83,14 +102,13 @@ class RequestRegistry {
   void AbortAll(const absl::Status& status);
 
  private:
-  // Unordered for speed; WriteIds sorts.
-  absl::flat_hash_map<uint64_t, std::unique_ptr<WriteCoordinator>> writes_;
+  void Insert(std::unique_ptr<Coordinator> op);
+  Coordinator* FindKind(uint64_t id, RequestKind kind) const;
+
+  absl::flat_hash_map<uint64_t, std::unique_ptr<Coordinator>> running_;
+  std::array<size_t, kRequestKinds> running_by_kind_{};
   std::vector<std::unique_ptr<WriteCoordinator>> idle_writes_;
-  std::map<uint64_t, std::unique_ptr<ReadCoordinator>> reads_;
-  std::map<uint64_t, std::unique_ptr<QueryCoordinator>> queries_;
-  std::map<uint64_t, std::unique_ptr<CountCoordinator>> counts_;
-  absl::flat_hash_map<uint64_t, uint64_t> fold_routes_;   // fold -> read
-  absl::flat_hash_map<uint64_t, uint64_t> write_routes_;  // extra -> write
+  absl::flat_hash_map<uint64_t, uint64_t> routes_;  // sub-request -> request
 };
 
 }  // namespace bigset

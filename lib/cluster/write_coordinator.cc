@@ -56,7 +56,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   place_acked_.assign(preference_.size(), false);
   place_acks_ = 0;
   refused_ = false;
-  for (const Extra& e : extras_) host_->requests().UnrouteWrite(e.id);
+  for (const Extra& e : extras_) host_->requests().Unroute(e.id);
   extras_.clear();
   deadline_ = client_deadline_ = next_retry_ = 0;
   retransmit_rounds_ = 0;
@@ -237,7 +237,7 @@ void WriteCoordinator::OnExtraDelta(int index, Delta delta) {
   }
   Extra& e = extras_.emplace_back();
   e.id = host_->NextRequestId();
-  host_->requests().RouteWrite(e.id, id_);
+  host_->requests().Route(e.id, id_);
   EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, e.id, partition_},
                      delta, &e.bytes);
   e.acked.assign(preference_.size(), false);
@@ -326,9 +326,9 @@ void WriteCoordinator::LeaveHints() {
 }
 
 void WriteCoordinator::End() {
-  for (const Extra& e : extras_) host_->requests().UnrouteWrite(e.id);
+  for (const Extra& e : extras_) host_->requests().Unroute(e.id);
   extras_.clear();
-  host_->requests().FinishWrite(id_);  // Destroys this.
+  host_->requests().Finish(id_);  // Destroys this.
 }
 
 int WriteCoordinator::IndexOf(NodeId node) const {

@@ -40,6 +40,9 @@ namespace bigset {
 
 class WriteCoordinator : public Coordinator {
  public:
+  static constexpr RequestKind kKind = RequestKind::kWrite;
+  RequestKind kind() const override { return kKind; }
+
   // Idle until Reset. The node reuses finished coordinators (and the
   // capacity of their buffers) for later writes.
   explicit WriteCoordinator(CoordinatorHost* host);

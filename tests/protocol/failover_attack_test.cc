@@ -105,8 +105,8 @@ struct Fx : testing::FailoverFixture {
 
   // What the coordinating node keeps once every write has ended.
   void CheckClientIdle() {
-    CHECK(I(client).requests_.writes_running() == 0);
-    CHECK(I(client).requests_.write_routes() == 0);
+    CHECK(I(client).requests_.running(RequestKind::kWrite) == 0);
+    CHECK(I(client).requests_.routes(RequestKind::kWrite) == 0);
   }
 };
 
@@ -511,7 +511,7 @@ TEST_CASE(
   // From now on C's acks are lost (A stays unreachable: the write lives).
   f.c.Hold(Or(Or(To(a), From(a)), And(From(cc), To(f.client))));
   while (f.c.Now(f.client) < 1'500'000) f.c.Advance(100'000);
-  REQUIRE(f.I(f.client).requests_.writes_running() == 1);
+  REQUIRE(f.I(f.client).requests_.running(RequestKind::kWrite) == 1);
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
   f.c.Hold(And(From(cc), To(f.client)));
   // The extra delta gets one timeout; C never acks it.

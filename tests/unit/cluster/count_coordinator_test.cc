@@ -53,18 +53,18 @@ class CountRun {
     options.retry_micros = 200'000;
     id_ = host_.NextRequestId();
     host_.requests()
-        .AddCount(id_, std::make_unique<CountCoordinator>(
-                           &host_, id_, "s", options,
-                           [this](absl::StatusOr<std::optional<uint64_t>> r) {
-                             REQUIRE_FALSE(outcome_.has_value());  // Once.
-                             outcome_ = std::move(r);
-                           }))
+        .Add(std::make_unique<CountCoordinator>(
+            &host_, id_, "s", options,
+            [this](absl::StatusOr<std::optional<uint64_t>> r) {
+              REQUIRE_FALSE(outcome_.has_value());  // Once.
+              outcome_ = std::move(r);
+            }))
         ->Start();
   }
 
   // Delivers `a` to the coordinator if it still runs.
   void Deliver(const Answer& a) {
-    CountCoordinator* count = host_.requests().Count(id_);
+    CountCoordinator* count = host_.requests().Find<CountCoordinator>(id_);
     if (count == nullptr) return;
     msg::CountReply reply;
     reply.status = a.status;
@@ -87,7 +87,9 @@ class CountRun {
   FakeHost& host() { return host_; }
   const Outcome& outcome() const { return outcome_; }
   bool pending() const { return !outcome_.has_value(); }
-  bool finished_cleanly() { return host_.requests().Count(id_) == nullptr; }
+  bool finished_cleanly() {
+    return host_.requests().Find<CountCoordinator>(id_) == nullptr;
+  }
 
  private:
   FakeHost host_;

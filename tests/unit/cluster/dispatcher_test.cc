@@ -126,5 +126,34 @@ TEST_CASE("dispatcher: a bulk message nested in another is decoded afresh") {
   CHECK(seen[2] == seen[0]);
 }
 
+// A protocol whose handlers the dispatcher calls by member pointer.
+struct Protocol {
+  std::vector<std::string> log;
+  void OnQuery(NodeId from, const MessageHeader& h, msg::Query& m) {
+    log.push_back("query " + std::to_string(from) + " " +
+                  std::to_string(h.request_id) + " " + m.set);
+  }
+  void OnCount(NodeId from, const MessageHeader& h, const msg::Count& m) {
+    log.push_back("count " + std::to_string(from) + " " +
+                  std::to_string(h.request_id) + " " + m.set);
+  }
+};
+
+TEST_CASE(
+    "dispatcher: a protocol's member handler gets the decoded message, "
+    "whether it takes it const or not") {
+  Dispatcher d;
+  Protocol p;
+  d.On(&p, &Protocol::OnQuery);
+  d.On(&p, &Protocol::OnCount);
+  REQUIRE(d.Dispatch(
+      4, EncodeMessage(11, 3, msg::Query{.set = "s", .elements = {}})));
+  REQUIRE(d.Dispatch(5, EncodeMessage(12, 3, msg::Count{.set = "t"})));
+  CHECK(p.log == std::vector<std::string>{"query 4 11 s", "count 5 12 t"});
+  // Garbage reaches neither.
+  CHECK_FALSE(d.Dispatch(4, "\x01\x02"));
+  CHECK(p.log.size() == 2);
+}
+
 }  // namespace
 }  // namespace bigset

@@ -44,12 +44,12 @@ class QueryRun {
     outcome_.reset();
     id_ = host_.NextRequestId();
     host_.requests()
-        .AddQuery(id_, std::make_unique<QueryCoordinator>(
-                           &host_, id_, "s", std::move(elements), options,
-                           [this](absl::StatusOr<Membership> r) {
-                             REQUIRE_FALSE(outcome_.has_value());  // Once.
-                             outcome_ = std::move(r);
-                           }))
+        .Add(std::make_unique<QueryCoordinator>(
+            &host_, id_, "s", std::move(elements), options,
+            [this](absl::StatusOr<Membership> r) {
+              REQUIRE_FALSE(outcome_.has_value());  // Once.
+              outcome_ = std::move(r);
+            }))
         ->Start();
   }
 
@@ -69,7 +69,7 @@ class QueryRun {
     Deliver(from, reply);
   }
   void Deliver(NodeId from, msg::QueryReply& reply) {
-    if (QueryCoordinator* q = host_.requests().Query(id_)) {
+    if (QueryCoordinator* q = host_.requests().Find<QueryCoordinator>(id_)) {
       q->OnReply(from, reply);
     }
   }
@@ -239,7 +239,7 @@ TEST_CASE("query coordinator: silent replicas end in DeadlineExceeded") {
   run.host().Advance(2'000'000);
   REQUIRE_FALSE(run.pending());
   CHECK(absl::IsDeadlineExceeded(run.result().status()));
-  CHECK(run.host().requests().Query(run.id()) == nullptr);
+  CHECK(run.host().requests().Find<QueryCoordinator>(run.id()) == nullptr);
 }
 
 }  // namespace

@@ -79,9 +79,9 @@ class ReadRun {
     options.keepalive_micros = 5'000'000;
     id_ = host_.NextRequestId();
     host_.requests()
-        .AddRead(id_, std::make_unique<ReadCoordinator>(
-                          &host_, id_, "s", options, ElementBounds(), 0,
-                          std::make_unique<ClientSink>(&client)))
+        .Add(std::make_unique<ReadCoordinator>(
+            &host_, id_, "s", options, ElementBounds(), 0,
+            std::make_unique<ClientSink>(&client)))
         ->Start();
   }
 
@@ -138,7 +138,8 @@ class ReadRun {
     bool parsed_last = false;
     std::string_view encoded;
     REQUIRE(ParseReadChunkBody(body, &parsed_seq, &parsed_last, &encoded).ok());
-    if (ReadCoordinator* read = host_.requests().ReadForFold(fold)) {
+    if (ReadCoordinator* read =
+            host_.requests().FindByRoute<ReadCoordinator>(fold)) {
       read->OnChunk(fold, node, parsed_seq, parsed_last, encoded);
     }
   }
@@ -156,7 +157,8 @@ class ReadRun {
   void Deliver(NodeId node, msg::ReadClock& m) {
     const uint64_t fold = FoldOf(node);
     REQUIRE(fold != 0);
-    if (ReadCoordinator* read = host_.requests().ReadForFold(fold)) {
+    if (ReadCoordinator* read =
+            host_.requests().FindByRoute<ReadCoordinator>(fold)) {
       read->OnClock(fold, node, m);
     }
   }

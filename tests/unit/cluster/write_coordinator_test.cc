@@ -31,10 +31,10 @@ WriteCoordinator* StartWrite(FakeHost& host, int w,
   options.timeout_micros = 2'000'000;
   options.retry_micros = 200'000;
   const uint64_t id = host.NextRequestId();
-  WriteCoordinator* write =
-      host.requests().AddWrite(id, std::make_unique<WriteCoordinator>(&host));
-  write->Reset(id, "s", {UpdateOp::Add("e")}, std::nullopt, options,
-               [answer](absl::StatusOr<Delta> r) { *answer = std::move(r); });
+  auto op = std::make_unique<WriteCoordinator>(&host);
+  op->Reset(id, "s", {UpdateOp::Add("e")}, std::nullopt, options,
+            [answer](absl::StatusOr<Delta> r) { *answer = std::move(r); });
+  WriteCoordinator* write = host.requests().Add(std::move(op));
   write->Start();
   return write;
 }
@@ -43,8 +43,8 @@ WriteCoordinator* StartWrite(FakeHost& host, int w,
 void Tick(FakeHost& host, uint64_t micros) {
   for (uint64_t t = 0; t < micros; t += 100'000) {
     host.Advance(100'000);
-    for (uint64_t id : host.requests().WriteIds()) {
-      if (WriteCoordinator* w = host.requests().Write(id)) {
+    for (uint64_t id : host.requests().Ids(RequestKind::kWrite)) {
+      if (WriteCoordinator* w = host.requests().Find<WriteCoordinator>(id)) {
         w->OnTick(host.NowMicros());
       }
     }
@@ -73,7 +73,7 @@ TEST_CASE(
   CHECK_FALSE(answer.has_value());  // Never from inside Start.
   // Node 1 coordinates and answers, if it was asked (what the old code
   // did: then nothing more came, ever).
-  if (WriteCoordinator* write = host.requests().Write(id)) {
+  if (WriteCoordinator* write = host.requests().Find<WriteCoordinator>(id)) {
     msg::UpdateReply reply{.status = absl::OkStatus(), .delta = OneAdd(1)};
     write->OnUpdateReply(1, reply);
   }
@@ -81,7 +81,7 @@ TEST_CASE(
   REQUIRE(answer.has_value());
   CHECK(absl::IsUnavailable(answer->status()));
   CHECK(host.sent.empty());  // No replica was asked to apply it.
-  CHECK(host.requests().writes_empty());
+  CHECK(host.requests().running(RequestKind::kWrite) == 0);
 }
 
 TEST_CASE(
@@ -104,7 +104,8 @@ TEST_CASE(
   Tick(host, 100'000);
   REQUIRE(answer.has_value());
   CHECK(answer->ok());
-  CHECK(host.requests().writes_empty());  // Every replica acknowledged.
+  CHECK(host.requests().running(RequestKind::kWrite) ==
+        0);  // Every replica acknowledged.
 }
 
 TEST_CASE(
@@ -120,7 +121,7 @@ TEST_CASE(
   Tick(host, 200'000);
   REQUIRE(answer.has_value());
   CHECK(absl::IsDeadlineExceeded(answer->status()));
-  CHECK(host.requests().writes_empty());
+  CHECK(host.requests().running(RequestKind::kWrite) == 0);
   CHECK(host.hints == std::vector<NodeId>{2, 3});
 }
 
