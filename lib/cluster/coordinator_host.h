@@ -69,12 +69,6 @@ class CoordinatorHost {
   // it (each peer takes a node's messages in order, so the query reaches
   // every replica before the write does).
   virtual void SendFirst(NodeId to, std::string bytes) = 0;
-  // Membership queries that ask R places first (ClusterReadOptions::
-  // query_hedge_micros) ask every replica at once until this time: one of
-  // them recently had to ask beyond R (a replica slow or down), and the
-  // next would wait for its hedge too.
-  virtual uint64_t QueriesAskAllUntil() const = 0;
-  virtual void SetQueriesAskAllUntil(uint64_t micros) = 0;
   // Runs `fn` after `delay_micros` on the node's thread, unless the node is
   // gone by then. Never runs it before returning.
   virtual void After(uint64_t delay_micros, std::function<void()> fn) = 0;
@@ -115,6 +109,9 @@ class Coordinator {
  public:
   Coordinator(CoordinatorHost* host, uint64_t id)
       : host_(host), id_(id), alive_(std::make_shared<bool>(true)) {}
+  // A state machine that does no I/O: its driver carries out the outputs
+  // it returns (request_output.h). It has no host, and sets no timer.
+  explicit Coordinator(uint64_t id) : Coordinator(nullptr, id) {}
   virtual ~Coordinator() = default;
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;

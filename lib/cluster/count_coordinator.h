@@ -1,5 +1,5 @@
-// CountCoordinator: the state machine of one cluster count (Node::Count).
-// Internal header.
+// CountCoordinator: the state machine of one cluster count (Node::Count),
+// outputs out (quorum_read_coordinator.h). Internal header.
 //
 // Asks every replica of the set's serving list for its count and set digest
 // (kCount; Replica::CountSummary, constant time) and takes the first R
@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "cluster/quorum_read_coordinator.h"
+#include "cluster/request_output.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -41,16 +42,18 @@ class CountCoordinator final
   // `done` gets the agreed count, nullopt if the replicas differ, or an
   // error (fewer than R replicas answered in time).
   CountCoordinator(
-      CoordinatorHost* host, uint64_t id, std::string set,
+      uint64_t id, std::string set, QuorumReadSetup setup,
       const ClusterReadOptions& options,
       std::function<void(absl::StatusOr<std::optional<uint64_t>>)> done);
-  void Start();
-  void OnReply(NodeId from, const msg::CountReply& m);
+  // Asks every node of the serving list.
+  RequestOutput Start(uint64_t now);
+  // A replica's answer.
+  RequestOutput Step(NodeId from, const msg::CountReply& m);
 
  private:
   std::string RequestBytes() const override;
-  void Release() override;
-  void Answer(const std::vector<const msg::CountReply*>& replies);
+  void Answer(const std::vector<const msg::CountReply*>& replies,
+              RequestOutput* out);
 };
 
 }  // namespace bigset

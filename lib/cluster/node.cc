@@ -436,8 +436,8 @@ void Node::Impl::InstallReplicaRoutes() {
   d.On(&service_, &ReplicaService::HandleCount);
 
   // Replies, to the coordinator of the request.
-  RouteToRequest(&CountCoordinator::OnReply);
-  RouteToRequest(&QueryCoordinator::OnReply);
+  RouteToMachine(&CountCoordinator::Step);
+  RouteToMachine(&QueryCoordinator::Step);
   RouteToRequest(&WriteCoordinator::OnUpdateReply);
   RouteToRequest(&WriteCoordinator::OnReplicateAckWithDelta);
   d.On<msg::ReadClock>([this](NodeId from, H h, msg::ReadClock& m) {
@@ -534,24 +534,73 @@ void Node::Impl::StartRead(std::string_view set,
   requests_.Add(std::move(op))->Start();
 }
 
+QuorumReadSetup Node::Impl::QuorumReadAt(std::string_view set) const {
+  QuorumReadSetup setup;
+  setup.partition = ring().PartitionOf(set);
+  setup.serving = ServingList(setup.partition);
+  setup.places = ServingPlaces(setup.partition);
+  setup.self = node_id();
+  setup.now = scheduler_->NowMicros();
+  return setup;
+}
+
+template <typename T>
+void Node::Impl::Carry(uint64_t id, RequestOutput out) {
+  for (RequestOutput::Send& send : out.sends) {
+    if (send.first) {
+      SendFirst(send.to, std::move(send.bytes));
+    } else {
+      Send(send.to, std::move(send.bytes));
+    }
+  }
+  stats_.retransmits += out.retransmits;
+  stats_.queries_hedged += out.queries_hedged;
+  stats_.repairs_sent += out.repairs_sent;
+  stats_.repair_ops_sent += out.repair_ops_sent;
+  const uint64_t now = scheduler_->NowMicros();
+  if (out.ask_all_for_micros > 0) {
+    ask_all_until_ = now + out.ask_all_for_micros;
+  }
+  // A send to this node itself may have finished the request meanwhile.
+  T* op = requests_.Find<T>(id);
+  if (op == nullptr) return;
+  if (out.done) {
+    std::function<void()> answer = op->TakeAnswer();
+    requests_.Finish(id);  // Destroys op.
+    answer();
+    return;
+  }
+  if (out.tick_at != 0) {
+    After(out.tick_at > now ? out.tick_at - now : 0, [this, id]() {
+      if (T* due = requests_.Find<T>(id)) {
+        Carry<T>(id, due->Tick(scheduler_->NowMicros()));
+      }
+    });
+  }
+}
+
 void Node::Impl::ContainsAll(
     std::string_view set, std::vector<std::string> elements,
     const ClusterReadOptions& options,
     std::function<void(absl::StatusOr<Membership>)> done) {
   if (Refused(options.r, "r", done)) return;
   const uint64_t id = NextRequestId();
-  auto op = std::make_unique<QueryCoordinator>(this, id, std::string(set),
-                                               std::move(elements), options,
-                                               std::move(done));
-  requests_.Add(std::move(op))->Start();
+  QuorumReadSetup setup = QuorumReadAt(set);
+  const uint64_t now = setup.now;
+  QueryCoordinator* op = requests_.Add(std::make_unique<QueryCoordinator>(
+      id, std::string(set), std::move(setup), std::move(elements), options,
+      std::move(done)));
+  Carry<QueryCoordinator>(id, op->Start(now, now < ask_all_until_));
 }
 
 void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
                        std::function<void(absl::StatusOr<uint64_t>)> done) {
   if (Refused(options.r, "r", done)) return;
   const uint64_t id = NextRequestId();
-  auto op = std::make_unique<CountCoordinator>(
-      this, id, std::string(set), options,
+  QuorumReadSetup setup = QuorumReadAt(set);
+  const uint64_t now = setup.now;
+  CountCoordinator* op = requests_.Add(std::make_unique<CountCoordinator>(
+      id, std::string(set), std::move(setup), options,
       [this, set = std::string(set), options, done = std::move(done)](
           absl::StatusOr<std::optional<uint64_t>> agreed) mutable {
         if (!agreed.ok()) {
@@ -565,8 +614,8 @@ void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
           StartRead(set, options, ElementBounds(), 0,
                     NewCountSink(std::move(done)));
         }
-      });
-  requests_.Add(std::move(op))->Start();
+      }));
+  Carry<CountCoordinator>(id, op->Start(now));
 }
 
 // ---- Node (the public face).

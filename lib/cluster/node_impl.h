@@ -102,10 +102,6 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   uint64_t NextRequestId() override;
   void Send(NodeId to, std::string bytes) override;
   void SendFirst(NodeId to, std::string bytes) override;
-  uint64_t QueriesAskAllUntil() const override { return ask_all_until_; }
-  void SetQueriesAskAllUntil(uint64_t micros) override {
-    ask_all_until_ = micros;
-  }
   void After(uint64_t delay_micros, std::function<void()> fn) override;
   Replica* LocalReplica(uint32_t partition) override;
   Replica* HostedReplica(uint32_t partition) override;
@@ -171,6 +167,25 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   void InstallReplicaRoutes();
   void InstallMembershipRoutes();
   void InstallAntiEntropyRoutes();
+  // Carries out `out`, an output of the state machine of request `id` (of
+  // kind T; request_output.h): its sends and counters, then its answer
+  // (the machine is dropped first) or its next tick.
+  template <typename T>
+  void Carry(uint64_t id, RequestOutput out);
+  // Routes Body's replies to T::Step of the running machine that the
+  // header's request id names, and carries out what it returns.
+  template <typename T, typename Body>
+  void RouteToMachine(RequestOutput (T::*step)(NodeId, Body&)) {
+    using Message = std::remove_const_t<Body>;
+    dispatcher_.On<Message>(
+        [this, step](NodeId from, const MessageHeader& header, Message& m) {
+          if (T* op = requests_.Find<T>(header.request_id)) {
+            Carry<T>(header.request_id, (op->*step)(from, m));
+          }
+        });
+  }
+  // Where a quorum read of `set` runs (quorum_read_coordinator.h).
+  QuorumReadSetup QuorumReadAt(std::string_view set) const;
   // Routes Body's replies to `on` of the running coordinator of kind T that
   // the header's request id names; a reply for none (it finished, or the
   // id is another kind's) is dropped.
@@ -211,7 +226,10 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   std::shared_ptr<Impl*> alive_;
 
   uint64_t next_request_id_ = 1;
-  uint64_t ask_all_until_ = 0;  // See QueriesAskAllUntil.
+  // Queries ask every replica at once until this time: one of them
+  // recently had to ask beyond R (a replica slow or down), and the next
+  // would wait for its hedge too (RequestOutput::ask_all_for_micros).
+  uint64_t ask_all_until_ = 0;
   uint64_t request_id_lease_end_ = 1;
   std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
   // Replicas of partitions handed off: kept (not written) until the node

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/read_merger.h"
-#include "cluster/request_registry.h"
 
 namespace bigset {
 namespace {
@@ -17,27 +16,27 @@ constexpr uint64_t kAskAllMicros = 1'000'000;
 }  // namespace
 
 QueryCoordinator::QueryCoordinator(
-    CoordinatorHost* host, uint64_t id, std::string set,
+    uint64_t id, std::string set, QuorumReadSetup setup,
     std::vector<std::string> elements, const ClusterReadOptions& options,
     std::function<void(absl::StatusOr<Membership>)> done)
-    : QuorumReadCoordinator(host, id, std::move(set), options, "query",
-                            std::move(done)),
+    : QuorumReadCoordinator(id, std::move(set), std::move(setup), options,
+                            "query", std::move(done)),
       elements_(std::move(elements)) {}
 
-void QueryCoordinator::Start() {
+RequestOutput QueryCoordinator::Start(uint64_t now, bool ask_all) {
+  RequestOutput out;
   const size_t n = preference_.size();
-  const bool all_at_once = options_.query_hedge_micros == 0 ||
-                           host_->NowMicros() < host_->QueriesAskAllUntil();
+  const bool all_at_once = options_.query_hedge_micros == 0 || ask_all;
   asked_.assign(n, all_at_once);
   if (!all_at_once) {
     // R places first: this node's own (no message), then the list's order,
     // each place with all its nodes.
     std::vector<size_t> candidates;
     for (size_t i = 0; i < n; ++i) {
-      if (preference_[i] == host_->node_id()) candidates.push_back(i);
+      if (preference_[i] == self_) candidates.push_back(i);
     }
     for (size_t i = 0; i < n; ++i) {
-      if (preference_[i] != host_->node_id()) candidates.push_back(i);
+      if (preference_[i] != self_) candidates.push_back(i);
     }
     std::vector<uint32_t> chosen;
     for (size_t i : candidates) {
@@ -50,7 +49,7 @@ void QueryCoordinator::Start() {
         if (places_[j] == places_[i]) asked_[j] = true;
       }
     }
-    After(options_.query_hedge_micros, [this]() { AskTheRest(); });
+    hedge_at_ = now + options_.query_hedge_micros;
   }
   const std::string bytes = RequestBytes();
   // The peers first, so that they work while this node's own replica
@@ -58,31 +57,35 @@ void QueryCoordinator::Start() {
   // query (an SADD's adds, sent with its read) then changes it only after
   // the query saw it, as on every other replica.
   for (size_t i = 0; i < n; ++i) {
-    if (asked_[i] && preference_[i] != host_->node_id()) {
-      host_->Send(preference_[i], bytes);
-    }
+    if (asked_[i] && preference_[i] != self_) out.Add(preference_[i], bytes);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (asked_[i] && preference_[i] == host_->node_id()) {
-      host_->SendFirst(preference_[i], bytes);
+    if (asked_[i] && preference_[i] == self_) {
+      out.Add(preference_[i], bytes, /*first=*/true);
     }
   }
-  StartTimer();
+  StartTimer(now, &out);
+  return out;
 }
 
-void QueryCoordinator::AskTheRest() {
+void QueryCoordinator::OnTick(uint64_t now, RequestOutput* out) {
+  if (now >= hedge_at_) AskTheRest(out);
+}
+
+void QueryCoordinator::AskTheRest(RequestOutput* out) {
+  hedge_at_ = UINT64_MAX;
   if (std::all_of(asked_.begin(), asked_.end(), [](bool a) { return a; })) {
     return;
   }
-  ++host_->stats().queries_hedged;
+  ++out->queries_hedged;
   // A replica is slow or down: the queries of the next while ask everyone
   // at once rather than each waiting for its hedge.
-  host_->SetQueriesAskAllUntil(host_->NowMicros() + kAskAllMicros);
+  out->ask_all_for_micros = kAskAllMicros;
   const std::string bytes = RequestBytes();
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (asked_[i]) continue;
     asked_[i] = true;
-    host_->Send(preference_[i], bytes);
+    out->Add(preference_[i], bytes);
   }
 }
 
@@ -91,30 +94,29 @@ std::string QueryCoordinator::RequestBytes() const {
                        msg::Query{.set = set_, .elements = elements_});
 }
 
-void QueryCoordinator::Release() {
-  host_->requests().Finish(id_);  // Destroys this.
-}
-
-void QueryCoordinator::OnReply(NodeId from, msg::QueryReply& m) {
+RequestOutput QueryCoordinator::Step(NodeId from, msg::QueryReply& m) {
+  RequestOutput out;
   const QuorumReply kind =
       m.elements.size() != elements_.size()      ? QuorumReply::kFailed
       : options_.notfound_ok || !m.clock.empty() ? QuorumReply::kFound
                                                  : QuorumReply::kEmpty;
   const size_t index = Record(from, std::move(m), m.status, kind);
-  if (index == npos) return;
+  if (index == npos) return out;
   // One asked can no longer help (or, without notfound_ok, may not): the
   // others are asked now rather than after the hedge.
-  if (kinds_[index] != QuorumReply::kFound) AskTheRest();
-  const QuorumPick pick = Pick();
-  if (pick.outcome != QuorumPick::Outcome::kChosen) return;
+  if (kinds_[index] != QuorumReply::kFound) AskTheRest(&out);
+  const QuorumPick pick = Pick(&out);
+  if (pick.outcome != QuorumPick::Outcome::kChosen) return out;
   std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;
   for (size_t i : pick.members)
     quorum.emplace_back(preference_[i], &replies_[i]);
-  Answer(std::move(quorum));
+  Answer(std::move(quorum), &out);
+  return out;
 }
 
 void QueryCoordinator::Answer(
-    std::vector<std::pair<NodeId, msg::QueryReply*>> replies) {
+    std::vector<std::pair<NodeId, msg::QueryReply*>> replies,
+    RequestOutput* out) {
   // Each reply is one complete, sorted "chunk" of the elements it holds.
   std::vector<Clock> clocks;
   std::vector<std::vector<ElementDots>> chunks;
@@ -140,7 +142,7 @@ void QueryCoordinator::Answer(
     if (!merger.Push(i, std::move(chunks[i]), /*done=*/true)) {
       // Cannot happen: each chunk was sorted and deduplicated above, and
       // empty dot lists were dropped.
-      Finish(absl::InternalError("query replies could not be merged"));
+      Finish(absl::InternalError("query replies could not be merged"), out);
       return;
     }
   }
@@ -148,8 +150,12 @@ void QueryCoordinator::Answer(
   merger.Merge(&merged);
   if (options_.read_repair) {
     for (size_t i = 0; i < replies.size(); ++i) {
-      SendRepair(host_, replies[i].first, partition_, set_,
-                 merger.TakeRepairs(i));
+      std::vector<DeltaOp> ops = merger.TakeRepairs(i);
+      if (ops.empty()) continue;
+      ++out->repairs_sent;
+      out->repair_ops_sent += ops.size();
+      out->Add(replies[i].first,
+               EncodeRepair(partition_, set_, std::move(ops)));
     }
   }
   Membership result;
@@ -164,7 +170,7 @@ void QueryCoordinator::Answer(
     if (it != merged.end() && it->element == e) out.dots = it->dots;
     if (out.dots.empty()) result.all_present = false;
   }
-  Finish(std::move(result));
+  Finish(std::move(result), out);
 }
 
 }  // namespace bigset

@@ -1,5 +1,5 @@
-// QueryCoordinator: the state machine of one membership (subset) query.
-// Internal header.
+// QueryCoordinator: the state machine of one membership (subset) query,
+// outputs out (quorum_read_coordinator.h). Internal header.
 //
 // Asks the replicas of the set's serving list (every one, or R places of
 // them first: ClusterReadOptions::query_hedge_micros) for the elements'
@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "cluster/quorum_read_coordinator.h"
+#include "cluster/request_output.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -33,22 +34,30 @@ class QueryCoordinator final
   static constexpr RequestKind kKind = RequestKind::kQuery;
   RequestKind kind() const override { return kKind; }
 
-  QueryCoordinator(CoordinatorHost* host, uint64_t id, std::string set,
+  QueryCoordinator(uint64_t id, std::string set, QuorumReadSetup setup,
                    std::vector<std::string> elements,
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);
-  void Start();
-  void OnReply(NodeId from, msg::QueryReply& m);
+  // Asks the replicas: every one if `ask_all` (the node's queries ask all
+  // for a while after one had to hedge) or no hedge is set, else R places
+  // first.
+  RequestOutput Start(uint64_t now, bool ask_all);
+  // A replica's answer.
+  RequestOutput Step(NodeId from, msg::QueryReply& m);
 
  private:
   std::string RequestBytes() const override;
-  void Release() override;
+  void OnTick(uint64_t now, RequestOutput* out) override;
+  uint64_t DerivedTickAt() const override { return hedge_at_; }
   // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros).
-  void AskTheRest();
-  // Merges `replies` (R places' worth) and answers the client.
-  void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies);
+  void AskTheRest(RequestOutput* out);
+  // Merges `replies` (R places' worth) and answers.
+  void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies,
+              RequestOutput* out);
 
   std::vector<std::string> elements_;
+  // When the replicas not asked first are asked (UINT64_MAX: asked).
+  uint64_t hedge_at_ = UINT64_MAX;
 };
 
 }  // namespace bigset

@@ -1,13 +1,18 @@
-// QuorumReadCoordinator: what the coordinators of a query and of a count
+// QuorumReadCoordinator: what the state machines of a query and of a count
 // share (query_coordinator.h, count_coordinator.h). Internal header.
 //
 // Such a request asks replicas of one set's serving list and waits for R
 // places' answers (place_quorum.h). The base keeps the serving list and
 // its places, what each node answered (its kind and reply, and the order of
-// the answers), the deadline, and the client's callback; it sends the
-// request again to every node asked that has not answered, each
+// the answers), the deadline, and the client's callback; at each Tick it
+// sends the request again to every node asked that has not answered, each
 // `retry_micros`, until the deadline, when the request fails with
-// DeadlineExceeded; and it answers the client once.
+// DeadlineExceeded.
+//
+// The machines do no I/O: Start, Step (a reply) and Tick return what the
+// driver is to do (request_output.h). Once an output says `done`, the
+// driver takes the answer (TakeAnswer), drops the machine, and runs the
+// answer, which calls the client's callback.
 //
 // Thread-safety: runs on the node's thread.
 
@@ -17,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,8 +32,20 @@
 #include "absl/strings/str_cat.h"
 #include "cluster/coordinator_host.h"
 #include "cluster/place_quorum.h"
+#include "cluster/request_output.h"
 
 namespace bigset {
+
+// Where a quorum read runs: the set's partition, the nodes serving it and
+// their places (CoordinatorHost::ServingList, ServingPlaces), this node,
+// and the time it starts.
+struct QuorumReadSetup {
+  uint32_t partition = 0;
+  std::vector<NodeId> serving;
+  std::vector<uint32_t> places;
+  NodeId self = 0;
+  uint64_t now = 0;
+};
 
 template <typename Reply, typename Result>
 class QuorumReadCoordinator : public Coordinator {
@@ -41,17 +59,52 @@ class QuorumReadCoordinator : public Coordinator {
     done(status);
   }
 
+  // The time has come for a tick that an output asked for (or later).
+  RequestOutput Tick(uint64_t now) {
+    RequestOutput out;
+    if (result_.has_value()) return out;
+    if (now >= deadline_) {
+      Finish(absl::DeadlineExceededError(
+                 absl::StrCat(what_, " of set \"", set_, "\": timed out")),
+             &out);
+      return out;
+    }
+    OnTick(now, &out);
+    if (now >= next_retry_) {
+      const std::string bytes = RequestBytes();
+      for (size_t i = 0; i < preference_.size(); ++i) {
+        if (asked_[i] && kinds_[i] == QuorumReply::kNone) {
+          out.Add(preference_[i], bytes);
+          ++out.retransmits;
+        }
+      }
+      next_retry_ = now + options_.retry_micros;
+    }
+    out.tick_at = NextTick();
+    return out;
+  }
+
+  // REQUIRES: an output said `done`, and TakeAnswer was not called yet.
+  // The client's answer: a call of its callback (nothing if Abort answered
+  // it already).
+  std::function<void()> TakeAnswer() {
+    return [done = std::move(done_), result = std::move(*result_)]() mutable {
+      if (done) done(std::move(result));
+    };
+  }
+
  protected:
   // `what` names the request in its errors ("query", "count").
-  QuorumReadCoordinator(CoordinatorHost* host, uint64_t id, std::string set,
+  QuorumReadCoordinator(uint64_t id, std::string set, QuorumReadSetup setup,
                         const ClusterReadOptions& options, const char* what,
                         Done done)
-      : Coordinator(host, id),
+      : Coordinator(id),
         set_(std::move(set)),
-        partition_(host->ring().PartitionOf(set_)),
+        partition_(setup.partition),
+        self_(setup.self),
         options_(options),
-        preference_(host->ServingList(partition_)),
-        places_(host->ServingPlaces(partition_)),
+        preference_(std::move(setup.serving)),
+        places_(std::move(setup.places)),
         kinds_(preference_.size(), QuorumReply::kNone),
         replies_(preference_.size()),
         asked_(preference_.size(), true),
@@ -60,20 +113,24 @@ class QuorumReadCoordinator : public Coordinator {
 
   // The request's bytes (sent again as they are).
   virtual std::string RequestBytes() const = 0;
-  // Takes this coordinator out of the node's requests, which destroys it.
-  virtual void Release() = 0;
+  // What else a tick does before the retransmissions (a query's hedge).
+  virtual void OnTick(uint64_t /*now*/, RequestOutput* /*out*/) {}
+  // The earliest time the derived machine needs a tick (UINT64_MAX: none).
+  virtual uint64_t DerivedTickAt() const { return UINT64_MAX; }
 
-  // Starts the deadline and the retransmissions.
-  void StartTimer() {
-    deadline_ = host_->NowMicros() + options_.timeout_micros;
-    ScheduleTimer();
+  // Starts the deadline and the retransmissions; asks for the first tick.
+  void StartTimer(uint64_t now, RequestOutput* out) {
+    deadline_ = now + options_.timeout_micros;
+    next_retry_ = now + options_.retry_micros;
+    out->tick_at = NextTick();
   }
 
   // Records `from`'s answer: its kind (that of its error, else `kind`)
   // and the reply. Returns its preference index, or npos for a node not in
-  // the list or one that answered before.
+  // the list, one that answered before, or any once answered.
   size_t Record(NodeId from, Reply&& m, const absl::Status& status,
                 QuorumReply kind) {
+    if (result_.has_value()) return npos;
     const auto it = std::find(preference_.begin(), preference_.end(), from);
     if (it == preference_.end()) return npos;
     const size_t index = static_cast<size_t>(it - preference_.begin());
@@ -90,26 +147,27 @@ class QuorumReadCoordinator : public Coordinator {
 
   // R places' answers, once they are in (kWait before); kUnavailable has
   // finished the request.
-  QuorumPick Pick() {
+  QuorumPick Pick(RequestOutput* out) {
     QuorumPick pick =
         PickQuorum(places_, kinds_, order_, static_cast<size_t>(options_.r));
     if (pick.outcome == QuorumPick::Outcome::kUnavailable) {
-      Finish(TooFewPlaces(what_, set_, pick.live_places, options_.r));
+      Finish(TooFewPlaces(what_, set_, pick.live_places, options_.r), out);
     }
     return pick;
   }
 
-  // Answers the client. Destroys this.
-  void Finish(absl::StatusOr<Result> result) {
-    Done done = std::move(done_);
-    Release();
-    done(std::move(result));
+  // The request's answer; the output says it is done.
+  void Finish(absl::StatusOr<Result> result, RequestOutput* out) {
+    result_ = std::move(result);
+    out->done = true;
+    out->tick_at = 0;
   }
 
   static constexpr size_t npos = static_cast<size_t>(-1);
 
   const std::string set_;
   const uint32_t partition_;
+  const NodeId self_;
   const ClusterReadOptions options_;
   std::vector<NodeId> preference_;
   std::vector<uint32_t> places_;  // The place of each preference_ node.
@@ -120,29 +178,15 @@ class QuorumReadCoordinator : public Coordinator {
   std::vector<bool> asked_;    // By preference index.
 
  private:
-  void ScheduleTimer() {
-    After(options_.retry_micros, [this]() { OnTimer(); });
-  }
-
-  void OnTimer() {
-    if (host_->NowMicros() >= deadline_) {
-      Finish(absl::DeadlineExceededError(
-          absl::StrCat(what_, " of set \"", set_, "\": timed out")));
-      return;
-    }
-    const std::string bytes = RequestBytes();
-    for (size_t i = 0; i < preference_.size(); ++i) {
-      if (asked_[i] && kinds_[i] == QuorumReply::kNone) {
-        host_->Send(preference_[i], bytes);
-        ++host_->stats().retransmits;
-      }
-    }
-    ScheduleTimer();
+  uint64_t NextTick() const {
+    return std::min({next_retry_, deadline_, DerivedTickAt()});
   }
 
   const char* const what_;
   Done done_;
+  std::optional<absl::StatusOr<Result>> result_;
   uint64_t deadline_ = 0;
+  uint64_t next_retry_ = 0;
 };
 
 }  // namespace bigset

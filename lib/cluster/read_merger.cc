@@ -228,18 +228,23 @@ std::vector<DeltaOp> ReadMerger::TakeRepairs(size_t r) {
   return out;
 }
 
-void SendRepair(CoordinatorHost* host, uint32_t to, uint32_t partition,
-                const std::string& set, std::vector<DeltaOp> ops) {
-  if (ops.empty()) return;
-  ++host->stats().repairs_sent;
-  host->stats().repair_ops_sent += ops.size();
+std::string EncodeRepair(uint32_t partition, const std::string& set,
+                         std::vector<DeltaOp> ops) {
   Delta delta;
   delta.set = set;
   delta.ops = std::move(ops);
   std::string bytes;
   EncodeDeltaMessage(MessageHeader{MessageType::kRepair, 0, partition}, delta,
                      &bytes);
-  host->Send(to, std::move(bytes));
+  return bytes;
+}
+
+void SendRepair(CoordinatorHost* host, uint32_t to, uint32_t partition,
+                const std::string& set, std::vector<DeltaOp> ops) {
+  if (ops.empty()) return;
+  ++host->stats().repairs_sent;
+  host->stats().repair_ops_sent += ops.size();
+  host->Send(to, EncodeRepair(partition, set, std::move(ops)));
 }
 
 }  // namespace bigset

@@ -1,7 +1,7 @@
-// CountCoordinator (lib/cluster/count_coordinator.h) driven alone through
-// a fake host (fake_coordinator_host.h): the test plays the replicas, each
-// case a table of answers and the outcome after each. No node, no
-// simulator, no store.
+// CountCoordinator (lib/cluster/count_coordinator.h), a state machine
+// driven alone (machine_driver.h carries out its outputs): the test plays
+// the replicas, each case a table of answers and the outcome after each.
+// No node, no simulator, no store.
 
 #include "cluster/count_coordinator.h"
 
@@ -11,14 +11,14 @@
 #include <utility>
 #include <vector>
 
-#include "cluster/request_registry.h"
 #include "fake_coordinator_host.h"
+#include "machine_driver.h"
 #include "net/message.h"
 
 namespace bigset {
 namespace {
 
-using testing::FakeHost;
+using testing::kSelf;
 
 using Outcome = std::optional<absl::StatusOr<std::optional<uint64_t>>>;
 
@@ -44,56 +44,57 @@ Answer Fails(NodeId from) {
 class CountRun {
  public:
   CountRun(std::vector<NodeId> serving, std::vector<uint32_t> places, int r,
-           bool notfound_ok = true)
-      : host_(std::move(serving), std::move(places)) {
+           bool notfound_ok = true) {
     ClusterReadOptions options;
     options.r = r;
     options.notfound_ok = notfound_ok;
     options.timeout_micros = 2'000'000;
     options.retry_micros = 200'000;
-    id_ = host_.NextRequestId();
-    host_.requests()
-        .Add(std::make_unique<CountCoordinator>(
-            &host_, id_, "s", options,
+    QuorumReadSetup setup{.partition = 3,
+                          .serving = std::move(serving),
+                          .places = std::move(places),
+                          .self = kSelf,
+                          .now = driver_.NowMicros()};
+    driver_.Begin(
+        std::make_unique<CountCoordinator>(
+            101, "s", std::move(setup), options,
             [this](absl::StatusOr<std::optional<uint64_t>> r) {
               REQUIRE_FALSE(outcome_.has_value());  // Once.
               outcome_ = std::move(r);
-            }))
-        ->Start();
+            }),
+        [this](CountCoordinator& c) { return c.Start(driver_.NowMicros()); });
   }
 
   // Delivers `a` to the coordinator if it still runs.
   void Deliver(const Answer& a) {
-    CountCoordinator* count = host_.requests().Find<CountCoordinator>(id_);
-    if (count == nullptr) return;
     msg::CountReply reply;
     reply.status = a.status;
     reply.found = a.found;
     reply.count = a.count;
     reply.set_digest = a.set_digest;
     reply.tombstone_digest = a.tombstone_digest;
-    count->OnReply(a.from, reply);
+    driver_.Input([&](CountCoordinator& c) { return c.Step(a.from, reply); });
   }
 
   // The nodes sent a kCount so far, in order.
   std::vector<NodeId> Asked() const {
     std::vector<NodeId> to;
-    for (const auto& [node, m] : host_.sent) {
+    for (const auto& [node, m] : driver_.sent) {
       if (m.type() == MessageType::kCount) to.push_back(node);
     }
     return to;
   }
 
-  FakeHost& host() { return host_; }
+  testing::MachineDriver<CountCoordinator>& host() { return driver_; }
   const Outcome& outcome() const { return outcome_; }
   bool pending() const { return !outcome_.has_value(); }
-  bool finished_cleanly() {
-    return host_.requests().Find<CountCoordinator>(id_) == nullptr;
+  // The machine is gone once it answered, and no tick is left for it.
+  bool finished_cleanly() const {
+    return !driver_.running() && !driver_.tick_at().has_value();
   }
 
  private:
-  FakeHost host_;
-  uint64_t id_ = 0;
+  testing::MachineDriver<CountCoordinator> driver_;
   Outcome outcome_;
 };
 
@@ -248,6 +249,77 @@ TEST_CASE("count coordinator: a late answer after the deadline is ignored") {
   CheckOutcome(run, Error(absl::StatusCode::kDeadlineExceeded));
   run.Deliver(Holds(2, 5, 77));  // Its coordinator is gone: nothing.
   CheckOutcome(run, Error(absl::StatusCode::kDeadlineExceeded));
+}
+
+// The machine's outputs themselves, input by input (no driver).
+TEST_CASE("count coordinator: the output of each input") {
+  ClusterReadOptions options;
+  options.r = 2;
+  options.timeout_micros = 2'000'000;
+  options.retry_micros = 200'000;
+  std::optional<absl::StatusOr<std::optional<uint64_t>>> answer;
+  CountCoordinator c(101, "s",
+                     QuorumReadSetup{.partition = 3,
+                                     .serving = {1, 2, 3},
+                                     .places = {0, 1, 2},
+                                     .self = kSelf,
+                                     .now = 0},
+                     options, [&](absl::StatusOr<std::optional<uint64_t>> r) {
+                       answer = std::move(r);
+                     });
+  auto to = [](const RequestOutput& out) {
+    std::vector<NodeId> nodes;
+    for (const RequestOutput::Send& s : out.sends) {
+      absl::StatusOr<Message> m = DecodeMessage(s.bytes);
+      REQUIRE(m.ok());
+      CHECK(m->type() == MessageType::kCount);
+      CHECK(m->header.request_id == 101);
+      CHECK(m->header.partition == 3);
+      CHECK_FALSE(s.first);
+      nodes.push_back(s.to);
+    }
+    return nodes;
+  };
+  msg::CountReply holds;
+  holds.found = true;
+  holds.count = 5;
+  holds.set_digest = 77;
+
+  // Start: every replica asked; the first tick at the first retry.
+  const RequestOutput start = c.Start(1'000'000);
+  CHECK(to(start) == std::vector<NodeId>{1, 2, 3});
+  CHECK(start.tick_at == 1'200'000);
+  CHECK_FALSE(start.done);
+  // An answer short of R: nothing to do, no tick asked.
+  const RequestOutput first = c.Step(2, holds);
+  CHECK(first.sends.empty());
+  CHECK(first.tick_at == 0);
+  CHECK_FALSE(first.done);
+  // Its duplicate, and a node not in the list: nothing.
+  CHECK(c.Step(2, holds).sends.empty());
+  CHECK_FALSE(c.Step(7, holds).done);
+  // The tick: the silent replicas asked again, the next tick asked.
+  const RequestOutput tick = c.Tick(1'200'000);
+  CHECK(to(tick) == std::vector<NodeId>{1, 3});
+  CHECK(tick.retransmits == 2);
+  CHECK(tick.tick_at == 1'400'000);
+  // A tick before the retry is due sends nothing but asks for the next.
+  const RequestOutput early = c.Tick(1'300'000);
+  CHECK(early.sends.empty());
+  CHECK(early.tick_at == 1'400'000);
+  // R agreeing answers: done, no tick; the answer runs when taken.
+  const RequestOutput last = c.Step(3, holds);
+  CHECK(last.done);
+  CHECK(last.tick_at == 0);
+  CHECK_FALSE(answer.has_value());
+  c.TakeAnswer()();
+  REQUIRE(answer.has_value());
+  REQUIRE(answer->ok());
+  CHECK(**answer == std::optional<uint64_t>(5));
+  // Once done, inputs do nothing.
+  CHECK(c.Tick(3'000'000).sends.empty());
+  CHECK_FALSE(c.Tick(3'000'000).done);
+  CHECK(c.Step(1, holds).sends.empty());
 }
 
 }  // namespace

@@ -72,8 +72,6 @@ class FakeHost final : public CoordinatorHost, public ProtocolHooks {
     return out;
   }
   std::vector<NodeId> hints;
-  // Until when queries ask every replica at once (what a hedge set).
-  uint64_t ask_all_until = 0;
   // Sent with SendFirst (this node's own replica, ahead of the queue).
   std::vector<NodeId> sent_first;
 
@@ -97,8 +95,6 @@ class FakeHost final : public CoordinatorHost, public ProtocolHooks {
     sent_first.push_back(to);
     Send(to, std::move(bytes));
   }
-  uint64_t QueriesAskAllUntil() const override { return ask_all_until; }
-  void SetQueriesAskAllUntil(uint64_t until) override { ask_all_until = until; }
   void After(uint64_t delay, std::function<void()> fn) override {
     timers_.emplace(std::make_pair(now_ + delay, ++timer_seq_), std::move(fn));
   }

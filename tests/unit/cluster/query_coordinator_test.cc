@@ -1,5 +1,6 @@
-// QueryCoordinator (lib/cluster/query_coordinator.h) driven alone through
-// a fake host (fake_coordinator_host.h): whom it asks and when (the hedge),
+// QueryCoordinator (lib/cluster/query_coordinator.h), a state machine
+// driven alone (machine_driver.h carries out its outputs): whom it asks and
+// when (the hedge),
 // the ORSWOT merge of R places' answers, the repairs it sends, and how a
 // reply that cannot help changes what it waits for. No node, no
 // simulator, no store.
@@ -13,15 +14,14 @@
 #include <utility>
 #include <vector>
 
-#include "cluster/request_registry.h"
 #include "fake_coordinator_host.h"
+#include "machine_driver.h"
 #include "net/message.h"
 
 namespace bigset {
 namespace {
 
 using testing::ClockOf;
-using testing::FakeHost;
 using testing::kSelf;
 
 constexpr uint64_t kActor = 0xA;
@@ -31,26 +31,34 @@ class QueryRun {
   QueryRun(std::vector<NodeId> serving, std::vector<uint32_t> places,
            ClusterReadOptions options,
            std::vector<std::string> elements = {"a", "b"})
-      : host_(std::move(serving), std::move(places)) {
+      : serving_(std::move(serving)), places_(std::move(places)) {
     options.timeout_micros = 2'000'000;
     options.retry_micros = 200'000;
     Begin(options, std::move(elements));
   }
 
-  // A second query through the same host (its hedge state carries over).
+  // A second query through the same driver (its hedge state carries over,
+  // as the node's does).
   void Begin(const ClusterReadOptions& options,
              std::vector<std::string> elements = {"a", "b"}) {
     elements_ = elements;
     outcome_.reset();
-    id_ = host_.NextRequestId();
-    host_.requests()
-        .Add(std::make_unique<QueryCoordinator>(
-            &host_, id_, "s", std::move(elements), options,
-            [this](absl::StatusOr<Membership> r) {
-              REQUIRE_FALSE(outcome_.has_value());  // Once.
-              outcome_ = std::move(r);
-            }))
-        ->Start();
+    ++id_;
+    QuorumReadSetup setup{.partition = 3,
+                          .serving = serving_,
+                          .places = places_,
+                          .self = kSelf,
+                          .now = driver_.NowMicros()};
+    driver_.Begin(std::make_unique<QueryCoordinator>(
+                      id_, "s", std::move(setup), std::move(elements), options,
+                      [this](absl::StatusOr<Membership> r) {
+                        REQUIRE_FALSE(outcome_.has_value());  // Once.
+                        outcome_ = std::move(r);
+                      }),
+                  [this](QueryCoordinator& q) {
+                    const uint64_t now = driver_.NowMicros();
+                    return q.Start(now, now < driver_.ask_all_until);
+                  });
   }
 
   // Replies for `from`: `held` are the elements it holds with their dots
@@ -69,24 +77,22 @@ class QueryRun {
     Deliver(from, reply);
   }
   void Deliver(NodeId from, msg::QueryReply& reply) {
-    if (QueryCoordinator* q = host_.requests().Find<QueryCoordinator>(id_)) {
-      q->OnReply(from, reply);
-    }
+    driver_.Input([&](QueryCoordinator& q) { return q.Step(from, reply); });
   }
 
   // The nodes asked (kQuery sent) so far, in order.
   std::vector<NodeId> Asked() const {
     std::vector<NodeId> to;
-    for (const auto& [node, m] : host_.sent) {
+    for (const auto& [node, m] : driver_.sent) {
       if (m.type() == MessageType::kQuery) to.push_back(node);
     }
     return to;
   }
   std::vector<std::string> RepairedAt(NodeId node) const {
-    return host_.RepairedAt(node);
+    return driver_.RepairedAt(node);
   }
 
-  FakeHost& host() { return host_; }
+  testing::MachineDriver<QueryCoordinator>& host() { return driver_; }
   uint64_t id() const { return id_; }
   bool pending() const { return !outcome_.has_value(); }
   const absl::StatusOr<Membership>& result() const {
@@ -104,8 +110,10 @@ class QueryRun {
   }
 
  private:
-  FakeHost host_;
-  uint64_t id_ = 0;
+  std::vector<NodeId> serving_;
+  std::vector<uint32_t> places_;
+  testing::MachineDriver<QueryCoordinator> driver_;
+  uint64_t id_ = 100;
   std::vector<std::string> elements_;
   std::optional<absl::StatusOr<Membership>> outcome_;
 };
@@ -137,7 +145,7 @@ TEST_CASE(
   CHECK(run.Asked().size() == 2);
   run.host().Advance(1'000);
   CHECK(run.Asked() == std::vector<NodeId>{1, kSelf, 2});
-  CHECK(run.host().stats().queries_hedged == 1);
+  CHECK(run.host().totals.queries_hedged == 1);
   // The next second's queries ask everyone at once.
   CHECK(run.host().ask_all_until == run.host().NowMicros() + 1'000'000);
   run.host().sent.clear();
@@ -160,7 +168,7 @@ TEST_CASE("query coordinator: answers in time ask nobody else") {
   REQUIRE_FALSE(run.pending());
   run.host().Advance(100'000);
   CHECK(run.Asked() == std::vector<NodeId>{1, 2});
-  CHECK(run.host().stats().queries_hedged == 0);
+  CHECK(run.host().totals.queries_hedged == 0);
   CHECK(run.result()->all_present == false);
   CHECK(run.DotsOf("a") == std::vector<Dot>{{kActor, 1}});
   CHECK(run.DotsOf("b").empty());
@@ -239,7 +247,8 @@ TEST_CASE("query coordinator: silent replicas end in DeadlineExceeded") {
   run.host().Advance(2'000'000);
   REQUIRE_FALSE(run.pending());
   CHECK(absl::IsDeadlineExceeded(run.result().status()));
-  CHECK(run.host().requests().Find<QueryCoordinator>(run.id()) == nullptr);
+  CHECK_FALSE(run.host().running());
+  CHECK_FALSE(run.host().tick_at().has_value());
 }
 
 }  // namespace

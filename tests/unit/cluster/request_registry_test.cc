@@ -19,30 +19,40 @@ namespace {
 
 using testing::FakeHost;
 
+QuorumReadSetup ThreeReplicas() {
+  return QuorumReadSetup{.partition = 0,
+                         .serving = {1, 2, 3},
+                         .places = {0, 1, 2},
+                         .self = 1,
+                         .now = 0};
+}
+
+// Each callback records "<id>:<status code>".
+std::string Logged(uint64_t id, const absl::Status& status) {
+  return std::to_string(id) + ":" +
+         std::string(absl::StatusCodeToString(status.code()));
+}
+
 // A count whose callback records what it was told.
-std::unique_ptr<CountCoordinator> NewCount(FakeHost& host, uint64_t id,
+std::unique_ptr<CountCoordinator> NewCount(uint64_t id,
                                            std::vector<std::string>* log) {
   ClusterReadOptions options;
   options.r = 2;
   return std::make_unique<CountCoordinator>(
-      &host, id, "s", options,
+      id, "s", ThreeReplicas(), options,
       [log, id](absl::StatusOr<std::optional<uint64_t>> r) {
-        log->push_back(
-            std::to_string(id) + ":" +
-            std::string(absl::StatusCodeToString(r.status().code())));
+        log->push_back(Logged(id, r.status()));
       });
 }
 
-std::unique_ptr<QueryCoordinator> NewQuery(FakeHost& host, uint64_t id,
+std::unique_ptr<QueryCoordinator> NewQuery(uint64_t id,
                                            std::vector<std::string>* log) {
   ClusterReadOptions options;
   options.r = 2;
   return std::make_unique<QueryCoordinator>(
-      &host, id, "s", std::vector<std::string>{"a"}, options,
+      id, "s", ThreeReplicas(), std::vector<std::string>{"a"}, options,
       [log, id](absl::StatusOr<Membership> r) {
-        log->push_back(
-            std::to_string(id) + ":" +
-            std::string(absl::StatusCodeToString(r.status().code())));
+        log->push_back(Logged(id, r.status()));
       });
 }
 
@@ -52,9 +62,7 @@ std::unique_ptr<WriteCoordinator> NewWrite(FakeHost& host, uint64_t id,
   ClusterWriteOptions options;
   write->Reset(id, "s", {UpdateOp::Add("e")}, std::nullopt, options,
                [log, id](absl::StatusOr<Delta> r) {
-                 log->push_back(
-                     std::to_string(id) + ":" +
-                     std::string(absl::StatusCodeToString(r.status().code())));
+                 log->push_back(Logged(id, r.status()));
                });
   return write;
 }
@@ -63,8 +71,8 @@ TEST_CASE("request registry: a reply finds only a coordinator of its kind") {
   FakeHost host({1, 2, 3}, {0, 1, 2});
   std::vector<std::string> log;
   RequestRegistry registry;
-  CountCoordinator* count = registry.Add(NewCount(host, 7, &log));
-  QueryCoordinator* query = registry.Add(NewQuery(host, 8, &log));
+  CountCoordinator* count = registry.Add(NewCount(7, &log));
+  QueryCoordinator* query = registry.Add(NewQuery(8, &log));
   CHECK(registry.Find<CountCoordinator>(7) == count);
   CHECK(registry.Find<QueryCoordinator>(8) == query);
   // The same ids under another kind: nothing (a query reply that names a
@@ -128,7 +136,7 @@ TEST_CASE("request registry: finished writes are kept idle, at most 16") {
   CHECK(std::find(made.begin(), made.end(), reused.get()) != made.end());
   CHECK(registry.idle_writes() == 15);
   // A finished count is not kept.
-  registry.Add(NewCount(host, 30, &log));
+  registry.Add(NewCount(30, &log));
   registry.Finish(30);
   CHECK(registry.idle_writes() == 15);
 }
@@ -139,9 +147,9 @@ TEST_CASE(
   FakeHost host({1, 2, 3}, {0, 1, 2});
   std::vector<std::string> log;
   RequestRegistry registry;
-  registry.Add(NewQuery(host, 40, &log));
+  registry.Add(NewQuery(40, &log));
   registry.Add(NewWrite(host, 3, &log));
-  registry.Add(NewCount(host, 25, &log));
+  registry.Add(NewCount(25, &log));
   registry.Add(NewWrite(host, 17, &log));
   registry.Route(41, 40);
   registry.Finish(17);  // Idle now: not aborted.

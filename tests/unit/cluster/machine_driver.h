@@ -1,0 +1,110 @@
+// MachineDriver: what a node does with a request state machine's outputs
+// (request_output.h), for tests that drive one machine alone: it records
+// the sends (decoded), adds up the counters, keeps the one pending tick
+// on a virtual clock, and on `done` takes the answer, drops the machine
+// and runs the answer. No node, no simulator, no store.
+
+#ifndef BIGSET_TESTS_UNIT_CLUSTER_MACHINE_DRIVER_H_
+#define BIGSET_TESTS_UNIT_CLUSTER_MACHINE_DRIVER_H_
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cluster/request_output.h"
+#include "net/message.h"
+
+namespace bigset {
+namespace testing {
+
+template <typename Machine>
+class MachineDriver {
+ public:
+  // Takes `machine` and carries out its first output (Start's).
+  void Begin(std::unique_ptr<Machine> machine,
+             const std::function<RequestOutput(Machine&)>& start) {
+    machine_ = std::move(machine);
+    tick_at_.reset();
+    Carry(start(*machine_));
+  }
+  // An input: `step` runs on the machine if it still runs.
+  void Input(const std::function<RequestOutput(Machine&)>& step) {
+    if (machine_ != nullptr) Carry(step(*machine_));
+  }
+
+  // Runs the ticks due up to `micros` from now.
+  void Advance(uint64_t micros) {
+    const uint64_t until = now_ + micros;
+    while (machine_ != nullptr && tick_at_.has_value() && *tick_at_ <= until) {
+      now_ = std::max(now_, *tick_at_);
+      tick_at_.reset();
+      Carry(machine_->Tick(now_));
+    }
+    now_ = until;
+  }
+
+  uint64_t NowMicros() const { return now_; }
+  bool running() const { return machine_ != nullptr; }
+  // The tick the machine asked for, if one is pending.
+  std::optional<uint64_t> tick_at() const { return tick_at_; }
+
+  std::vector<std::pair<NodeId, Message>> sent;
+  std::vector<NodeId> sent_first;  // Sends marked `first`.
+  RequestOutput totals;            // The counters, added up.
+  uint64_t ask_all_until = 0;
+
+  // The elements of the repairs sent to `node`, in order.
+  std::vector<std::string> RepairedAt(NodeId node) const {
+    std::vector<std::string> out;
+    for (const auto& [to, m] : sent) {
+      const auto* repair = m.template As<msg::Repair>();
+      if (to != node || repair == nullptr) continue;
+      for (const DeltaOp& op : repair->delta.ops) out.push_back(op.element);
+    }
+    return out;
+  }
+
+ private:
+  void Carry(RequestOutput out) {
+    for (RequestOutput::Send& s : out.sends) {
+      absl::StatusOr<Message> m = DecodeMessage(s.bytes);
+      REQUIRE(m.ok());
+      if (s.first) sent_first.push_back(s.to);
+      sent.emplace_back(s.to, *std::move(m));
+    }
+    totals.retransmits += out.retransmits;
+    totals.queries_hedged += out.queries_hedged;
+    totals.repairs_sent += out.repairs_sent;
+    totals.repair_ops_sent += out.repair_ops_sent;
+    if (out.ask_all_for_micros > 0) {
+      ask_all_until = now_ + out.ask_all_for_micros;
+    }
+    if (out.done) {
+      // The answer runs after the machine is gone, as in the node.
+      std::function<void()> answer = machine_->TakeAnswer();
+      machine_.reset();
+      tick_at_.reset();
+      answer();
+      return;
+    }
+    if (out.tick_at != 0) {
+      // One tick pending at a time: a machine asks only from Start and Tick.
+      REQUIRE_FALSE(tick_at_.has_value());
+      tick_at_ = out.tick_at;
+    }
+  }
+
+  std::unique_ptr<Machine> machine_;
+  std::optional<uint64_t> tick_at_;
+  uint64_t now_ = 1'000'000;
+};
+
+}  // namespace testing
+}  // namespace bigset
+
+#endif  // BIGSET_TESTS_UNIT_CLUSTER_MACHINE_DRIVER_H_
