@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=build-test
+suites=()
 # -O1 with line tables: half the compile time of -O2 -g on this code (the
 # template-heavy tests and tools dominate CI), asserts kept; benchmarks are
 # timed in release builds (scripts/bench.sh), and the sanitizer build below
@@ -30,6 +31,9 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   export CXX=clang++
   # Every third seed of the randomized tests: the plain build runs them all.
   export BIGSET_TEST_SEED_STRIDE="${BIGSET_TEST_SEED_STRIDE:-3}"
+  # Without the three process tests that move the most data (suite
+  # `heavy`, tests/bigsetd/meson.build): the plain build runs them.
+  suites=(--no-suite heavy)
 else
   bash scripts/install-deps.sh
 fi
@@ -62,4 +66,5 @@ else
 fi
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
-meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2
+meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 \
+  "${suites[@]}"

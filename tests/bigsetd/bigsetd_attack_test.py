@@ -1905,7 +1905,7 @@ def test_inflight_memory_bounded():
     before = c[0].rss_kb()
     one = encode("SMISMEMBER", "s", *["member%07d" % i for i in range(100000)])
     count = 50
-    s = socket.create_connection(("127.0.0.1", c[0].cport), timeout=600)
+    s = socket.create_connection(("127.0.0.1", c[0].cport), timeout=200)
     got = [0]
 
     def reader():
@@ -1928,9 +1928,7 @@ def test_inflight_memory_bounded():
     try:
         for _ in range(count):
             s.sendall(one)
-        # Bounded by meson's timeout (900 s) too; the plain build takes
-        # about 25 s, the sanitizers' on a slow machine several minutes.
-        rd.join(600)
+        rd.join(200)
     finally:
         peak = watch.stop()
         s.close()
@@ -2133,7 +2131,16 @@ def test_spop_large_through_peers():
         got.extend(m.decode() for m in popped)
     eq(len(got), 30000, "members popped")
     eq(sorted(got), members, "each member once")
-    eq(r.scard("s"), 0, "SCARD after")
+    # The count may wait out the default 2 s while the replicas apply the
+    # last pop's removes: on a loaded CI machine (the test took 6 s there,
+    # 1 s here) it once answered TRYAGAIN, as it should. Asked again then.
+    for attempt in range(10):
+        try:
+            eq(r.scard("s"), 0, "SCARD after")
+            break
+        except redis.exceptions.ResponseError as e:
+            check(str(e).startswith("TRYAGAIN") and attempt < 9,
+                  "SCARD after: %s" % e)
 
 
 @test
