@@ -107,7 +107,7 @@ int Register() {
   return 0;
 }
 
-const int kRegistered = Register();
+const int kAlgebraRegistered = Register();
 
 }  // namespace
 }  // namespace bigset::bench

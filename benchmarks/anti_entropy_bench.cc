@@ -189,7 +189,7 @@ void Full(benchmark::State& state, uint64_t size) {
   state.counters["bytes"] = bytes / static_cast<double>(state.iterations());
 }
 
-[[maybe_unused]] const int kRegistered = [] {
+[[maybe_unused]] const int kAntiEntropyRegistered = [] {
   benchmark::RegisterBenchmark("BM_AntiEntropy/missing:10/1000000", Missing,
                                uint64_t{1'000'000})
       ->Iterations(1)

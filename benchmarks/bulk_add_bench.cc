@@ -127,7 +127,7 @@ void ScanCost(benchmark::State& state) {
 }
 
 // Names are exact: docs/BENCHMARKS.md reads the figures by these names.
-const int kRegistered = [] {
+const int kBulkAddRegistered = [] {
   benchmark::RegisterBenchmark("BM_BulkAdd/lines:1000/set:1000000/planned",
                                BulkAddLines, 1000000, false)
       ->Unit(benchmark::kMillisecond);

@@ -196,7 +196,7 @@ void BM_ClockSubtract(benchmark::State& state) {
 }
 BENCHMARK(BM_ClockSubtract)->Name("BM_ClockComplement/scattered_10k");
 
-const int kRegistered = [] {
+const int kClockRegistered = [] {
   // One encode benchmark; the two shapes the size targets name keep their
   // BM_ClockEncodedSize names (the figures are read by them).
   benchmark::RegisterBenchmark("BM_ClockEncodedSize/gap_then_1M", Encode,

@@ -183,7 +183,7 @@ void ClusterFullRead(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(elements));
 }
 
-const int kRegistered = [] {
+const int kClusterRegistered = [] {
   benchmark::RegisterBenchmark("BM_ClusterInsert/n:3/w:2", ClusterInsert)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_ClusterInsertFloor/three_replicas",

@@ -66,7 +66,7 @@ void CountScan(benchmark::State& state, uint64_t n) {
   state.counters["count"] = static_cast<double>(count);
 }
 
-const int kRegistered = [] {
+const int kCountRegistered = [] {
   // The size is bound, not an Arg, so that the names are exactly
   // BM_Count/bigset/<n> (an Arg would append "/<n>" again).
   for (uint64_t n : {1000, 1000000, 10000000}) {

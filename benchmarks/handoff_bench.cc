@@ -145,7 +145,7 @@ void HandOffCeiling(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(written));
 }
 
-[[maybe_unused]] const int kRegistered = [] {
+[[maybe_unused]] const int kHandoffRegistered = [] {
   benchmark::RegisterBenchmark("BM_HandOff/1000000", HandOff, kHandOffSize)
       ->Unit(benchmark::kMillisecond)
       ->Iterations(1);

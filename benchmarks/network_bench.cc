@@ -304,7 +304,7 @@ void TcpHandOff(benchmark::State& state, uint64_t kSize) {
   state.SetItemsProcessed(static_cast<int64_t>(moved));
 }
 
-[[maybe_unused]] const int kRegistered = [] {
+[[maybe_unused]] const int kNetworkRegistered = [] {
   benchmark::RegisterBenchmark(
       "BM_TcpClusterInsert/n:3/w:2",
       [](benchmark::State& s) { TcpClusterInsert(s, true); })

@@ -517,7 +517,7 @@ void SeekRaw(benchmark::State& state, bool keep_iterator) {
 
 // Names are exact (no argument or iteration suffixes): docs/BENCHMARKS.md
 // and the issues read the figures by these names.
-const int kRegistered = [] {
+const int kReplicaRegistered = [] {
   for (uint64_t n : {1000, 10000, 100000, 1000000}) {
     const std::string suffix = "/cardinality:" + std::to_string(n);
     benchmark::RegisterBenchmark(("BM_InsertLatency/bigset" + suffix).c_str(),

@@ -234,7 +234,7 @@ void InsertLatencySweep(benchmark::State& state, bool sweeping) {
   state.SetItemsProcessed(state.iterations());
 }
 
-const int kRegistered = [] {
+const int kSweepRegistered = [] {
   benchmark::RegisterBenchmark("BM_Count/fresh/1000", CountFresh)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_CountAfterClear/1000000", CountAfterClear,

@@ -50,7 +50,7 @@ void SetTransfer(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(elements));
 }
 
-[[maybe_unused]] const int kRegistered = [] {
+[[maybe_unused]] const int kTransferRegistered = [] {
   benchmark::RegisterBenchmark("BM_SetTransfer/replica/1000000", SetTransfer)
       ->Unit(benchmark::kMillisecond);
   return 0;

@@ -12,10 +12,6 @@
 namespace bigset {
 namespace {
 
-bool Contains(const std::vector<NodeId>& list, NodeId n) {
-  return std::find(list.begin(), list.end(), n) != list.end();
-}
-
 // Gossip ticks that follow any change, and peers per tick.
 constexpr int kGossipQuietTicks = 20;
 constexpr size_t kGossipFanout = 3;

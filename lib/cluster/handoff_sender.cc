@@ -9,13 +9,6 @@
 #include "cluster/set_stream.h"
 
 namespace bigset {
-namespace {
-
-bool Contains(const std::vector<NodeId>& list, NodeId n) {
-  return std::find(list.begin(), list.end(), n) != list.end();
-}
-
-}  // namespace
 
 Replica* HandoffManager::SenderReplica(uint32_t partition) {
   return host_->HostedReplica(partition);

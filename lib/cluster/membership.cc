@@ -27,10 +27,6 @@ constexpr std::string_view kOldAnnounceKey = "announce";
 constexpr std::string_view kOldMoveNumbersKey = "move_numbers";
 constexpr uint8_t kOldServingFormatVersion = 1;
 
-bool Contains(const std::vector<NodeId>& list, NodeId n) {
-  return std::find(list.begin(), list.end(), n) != list.end();
-}
-
 // The live (not departed) entry of `partition`, if any.
 const ServeEntry* FindEntry(const NodeServing& state, uint32_t partition) {
   auto it = std::lower_bound(

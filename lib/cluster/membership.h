@@ -26,6 +26,7 @@
 #ifndef BIGSET_LIB_CLUSTER_MEMBERSHIP_H_
 #define BIGSET_LIB_CLUSTER_MEMBERSHIP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -39,6 +40,11 @@
 #include "net/message.h"
 
 namespace bigset {
+
+// Whether `list` (a serving list, a ring's nodes) holds `n`.
+inline bool Contains(const std::vector<NodeId>& list, NodeId n) {
+  return std::find(list.begin(), list.end(), n) != list.end();
+}
 
 class MembershipState {
  public:
