@@ -20,12 +20,16 @@ bool HasDot(const std::vector<Dot>& sorted, Dot d) {
 ReadMerger::ReadMerger(std::vector<Clock> clocks)
     : clocks_(std::move(clocks)), buffers_(clocks_.size()) {
   entry_.resize(clocks_.size());
+  for (const Clock& k : clocks_) context_.Merge(k);
 }
 
-Clock ReadMerger::MergedClock() const {
-  Clock c;
-  for (const Clock& k : clocks_) c.Merge(k);
-  return c;
+bool ReadMerger::WithinContext(ElementDots* e) const {
+  if (!replaced_) return true;
+  std::vector<Dot>& dots = e->dots;
+  dots.erase(std::remove_if(dots.begin(), dots.end(),
+                            [this](Dot d) { return !context_.Seen(d); }),
+             dots.end());
+  return !dots.empty();
 }
 
 bool ReadMerger::Push(size_t r, std::vector<ElementDots> chunk, bool done) {
@@ -118,6 +122,7 @@ size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
 
 void ReadMerger::Replace(size_t r, Clock clock) {
   clocks_[r] = std::move(clock);
+  replaced_ = true;
   Buffer& b = buffers_[r];
   b.elements.clear();
   b.head = 0;
@@ -144,7 +149,7 @@ void ReadMerger::JoinOne(const std::string& min,
     agree = entry_[r]->dots == first->dots;
   }
   if (agree) {
-    Emit(first, out);
+    if (WithinContext(first)) Emit(first, out);
     for (Buffer& b : buffers_) ++b.head;
     return;
   }
@@ -197,7 +202,7 @@ void ReadMerger::JoinOne(const std::string& min,
 
   if (!survivors_.empty()) {
     first->dots.swap(survivors_);
-    Emit(first, out);
+    if (WithinContext(first)) Emit(first, out);
   }
   for (size_t r = 0; r < buffers_.size(); ++r) {
     if (entry_[r] != nullptr) ++buffers_[r].head;

@@ -39,8 +39,9 @@ class ReadMerger {
 
   size_t replicas() const { return buffers_.size(); }
 
-  // The join of the replicas' clocks: the read's context.
-  Clock MergedClock() const;
+  // The join of the clocks given at construction: the read's context. It
+  // stays that after Replace: the answer holds only dots it has seen.
+  const Clock& MergedClock() const { return context_; }
 
   // Gives replica `r` its next chunk. Returns false, and keeps nothing of
   // the chunk, if it does not continue the replica's stream (elements must
@@ -88,6 +89,10 @@ class ReadMerger {
   // Replaces replica `r` by another one whose fold starts after
   // last_merged(): its buffer is emptied and `clock` is used for every
   // later element. Its pending repairs are dropped (take them first).
+  // From then on an element is emitted with only the dots the read's
+  // context (MergedClock) has seen: the replacement may hold dots newer
+  // than the read, which a remove or clear built from the read's context
+  // would not cover (they are still repaired to the other replicas).
   void Replace(size_t r, Clock clock);
 
  private:
@@ -108,7 +113,13 @@ class ReadMerger {
   // Appends `from`'s element and dots to *out (swapping them with a spare).
   void Emit(ElementDots* from, std::vector<ElementDots>* out);
 
+  // Drops the dots of `e` that the context has not seen (only once a
+  // replica was replaced). Returns whether any dot is left.
+  bool WithinContext(ElementDots* e) const;
+
   std::vector<Clock> clocks_;
+  Clock context_;          // The join of the first clocks.
+  bool replaced_ = false;  // Whether Replace was called.
   std::vector<Buffer> buffers_;
   // Scratch, reused across elements.
   std::vector<ElementDots*> entry_;

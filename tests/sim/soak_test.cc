@@ -136,6 +136,11 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   // Half the seeds ask R replicas first and the others after a hedge (a
   // value of the seed's own, drawn from no generator: the histories stay).
   ro.query_hedge_micros = seed % 2 == 0 ? 0 : 500 + seed % 20'000;
+  // A third of the seeds replace a read's silent replica soon (a lost
+  // chunk is enough), so that reads resume on another replica mid-stream
+  // often: a read once answered dots its context had not seen after such
+  // a replacement, and a clear built from it left them.
+  if (seed % 3 == 0) ro.replica_timeout_micros = 150'000;
   // A power loss may leave an acknowledged write on a single replica until
   // a full repair; one power loss at most between full repairs keeps every
   // acknowledged write on at least one replica.

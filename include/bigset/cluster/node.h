@@ -87,7 +87,10 @@ struct ClusterReadOptions {
   bool read_repair = true;
   // The read fails with DeadlineExceeded after this long without progress.
   uint64_t timeout_micros = 2'000'000;
-  // Retransmit interval for unanswered requests.
+  // Retransmit interval for unanswered requests. Membership queries and
+  // counts: the first; each round after waits twice as long (up to 8x), as
+  // a replica that is slow works through every copy. Reads: each interval
+  // (a read asks for one chunk at a time).
   uint64_t retry_micros = 200'000;
   // A replica whose next chunk does not come for this long (retransmits
   // included) is replaced by another replica of the set, which resumes the

@@ -222,17 +222,21 @@ TEST_CASE("count coordinator: answers by quorum, a table of cases") {
 }
 
 TEST_CASE(
-    "count coordinator: asks the silent replicas again each retry, then "
-    "fails with DeadlineExceeded at the deadline") {
+    "count coordinator: asks the silent replicas again, each round waiting "
+    "twice as long, then fails with DeadlineExceeded at the deadline") {
   CountRun run({1, 2, 3}, {0, 1, 2}, 2);
   run.Deliver(Holds(2, 5, 77));
   run.host().sent.clear();
   run.host().Advance(200'000);
   CHECK(run.Asked() == std::vector<NodeId>{1, 3});  // Not 2: it answered.
   CHECK(run.pending());
-  run.host().Advance(1'700'000);  // 1.9 s: still in time.
+  run.host().Advance(399'000);  // The next round 400 ms after the first.
+  CHECK(run.Asked().size() == 2);
+  run.host().Advance(1'000);
+  CHECK(run.Asked().size() == 2 * 2);
+  run.host().Advance(1'300'000);  // 1.9 s: still in time.
   CHECK(run.pending());
-  CHECK(run.Asked().size() == 2 * 9);
+  CHECK(run.Asked().size() == 2 * 3);  // At 0.2, 0.6 and 1.4 s.
   run.host().Advance(200'000);
   CheckOutcome(run, Error(absl::StatusCode::kDeadlineExceeded));
   CHECK(run.finished_cleanly());
@@ -302,11 +306,11 @@ TEST_CASE("count coordinator: the output of each input") {
   const RequestOutput tick = c.Tick(1'200'000);
   CHECK(to(tick) == std::vector<NodeId>{1, 3});
   CHECK(tick.retransmits == 2);
-  CHECK(tick.tick_at == 1'400'000);
+  CHECK(tick.tick_at == 1'600'000);  // The next round waits twice as long.
   // A tick before the retry is due sends nothing but asks for the next.
   const RequestOutput early = c.Tick(1'300'000);
   CHECK(early.sends.empty());
-  CHECK(early.tick_at == 1'400'000);
+  CHECK(early.tick_at == 1'600'000);
   // R agreeing answers: done, no tick; the answer runs when taken.
   const RequestOutput last = c.Step(3, holds);
   CHECK(last.done);

@@ -251,5 +251,36 @@ TEST_CASE("query coordinator: silent replicas end in DeadlineExceeded") {
   CHECK_FALSE(run.host().tick_at().has_value());
 }
 
+// Regression: a fixed retransmission interval sent a slow replica (one
+// that answers a query of 100,000 members in a second, and works through
+// every copy it gets) a copy every 200 ms: ten per query, each costing it
+// as much as the first, which kept it behind (a bigsetd pipelining such
+// SMISMEMBERs timed out under the sanitizers).
+TEST_CASE(
+    "query coordinator: a slow replica is asked again after 0.2, 0.6 and "
+    "1.4 s, not each interval (retransmissions back off)") {
+  QueryRun run({1, 2, 3}, {0, 1, 2}, Options(3, 0));
+  auto copies_to_2 = [&run]() {
+    const std::vector<NodeId> asked = run.Asked();
+    return std::count(asked.begin(), asked.end(), NodeId{2});
+  };
+  run.Reply(1, Clock(), {});
+  CHECK(copies_to_2() == 1);
+  const std::vector<std::pair<uint64_t, long>> at = {
+      {199'999, 1}, {1, 2}, {399'999, 2}, {1, 3},
+      {799'999, 3}, {1, 4}, {599'999, 4}};
+  uint64_t now = 0;
+  for (const auto& [advance, copies] : at) {
+    run.host().Advance(advance);
+    now += advance;
+    INFO("at " << now << " us");
+    CHECK(copies_to_2() == copies);
+  }
+  CHECK(run.pending());  // 1,999,999 us: the deadline is next.
+  run.host().Advance(1);
+  REQUIRE_FALSE(run.pending());
+  CHECK(absl::IsDeadlineExceeded(run.result().status()));
+}
+
 }  // namespace
 }  // namespace bigset
