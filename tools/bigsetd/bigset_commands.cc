@@ -154,7 +154,11 @@ void Session::HeldContext(std::string set, std::string element,
 void Session::CmdBigsetAdd(Args& a) {
   if (a.size() == 3) {
     // Without a context, as SADD of one member: 1 if a read quorum did not
-    // hold it; the add replaces what the quorum and this replica hold.
+    // hold it. The add replaces what the quorum and the coordinating
+    // replica hold, or, when it goes out with the read (SetBatcher), what
+    // that replica holds: a dot it has not received yet stays beside the
+    // new one (add-wins either way). A client that must replace given
+    // dots passes their CONTEXT.
     CmdSadd(a);
     return;
   }
