@@ -20,7 +20,13 @@ bool HasDot(const std::vector<Dot>& sorted, Dot d) {
 ReadMerger::ReadMerger(std::vector<Clock> clocks)
     : clocks_(std::move(clocks)), buffers_(clocks_.size()) {
   entry_.resize(clocks_.size());
-  for (const Clock& k : clocks_) context_.Merge(k);
+}
+
+Clock ReadMerger::MergedClock() const {
+  if (replaced_) return context_;
+  Clock c;
+  for (const Clock& k : clocks_) c.Merge(k);
+  return c;
 }
 
 bool ReadMerger::WithinContext(ElementDots* e) const {
@@ -121,8 +127,11 @@ size_t ReadMerger::Merge(std::vector<ElementDots>* out, size_t limit) {
 }
 
 void ReadMerger::Replace(size_t r, Clock clock) {
-  clocks_[r] = std::move(clock);
+  // The context is kept from the first replacement on (a query, which
+  // never replaces, never pays for the join).
+  if (!replaced_) context_ = MergedClock();
   replaced_ = true;
+  clocks_[r] = std::move(clock);
   Buffer& b = buffers_[r];
   b.elements.clear();
   b.head = 0;

@@ -41,7 +41,7 @@ class ReadMerger {
 
   // The join of the clocks given at construction: the read's context. It
   // stays that after Replace: the answer holds only dots it has seen.
-  const Clock& MergedClock() const { return context_; }
+  Clock MergedClock() const;
 
   // Gives replica `r` its next chunk. Returns false, and keeps nothing of
   // the chunk, if it does not continue the replica's stream (elements must
@@ -118,7 +118,7 @@ class ReadMerger {
   bool WithinContext(ElementDots* e) const;
 
   std::vector<Clock> clocks_;
-  Clock context_;          // The join of the first clocks.
+  Clock context_;          // The join of the first clocks, once replaced_.
   bool replaced_ = false;  // Whether Replace was called.
   std::vector<Buffer> buffers_;
   // Scratch, reused across elements.
