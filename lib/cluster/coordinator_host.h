@@ -1,7 +1,9 @@
-// CoordinatorHost: what a coordinator (a state machine for one client
-// request) may ask of the node that runs it. Internal header.
+// CoordinatorHost: what a coordinator that does its own I/O (the read
+// coordinator; also the replica service, hand-off and anti-entropy) may ask
+// of the node that runs it. Internal header. The write, query and count
+// coordinators do no I/O: they return outputs (request_output.h).
 //
-// Coordinators see this narrow interface, never the node's internals: they
+// Users see this narrow interface, never the node's internals: they
 // send bytes, set timers, read the time, take request ids, use the node's
 // own replica of a partition, count what they do, say when they are done
 // (requests()), and reach the node's other protocols only through
@@ -140,10 +142,11 @@ class Coordinator {
   }
 
   // Gives a recycled coordinator a new request id; timers set for its
-  // former request no longer reach it.
+  // former request no longer reach it (a machine without a host sets
+  // none: it keeps its token).
   void Renew(uint64_t id) {
     id_ = id;
-    alive_ = std::make_shared<bool>(true);
+    if (host_ != nullptr) alive_ = std::make_shared<bool>(true);
   }
 
   CoordinatorHost* const host_;

@@ -23,10 +23,6 @@ constexpr uint8_t kLeaseFormatVersion = 1;
 // lease leaves room for 2^32 restarts in 64 bits.
 constexpr uint64_t kRequestIdLeaseSize = uint64_t{1} << 32;
 
-absl::Status NodeClosed() {
-  return absl::FailedPreconditionError("the node is closed");
-}
-
 }  // namespace
 
 ReadHandler::~ReadHandler() = default;
@@ -159,7 +155,7 @@ bool Node::Impl::HostingChanged() {
 }
 
 absl::Status Node::Impl::InstallRing(const Ring& ring) {
-  if (closed_) return NodeClosed();
+  if (closed_) return NodeClosedError();
   BIGSET_RETURN_IF_ERROR(handoff_.InstallRing(ring));
   HostingChanged();
   handoff_.Start();
@@ -172,19 +168,29 @@ absl::Status Node::Impl::Close() {
                        : absl::FailedPreconditionError("the node is closing");
   }
   closed_ = true;
-  // Timers set from now on, or earlier, run nothing: the clears of nothing
-  // that wait for one are answered here.
+  // Timers set from now on, or earlier, run nothing: the answers that wait
+  // for one (clears of nothing, writes answered within the client's call)
+  // are given here.
   alive_.reset();
-  std::map<uint64_t,
-           std::pair<Delta, std::function<void(absl::StatusOr<Delta>)>>>
-      empty = std::move(empty_clears_);
-  empty_clears_.clear();
-  for (auto& [id, clear] : empty) clear.second(std::move(clear.first));
+  std::map<uint64_t, std::function<void()>> clears = std::move(due_clears_);
+  due_clears_.clear();
+  for (auto& [n, answer] : clears) answer();
   // Every client hears of its request (a read's handler would otherwise
   // wait forever); no coordinator may write after the replicas are closed.
-  requests_.AbortAll(absl::UnavailableError(
-      "the node closed before the request finished (a write may or may not "
-      "have been applied)"));
+  // A write answered within its client's call gets that answer in its turn.
+  std::map<uint64_t, std::function<void()>> writes = std::move(due_writes_);
+  due_writes_.clear();
+  requests_.AbortAll(
+      absl::UnavailableError(
+          "the node closed before the request finished (a write may or may "
+          "not have been applied)"),
+      [&writes](uint64_t next) {
+        while (!writes.empty() && writes.begin()->first < next) {
+          std::function<void()> answer = std::move(writes.begin()->second);
+          writes.erase(writes.begin());
+          answer();
+        }
+      });
   service_.Clear();
   absl::Status first = absl::OkStatus();
   for (auto& replica : replicas_) {
@@ -196,26 +202,6 @@ absl::Status Node::Impl::Close() {
   close_status_ = first;
   close_done_ = true;
   return first;
-}
-
-void Node::Impl::ClearNothing(std::string_view set,
-                              std::function<void(absl::StatusOr<Delta>)> done) {
-  if (closed_) {
-    done(NodeClosed());
-    return;
-  }
-  const uint64_t id = next_empty_clear_++;
-  Delta nothing;
-  nothing.set.assign(set);
-  empty_clears_.emplace(id,
-                        std::make_pair(std::move(nothing), std::move(done)));
-  After(0, [this, id]() {
-    auto it = empty_clears_.find(id);
-    if (it == empty_clears_.end()) return;
-    auto clear = std::move(it->second);
-    empty_clears_.erase(it);
-    clear.second(std::move(clear.first));
-  });
 }
 
 absl::Status Node::Impl::ExtendRequestIdLease() {
@@ -293,24 +279,6 @@ Replica* Node::Impl::LocalReplica(uint32_t partition) {
   // arrives for it is passed on to the receiver (ProxyDelta).
   if (handoff_.HandingOver(partition)) return nullptr;
   return replicas_[partition].get();
-}
-
-void Node::Impl::EnsureWriteTick() {
-  if (write_tick_scheduled_ || requests_.running(RequestKind::kWrite) == 0)
-    return;
-  write_tick_scheduled_ = true;
-  After(write_tick_micros_, [this]() { WriteTick(); });
-}
-
-void Node::Impl::WriteTick() {
-  write_tick_scheduled_ = false;
-  const uint64_t now = scheduler_->NowMicros();
-  for (uint64_t id : requests_.Ids(RequestKind::kWrite)) {
-    // A write may finish (or start others) during another's tick.
-    if (WriteCoordinator* write = requests_.Find<WriteCoordinator>(id))
-      write->OnTick(now);
-  }
-  EnsureWriteTick();
 }
 
 void Node::Impl::EnsureSweepTick(uint32_t partition) {
@@ -394,7 +362,9 @@ void Node::Impl::InstallHotRoutes() {
     if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
     if (WriteCoordinator* write =
             requests_.FindOwnOrRouted<WriteCoordinator>(header.request_id)) {
-      write->OnReplicateAck(header.request_id, from, applied_by, status);
+      const uint64_t id = write->id();
+      Carry<WriteCoordinator>(
+          id, write->Acknowledged(header.request_id, from, applied_by, status));
     } else {
       anti_entropy_.OnReplicateAck(header.request_id, from, status);
     }
@@ -438,8 +408,9 @@ void Node::Impl::InstallReplicaRoutes() {
   // Replies, to the coordinator of the request.
   RouteToMachine(&CountCoordinator::Step);
   RouteToMachine(&QueryCoordinator::Step);
-  RouteToRequest(&WriteCoordinator::OnUpdateReply);
-  RouteToRequest(&WriteCoordinator::OnReplicateAckWithDelta);
+  RouteToMachine<WriteCoordinator, msg::UpdateReply>(&WriteCoordinator::Step);
+  RouteToMachine<WriteCoordinator, msg::ReplicateAckWithDelta>(
+      &WriteCoordinator::Step);
   d.On<msg::ReadClock>([this](NodeId from, H h, msg::ReadClock& m) {
     if (ReadCoordinator* read =
             requests_.FindByRoute<ReadCoordinator>(h.request_id)) {
@@ -483,139 +454,6 @@ void Node::Impl::InstallAntiEntropyRoutes() {
         EnsureSweepTick(h.partition);
       },
       /*bulk=*/true);
-}
-
-// ---- Client entry points.
-
-absl::Status Node::Impl::Refusal(int quorum, const char* name) const {
-  if (closed_) return NodeClosed();
-  if (quorum < 1 || quorum > ring().n()) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must be in [1, n]"));
-  }
-  return absl::OkStatus();
-}
-
-void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
-                        std::optional<Clock> clear,
-                        const ClusterWriteOptions& options,
-                        std::function<void(absl::StatusOr<Delta>)> done) {
-  if (Refused(options.w, "w", done)) return;
-  const uint64_t id = NextRequestId();
-  const bool is_clear = clear.has_value();
-  std::unique_ptr<WriteCoordinator> op = requests_.TakeIdleWrite();
-  if (op == nullptr) op = std::make_unique<WriteCoordinator>(this);
-  op->Reset(id, set, std::move(ops), std::move(clear), options,
-            std::move(done));
-  WriteCoordinator* raw = requests_.Add(std::move(op));
-  write_tick_micros_ = write_tick_micros_ == 0
-                           ? options.retry_micros
-                           : std::min(write_tick_micros_, options.retry_micros);
-  raw->Start();
-  EnsureWriteTick();
-  if (is_clear) EnsureSweepTick(ring().PartitionOf(set));
-}
-
-void Node::Impl::StartRead(std::string_view set,
-                           const ClusterReadOptions& options,
-                           ElementBounds bounds, size_t limit,
-                           std::unique_ptr<ReadSink> sink) {
-  absl::Status refused = Refusal(options.r, "r");
-  if (refused.ok() && options.batch_size == 0) {
-    refused = absl::InvalidArgumentError("batch_size must be >= 1");
-  }
-  if (!refused.ok()) {
-    sink->OnDone(std::move(refused));
-    return;
-  }
-  const uint64_t id = NextRequestId();
-  auto op = std::make_unique<ReadCoordinator>(this, id, std::string(set),
-                                              options, std::move(bounds), limit,
-                                              std::move(sink));
-  requests_.Add(std::move(op))->Start();
-}
-
-QuorumReadSetup Node::Impl::QuorumReadAt(std::string_view set) const {
-  QuorumReadSetup setup;
-  setup.partition = ring().PartitionOf(set);
-  setup.serving = ServingList(setup.partition);
-  setup.places = ServingPlaces(setup.partition);
-  setup.self = node_id();
-  setup.now = scheduler_->NowMicros();
-  return setup;
-}
-
-template <typename T>
-void Node::Impl::Carry(uint64_t id, RequestOutput out) {
-  for (RequestOutput::Send& send : out.sends) {
-    if (send.first) {
-      SendFirst(send.to, std::move(send.bytes));
-    } else {
-      Send(send.to, std::move(send.bytes));
-    }
-  }
-  stats_.retransmits += out.retransmits;
-  stats_.queries_hedged += out.queries_hedged;
-  stats_.repairs_sent += out.repairs_sent;
-  stats_.repair_ops_sent += out.repair_ops_sent;
-  const uint64_t now = scheduler_->NowMicros();
-  if (out.ask_all_for_micros > 0) {
-    ask_all_until_ = now + out.ask_all_for_micros;
-  }
-  // A send to this node itself may have finished the request meanwhile.
-  T* op = requests_.Find<T>(id);
-  if (op == nullptr) return;
-  if (out.done) {
-    std::function<void()> answer = op->TakeAnswer();
-    requests_.Finish(id);  // Destroys op.
-    answer();
-    return;
-  }
-  if (out.tick_at != 0) {
-    After(out.tick_at > now ? out.tick_at - now : 0, [this, id]() {
-      if (T* due = requests_.Find<T>(id)) {
-        Carry<T>(id, due->Tick(scheduler_->NowMicros()));
-      }
-    });
-  }
-}
-
-void Node::Impl::ContainsAll(
-    std::string_view set, std::vector<std::string> elements,
-    const ClusterReadOptions& options,
-    std::function<void(absl::StatusOr<Membership>)> done) {
-  if (Refused(options.r, "r", done)) return;
-  const uint64_t id = NextRequestId();
-  QuorumReadSetup setup = QuorumReadAt(set);
-  const uint64_t now = setup.now;
-  QueryCoordinator* op = requests_.Add(std::make_unique<QueryCoordinator>(
-      id, std::string(set), std::move(setup), std::move(elements), options,
-      std::move(done)));
-  Carry<QueryCoordinator>(id, op->Start(now, now < ask_all_until_));
-}
-
-void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
-                       std::function<void(absl::StatusOr<uint64_t>)> done) {
-  if (Refused(options.r, "r", done)) return;
-  const uint64_t id = NextRequestId();
-  QuorumReadSetup setup = QuorumReadAt(set);
-  const uint64_t now = setup.now;
-  CountCoordinator* op = requests_.Add(std::make_unique<CountCoordinator>(
-      id, std::string(set), std::move(setup), options,
-      [this, set = std::string(set), options, done = std::move(done)](
-          absl::StatusOr<std::optional<uint64_t>> agreed) mutable {
-        if (!agreed.ok()) {
-          done(agreed.status());
-        } else if (agreed->has_value()) {
-          ++stats_.counts_agreed;
-          done(**agreed);
-        } else {
-          // The replicas differ: count what a merged read returns.
-          ++stats_.counts_merged;
-          StartRead(set, options, ElementBounds(), 0,
-                    NewCountSink(std::move(done)));
-        }
-      }));
-  Carry<CountCoordinator>(id, op->Start(now));
 }
 
 // ---- Node (the public face).

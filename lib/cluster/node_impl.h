@@ -52,6 +52,10 @@ namespace bigset {
 // partition: rings have fewer partitions).
 inline constexpr KeyspaceId kNodeKeyspace = 0xFFFFFFFF;
 
+inline absl::Status NodeClosedError() {
+  return absl::FailedPreconditionError("the node is closed");
+}
+
 class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
  public:
   Impl(NodeId id, Ring ring, Store* store, Transport* transport,
@@ -89,10 +93,6 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   }
   void TellMoved(NodeId to, uint32_t partition) override {
     handoff_.TellMoved(to, partition);
-  }
-  void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
-               const std::string& bytes) override {
-    anti_entropy_.AddHint(peer, partition, request_id, bytes);
   }
   void RunAntiEntropy() {
     if (!closed_) anti_entropy_.RunRoundsNow();
@@ -168,10 +168,21 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   void InstallMembershipRoutes();
   void InstallAntiEntropyRoutes();
   // Carries out `out`, an output of the state machine of request `id` (of
-  // kind T; request_output.h): its sends and counters, then its answer
-  // (the machine is dropped first) or its next tick.
+  // kind T; request_output.h): its sends, counters, hints and unroutes,
+  // then its answer (the machine is dropped first if it is done) or what
+  // goes back into it and its next tick. With `in_client_call` (the input
+  // came from the client's own call), the answer comes from the
+  // scheduler (AnswerLater).
   template <typename T>
-  void Carry(uint64_t id, RequestOutput out);
+  void Carry(uint64_t id, RequestOutput out, bool in_client_call = false);
+  // A write's effects that feed the machine again: its extra deltas' ids
+  // and this node's replica coordinating it.
+  void CarryWriteEffects(WriteCoordinator* op, const RequestOutput& out,
+                         bool in_client_call);
+  // Runs `answer` from the scheduler (or from Close, if it comes first),
+  // filed in `due` under `key`.
+  void AnswerLater(std::map<uint64_t, std::function<void()>>* due, uint64_t key,
+                   std::function<void()> answer);
   // Routes Body's replies to T::Step of the running machine that the
   // header's request id names, and carries out what it returns.
   template <typename T, typename Body>
@@ -186,17 +197,6 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   }
   // Where a quorum read of `set` runs (quorum_read_coordinator.h).
   QuorumReadSetup QuorumReadAt(std::string_view set) const;
-  // Routes Body's replies to `on` of the running coordinator of kind T that
-  // the header's request id names; a reply for none (it finished, or the
-  // id is another kind's) is dropped.
-  template <typename T, typename Body>
-  void RouteToRequest(void (T::*on)(NodeId, Body&)) {
-    using Message = std::remove_const_t<Body>;
-    dispatcher_.On<Message>(
-        [this, on](NodeId from, const MessageHeader& header, Message& m) {
-          if (T* op = requests_.Find<T>(header.request_id)) (op->*on)(from, m);
-        });
-  }
   // Persists the end of a new lease of request ids (synced), so that no id
   // is issued twice, whatever the clock does across restarts.
   absl::Status ExtendRequestIdLease();
@@ -245,12 +245,14 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   bool closed_ = false;
   absl::Status close_status_;  // What the first Close returned,
   bool close_done_ = false;    // once it has.
-  // Clears of nothing (an empty context) waiting for their answer from the
-  // scheduler, by issue order: Close answers them.
+  // Answers waiting for the scheduler (AnswerLater): the clears of nothing
+  // (an empty context) by issue order, and the writes answered within the
+  // client's call by request id. Close gives those still waiting: the
+  // clears first, then each write among the aborts of the requests still
+  // running, in the order the node issued them (node.h).
   uint64_t next_empty_clear_ = 0;
-  std::map<uint64_t,
-           std::pair<Delta, std::function<void(absl::StatusOr<Delta>)>>>
-      empty_clears_;
+  std::map<uint64_t, std::function<void()>> due_clears_;
+  std::map<uint64_t, std::function<void()>> due_writes_;
   bool write_tick_scheduled_ = false;
   uint64_t write_tick_micros_ = 0;
   bool sweep_tick_scheduled_ = false;

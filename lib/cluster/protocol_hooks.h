@@ -1,13 +1,14 @@
 // ProtocolHooks: how one of a node's protocols reaches another through the
 // node, without knowing it. Internal header.
 //
-// The replica side and the write coordinator apply deltas that a hand-off
-// in progress must forward (OnApplied), may receive deltas for a partition
-// this node handed over (ProxyDelta) or asked about by a node that is
-// behind (TellMoved), and leave unacknowledged deltas to anti-entropy
-// (AddHint); membership changes open and retire replicas (HostingChanged).
-// Node::Impl implements it by calling the protocol concerned; coordinators
-// reach it through CoordinatorHost::hooks().
+// The replica side applies deltas that a hand-off in progress must forward
+// (OnApplied), may receive deltas for a partition this node handed over
+// (ProxyDelta) or be asked about one by a node that is behind (TellMoved);
+// membership changes open and retire replicas (HostingChanged). Node::Impl
+// implements it by calling the protocol concerned; the replica service and
+// hand-off reach it through CoordinatorHost::hooks(). (The write
+// coordinator's applied deltas and hints are outputs its driver carries
+// out.)
 //
 // Thread-safety: called on the node's one thread (see node.h).
 
@@ -47,10 +48,6 @@ class ProtocolHooks {
   // `to` asked about a partition this node holds no replica of: tell it
   // this node's ring epoch (it may be behind).
   virtual void TellMoved(NodeId to, uint32_t partition) = 0;
-  // A write ended with `peer` not having acknowledged its delta message
-  // `bytes` (request id `request_id`): anti-entropy resends it (a hint).
-  virtual void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
-                       const std::string& bytes) = 0;
 };
 
 }  // namespace bigset

@@ -3,11 +3,14 @@
 // header.
 //
 // A machine that returns outputs does no I/O of its own: it sends nothing,
-// sets no timer and calls no callback while it runs; the driver (the node,
-// or a test) carries out each output in order: the sends, then the
-// counters, then either the answer (`done`: the driver takes the
-// machine's answer, drops the machine and then answers the client) or a
-// tick at `tick_at`.
+// sets no timer, writes to no replica and calls no callback while it runs;
+// the driver (the node, or a test) carries out each output in order: the
+// sends, the counters, the hints and unroutes; then it takes the answer if
+// there is one (`answered` or `done`) and drops the machine if `done`;
+// else it carries out what goes back into the machine (a write's
+// `extras_to_number` and `coordinate_here`) and sets the tick at
+// `tick_at`; last it answers the client (from the scheduler, if the input
+// was the client's own call).
 
 #ifndef BIGSET_LIB_CLUSTER_REQUEST_OUTPUT_H_
 #define BIGSET_LIB_CLUSTER_REQUEST_OUTPUT_H_
@@ -36,12 +39,37 @@ struct RequestOutput {
   uint64_t tick_at = 0;
   // The machine has answered: the driver takes the answer and drops it.
   bool done = false;
+  // The client's answer is ready (TakeAnswer); the machine goes on (a write
+  // replicates to the replicas beyond W).
+  bool answered = false;
+
+  // A write: apply it to this node's replica of its partition and give the
+  // outcome to the machine (WriteCoordinator::Coordinated).
+  bool coordinate_here = false;
+  // A write: this many new extra deltas await a request id each, routed to
+  // the write (WriteCoordinator::NumberExtra).
+  uint32_t extras_to_number = 0;
+  // Delta messages a replica never acknowledged: anti-entropy resends them.
+  struct Hint {
+    NodeId to = 0;
+    uint32_t partition = 0;
+    uint64_t request_id = 0;
+    std::string bytes;
+  };
+  std::vector<Hint> hints;
+  // Sub-request ids routed to the machine that it no longer uses.
+  std::vector<uint64_t> unroutes;
 
   // Counters (NodeCounters of the same names).
   uint64_t retransmits = 0;
   uint64_t queries_hedged = 0;
   uint64_t repairs_sent = 0;
   uint64_t repair_ops_sent = 0;
+  uint64_t coordinator_switches = 0;
+  uint64_t late_coordinator_replies = 0;
+  uint64_t extra_dots = 0;
+  uint64_t failovers_unsettled = 0;
+  uint64_t failovers_refused = 0;
   // Queries of this node ask every replica at once for this long from now
   // (0: as they did; see CoordinatorHost::QueriesAskAllUntil).
   uint64_t ask_all_for_micros = 0;

@@ -69,7 +69,8 @@ std::vector<uint64_t> RequestRegistry::Ids(RequestKind kind) const {
   return ids;
 }
 
-void RequestRegistry::AbortAll(const absl::Status& status) {
+void RequestRegistry::AbortAll(const absl::Status& status,
+                               const std::function<void(uint64_t)>& before) {
   absl::flat_hash_map<uint64_t, std::unique_ptr<Coordinator>> all =
       std::move(running_);
   Clear();
@@ -78,7 +79,11 @@ void RequestRegistry::AbortAll(const absl::Status& status) {
   for (const auto& [id, op] : all) in_order.emplace_back(id, op.get());
   std::sort(in_order.begin(), in_order.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [id, op] : in_order) op->Abort(status);
+  for (const auto& [id, op] : in_order) {
+    if (before) before(id);
+    op->Abort(status);
+  }
+  if (before) before(UINT64_MAX);
   // A callback may have started requests: they are refused while closing,
   // so none is left to drop but the idle writes they may have recycled.
   Clear();

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -98,8 +99,12 @@ class RequestRegistry {
   // The node is closing: takes every running coordinator out (so that the
   // callbacks may start or finish requests meanwhile), calls Abort(status)
   // on each in the order the requests started, then destroys them and
-  // drops the routes and the idle writes.
-  void AbortAll(const absl::Status& status);
+  // drops the routes and the idle writes. `before`, if set, runs before
+  // each Abort with that request's id, and last with UINT64_MAX (the node
+  // gives the answers it holds for finished requests among them, in
+  // order).
+  void AbortAll(const absl::Status& status,
+                const std::function<void(uint64_t)>& before = nullptr);
 
  private:
   void Insert(std::unique_ptr<Coordinator> op);

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "cluster/request_registry.h"
 
 namespace bigset {
 namespace {
@@ -13,23 +12,20 @@ namespace {
 constexpr size_t kAttemptsPerCandidate = 3;
 }  // namespace
 
-WriteCoordinator::WriteCoordinator(CoordinatorHost* host)
-    : Coordinator(host, 0) {}
-
 void WriteCoordinator::Reset(uint64_t id, std::string_view set,
-                             std::vector<UpdateOp> ops,
+                             const Where& where, std::vector<UpdateOp> ops,
                              std::optional<Clock> clear,
-                             const ClusterWriteOptions& options,
-                             std::function<void(absl::StatusOr<Delta>)> done) {
+                             const ClusterWriteOptions& options, Done done) {
   Renew(id);
   set_.assign(set);
-  partition_ = host_->ring().PartitionOf(set_);
-  preference_ = host_->ServingList(partition_);
+  partition_ = where.partition;
+  self_ = where.self;
+  preference_.assign(where.serving.begin(), where.serving.end());
   // This node coordinates if it holds a replica (no extra hop); otherwise
   // the preference list in order.
   candidates_.clear();
   for (size_t i = 0; i < preference_.size(); ++i) {
-    if (preference_[i] == host_->node_id()) {
+    if (preference_[i] == self_) {
       candidates_.insert(candidates_.begin(), i);
     } else {
       candidates_.push_back(i);
@@ -38,6 +34,8 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   attempt_ = 0;
   options_ = options;
   done_ = std::move(done);
+  replied_ = false;
+  answer_.reset();
   ops_ = std::move(ops);
   clear_ = std::move(clear);
   update_bytes_.clear();
@@ -51,33 +49,28 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   heard_.assign(preference_.size(), false);
   extra_taken_.assign(preference_.size(), false);
   acks_ = 0;
-  const std::vector<uint32_t>& places = host_->ServingPlaces(partition_);
-  places_.assign(places.begin(), places.end());
+  places_.assign(where.places.begin(), where.places.end());
   place_acked_.assign(preference_.size(), false);
   place_acks_ = 0;
   refused_ = false;
-  for (const Extra& e : extras_) host_->requests().Unroute(e.id);
   extras_.clear();
   deadline_ = client_deadline_ = next_retry_ = 0;
   retransmit_rounds_ = 0;
-  starting_ = deferred_ = false;
-  deferred_error_.reset();
 }
 
 void WriteCoordinator::Release() {
   done_ = nullptr;
+  answer_.reset();
   ops_.clear();
   clear_.reset();
   delta_ = Delta();
-  deferred_error_.reset();
   extras_.clear();
 }
 
-void WriteCoordinator::Start() {
-  const uint64_t now = host_->NowMicros();
+RequestOutput WriteCoordinator::Start(uint64_t now) {
+  RequestOutput out;
   deadline_ = client_deadline_ = now + options_.timeout_micros;
   next_retry_ = now + options_.retry_micros;
-  starting_ = true;
   // A place is named by the smallest index of its nodes.
   int places = 0;
   for (size_t i = 0; i < places_.size(); ++i) places += places_[i] == i;
@@ -87,41 +80,28 @@ void WriteCoordinator::Start() {
     // applied nowhere, instead of waiting for acknowledgements that
     // cannot come. (Without this check, a write whose every replica
     // acknowledged but fewer than W places ended without an answer.)
-    deferred_error_ = absl::UnavailableError(absl::StrCat(
-        clear_.has_value() ? "clear" : "update", " of set \"", set_,
-        "\": this node's serving list of partition ", partition_, " holds ",
-        places, " places (", preference_.size(),
-        " nodes), fewer than w = ", options_.w));
-    deferred_ = true;
-  } else {
-    SendUpdate();
+    Reply(absl::UnavailableError(absl::StrCat(
+              clear_.has_value() ? "clear" : "update", " of set \"", set_,
+              "\": this node's serving list of partition ", partition_,
+              " holds ", places, " places (", preference_.size(),
+              " nodes), fewer than w = ", options_.w)),
+          &out);
+    End(&out);
+    return out;
   }
-  starting_ = false;
-  if (deferred_) {
-    // Finished (or failed) within Start: the client hears of it from the
-    // scheduler, never from inside its own call to Update.
-    After(0, [this]() { RunDeferred(); });
-  }
+  SendUpdate(&out);
+  return out;
 }
 
-void WriteCoordinator::RunDeferred() {
-  deferred_ = false;
-  if (deferred_error_.has_value()) {
-    Finish(*std::move(deferred_error_));  // Destroys this.
-    return;
-  }
-  MaybeFinish();
-}
-
-void WriteCoordinator::SendUpdate() {
+void WriteCoordinator::SendUpdate(RequestOutput* out) {
   const size_t candidate =
       (attempt_ / kAttemptsPerCandidate) % candidates_.size();
   asked_[candidates_[candidate]] = true;
   const NodeId to = preference_[candidates_[candidate]];
-  if (to == host_->node_id()) {
+  if (to == self_) {
     // This node's own replica coordinates in-process: no message round
     // trip, and no scheduler event.
-    CoordinateLocally();
+    if (!coordinated_) out->coordinate_here = true;
     return;
   }
   if (update_bytes_.empty()) {
@@ -133,48 +113,44 @@ void WriteCoordinator::SendUpdate() {
             : EncodeMessage(id_, partition_,
                             msg::Update{.set = set_, .ops = ops_});
   }
-  host_->Send(to, update_bytes_);
+  out->Add(to, update_bytes_);
 }
 
-void WriteCoordinator::CoordinateLocally() {
-  if (coordinated_) return;
-  Replica* replica = host_->LocalReplica(partition_);
-  if (replica == nullptr) {
-    OnCoordinated(host_->node_id(), absl::UnavailableError("no local replica"));
-  } else {
-    absl::StatusOr<Delta> delta = clear_.has_value()
-                                      ? replica->Clear(set_, *clear_)
-                                      : replica->Update(set_, ops_);
-    if (delta.ok()) host_->hooks().OnApplied(partition_, *delta);
-    OnCoordinated(host_->node_id(), std::move(delta));
-  }
+RequestOutput WriteCoordinator::Coordinated(absl::StatusOr<Delta> result) {
+  RequestOutput out;
+  OnCoordinated(self_, std::move(result), &out);
+  return out;
 }
 
-void WriteCoordinator::OnUpdateReply(NodeId from, msg::UpdateReply& m) {
+RequestOutput WriteCoordinator::Step(NodeId from, msg::UpdateReply& m) {
+  RequestOutput out;
   if (m.status.ok()) {
-    OnCoordinated(from, std::move(m.delta));
+    OnCoordinated(from, std::move(m.delta), &out);
   } else {
-    OnCoordinated(from, m.status);
+    OnCoordinated(from, m.status, &out);
   }
+  return out;
 }
 
-void WriteCoordinator::OnReplicateAckWithDelta(NodeId from,
-                                               msg::ReplicateAckWithDelta& m) {
+RequestOutput WriteCoordinator::Step(NodeId from,
+                                     msg::ReplicateAckWithDelta& m) {
+  RequestOutput out;
   const int index = IndexOf(from);
   // Only a candidate given up on, about this write's set, has a delta of
   // its own to hand over.
   if (index < 0 || !coordinated_ || !asked_[index] || index == coordinator_ ||
       m.delta.set != set_) {
-    return;
+    return out;
   }
   heard_[index] = true;
   Ack(index);
-  OnExtraDelta(index, std::move(m.delta));
-  MaybeFinish();
+  OnExtraDelta(index, std::move(m.delta), &out);
+  MaybeFinish(&out);
+  return out;
 }
 
-void WriteCoordinator::OnCoordinated(NodeId from,
-                                     absl::StatusOr<Delta> result) {
+void WriteCoordinator::OnCoordinated(NodeId from, absl::StatusOr<Delta> result,
+                                     RequestOutput* out) {
   const int index = IndexOf(from);
   if (index < 0 || !asked_[index]) return;
   heard_[index] = true;
@@ -183,8 +159,8 @@ void WriteCoordinator::OnCoordinated(NodeId from,
     // given up on: if that one applied the write, its delta is replicated
     // too.
     if (result.ok() && index != coordinator_ && result->set == set_) {
-      OnExtraDelta(index, std::move(*result));
-      MaybeFinish();
+      OnExtraDelta(index, std::move(*result), out);
+      MaybeFinish(out);
     }
     return;
   }
@@ -192,12 +168,8 @@ void WriteCoordinator::OnCoordinated(NodeId from,
     // Unavailable: try the next on the timer. Anything else (a bad
     // argument, an invalid context) fails the write.
     if (!absl::IsUnavailable(result.status())) {
-      if (starting_) {
-        deferred_error_ = result.status();
-        deferred_ = true;
-      } else {
-        Finish(result.status());
-      }
+      if (!replied_) Reply(result.status(), out);
+      End(out);
     }
     return;
   }
@@ -208,16 +180,17 @@ void WriteCoordinator::OnCoordinated(NodeId from,
   replicate_bytes_.clear();
   EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, id_, partition_},
                      delta_, &replicate_bytes_);
+  out->sends.reserve(preference_.size());
   for (size_t i = 0; i < preference_.size(); ++i) {
-    if (static_cast<int>(i) != index) SendChosen(i);
+    if (static_cast<int>(i) != index) SendChosen(i, out);
   }
-  MaybeFinish();
+  MaybeFinish(out);
 }
 
-void WriteCoordinator::SendChosen(size_t i) {
+void WriteCoordinator::SendChosen(size_t i, RequestOutput* out) {
   const NodeId to = preference_[i];
   if (!asked_[i]) {
-    host_->Send(to, replicate_bytes_);
+    out->Add(to, replicate_bytes_);
     return;
   }
   if (given_up_bytes_.empty()) {
@@ -225,38 +198,52 @@ void WriteCoordinator::SendChosen(size_t i) {
         MessageHeader{MessageType::kReplicateGivenUp, id_, partition_}, delta_,
         &given_up_bytes_);
   }
-  host_->Send(to, given_up_bytes_);
+  out->Add(to, given_up_bytes_);
 }
 
-void WriteCoordinator::OnExtraDelta(int index, Delta delta) {
+void WriteCoordinator::OnExtraDelta(int index, Delta delta,
+                                    RequestOutput* out) {
   if (extra_taken_[index]) return;
   extra_taken_[index] = true;
-  ++host_->stats().late_coordinator_replies;
+  ++out->late_coordinator_replies;
   for (const DeltaOp& op : delta.ops) {
-    if (op.add.has_value()) ++host_->stats().extra_dots;
+    if (op.add.has_value()) ++out->extra_dots;
   }
   Extra& e = extras_.emplace_back();
-  e.id = host_->NextRequestId();
-  host_->requests().Route(e.id, id_);
-  EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, e.id, partition_},
-                     delta, &e.bytes);
-  e.acked.assign(preference_.size(), false);
-  e.acked[index] = true;  // Its own delta.
-  e.acks = 1;
-  for (size_t i = 0; i < preference_.size(); ++i) {
-    if (!e.acked[i]) host_->Send(preference_[i], e.bytes);
-  }
-  // Give the extra delta a full timeout to spread.
-  deadline_ = std::max(deadline_, host_->NowMicros() + options_.timeout_micros);
+  e.index = index;
+  e.delta = std::move(delta);
+  ++out->extras_to_number;
 }
 
-void WriteCoordinator::OnReplicateAck(uint64_t request_id, NodeId from,
-                                      NodeId applied_by,
-                                      const absl::Status& status) {
-  if (!coordinated_ || !status.ok()) return;
+RequestOutput WriteCoordinator::NumberExtra(uint64_t extra_id, uint64_t now) {
+  RequestOutput out;
+  for (Extra& e : extras_) {
+    if (e.id != 0) continue;
+    e.id = extra_id;
+    EncodeDeltaMessage(MessageHeader{MessageType::kReplicate, e.id, partition_},
+                       e.delta, &e.bytes);
+    e.delta = Delta();
+    e.acked.assign(preference_.size(), false);
+    e.acked[e.index] = true;  // Its own delta.
+    e.acks = 1;
+    for (size_t i = 0; i < preference_.size(); ++i) {
+      if (!e.acked[i]) out.Add(preference_[i], e.bytes);
+    }
+    // Give the extra delta a full timeout to spread.
+    deadline_ = std::max(deadline_, now + options_.timeout_micros);
+    break;
+  }
+  return out;
+}
+
+RequestOutput WriteCoordinator::Acknowledged(uint64_t request_id, NodeId from,
+                                             NodeId applied_by,
+                                             const absl::Status& status) {
+  RequestOutput out;
+  if (!coordinated_ || !status.ok()) return out;
   int index = IndexOf(applied_by);
   if (index < 0) index = IndexOf(from);
-  if (index < 0) return;
+  if (index < 0) return out;
   if (request_id == id_) {
     // A given-up candidate that applied the chosen delta without a delta of
     // its own never coordinated the write, and now never will (fenced).
@@ -273,13 +260,14 @@ void WriteCoordinator::OnReplicateAck(uint64_t request_id, NodeId from,
     }
   } else {
     for (Extra& e : extras_) {
-      if (e.id == request_id && !e.acked[index]) {
+      if (e.id != 0 && e.id == request_id && !e.acked[index]) {
         e.acked[index] = true;
         ++e.acks;
       }
     }
   }
-  MaybeFinish();
+  MaybeFinish(&out);
+  return out;
 }
 
 bool WriteCoordinator::AllAcked() const {
@@ -291,7 +279,7 @@ bool WriteCoordinator::AllAcked() const {
   return true;
 }
 
-void WriteCoordinator::CountUnsettled() {
+void WriteCoordinator::CountUnsettled(RequestOutput* out) const {
   if (!coordinated_) return;  // The write failed; its outcome is unknown.
   bool unsettled = false;
   for (size_t i = 0; i < preference_.size(); ++i) {
@@ -302,33 +290,38 @@ void WriteCoordinator::CountUnsettled() {
   for (const Extra& e : extras_) {
     if (e.acks < options_.w) unsettled = true;
   }
-  if (unsettled) ++host_->stats().failovers_unsettled;
+  if (unsettled) ++out->failovers_unsettled;
 }
 
-void WriteCoordinator::LeaveHints() {
+void WriteCoordinator::LeaveHints(RequestOutput* out) const {
   if (!coordinated_ || replicate_bytes_.empty()) return;
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (acked_[i] || static_cast<int>(i) == coordinator_) continue;
     // A given-up candidate got the delta as kReplicateGivenUp, whose answer
     // only this write can take: the digest rounds cover it.
     if (asked_[i]) continue;
-    host_->hooks().AddHint(preference_[i], partition_, id_, replicate_bytes_);
+    out->hints.push_back(
+        RequestOutput::Hint{preference_[i], partition_, id_, replicate_bytes_});
   }
   // An extra delta goes to every replica but its own as a plain
   // kReplicate under its own id (the chosen coordinator and other given-up
   // candidates included), so each that never acknowledged it gets a hint.
   for (const Extra& e : extras_) {
+    if (e.id == 0) continue;
     for (size_t i = 0; i < preference_.size() && i < e.acked.size(); ++i) {
-      if (!e.acked[i])
-        host_->hooks().AddHint(preference_[i], partition_, e.id, e.bytes);
+      if (!e.acked[i]) {
+        out->hints.push_back(
+            RequestOutput::Hint{preference_[i], partition_, e.id, e.bytes});
+      }
     }
   }
 }
 
-void WriteCoordinator::End() {
-  for (const Extra& e : extras_) host_->requests().Unroute(e.id);
-  extras_.clear();
-  host_->requests().Finish(id_);  // Destroys this.
+void WriteCoordinator::End(RequestOutput* out) const {
+  for (const Extra& e : extras_) {
+    if (e.id != 0) out->unroutes.push_back(e.id);
+  }
+  out->done = true;
 }
 
 int WriteCoordinator::IndexOf(NodeId node) const {
@@ -354,47 +347,42 @@ void WriteCoordinator::Ack(int index) {
   ++place_acks_;
 }
 
-void WriteCoordinator::OnTick(uint64_t now) {
-  if (done_ && now >= client_deadline_ && now < deadline_) {
+RequestOutput WriteCoordinator::Tick(uint64_t now) {
+  RequestOutput out;
+  if (!replied_ && now >= client_deadline_ && now < deadline_) {
     // Extra deltas extended the write, not the client's wait.
-    Reply(TooFewPlaces(/*timed_out=*/true));
-    return;
+    Reply(TooFewPlaces(/*timed_out=*/true), &out);
+    return out;
   }
   if (now >= deadline_) {
-    if (done_) {
-      std::weak_ptr<bool> token = Token();
-      Reply(TooFewPlaces(/*timed_out=*/true));
-      // The callback may have closed the node, which destroyed this.
-      if (token.expired()) return;
-    }
-    CountUnsettled();
-    LeaveHints();
-    End();
-    return;
+    if (!replied_) Reply(TooFewPlaces(/*timed_out=*/true), &out);
+    CountUnsettled(&out);
+    LeaveHints(&out);
+    End(&out);
+    return out;
   }
-  if (now < next_retry_) return;
+  if (now < next_retry_) return out;
   next_retry_ = now + options_.retry_micros;
   if (!coordinated_) {
-    if (refused_) return;  // Only a late answer is awaited.
+    if (refused_) return out;  // Only a late answer is awaited.
     // No coordinator answered: ask again, then the next one (a late answer
     // of the one given up on is replicated too, see OnCoordinated).
     if ((attempt_ + 1) % kAttemptsPerCandidate == 0 && !options_.failover) {
       refused_ = true;
-      ++host_->stats().failovers_refused;
-      if (done_) {
+      ++out.failovers_refused;
+      if (!replied_) {
         Reply(absl::UnavailableError(absl::StrCat(
-            clear_.has_value() ? "clear" : "update", " of set \"", set_,
-            "\": the coordinating replica did not answer, and failover is "
-            "off")));
+                  clear_.has_value() ? "clear" : "update", " of set \"", set_,
+                  "\": the coordinating replica did not answer, and failover "
+                  "is off")),
+              &out);
       }
-      return;
+      return out;
     }
     ++attempt_;
-    if (attempt_ % kAttemptsPerCandidate == 0) {
-      ++host_->stats().coordinator_switches;
-    }
-    SendUpdate();
-    return;
+    if (attempt_ % kAttemptsPerCandidate == 0) ++out.coordinator_switches;
+    SendUpdate(&out);
+    return out;
   }
   // Each round of retransmissions doubles the wait for the next, and once
   // W replicas acknowledged (the client has its answer) the rest wait four
@@ -411,48 +399,41 @@ void WriteCoordinator::OnTick(uint64_t now) {
   ++retransmit_rounds_;
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (!acked_[i]) {
-      SendChosen(i);
-      ++host_->stats().retransmits;
+      SendChosen(i, &out);
+      ++out.retransmits;
     }
   }
   for (const Extra& e : extras_) {
+    if (e.id == 0) continue;
     for (size_t i = 0; i < preference_.size(); ++i) {
       if (!e.acked[i]) {
-        host_->Send(preference_[i], e.bytes);
-        ++host_->stats().retransmits;
+        out.Add(preference_[i], e.bytes);
+        ++out.retransmits;
       }
     }
   }
+  return out;
 }
 
-void WriteCoordinator::MaybeFinish() {
-  const bool reply = done_ && place_acks_ >= options_.w;
+void WriteCoordinator::MaybeFinish(RequestOutput* out) {
+  const bool reply = !replied_ && place_acks_ >= options_.w;
   const bool all = AllAcked();
   if (!reply && !all) return;
-  if (starting_) {
-    deferred_ = true;  // Start schedules the rest.
-    return;
-  }
   if (reply) {
     // Replication goes on from replicate_bytes_: the delta itself is
     // handed over.
-    std::weak_ptr<bool> token = Token();
-    Reply(std::move(delta_));
-    // The callback may have finished other operations, even this one.
-    if (token.expired()) return;
+    Reply(std::move(delta_), out);
   }
   // Replicas beyond W keep getting the deltas until they ack or the
   // deadline passes.
-  if (!AllAcked()) return;
-  if (done_) {
+  if (!all) return;
+  if (!replied_) {
     // Every replica of the list has it, yet fewer than W places (Start
     // refuses such lists, so this is a guard): no acknowledgement is left
     // to wait for, and a write never ends without an answer.
-    std::weak_ptr<bool> token = Token();
-    Reply(TooFewPlaces(/*timed_out=*/false));
-    if (token.expired()) return;
+    Reply(TooFewPlaces(/*timed_out=*/false), out);
   }
-  End();
+  End(out);
 }
 
 absl::Status WriteCoordinator::TooFewPlaces(bool timed_out) const {
@@ -465,33 +446,27 @@ absl::Status WriteCoordinator::TooFewPlaces(bool timed_out) const {
                          absl::StrCat(what, "in this node's serving list"));
 }
 
-void WriteCoordinator::Finish(absl::StatusOr<Delta> result) {
-  auto done = std::move(done_);
-  End();  // Destroys this.
-  if (done) done(std::move(result));
+void WriteCoordinator::Reply(absl::StatusOr<Delta> result, RequestOutput* out) {
+  replied_ = true;
+  answer_.emplace(std::move(result));
+  out->answered = true;
 }
 
-void WriteCoordinator::Reply(absl::StatusOr<Delta> result) {
-  auto done = std::move(done_);
+WriteCoordinator::Answer WriteCoordinator::TakeAnswer() {
+  if (!answer_.has_value()) return Answer();  // Answered before.
+  Answer answer{std::move(done_), std::move(*answer_)};
   done_ = nullptr;
-  done(std::move(result));
+  answer_.reset();
+  return answer;
 }
 
 void WriteCoordinator::Abort(const absl::Status& status) {
-  // After the reply, replication was all that was left: nobody waits.
-  if (!done_) return;
-  if (deferred_) {
-    // Decided within Start, due from the scheduler: that answer stands.
-    if (deferred_error_.has_value()) {
-      Reply(*std::move(deferred_error_));
-      return;
-    }
-    if (coordinated_ && place_acks_ >= options_.w) {
-      Reply(std::move(delta_));
-      return;
-    }
-  }
-  Reply(status);
+  // After the answer was decided, replication was all that was left: the
+  // driver has the answer, nobody waits here.
+  if (replied_ || !done_) return;
+  Done done = std::move(done_);
+  done_ = nullptr;
+  done(status);
 }
 
 }  // namespace bigset

@@ -1,5 +1,5 @@
 // WriteCoordinator: the state machine of one client update or clear
-// (N, W). Internal header.
+// (N, W), outputs out (request_output.h). Internal header.
 //
 // One replica of the set's preference list coordinates the update (this
 // node's own replica if it has one, in-process; otherwise the list in
@@ -19,6 +19,16 @@
 // acknowledged by every replica, or at its deadline (extended by one
 // timeout for each extra delta).
 //
+// The machine does no I/O: Start, Step (the coordinating replica's reply,
+// a given-up candidate's delta), Acknowledged, Coordinated (the outcome of
+// this node's own replica coordinating, which an output asked the driver
+// for with `coordinate_here`), NumberExtra (a request id for an extra
+// delta, asked for with `extras_to_number`) and Tick return what the
+// driver is to do. Ticks come from the driver's one timer for every
+// running write (retries and the deadline); a write's outputs ask for
+// none. The driver answers the client from the scheduler when the answer
+// comes within the client's own call (Node::Update).
+//
 // Thread-safety: runs on the node's thread.
 
 #ifndef BIGSET_LIB_CLUSTER_WRITE_COORDINATOR_H_
@@ -29,11 +39,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "cluster/coordinator_host.h"
+#include "cluster/request_output.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -42,77 +54,116 @@ class WriteCoordinator : public Coordinator {
  public:
   static constexpr RequestKind kKind = RequestKind::kWrite;
   RequestKind kind() const override { return kKind; }
+  using Done = std::function<void(absl::StatusOr<Delta>)>;
 
-  // Idle until Reset. The node reuses finished coordinators (and the
-  // capacity of their buffers) for later writes.
-  explicit WriteCoordinator(CoordinatorHost* host);
+  // Where a write runs: its set's partition, the nodes serving it and their
+  // places (CoordinatorHost::ServingList, ServingPlaces), and this node.
+  // Reset copies the lists into the capacity a recycled machine kept.
+  struct Where {
+    uint32_t partition = 0;
+    const std::vector<NodeId>& serving;
+    const std::vector<uint32_t>& places;
+    NodeId self = 0;
+  };
+
+  // The client's answer: a call of its callback.
+  struct Answer {
+    Done done;
+    absl::StatusOr<Delta> result;
+    void operator()() {
+      if (done) done(std::move(result));
+    }
+  };
+
+  // Idle until Reset. The node reuses finished machines (and the capacity
+  // of their buffers) for later writes.
+  WriteCoordinator() : Coordinator(0) {}
 
   // An update applies `ops`; a clear (`clear` set, `ops` empty) clears what
   // the clock covers. Either way the coordinating replica yields a delta.
-  void Reset(uint64_t id, std::string_view set, std::vector<UpdateOp> ops,
-             std::optional<Clock> clear, const ClusterWriteOptions& options,
-             std::function<void(absl::StatusOr<Delta>)> done);
+  void Reset(uint64_t id, std::string_view set, const Where& where,
+             std::vector<UpdateOp> ops, std::optional<Clock> clear,
+             const ClusterWriteOptions& options, Done done);
   // Drops what belongs to the finished write (the client's callback, its
   // ops), keeping buffer capacity.
   void Release();
-  void Start();
-  void Abort(const absl::Status& status) override;
+
+  // Asks the first candidate to coordinate (or fails at once: fewer than
+  // W places serve the partition).
+  RequestOutput Start(uint64_t now);
+  // The outcome of this node's own replica coordinating the write (what
+  // an output's `coordinate_here` asked for).
+  RequestOutput Coordinated(absl::StatusOr<Delta> result);
   // The coordinating replica's answer, from a kUpdateReply.
-  void OnUpdateReply(NodeId from, msg::UpdateReply& m);
+  RequestOutput Step(NodeId from, msg::UpdateReply& m);
+  // A given-up candidate applied the chosen delta and had coordinated the
+  // write too: m.delta is its own.
+  RequestOutput Step(NodeId from, msg::ReplicateAckWithDelta& m);
   // An acknowledgement of the chosen delta (request id id()) or of an extra
   // delta (its own request id).
   // `applied_by` is the node that applied it: `from`, or the node `from`
   // passed it on to (it handed the partition over), which counts in its
   // own place if the write asked it too, so that W acknowledgements are W
   // distinct replicas; `from` counts too if it shares that place.
-  void OnReplicateAck(uint64_t request_id, NodeId from, NodeId applied_by,
-                      const absl::Status& status);
-  // A given-up candidate applied the chosen delta and had coordinated the
-  // write too: m.delta is its own.
-  void OnReplicateAckWithDelta(NodeId from, msg::ReplicateAckWithDelta& m);
-  // Called by the node's write tick: retries and the deadline.
-  void OnTick(uint64_t now);
+  RequestOutput Acknowledged(uint64_t request_id, NodeId from,
+                             NodeId applied_by, const absl::Status& status);
+  // The request id of the oldest extra delta without one (REQUIRES: an
+  // output asked for it); sends it. `now` extends the write's deadline by
+  // a timeout for it to spread.
+  RequestOutput NumberExtra(uint64_t extra_id, uint64_t now);
+  // Retries and the deadline.
+  RequestOutput Tick(uint64_t now);
+  // The answer an output said is ready (`answered`); one that does
+  // nothing if there is none (a `done` output after the answer was taken).
+  Answer TakeAnswer();
+  void Abort(const absl::Status& status) override;
+
+  // What `coordinate_here` applies.
+  const std::string& set() const { return set_; }
+  uint32_t partition() const { return partition_; }
+  const std::vector<UpdateOp>& ops() const { return ops_; }
+  const std::optional<Clock>& clear() const { return clear_; }
 
  private:
   // The coordinating replica's answer, from a message or in-process.
-  void OnCoordinated(NodeId from, absl::StatusOr<Delta> result);
-  void SendUpdate();
-  void CoordinateLocally();
-  // What Start had to put off: the client's answer, or the write's end.
-  void RunDeferred();
+  void OnCoordinated(NodeId from, absl::StatusOr<Delta> result,
+                     RequestOutput* out);
+  void SendUpdate(RequestOutput* out);
   int IndexOf(NodeId node) const;
   void Ack(int index);
   // Sends the chosen delta to preference_[i]: kReplicateGivenUp if the
   // write gave up on it as coordinator, else kReplicate.
-  void SendChosen(size_t i);
-  // Replicates a given-up candidate's delta (once per candidate).
-  void OnExtraDelta(int index, Delta delta);
+  void SendChosen(size_t i, RequestOutput* out);
+  // Takes a given-up candidate's delta (once per candidate); it goes out
+  // once numbered.
+  void OnExtraDelta(int index, Delta delta, RequestOutput* out);
   bool AllAcked() const;
   // At the deadline: counts a failover that could leave a dot on one
   // replica.
-  void CountUnsettled();
-  void MaybeFinish();
+  void CountUnsettled(RequestOutput* out) const;
+  void MaybeFinish(RequestOutput* out);
   // At the deadline: the deltas of replicas that never acknowledged them
   // go to anti-entropy as hints.
-  void LeaveHints();
-  // Forgets this write (the host destroys it).
-  void End();
+  void LeaveHints(RequestOutput* out) const;
+  // The write is over: the driver drops it.
+  void End(RequestOutput* out) const;
   // The client's error when fewer than W places acknowledged: by the
   // deadline, or with every replica of the list heard.
   absl::Status TooFewPlaces(bool timed_out) const;
-  // Answers the client and forgets this write.
-  void Finish(absl::StatusOr<Delta> result);
-  // Answers the client; the write goes on replicating.
-  void Reply(absl::StatusOr<Delta> result);
+  // Decides the client's answer; the write may go on replicating.
+  void Reply(absl::StatusOr<Delta> result, RequestOutput* out);
 
   std::string set_;
   uint32_t partition_ = 0;
+  NodeId self_ = 0;
   std::vector<NodeId> preference_;  // The serving list, at the start.
   // Preference indices, in trying order.
   absl::InlinedVector<size_t, 4> candidates_;
   size_t attempt_ = 0;
   ClusterWriteOptions options_;
-  std::function<void(absl::StatusOr<Delta>)> done_;
+  Done done_;
+  bool replied_ = false;  // The answer is decided (answer_, then taken).
+  std::optional<absl::StatusOr<Delta>> answer_;
   std::vector<UpdateOp> ops_;
   std::optional<Clock> clear_;
   std::string update_bytes_;  // Encoded when first sent to another node.
@@ -138,7 +189,9 @@ class WriteCoordinator : public Coordinator {
   int place_acks_ = 0;
   bool refused_ = false;  // Failover refused: the client has its error.
   struct Extra {
-    uint64_t id = 0;
+    uint64_t id = 0;  // 0 until numbered (NumberExtra).
+    int index = 0;    // The given-up candidate whose delta it is.
+    Delta delta;      // Until numbered.
     std::string bytes;
     absl::InlinedVector<bool, 8> acked;
     int acks = 0;
@@ -149,9 +202,6 @@ class WriteCoordinator : public Coordinator {
   uint64_t next_retry_ = 0;
   // Rounds of retransmissions to the preference list so far (back-off).
   int retransmit_rounds_ = 0;
-  bool starting_ = false;  // Inside Start: answers are deferred.
-  bool deferred_ = false;  // RunDeferred is due.
-  std::optional<absl::Status> deferred_error_;
 };
 
 }  // namespace bigset

@@ -71,7 +71,6 @@ class FakeHost final : public CoordinatorHost, public ProtocolHooks {
     }
     return out;
   }
-  std::vector<NodeId> hints;
   // Sent with SendFirst (this node's own replica, ahead of the queue).
   std::vector<NodeId> sent_first;
 
@@ -115,9 +114,6 @@ class FakeHost final : public CoordinatorHost, public ProtocolHooks {
   void OnApplied(uint32_t, const Delta&) override {}
   bool HostingChanged() override { return true; }
   void TellMoved(NodeId, uint32_t) override {}
-  void AddHint(NodeId peer, uint32_t, uint64_t, const std::string&) override {
-    hints.push_back(peer);
-  }
 
  private:
   Ring ring_;

@@ -1,8 +1,10 @@
 // MachineDriver: what a node does with a request state machine's outputs
 // (request_output.h), for tests that drive one machine alone: it records
 // the sends (decoded), adds up the counters, keeps the one pending tick
-// on a virtual clock, and on `done` takes the answer, drops the machine
-// and runs the answer. No node, no simulator, no store.
+// on a virtual clock, records hints and unroutes, numbers a write's extra
+// deltas, coordinates a write "here" with what the test says this node's
+// replica returns, and on `answered` or `done` takes the answer (on
+// `done` drops the machine) and runs it. No node, no simulator, no store.
 
 #ifndef BIGSET_TESTS_UNIT_CLUSTER_MACHINE_DRIVER_H_
 #define BIGSET_TESTS_UNIT_CLUSTER_MACHINE_DRIVER_H_
@@ -37,6 +39,19 @@ class MachineDriver {
     if (machine_ != nullptr) Carry(step(*machine_));
   }
 
+  // A tick now, asked for or not (the node ticks every write on one timer).
+  void Tick() {
+    if (machine_ != nullptr) Carry(machine_->Tick(now_));
+  }
+  // Moves the clock `micros` on, ticking every `interval` on the way (the
+  // node's write tick).
+  void TickEvery(uint64_t interval, uint64_t micros) {
+    for (uint64_t t = 0; t < micros; t += interval) {
+      now_ += interval;
+      Tick();
+    }
+  }
+
   // Runs the ticks due up to `micros` from now.
   void Advance(uint64_t micros) {
     const uint64_t until = now_ + micros;
@@ -55,7 +70,14 @@ class MachineDriver {
 
   std::vector<std::pair<NodeId, Message>> sent;
   std::vector<NodeId> sent_first;  // Sends marked `first`.
-  RequestOutput totals;            // The counters, added up.
+  std::vector<RequestOutput::Hint> hints;
+  std::vector<uint64_t> routed;  // Extra deltas' ids, in order.
+  std::vector<uint64_t> unrouted;
+  // What this node's replica returns when a write coordinates here (unset:
+  // the test fails if one asks).
+  std::function<absl::StatusOr<Delta>(Machine&)> coordinate_here;
+  uint64_t next_id = 1000;  // Extra deltas' request ids.
+  RequestOutput totals;     // The counters, added up.
   uint64_t ask_all_until = 0;
 
   // The elements of the repairs sent to `node`, in order.
@@ -81,16 +103,42 @@ class MachineDriver {
     totals.queries_hedged += out.queries_hedged;
     totals.repairs_sent += out.repairs_sent;
     totals.repair_ops_sent += out.repair_ops_sent;
+    totals.coordinator_switches += out.coordinator_switches;
+    totals.late_coordinator_replies += out.late_coordinator_replies;
+    totals.extra_dots += out.extra_dots;
+    totals.failovers_unsettled += out.failovers_unsettled;
+    totals.failovers_refused += out.failovers_refused;
+    for (RequestOutput::Hint& h : out.hints) hints.push_back(std::move(h));
+    for (uint64_t id : out.unroutes) unrouted.push_back(id);
     if (out.ask_all_for_micros > 0) {
       ask_all_until = now_ + out.ask_all_for_micros;
     }
+    // As in the node: the answer is taken first and runs last, after the
+    // machine is gone if it is done.
+    std::optional<decltype(machine_->TakeAnswer())> answer;
+    if (out.done || out.answered) answer.emplace(machine_->TakeAnswer());
     if (out.done) {
-      // The answer runs after the machine is gone, as in the node.
-      std::function<void()> answer = machine_->TakeAnswer();
       machine_.reset();
       tick_at_.reset();
-      answer();
+      (*answer)();
       return;
+    }
+    Effects(out);
+    if (answer.has_value()) (*answer)();
+  }
+
+  void Effects(const RequestOutput& out) {
+    if constexpr (requires(Machine & m) { m.NumberExtra(1, 1); }) {
+      for (uint32_t i = 0; i < out.extras_to_number; ++i) {
+        routed.push_back(++next_id);
+        if (machine_ != nullptr) Carry(machine_->NumberExtra(next_id, now_));
+      }
+    }
+    if constexpr (requires(Machine & m) { m.Coordinated(Delta()); }) {
+      if (out.coordinate_here && machine_ != nullptr) {
+        REQUIRE(coordinate_here);
+        Carry(machine_->Coordinated(coordinate_here(*machine_)));
+      }
     }
     if (out.tick_at != 0) {
       // One tick pending at a time: a machine asks only from Start and Tick.

@@ -12,12 +12,9 @@
 #include "cluster/count_coordinator.h"
 #include "cluster/query_coordinator.h"
 #include "cluster/write_coordinator.h"
-#include "fake_coordinator_host.h"
 
 namespace bigset {
 namespace {
-
-using testing::FakeHost;
 
 QuorumReadSetup ThreeReplicas() {
   return QuorumReadSetup{.partition = 0,
@@ -56,19 +53,24 @@ std::unique_ptr<QueryCoordinator> NewQuery(uint64_t id,
       });
 }
 
-std::unique_ptr<WriteCoordinator> NewWrite(FakeHost& host, uint64_t id,
+std::unique_ptr<WriteCoordinator> NewWrite(uint64_t id,
                                            std::vector<std::string>* log) {
-  auto write = std::make_unique<WriteCoordinator>(&host);
+  auto write = std::make_unique<WriteCoordinator>();
   ClusterWriteOptions options;
-  write->Reset(id, "s", {UpdateOp::Add("e")}, std::nullopt, options,
-               [log, id](absl::StatusOr<Delta> r) {
-                 log->push_back(Logged(id, r.status()));
-               });
+  const std::vector<NodeId> serving = {1, 2, 3};
+  const std::vector<uint32_t> places = {0, 1, 2};
+  write->Reset(
+      id, "s",
+      WriteCoordinator::Where{
+          .partition = 0, .serving = serving, .places = places, .self = 1},
+      {UpdateOp::Add("e")}, std::nullopt, options,
+      [log, id](absl::StatusOr<Delta> r) {
+        log->push_back(Logged(id, r.status()));
+      });
   return write;
 }
 
 TEST_CASE("request registry: a reply finds only a coordinator of its kind") {
-  FakeHost host({1, 2, 3}, {0, 1, 2});
   std::vector<std::string> log;
   RequestRegistry registry;
   CountCoordinator* count = registry.Add(NewCount(7, &log));
@@ -95,10 +97,9 @@ TEST_CASE("request registry: a reply finds only a coordinator of its kind") {
 TEST_CASE(
     "request registry: a sub-request's id reaches the request it is routed "
     "to, and only while routed") {
-  FakeHost host({1, 2, 3}, {0, 1, 2});
   std::vector<std::string> log;
   RequestRegistry registry;
-  WriteCoordinator* write = registry.Add(NewWrite(host, 10, &log));
+  WriteCoordinator* write = registry.Add(NewWrite(10, &log));
   registry.Route(11, 10);
   CHECK(registry.FindOwnOrRouted<WriteCoordinator>(10) == write);
   CHECK(registry.FindOwnOrRouted<WriteCoordinator>(11) == write);
@@ -118,12 +119,11 @@ TEST_CASE(
 }
 
 TEST_CASE("request registry: finished writes are kept idle, at most 16") {
-  FakeHost host({1, 2, 3}, {0, 1, 2});
   std::vector<std::string> log;
   RequestRegistry registry;
   std::vector<WriteCoordinator*> made;
   for (uint64_t id = 1; id <= 20; ++id) {
-    made.push_back(registry.Add(NewWrite(host, id, &log)));
+    made.push_back(registry.Add(NewWrite(id, &log)));
   }
   CHECK(registry.running(RequestKind::kWrite) == 20);
   CHECK(registry.Ids(RequestKind::kWrite).size() == 20);
@@ -144,13 +144,12 @@ TEST_CASE("request registry: finished writes are kept idle, at most 16") {
 TEST_CASE(
     "request registry: a closing node aborts every kind in the order the "
     "requests started, then holds nothing") {
-  FakeHost host({1, 2, 3}, {0, 1, 2});
   std::vector<std::string> log;
   RequestRegistry registry;
   registry.Add(NewQuery(40, &log));
-  registry.Add(NewWrite(host, 3, &log));
+  registry.Add(NewWrite(3, &log));
   registry.Add(NewCount(25, &log));
-  registry.Add(NewWrite(host, 17, &log));
+  registry.Add(NewWrite(17, &log));
   registry.Route(41, 40);
   registry.Finish(17);  // Idle now: not aborted.
   registry.AbortAll(absl::UnavailableError("closing"));

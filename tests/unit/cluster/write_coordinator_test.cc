@@ -1,65 +1,109 @@
-// WriteCoordinator (lib/cluster/write_coordinator.h) driven alone: a fake
-// host records what it sends and runs its timers on a virtual clock; the
-// test plays the replicas. No node, no simulator, no store.
+// WriteCoordinator (lib/cluster/write_coordinator.h), a state machine
+// driven alone (machine_driver.h carries out its outputs, ticking it as
+// the node's write tick does); the test plays the replicas. No node, no
+// simulator, no store.
 
 #include "cluster/write_coordinator.h"
 
 #include <catch2/catch.hpp>
-#include <functional>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cluster/request_registry.h"
-#include "fake_coordinator_host.h"
+#include "machine_driver.h"
 #include "net/message.h"
 
 namespace bigset {
 namespace {
 
-using testing::FakeHost;
-using testing::kSelf;
+constexpr NodeId kSelf = 1;
+constexpr uint64_t kId = 77;
+constexpr uint64_t kTick = 100'000;  // The node's write tick, here.
 
-// Starts a W-write of one add through `host`, ticking as the node's write
-// tick would (every retry interval); the answer lands in *answer.
-WriteCoordinator* StartWrite(FakeHost& host, int w,
-                             std::optional<absl::StatusOr<Delta>>* answer) {
-  ClusterWriteOptions options;
-  options.w = w;
-  options.timeout_micros = 2'000'000;
-  options.retry_micros = 200'000;
-  const uint64_t id = host.NextRequestId();
-  auto op = std::make_unique<WriteCoordinator>(&host);
-  op->Reset(id, "s", {UpdateOp::Add("e")}, std::nullopt, options,
-            [answer](absl::StatusOr<Delta> r) { *answer = std::move(r); });
-  WriteCoordinator* write = host.requests().Add(std::move(op));
-  write->Start();
-  return write;
-}
-
-// The node's write tick: every 100 ms, each running write's OnTick.
-void Tick(FakeHost& host, uint64_t micros) {
-  for (uint64_t t = 0; t < micros; t += 100'000) {
-    host.Advance(100'000);
-    for (uint64_t id : host.requests().Ids(RequestKind::kWrite)) {
-      if (WriteCoordinator* w = host.requests().Find<WriteCoordinator>(id)) {
-        w->OnTick(host.NowMicros());
-      }
-    }
-  }
-}
-
-Delta OneAdd(NodeId actor) {
+Delta OneAdd(NodeId actor, uint64_t counter = 1) {
   Delta d;
   d.set = "s";
   DeltaOp op;
   op.element = "e";
-  op.add = Dot{actor, 1};
+  op.add = Dot{actor, counter};
   d.ops.push_back(op);
   return d;
 }
+
+// One write of one add, W of the serving list `serving` with `places`, as
+// node kSelf; the answer lands in `answer`.
+class WriteRun {
+ public:
+  WriteRun(std::vector<NodeId> serving, std::vector<uint32_t> places, int w,
+           bool failover = true,
+           absl::StatusOr<Delta> here_returns = OneAdd(kSelf))
+      : here(std::move(here_returns)),
+        serving_(std::move(serving)),
+        places_(std::move(places)) {
+    ClusterWriteOptions options;
+    options.w = w;
+    options.timeout_micros = 2'000'000;
+    options.retry_micros = 200'000;
+    options.failover = failover;
+    auto op = std::make_unique<WriteCoordinator>();
+    op->Reset(kId, "s",
+              WriteCoordinator::Where{.partition = 3,
+                                      .serving = serving_,
+                                      .places = places_,
+                                      .self = kSelf},
+              {UpdateOp::Add("e")}, std::nullopt, options,
+              [this](absl::StatusOr<Delta> r) {
+                REQUIRE_FALSE(answer.has_value());  // Once.
+                answer = std::move(r);
+              });
+    driver.coordinate_here = [this](WriteCoordinator& w) {
+      ++coordinated_here;
+      CHECK(w.set() == "s");
+      CHECK(w.partition() == 3);
+      return here;
+    };
+    driver.Begin(std::move(op), [this](WriteCoordinator& w) {
+      return w.Start(driver.NowMicros());
+    });
+  }
+
+  // Node `from` coordinated the write and answers with `delta`.
+  void UpdateReply(NodeId from, absl::StatusOr<Delta> delta) {
+    msg::UpdateReply m;
+    if (delta.ok()) {
+      m.delta = *std::move(delta);
+    } else {
+      m.status = delta.status();
+    }
+    driver.Input([&](WriteCoordinator& w) { return w.Step(from, m); });
+  }
+  void Ack(uint64_t request_id, NodeId from, NodeId applied_by = 0) {
+    driver.Input([&](WriteCoordinator& w) {
+      return w.Acknowledged(request_id, from, applied_by ? applied_by : from,
+                            absl::OkStatus());
+    });
+  }
+  // The messages of `type` sent to `to`.
+  size_t Sent(NodeId to, MessageType type) const {
+    size_t n = 0;
+    for (const auto& [node, m] : driver.sent) {
+      n += node == to && m.type() == type;
+    }
+    return n;
+  }
+
+  // What this node's replica returns when it coordinates.
+  absl::StatusOr<Delta> here;
+  testing::MachineDriver<WriteCoordinator> driver;
+  std::optional<absl::StatusOr<Delta>> answer;
+  int coordinated_here = 0;
+
+ private:
+  std::vector<NodeId> serving_;
+  std::vector<uint32_t> places_;
+};
 
 TEST_CASE(
     "write coordinator: a serving list of fewer places than W fails at "
@@ -67,62 +111,171 @@ TEST_CASE(
   // Issue "Liveness": a node whose list held one node coordinated a W = 2
   // add; that node acknowledged, every replica of the list had it, and
   // the write ended without a reply, its deadline never run.
-  FakeHost host({1}, {0});
-  std::optional<absl::StatusOr<Delta>> answer;
-  const uint64_t id = StartWrite(host, 2, &answer)->id();
-  CHECK_FALSE(answer.has_value());  // Never from inside Start.
-  // Node 1 coordinates and answers, if it was asked (what the old code
-  // did: then nothing more came, ever).
-  if (WriteCoordinator* write = host.requests().Find<WriteCoordinator>(id)) {
-    msg::UpdateReply reply{.status = absl::OkStatus(), .delta = OneAdd(1)};
-    write->OnUpdateReply(1, reply);
-  }
-  Tick(host, 5'000'000);  // Past the deadline (2 s).
-  REQUIRE(answer.has_value());
-  CHECK(absl::IsUnavailable(answer->status()));
-  CHECK(host.sent.empty());  // No replica was asked to apply it.
-  CHECK(host.requests().running(RequestKind::kWrite) == 0);
+  WriteRun run({2}, {0}, /*w=*/2);
+  REQUIRE(run.answer.has_value());
+  CHECK(absl::IsUnavailable(run.answer->status()));
+  CHECK(run.driver.sent.empty());  // No replica was asked to apply it.
+  CHECK(run.coordinated_here == 0);
+  CHECK_FALSE(run.driver.running());
+}
+
+TEST_CASE(
+    "write coordinator: this node's replica coordinates in-process; W = 2 "
+    "answers at the first acknowledgement and ends at the last") {
+  WriteRun run({1, 2, 3}, {0, 1, 2}, /*w=*/2);
+  CHECK(run.coordinated_here == 1);
+  CHECK(run.Sent(2, MessageType::kReplicate) == 1);
+  CHECK(run.Sent(3, MessageType::kReplicate) == 1);
+  CHECK(run.Sent(2, MessageType::kUpdate) == 0);
+  CHECK_FALSE(run.answer.has_value());
+  run.Ack(kId, 3);
+  REQUIRE(run.answer.has_value());
+  REQUIRE(run.answer->ok());
+  CHECK((*run.answer)->ops.at(0).add == Dot{kSelf, 1});
+  CHECK(run.driver.running());  // Node 2 still gets the delta.
+  run.driver.TickEvery(kTick, 1'000'000);
+  CHECK(run.Sent(2, MessageType::kReplicate) >= 2);  // Retransmitted.
+  CHECK(run.Sent(3, MessageType::kReplicate) == 1);  // Acknowledged.
+  run.Ack(kId, 2);
+  CHECK_FALSE(run.driver.running());
+  CHECK(run.driver.hints.empty());
 }
 
 TEST_CASE(
     "write coordinator: a leaver and its taker are one place: W = 2 of a "
     "list of three nodes and two places needs all three") {
-  // {1, 2, 3}: 3 took 2's place (places 0, 1, 1).
-  FakeHost host({1, 2, 3}, {0, 1, 1});
-  std::optional<absl::StatusOr<Delta>> answer;
-  WriteCoordinator* write = StartWrite(host, 2, &answer);
-  REQUIRE(host.sent.size() == 1);
-  CHECK(host.sent[0].first == 1);
-  REQUIRE(host.sent[0].second.As<msg::Update>() != nullptr);
-  msg::UpdateReply reply{.status = absl::OkStatus(), .delta = OneAdd(1)};
-  write->OnUpdateReply(1, reply);
-  const uint64_t id = host.sent[0].second.header.request_id;
-  write->OnReplicateAck(id, 2, 2, absl::OkStatus());
-  Tick(host, 100'000);
-  CHECK_FALSE(answer.has_value());  // Place 1 has only one of its nodes.
-  write->OnReplicateAck(id, 3, 3, absl::OkStatus());
-  Tick(host, 100'000);
-  REQUIRE(answer.has_value());
-  CHECK(answer->ok());
-  CHECK(host.requests().running(RequestKind::kWrite) ==
-        0);  // Every replica acknowledged.
+  // {2, 3, 4}: 4 took 3's place (places 0, 1, 1); this node holds none.
+  WriteRun run({2, 3, 4}, {0, 1, 1}, /*w=*/2);
+  REQUIRE(run.driver.sent.size() == 1);
+  CHECK(run.driver.sent[0].first == 2);
+  REQUIRE(run.driver.sent[0].second.As<msg::Update>() != nullptr);
+  CHECK(run.driver.sent[0].second.header.request_id == kId);
+  run.UpdateReply(2, OneAdd(2));
+  run.Ack(kId, 3);
+  CHECK_FALSE(run.answer.has_value());  // Place 1 has only one of its nodes.
+  run.Ack(kId, 4);
+  REQUIRE(run.answer.has_value());
+  CHECK(run.answer->ok());
+  CHECK_FALSE(run.driver.running());  // Every replica acknowledged.
+}
+
+TEST_CASE(
+    "write coordinator: a node that passed the delta on to its place's "
+    "taker answers for both") {
+  WriteRun run({2, 3, 4}, {0, 1, 1}, /*w=*/2);
+  run.UpdateReply(2, OneAdd(2));
+  run.Ack(kId, /*from=*/3, /*applied_by=*/4);
+  REQUIRE(run.answer.has_value());
+  CHECK(run.answer->ok());
+  CHECK_FALSE(run.driver.running());
 }
 
 TEST_CASE(
     "write coordinator: a write whose replicas stay silent answers at its "
     "deadline and leaves hints") {
-  FakeHost host({1, 2, 3}, {0, 1, 2});
-  std::optional<absl::StatusOr<Delta>> answer;
-  WriteCoordinator* write = StartWrite(host, 2, &answer);
-  msg::UpdateReply reply{.status = absl::OkStatus(), .delta = OneAdd(1)};
-  write->OnUpdateReply(1, reply);
-  Tick(host, 1'900'000);
-  CHECK_FALSE(answer.has_value());
-  Tick(host, 200'000);
-  REQUIRE(answer.has_value());
-  CHECK(absl::IsDeadlineExceeded(answer->status()));
-  CHECK(host.requests().running(RequestKind::kWrite) == 0);
-  CHECK(host.hints == std::vector<NodeId>{2, 3});
+  WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2);
+  run.UpdateReply(2, OneAdd(2));
+  run.driver.TickEvery(kTick, 1'900'000);
+  CHECK_FALSE(run.answer.has_value());
+  run.driver.TickEvery(kTick, 200'000);
+  REQUIRE(run.answer.has_value());
+  CHECK(absl::IsDeadlineExceeded(run.answer->status()));
+  CHECK_FALSE(run.driver.running());
+  REQUIRE(run.driver.hints.size() == 2);
+  CHECK(run.driver.hints[0].to == 3);
+  CHECK(run.driver.hints[1].to == 4);
+  for (const RequestOutput::Hint& h : run.driver.hints) {
+    CHECK(h.partition == 3);
+    CHECK(h.request_id == kId);
+    absl::StatusOr<Message> m = DecodeMessage(h.bytes);
+    REQUIRE(m.ok());
+    CHECK(m->type() == MessageType::kReplicate);
+  }
+  // Retransmissions back off: rounds at 0.2, 0.4, 0.8 and 1.6 s, not at
+  // each tick.
+  CHECK(run.driver.totals.retransmits == 2 * 4);
+}
+
+TEST_CASE(
+    "write coordinator: an error other than Unavailable from the "
+    "coordinating replica fails the write at once") {
+  WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2);
+  run.UpdateReply(2, absl::InvalidArgumentError("bad context"));
+  REQUIRE(run.answer.has_value());
+  CHECK(absl::IsInvalidArgument(run.answer->status()));
+  CHECK_FALSE(run.driver.running());
+  CHECK(run.Sent(3, MessageType::kReplicate) == 0);
+}
+
+TEST_CASE(
+    "write coordinator: a silent coordinator is asked three times, then the "
+    "next; its late delta is replicated as an extra delta under an id of "
+    "its own") {
+  WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2);
+  run.driver.TickEvery(kTick, 600'000);  // Three tries of node 2.
+  CHECK(run.Sent(2, MessageType::kUpdate) == 3);
+  CHECK(run.Sent(3, MessageType::kUpdate) == 1);  // The next candidate.
+  CHECK(run.driver.totals.coordinator_switches == 1);
+  run.UpdateReply(3, OneAdd(3));
+  // Node 2 was given up on: it gets the chosen delta as kReplicateGivenUp.
+  CHECK(run.Sent(2, MessageType::kReplicateGivenUp) == 1);
+  CHECK(run.Sent(4, MessageType::kReplicate) == 1);
+  run.Ack(kId, 4);
+  REQUIRE(run.answer.has_value());
+  CHECK(run.answer->ok());
+  // Node 2 had applied the write after all: its own delta comes late.
+  run.UpdateReply(2, OneAdd(2));
+  REQUIRE(run.driver.routed.size() == 1);
+  const uint64_t extra = run.driver.routed[0];
+  CHECK(run.driver.totals.late_coordinator_replies == 1);
+  CHECK(run.driver.totals.extra_dots == 1);
+  size_t extra_sends = 0;
+  for (const auto& [to, m] : run.driver.sent) {
+    if (m.header.request_id == extra) {
+      CHECK(m.type() == MessageType::kReplicate);
+      CHECK(to != 2);  // Not to the replica whose delta it is.
+      ++extra_sends;
+    }
+  }
+  CHECK(extra_sends == 2);
+  run.Ack(kId, 2);
+  CHECK(run.driver.running());  // The extra delta is not everywhere yet.
+  run.Ack(extra, 3);
+  run.Ack(extra, 4);
+  CHECK_FALSE(run.driver.running());
+  CHECK(run.driver.unrouted == std::vector<uint64_t>{extra});
+  CHECK(run.driver.totals.failovers_unsettled == 0);
+}
+
+TEST_CASE(
+    "write coordinator: with failover off, a silent coordinator fails the "
+    "write after three tries and nobody else is asked") {
+  WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2, /*failover=*/false);
+  run.driver.TickEvery(kTick, 600'000);
+  REQUIRE(run.answer.has_value());
+  CHECK(absl::IsUnavailable(run.answer->status()));
+  CHECK(run.driver.totals.failovers_refused == 1);
+  CHECK(run.Sent(3, MessageType::kUpdate) == 0);
+  // It waits out its deadline for a late answer, then ends.
+  CHECK(run.driver.running());
+  run.driver.TickEvery(kTick, 2'000'000);
+  CHECK_FALSE(run.driver.running());
+}
+
+TEST_CASE(
+    "write coordinator: when this node's replica cannot coordinate, it is "
+    "tried three times, then the next candidate is asked") {
+  WriteRun run({1, 2, 3}, {0, 1, 2}, /*w=*/2, /*failover=*/true,
+               absl::UnavailableError("no local replica"));
+  CHECK(run.coordinated_here == 1);
+  CHECK(run.driver.sent.empty());
+  run.driver.TickEvery(kTick, 600'000);
+  CHECK(run.coordinated_here == 3);
+  CHECK(run.Sent(2, MessageType::kUpdate) == 1);
+  run.UpdateReply(2, OneAdd(2));
+  // This node was given up on: it gets the delta as kReplicateGivenUp.
+  CHECK(run.Sent(1, MessageType::kReplicateGivenUp) == 1);
+  CHECK(run.Sent(3, MessageType::kReplicate) == 1);
 }
 
 }  // namespace

@@ -1,0 +1,251 @@
+// Node::Impl's client requests (node_impl.h): their entry points, the
+// driver of the request state machines (Carry) and the answers it gives
+// from the scheduler, and the write tick.
+
+#include <algorithm>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cluster/node_impl.h"
+#include "cluster/read_sink.h"
+
+namespace bigset {
+
+// ---- Client entry points.
+
+absl::Status Node::Impl::Refusal(int quorum, const char* name) const {
+  if (closed_) return NodeClosedError();
+  if (quorum < 1 || quorum > ring().n()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be in [1, n]"));
+  }
+  return absl::OkStatus();
+}
+
+void Node::Impl::Update(std::string_view set, std::vector<UpdateOp> ops,
+                        std::optional<Clock> clear,
+                        const ClusterWriteOptions& options,
+                        std::function<void(absl::StatusOr<Delta>)> done) {
+  if (Refused(options.w, "w", done)) return;
+  const uint64_t id = NextRequestId();
+  const bool is_clear = clear.has_value();
+  const uint32_t partition = ring().PartitionOf(set);
+  std::unique_ptr<WriteCoordinator> op = requests_.TakeIdleWrite();
+  if (op == nullptr) op = std::make_unique<WriteCoordinator>();
+  op->Reset(id, set,
+            WriteCoordinator::Where{.partition = partition,
+                                    .serving = ServingList(partition),
+                                    .places = ServingPlaces(partition),
+                                    .self = id_},
+            std::move(ops), std::move(clear), options, std::move(done));
+  WriteCoordinator* raw = requests_.Add(std::move(op));
+  write_tick_micros_ = write_tick_micros_ == 0
+                           ? options.retry_micros
+                           : std::min(write_tick_micros_, options.retry_micros);
+  Carry<WriteCoordinator>(id, raw->Start(scheduler_->NowMicros()),
+                          /*in_client_call=*/true);
+  EnsureWriteTick();
+  if (is_clear) EnsureSweepTick(partition);
+}
+
+void Node::Impl::StartRead(std::string_view set,
+                           const ClusterReadOptions& options,
+                           ElementBounds bounds, size_t limit,
+                           std::unique_ptr<ReadSink> sink) {
+  absl::Status refused = Refusal(options.r, "r");
+  if (refused.ok() && options.batch_size == 0) {
+    refused = absl::InvalidArgumentError("batch_size must be >= 1");
+  }
+  if (!refused.ok()) {
+    sink->OnDone(std::move(refused));
+    return;
+  }
+  const uint64_t id = NextRequestId();
+  auto op = std::make_unique<ReadCoordinator>(this, id, std::string(set),
+                                              options, std::move(bounds), limit,
+                                              std::move(sink));
+  requests_.Add(std::move(op))->Start();
+}
+
+QuorumReadSetup Node::Impl::QuorumReadAt(std::string_view set) const {
+  QuorumReadSetup setup;
+  setup.partition = ring().PartitionOf(set);
+  setup.serving = ServingList(setup.partition);
+  setup.places = ServingPlaces(setup.partition);
+  setup.self = node_id();
+  setup.now = scheduler_->NowMicros();
+  return setup;
+}
+
+template <typename T>
+void Node::Impl::Carry(uint64_t id, RequestOutput out, bool in_client_call) {
+  for (RequestOutput::Send& send : out.sends) {
+    if (send.first) {
+      SendFirst(send.to, std::move(send.bytes));
+    } else {
+      Send(send.to, std::move(send.bytes));
+    }
+  }
+  stats_.retransmits += out.retransmits;
+  stats_.queries_hedged += out.queries_hedged;
+  stats_.repairs_sent += out.repairs_sent;
+  stats_.repair_ops_sent += out.repair_ops_sent;
+  stats_.coordinator_switches += out.coordinator_switches;
+  stats_.late_coordinator_replies += out.late_coordinator_replies;
+  stats_.extra_dots += out.extra_dots;
+  stats_.failovers_unsettled += out.failovers_unsettled;
+  stats_.failovers_refused += out.failovers_refused;
+  for (const RequestOutput::Hint& hint : out.hints) {
+    // A replica never acknowledged the delta: anti-entropy resends it.
+    anti_entropy_.AddHint(hint.to, hint.partition, hint.request_id, hint.bytes);
+  }
+  for (uint64_t sub : out.unroutes) requests_.Unroute(sub);
+  const uint64_t now = scheduler_->NowMicros();
+  if (out.ask_all_for_micros > 0) {
+    ask_all_until_ = now + out.ask_all_for_micros;
+  }
+  // A send to this node itself may have finished the request meanwhile.
+  T* op = requests_.Find<T>(id);
+  if (op == nullptr) return;
+  std::optional<decltype(op->TakeAnswer())> answer;
+  if (out.answered || out.done) answer.emplace(op->TakeAnswer());
+  if (out.done) {
+    requests_.Finish(id);  // Destroys op.
+  } else {
+    if constexpr (std::is_same_v<T, WriteCoordinator>) {
+      CarryWriteEffects(op, out, in_client_call);
+    }
+    if (out.tick_at != 0) {
+      After(out.tick_at > now ? out.tick_at - now : 0, [this, id]() {
+        if (T* due = requests_.Find<T>(id)) {
+          Carry<T>(id, due->Tick(scheduler_->NowMicros()));
+        }
+      });
+    }
+  }
+  if (!answer.has_value()) return;
+  if (in_client_call) {
+    // Never from inside the client's own call.
+    AnswerLater(&due_writes_, id, std::move(*answer));
+  } else {
+    (*answer)();
+  }
+}
+
+void Node::Impl::CarryWriteEffects(WriteCoordinator* op,
+                                   const RequestOutput& out,
+                                   bool in_client_call) {
+  const uint64_t id = op->id();
+  for (uint32_t i = 0; i < out.extras_to_number; ++i) {
+    const uint64_t sub = NextRequestId();
+    requests_.Route(sub, id);
+    Carry<WriteCoordinator>(id, op->NumberExtra(sub, scheduler_->NowMicros()),
+                            in_client_call);
+    op = requests_.Find<WriteCoordinator>(id);
+    if (op == nullptr) return;
+  }
+  if (!out.coordinate_here) return;
+  // This node's own replica coordinates: no message round trip.
+  absl::StatusOr<Delta> delta = absl::UnavailableError("no local replica");
+  if (Replica* replica = LocalReplica(op->partition())) {
+    delta = op->clear().has_value() ? replica->Clear(op->set(), *op->clear())
+                                    : replica->Update(op->set(), op->ops());
+    if (delta.ok()) OnApplied(op->partition(), *delta);
+  }
+  Carry<WriteCoordinator>(id, op->Coordinated(std::move(delta)),
+                          in_client_call);
+}
+
+void Node::Impl::ContainsAll(
+    std::string_view set, std::vector<std::string> elements,
+    const ClusterReadOptions& options,
+    std::function<void(absl::StatusOr<Membership>)> done) {
+  if (Refused(options.r, "r", done)) return;
+  const uint64_t id = NextRequestId();
+  QuorumReadSetup setup = QuorumReadAt(set);
+  const uint64_t now = setup.now;
+  QueryCoordinator* op = requests_.Add(std::make_unique<QueryCoordinator>(
+      id, std::string(set), std::move(setup), std::move(elements), options,
+      std::move(done)));
+  Carry<QueryCoordinator>(id, op->Start(now, now < ask_all_until_));
+}
+
+void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,
+                       std::function<void(absl::StatusOr<uint64_t>)> done) {
+  if (Refused(options.r, "r", done)) return;
+  const uint64_t id = NextRequestId();
+  QuorumReadSetup setup = QuorumReadAt(set);
+  const uint64_t now = setup.now;
+  CountCoordinator* op = requests_.Add(std::make_unique<CountCoordinator>(
+      id, std::string(set), std::move(setup), options,
+      [this, set = std::string(set), options, done = std::move(done)](
+          absl::StatusOr<std::optional<uint64_t>> agreed) mutable {
+        if (!agreed.ok()) {
+          done(agreed.status());
+        } else if (agreed->has_value()) {
+          ++stats_.counts_agreed;
+          done(**agreed);
+        } else {
+          // The replicas differ: count what a merged read returns.
+          ++stats_.counts_merged;
+          StartRead(set, options, ElementBounds(), 0,
+                    NewCountSink(std::move(done)));
+        }
+      }));
+  Carry<CountCoordinator>(id, op->Start(now));
+}
+
+void Node::Impl::ClearNothing(std::string_view set,
+                              std::function<void(absl::StatusOr<Delta>)> done) {
+  if (closed_) {
+    done(NodeClosedError());
+    return;
+  }
+  Delta nothing;
+  nothing.set.assign(set);
+  AnswerLater(&due_clears_, next_empty_clear_++,
+              [nothing = std::move(nothing), done = std::move(done)]() mutable {
+                done(std::move(nothing));
+              });
+}
+
+void Node::Impl::AnswerLater(std::map<uint64_t, std::function<void()>>* due,
+                             uint64_t key, std::function<void()> answer) {
+  due->emplace(key, std::move(answer));
+  After(0, [this, due, key]() {
+    auto it = due->find(key);
+    if (it == due->end()) return;
+    std::function<void()> answer = std::move(it->second);
+    due->erase(it);
+    answer();
+  });
+}
+
+void Node::Impl::EnsureWriteTick() {
+  if (write_tick_scheduled_ || requests_.running(RequestKind::kWrite) == 0)
+    return;
+  write_tick_scheduled_ = true;
+  After(write_tick_micros_, [this]() { WriteTick(); });
+}
+
+void Node::Impl::WriteTick() {
+  write_tick_scheduled_ = false;
+  const uint64_t now = scheduler_->NowMicros();
+  for (uint64_t id : requests_.Ids(RequestKind::kWrite)) {
+    // A write may finish (or start others) during another's tick.
+    if (WriteCoordinator* write = requests_.Find<WriteCoordinator>(id))
+      Carry<WriteCoordinator>(id, write->Tick(now));
+  }
+  EnsureWriteTick();
+}
+
+// The machines whose outputs node.cc's routes carry out.
+template void Node::Impl::Carry<WriteCoordinator>(uint64_t, RequestOutput,
+                                                  bool);
+template void Node::Impl::Carry<QueryCoordinator>(uint64_t, RequestOutput,
+                                                  bool);
+template void Node::Impl::Carry<CountCoordinator>(uint64_t, RequestOutput,
+                                                  bool);
+
+}  // namespace bigset
