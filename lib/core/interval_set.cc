@@ -17,7 +17,6 @@ using ii::Block;
 using ii::IsZero;
 using ii::kDenseRuns;
 using ii::kMax;
-using ii::kPointwiseRatio;
 using ii::kSparseRuns;
 using ii::kWindow;
 using ii::kWords;

@@ -11,20 +11,6 @@
 namespace bigset {
 
 namespace ii = interval_set_internal;
-using ii::Block;
-using ii::IsZero;
-using ii::kDenseRuns;
-using ii::kMax;
-using ii::kPointwiseRatio;
-using ii::kSparseRuns;
-using ii::kWindow;
-using ii::kWords;
-using ii::LastSet;
-using ii::NextClear;
-using ii::NextSet;
-using ii::RunsIn;
-using ii::SetBits;
-using ii::Touches;
 
 // ---- Set algebra, window by window: words of bitmaps where either side
 // keeps one, a linear merge of runs in between.
@@ -70,7 +56,7 @@ class RunCursor {
 class IntervalSet::Assembler {
  public:
   void AddRun(uint64_t lo, uint64_t hi) {
-    if (open_ && Touches(hi_, lo)) {
+    if (open_ && ii::Touches(hi_, lo)) {
       hi_ = std::max(hi_, hi);
       return;
     }
@@ -79,13 +65,13 @@ class IntervalSet::Assembler {
     lo_ = lo;
     hi_ = hi;
   }
-  void AddBlock(uint64_t w, const Block& block) {
-    if (IsZero(block)) return;
-    if (RunsIn(block) <= kDenseRuns) {
-      for (uint32_t i = NextSet(block, 0); i < kWindow;) {
-        const uint32_t j = NextClear(block, i);
+  void AddBlock(uint64_t w, const ii::Block& block) {
+    if (ii::IsZero(block)) return;
+    if (ii::RunsIn(block) <= ii::kDenseRuns) {
+      for (uint32_t i = ii::NextSet(block, 0); i < ii::kWindow;) {
+        const uint32_t j = ii::NextClear(block, i);
         AddRun(w + i, w + (j - 1));
-        i = j == kWindow ? kWindow : NextSet(block, j);
+        i = j == ii::kWindow ? ii::kWindow : ii::NextSet(block, j);
       }
       return;
     }
@@ -109,16 +95,16 @@ class IntervalSet::Assembler {
   uint64_t hi_ = 0;
 };
 
-void IntervalSet::WindowBits(uint64_t w, Block* out) const {
+void IntervalSet::WindowBits(uint64_t w, ii::Block* out) const {
   auto b = blocks_.find(w);
   if (b != blocks_.end()) {
     *out = b->second;
     return;
   }
-  *out = Block{};
-  for (RunCursor r(runs_, w, w + (kWindow - 1)); r.valid(); r.Next()) {
-    SetBits(out, static_cast<uint32_t>(r.lo() - w),
-            static_cast<uint32_t>(r.hi() - w), true);
+  *out = ii::Block{};
+  for (RunCursor r(runs_, w, w + (ii::kWindow - 1)); r.valid(); r.Next()) {
+    ii::SetBits(out, static_cast<uint32_t>(r.lo() - w),
+                static_cast<uint32_t>(r.hi() - w), true);
   }
 }
 
@@ -199,14 +185,14 @@ IntervalSet IntervalSet::Combine(const IntervalSet& a, const IntervalSet& b,
     }
     // The runs between the previous window and this one.
     if (!more) {
-      MergeRuns(a.runs_, b.runs_, pos, kMax, op, &out);
+      MergeRuns(a.runs_, b.runs_, pos, ii::kMax, op, &out);
       break;
     }
     if (w > pos) MergeRuns(a.runs_, b.runs_, pos, w - 1, op, &out);
-    Block ba, bb, r;
+    ii::Block ba, bb, r;
     a.WindowBits(w, &ba);
     b.WindowBits(w, &bb);
-    for (uint32_t k = 0; k < kWords; ++k) {
+    for (uint32_t k = 0; k < ii::kWords; ++k) {
       switch (op) {
         case Op::kOr:
           r.words[k] = ba.words[k] | bb.words[k];
@@ -222,8 +208,8 @@ IntervalSet IntervalSet::Combine(const IntervalSet& a, const IntervalSet& b,
     out.AddBlock(w, r);
     if (x != a.blocks_.end() && x->first == w) ++x;
     if (y != b.blocks_.end() && y->first == w) ++y;
-    if (w == WindowOf(kMax)) break;  // The last window: nothing after it.
-    pos = w + kWindow;
+    if (w == WindowOf(ii::kMax)) break;  // The last window: nothing after it.
+    pos = w + ii::kWindow;
   }
   return out.Finish();
 }
@@ -250,12 +236,12 @@ void IntervalSet::AppendAbove(IntervalSet&& other) {
   for (auto& [w, block] : other.blocks_) {
     auto mine = blocks_.find(w);
     if (mine != blocks_.end()) {
-      for (uint32_t k = 0; k < kWords; ++k)
+      for (uint32_t k = 0; k < ii::kWords; ++k)
         mine->second.words[k] |= block.words[k];
       continue;
     }
     // Runs of ours in that window (below other's values) go into its bits.
-    Block merged = block;
+    ii::Block merged = block;
     MakeBlock(w, &merged);
   }
   for (const auto& [lo, hi] : other.runs_) InsertRange(lo, hi);
@@ -268,7 +254,7 @@ void IntervalSet::Union(const IntervalSet& other) {
     *this = other;  // A copy, not a merge rebuilt piece by piece.
     return;
   }
-  if (other.PieceWeight() * kPointwiseRatio < PieceWeight()) {
+  if (other.PieceWeight() * ii::kPointwiseRatio < PieceWeight()) {
     for (const auto& [lo, hi] : other) InsertRange(lo, hi);
     return;
   }
@@ -281,7 +267,7 @@ void IntervalSet::Intersect(const IntervalSet& other) {
 
 void IntervalSet::Difference(const IntervalSet& other) {
   if (other.empty() || empty()) return;
-  if (other.PieceWeight() * kPointwiseRatio < PieceWeight()) {
+  if (other.PieceWeight() * ii::kPointwiseRatio < PieceWeight()) {
     for (const auto& [lo, hi] : other) EraseRange(lo, hi);
     return;
   }

@@ -680,27 +680,12 @@ absl::StatusOr<SetStats> ReplicaImpl::GetSetStats(std::string_view set) {
 
 ReplicaStats ReplicaImpl::stats() const {
   ReplicaStats s;
-  s.updates_coordinated = counters_.updates_coordinated.load();
-  s.deltas_applied = counters_.deltas_applied.load();
-  s.clears = counters_.clears.load();
-  s.keys_written = counters_.keys_written.load();
-  s.keys_deleted = counters_.keys_deleted.load();
-  s.clock_cache_hits = counters_.clock_cache_hits.load();
-  s.clock_cache_misses = counters_.clock_cache_misses.load();
-  s.deltas_rejected = counters_.deltas_rejected.load();
-  s.bytes_written = counters_.bytes_written.load();
+#define BIGSET_REPLICA_COPY_COUNTER(name) s.name = counters_.name.load();
+  BIGSET_REPLICA_COUNTERS(BIGSET_REPLICA_COPY_COUNTER)
+#undef BIGSET_REPLICA_COPY_COUNTER
+  // The gauges.
   s.sweep_queue_length = SweepQueueLength();
-  s.sweep_entries_done = counters_.sweep_entries_done.load();
-  s.sweep_keys_read = counters_.sweep_keys_read.load();
-  s.sweep_keys_deleted = counters_.sweep_keys_deleted.load();
-  s.sweep_bytes_reclaimed = counters_.sweep_bytes_reclaimed.load();
-  s.sweep_micros = counters_.sweep_micros.load();
-  s.sweep_errors = counters_.sweep_errors.load();
-  s.count_scans = counters_.count_scans.load();
-  s.presence_seeks = counters_.presence_seeks.load();
-  s.presence_seeks_saved = counters_.presence_seeks_saved.load();
   s.presence_filter_bytes = filter_bytes_.load();
-  s.presence_filters_dropped = counters_.presence_filters_dropped.load();
   return s;
 }
 

@@ -121,26 +121,21 @@ class ReplicaImpl final : public Replica {
     WriteBatch batch_scratch ABSL_GUARDED_BY(mu);
   };
   class Reader;
+  // The counters, each copied as is into the ReplicaStats field of its
+  // name (stats()): one list, so a counter is added in one place here.
+  // clang-format off
+#define BIGSET_REPLICA_COUNTERS(X)                                      \
+  X(updates_coordinated) X(deltas_applied) X(clears) X(keys_written)   \
+  X(keys_deleted) X(clock_cache_hits) X(clock_cache_misses)            \
+  X(deltas_rejected) X(bytes_written) X(sweep_entries_done)            \
+  X(sweep_keys_read) X(sweep_keys_deleted) X(sweep_bytes_reclaimed)    \
+  X(sweep_micros) X(sweep_errors) X(count_scans) X(presence_seeks)     \
+  X(presence_seeks_saved) X(presence_filters_dropped)
+  // clang-format on
   struct Counters {
-    std::atomic<uint64_t> updates_coordinated{0};
-    std::atomic<uint64_t> deltas_applied{0};
-    std::atomic<uint64_t> clears{0};
-    std::atomic<uint64_t> keys_written{0};
-    std::atomic<uint64_t> keys_deleted{0};
-    std::atomic<uint64_t> clock_cache_hits{0};
-    std::atomic<uint64_t> clock_cache_misses{0};
-    std::atomic<uint64_t> deltas_rejected{0};
-    std::atomic<uint64_t> bytes_written{0};
-    std::atomic<uint64_t> sweep_entries_done{0};
-    std::atomic<uint64_t> sweep_keys_read{0};
-    std::atomic<uint64_t> sweep_keys_deleted{0};
-    std::atomic<uint64_t> sweep_bytes_reclaimed{0};
-    std::atomic<uint64_t> sweep_micros{0};
-    std::atomic<uint64_t> sweep_errors{0};
-    std::atomic<uint64_t> count_scans{0};
-    std::atomic<uint64_t> presence_seeks{0};
-    std::atomic<uint64_t> presence_seeks_saved{0};
-    std::atomic<uint64_t> presence_filters_dropped{0};
+#define BIGSET_REPLICA_COUNTER_FIELD(name) std::atomic<uint64_t> name{0};
+    BIGSET_REPLICA_COUNTERS(BIGSET_REPLICA_COUNTER_FIELD)
+#undef BIGSET_REPLICA_COUNTER_FIELD
   };
   class Sweeper;
 
