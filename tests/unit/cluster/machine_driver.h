@@ -129,9 +129,10 @@ class MachineDriver {
 
   void Effects(const RequestOutput& out) {
     if constexpr (requires(Machine & m) { m.NumberExtra(1, 1); }) {
-      for (uint32_t i = 0; i < out.extras_to_number; ++i) {
+      for (uint32_t i = 0; i < out.extras_to_number && machine_ != nullptr;
+           ++i) {
         routed.push_back(++next_id);
-        if (machine_ != nullptr) Carry(machine_->NumberExtra(next_id, now_));
+        Carry(machine_->NumberExtra(next_id, now_));
       }
     }
     if constexpr (requires(Machine & m) { m.Coordinated(Delta()); }) {
