@@ -213,7 +213,7 @@ void Node::Impl::ClearNothing(std::string_view set,
 void Node::Impl::AnswerLater(std::map<uint64_t, std::function<void()>>* due,
                              uint64_t key, std::function<void()> answer) {
   due->emplace(key, std::move(answer));
-  After(0, [this, due, key]() {
+  After(0, [due, key]() {
     auto it = due->find(key);
     if (it == due->end()) return;
     std::function<void()> answer = std::move(it->second);
