@@ -1,7 +1,7 @@
-// CoordinatorHost: what a coordinator that does its own I/O (the read
-// coordinator; also the replica service, hand-off and anti-entropy) may ask
-// of the node that runs it. Internal header. The write, query and count
-// coordinators do no I/O: they return outputs (request_output.h).
+// CoordinatorHost: what a protocol that does its own I/O (the replica
+// service, hand-off and anti-entropy) may ask of the node that runs it.
+// Internal header. The request machines (write, read, query, count) do no
+// I/O: they return outputs (request_output.h).
 //
 // Users see this narrow interface, never the node's internals: they
 // send bytes, set timers, read the time, take request ids, use the node's
@@ -26,6 +26,7 @@
 #include "bigset/cluster/ring.h"
 #include "bigset/net/transport.h"
 #include "bigset/replica/replica.h"
+#include "cluster/coordinator.h"
 #include "cluster/node_counters.h"
 #include "cluster/protocol_hooks.h"
 #include "net/message.h"
@@ -33,12 +34,6 @@
 namespace bigset {
 
 class RequestRegistry;
-
-// What a coordinator coordinates: the registry files every request under
-// its id in one map and hands a reply only to a coordinator of the kind
-// the reply is for.
-enum class RequestKind : uint8_t { kWrite, kRead, kQuery, kCount };
-inline constexpr size_t kRequestKinds = 4;
 
 class CoordinatorHost {
  public:
@@ -103,57 +98,6 @@ class CoordinatorHost {
   virtual RequestRegistry& requests() = 0;
   // The other protocols of this node (hand-off, anti-entropy, hosting).
   virtual ProtocolHooks& hooks() = 0;
-};
-
-// Base of the coordinators: their host, request id, and timers that do
-// nothing once the coordinator is gone.
-class Coordinator {
- public:
-  Coordinator(CoordinatorHost* host, uint64_t id)
-      : host_(host), id_(id), alive_(std::make_shared<bool>(true)) {}
-  // A state machine that does no I/O: its driver carries out the outputs
-  // it returns (request_output.h). It has no host, and sets no timer.
-  explicit Coordinator(uint64_t id) : Coordinator(nullptr, id) {}
-  virtual ~Coordinator() = default;
-  Coordinator(const Coordinator&) = delete;
-  Coordinator& operator=(const Coordinator&) = delete;
-
-  uint64_t id() const { return id_; }
-  virtual RequestKind kind() const = 0;
-
-  // The node is closing: answers the client with `status` unless it was
-  // answered already. Sends nothing and leaves requests() alone: the host
-  // has taken the coordinator out and destroys it after the call. The
-  // client's callback may call into the node (which refuses new requests
-  // once closing).
-  virtual void Abort(const absl::Status& status) = 0;
-
- protected:
-  // A token that expires with this coordinator: a callback that may outlive
-  // it checks `!token.expired()` before touching it.
-  std::weak_ptr<bool> Token() const { return alive_; }
-
-  // Runs fn() after `delay_micros` if this coordinator still exists.
-  template <typename Fn>
-  void After(uint64_t delay_micros, Fn fn) {
-    host_->After(delay_micros, [token = Token(), fn = std::move(fn)]() mutable {
-      if (!token.expired()) fn();
-    });
-  }
-
-  // Gives a recycled coordinator a new request id; timers set for its
-  // former request no longer reach it (a machine without a host sets
-  // none: it keeps its token).
-  void Renew(uint64_t id) {
-    id_ = id;
-    if (host_ != nullptr) alive_ = std::make_shared<bool>(true);
-  }
-
-  CoordinatorHost* const host_;
-  uint64_t id_;
-
- private:
-  std::shared_ptr<bool> alive_;
 };
 
 }  // namespace bigset

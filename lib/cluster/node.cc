@@ -378,7 +378,8 @@ void Node::Impl::InstallHotRoutes() {
     if (!ParseReadChunkBody(body, &seq, &done, &elements).ok()) return false;
     if (ReadCoordinator* read =
             requests_.FindByRoute<ReadCoordinator>(header.request_id)) {
-      read->OnChunk(header.request_id, from, seq, done, elements);
+      CarryRead(read->id(), read->Step(from, header.request_id, seq, done,
+                                       elements, scheduler_->NowMicros()));
     }
     return true;
   });
@@ -414,7 +415,8 @@ void Node::Impl::InstallReplicaRoutes() {
   d.On<msg::ReadClock>([this](NodeId from, H h, msg::ReadClock& m) {
     if (ReadCoordinator* read =
             requests_.FindByRoute<ReadCoordinator>(h.request_id)) {
-      read->OnClock(h.request_id, from, m);
+      CarryRead(read->id(),
+                read->Step(from, h.request_id, m, scheduler_->NowMicros()));
     }
   });
 }

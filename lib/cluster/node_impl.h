@@ -175,6 +175,16 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // scheduler (AnswerLater).
   template <typename T>
   void Carry(uint64_t id, RequestOutput out, bool in_client_call = false);
+  // What every machine's output asks first: the sends, the counters, the
+  // hints and the unroutes.
+  void CarrySends(RequestOutput& out);
+  // Carry for a read: its folds to open, its local clocks, and the client's
+  // clock and chunks (a client that takes a chunk at once gets the next in
+  // the same loop, never by recursion).
+  void CarryRead(uint64_t id, RequestOutput out);
+  // The `next` a read's client calls to go on (from the scheduler; nothing
+  // once the read is gone).
+  std::function<void()> ReadNext(uint64_t id, std::weak_ptr<bool> token);
   // A write's effects that feed the machine again: its extra deltas' ids
   // and this node's replica coordinating it.
   void CarryWriteEffects(WriteCoordinator* op, const RequestOutput& out,

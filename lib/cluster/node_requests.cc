@@ -62,10 +62,14 @@ void Node::Impl::StartRead(std::string_view set,
     return;
   }
   const uint64_t id = NextRequestId();
-  auto op = std::make_unique<ReadCoordinator>(this, id, std::string(set),
-                                              options, std::move(bounds), limit,
-                                              std::move(sink));
-  requests_.Add(std::move(op))->Start();
+  const uint32_t partition = ring().PartitionOf(set);
+  ReadCoordinator* op = requests_.Add(std::make_unique<ReadCoordinator>(
+      id, std::string(set),
+      ReadCoordinator::Where{.partition = partition,
+                             .serving = ServingList(partition),
+                             .places = ServingPlaces(partition)},
+      options, std::move(bounds), limit, std::move(sink)));
+  CarryRead(id, op->Start(scheduler_->NowMicros()));
 }
 
 QuorumReadSetup Node::Impl::QuorumReadAt(std::string_view set) const {
@@ -78,8 +82,7 @@ QuorumReadSetup Node::Impl::QuorumReadAt(std::string_view set) const {
   return setup;
 }
 
-template <typename T>
-void Node::Impl::Carry(uint64_t id, RequestOutput out, bool in_client_call) {
+void Node::Impl::CarrySends(RequestOutput& out) {
   for (RequestOutput::Send& send : out.sends) {
     if (send.first) {
       SendFirst(send.to, std::move(send.bytes));
@@ -96,15 +99,22 @@ void Node::Impl::Carry(uint64_t id, RequestOutput out, bool in_client_call) {
   stats_.extra_dots += out.extra_dots;
   stats_.failovers_unsettled += out.failovers_unsettled;
   stats_.failovers_refused += out.failovers_refused;
+  stats_.malformed_messages += out.malformed_messages;
+  stats_.read_replica_switches += out.read_replica_switches;
   for (const RequestOutput::Hint& hint : out.hints) {
     // A replica never acknowledged the delta: anti-entropy resends it.
     anti_entropy_.AddHint(hint.to, hint.partition, hint.request_id, hint.bytes);
   }
   for (uint64_t sub : out.unroutes) requests_.Unroute(sub);
-  const uint64_t now = scheduler_->NowMicros();
   if (out.ask_all_for_micros > 0) {
-    ask_all_until_ = now + out.ask_all_for_micros;
+    ask_all_until_ = scheduler_->NowMicros() + out.ask_all_for_micros;
   }
+}
+
+template <typename T>
+void Node::Impl::Carry(uint64_t id, RequestOutput out, bool in_client_call) {
+  CarrySends(out);
+  const uint64_t now = scheduler_->NowMicros();
   // A send to this node itself may have finished the request meanwhile.
   T* op = requests_.Find<T>(id);
   if (op == nullptr) return;
@@ -155,6 +165,85 @@ void Node::Impl::CarryWriteEffects(WriteCoordinator* op,
   }
   Carry<WriteCoordinator>(id, op->Coordinated(std::move(delta)),
                           in_client_call);
+}
+
+void Node::Impl::CarryRead(uint64_t id, RequestOutput out) {
+  for (;;) {
+    CarrySends(out);
+    // A send to this node itself may have finished the read meanwhile.
+    ReadCoordinator* op = requests_.Find<ReadCoordinator>(id);
+    if (op == nullptr) return;
+    // The client's callbacks may call into the node (and close it). Its
+    // clock comes first, also when the read ends in the same input (the
+    // last clock brought the whole set).
+    if (out.clock_ready) {
+      op->sink()->OnClock(op->merged_clock());
+      op = requests_.Find<ReadCoordinator>(id);
+      if (op == nullptr) return;
+    }
+    if (out.done) {
+      ReadCoordinator::Answer answer = op->TakeAnswer();
+      requests_.Finish(id);  // Destroys op.
+      answer();
+      return;
+    }
+    for (const RequestOutput::Fold& fold : out.folds_to_open) {
+      const uint64_t fold_id = NextRequestId();
+      std::unique_ptr<SetReader> local;
+      if (fold.node == id_) {
+        // This node's own replica is read in-process.
+        if (Replica* replica = ReadableReplica(op->partition())) {
+          SetReadOptions ro;
+          ro.batch_size = op->batch_size();
+          ro.bounds = fold.bounds;
+          absl::StatusOr<std::unique_ptr<SetReader>> reader =
+              replica->Read(op->set(), ro);
+          if (reader.ok()) local = *std::move(reader);
+        }
+      }
+      if (local == nullptr) requests_.Route(fold_id, id);
+      CarryRead(id, op->FoldOpened(fold.slot, fold_id, std::move(local),
+                                   scheduler_->NowMicros()));
+      op = requests_.Find<ReadCoordinator>(id);
+      if (op == nullptr) return;
+    }
+    for (uint64_t fold_id : out.local_clocks) {
+      After(0, [this, id, fold_id]() {
+        if (ReadCoordinator* due = requests_.Find<ReadCoordinator>(id)) {
+          CarryRead(id, due->LocalClock(fold_id, scheduler_->NowMicros()));
+        }
+      });
+    }
+    if (out.tick_at != 0) {
+      const uint64_t now = scheduler_->NowMicros();
+      After(out.tick_at > now ? out.tick_at - now : 0, [this, id]() {
+        if (ReadCoordinator* due = requests_.Find<ReadCoordinator>(id)) {
+          CarryRead(id, due->Tick(scheduler_->NowMicros()));
+        }
+      });
+    }
+    if (!out.chunk_ready) return;
+    const bool go_on =
+        op->sink()->OnChunk(op->chunk(), ReadNext(id, op->token()));
+    op = requests_.Find<ReadCoordinator>(id);
+    if (op == nullptr || !go_on) return;
+    out = op->ClientNext(scheduler_->NowMicros());
+  }
+}
+
+std::function<void()> Node::Impl::ReadNext(uint64_t id,
+                                           std::weak_ptr<bool> token) {
+  // The token expires with the read, which this node owns: while it
+  // lives, so does the node.
+  return [this, id, token = std::move(token)]() {
+    if (token.expired()) return;
+    // Never inside the client's call.
+    After(0, [this, id]() {
+      if (ReadCoordinator* op = requests_.Find<ReadCoordinator>(id)) {
+        CarryRead(id, op->ClientNext(scheduler_->NowMicros()));
+      }
+    });
+  };
 }
 
 void Node::Impl::ContainsAll(

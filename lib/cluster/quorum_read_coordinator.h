@@ -36,7 +36,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "cluster/coordinator_host.h"
+#include "bigset/cluster/node.h"
+#include "cluster/coordinator.h"
 #include "cluster/place_quorum.h"
 #include "cluster/request_output.h"
 

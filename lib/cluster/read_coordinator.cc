@@ -5,32 +5,35 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/place_quorum.h"
-#include "cluster/request_registry.h"
 
 namespace bigset {
 
-ReadCoordinator::ReadCoordinator(CoordinatorHost* host, uint64_t id,
-                                 std::string set,
+ReadCoordinator::ReadCoordinator(uint64_t id, std::string set, Where where,
                                  const ClusterReadOptions& options,
                                  ElementBounds bounds, size_t limit,
                                  std::unique_ptr<ReadSink> sink)
-    : Coordinator(host, id),
+    : Coordinator(id),
       set_(std::move(set)),
-      partition_(host->ring().PartitionOf(set_)),
+      partition_(where.partition),
       options_(options),
       bounds_(std::move(bounds)),
       limit_(limit),
       sink_(std::move(sink)) {
-  const std::vector<NodeId>& list = host->ServingList(partition_);
-  const std::vector<uint32_t>& places = host->ServingPlaces(partition_);
-  for (size_t i = 0; i < list.size(); ++i) {
+  for (size_t i = 0; i < where.serving.size(); ++i) {
     Slot& slot = slots_.emplace_back();
-    slot.node = list[i];
-    slot.place = i < places.size() ? places[i] : static_cast<uint32_t>(i);
+    slot.node = where.serving[i];
+    slot.place =
+        i < where.places.size() ? where.places[i] : static_cast<uint32_t>(i);
   }
 }
 
 ReadCoordinator::~ReadCoordinator() = default;
+
+RequestOutput ReadCoordinator::Out() {
+  RequestOutput out = std::move(output_);
+  output_ = RequestOutput();
+  return out;
+}
 
 ReadCoordinator::Slot* ReadCoordinator::SlotOfFold(uint64_t fold_id) {
   for (Slot& s : slots_) {
@@ -39,17 +42,20 @@ ReadCoordinator::Slot* ReadCoordinator::SlotOfFold(uint64_t fold_id) {
   return nullptr;
 }
 
-void ReadCoordinator::Start() {
-  last_progress_ = host_->NowMicros();
+RequestOutput ReadCoordinator::Start(uint64_t now) {
+  now_ = now;
+  last_progress_ = now;
   for (size_t i = 0; i < slots_.size(); ++i) OpenFold(i, bounds_);
-  ScheduleTimer();
+  output_.tick_at = now + options_.retry_micros;
+  return Out();
 }
 
 void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
   Slot& slot = slots_[i];
-  if (slot.fold_id != 0) host_->requests().Unroute(slot.fold_id);
-  slot.fold_id = host_->NextRequestId();
-  slot.state = SlotState::kAsked;
+  if (slot.routed) output_.unroutes.push_back(slot.fold_id);
+  slot.fold_id = 0;
+  slot.routed = false;
+  slot.state = SlotState::kOpening;
   slot.gone = false;
   slot.merger_index = -1;
   slot.next_seq = 0;
@@ -57,52 +63,57 @@ void ReadCoordinator::OpenFold(size_t i, const ElementBounds& bounds) {
   slot.has_early = false;
   slot.local.reset();
   slot.clock.clear();
-  slot.last_heard = host_->NowMicros();
-  if (OpenLocal(i, bounds)) return;
-  host_->requests().Route(slot.fold_id, id_);
-  SendRead(slot, bounds);
+  slot.bounds = bounds;
+  slot.last_heard = now_;
+  output_.folds_to_open.push_back(RequestOutput::Fold{
+      .slot = static_cast<uint32_t>(i), .node = slot.node, .bounds = bounds});
 }
 
-bool ReadCoordinator::OpenLocal(size_t i, const ElementBounds& bounds) {
+RequestOutput ReadCoordinator::FoldOpened(uint32_t i, uint64_t fold_id,
+                                          std::unique_ptr<SetReader> local,
+                                          uint64_t now) {
+  now_ = now;
+  if (i >= slots_.size() || slots_[i].state != SlotState::kOpening ||
+      finished_) {
+    if (local == nullptr) output_.unroutes.push_back(fold_id);
+    return Out();
+  }
   Slot& slot = slots_[i];
-  if (slot.node != host_->node_id()) return false;
-  Replica* replica = host_->ReadableReplica(partition_);
-  if (replica == nullptr) return false;
-  SetReadOptions ro;
-  ro.batch_size = options_.batch_size;
-  ro.bounds = bounds;
-  absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(set_, ro);
-  if (!reader.ok()) return false;
-  slot.local = std::move(*reader);
-  // Copied now: the reader may be released before the clock "arrives".
-  slot.clock = slot.local->clock();
-  // Its clock arrives like the others: asynchronously, and only for this
-  // fold (the slot may have been stopped or reopened by then).
-  const uint64_t fold_id = slot.fold_id;
-  After(0, [this, i, fold_id]() {
-    if (slots_[i].fold_id == fold_id) OnLocalClock(i);
-  });
-  return true;
-}
-
-void ReadCoordinator::OnLocalClock(size_t i) {
-  Slot& slot = slots_[i];
-  if (slot.state != SlotState::kAsked || slot.local == nullptr) return;
-  last_progress_ = host_->NowMicros();
-  Clock clock = slot.clock;
-  AcceptClock(slot, std::move(clock));
-}
-
-void ReadCoordinator::SendRead(Slot& slot, const ElementBounds& bounds) {
+  slot.fold_id = fold_id;
+  slot.state = SlotState::kAsked;
+  if (local != nullptr) {
+    slot.local = std::move(local);
+    // Copied now: the reader may be released before the clock "arrives".
+    slot.clock = slot.local->clock();
+    // Its clock arrives like the others: from the scheduler, and only for
+    // this fold (the slot may have been stopped or reopened by then).
+    output_.local_clocks.push_back(fold_id);
+    return Out();
+  }
+  slot.routed = true;
   SendToFold(slot, msg::Read{.set = set_,
-                             .bounds = bounds,
+                             .bounds = slot.bounds,
                              .batch_size = options_.batch_size});
+  return Out();
+}
+
+RequestOutput ReadCoordinator::LocalClock(uint64_t fold_id, uint64_t now) {
+  now_ = now;
+  Slot* slot = SlotOfFold(fold_id);
+  if (slot == nullptr || slot->state != SlotState::kAsked ||
+      slot->local == nullptr || finished_) {
+    return Out();
+  }
+  last_progress_ = now;
+  Clock clock = slot->clock;
+  AcceptClock(*slot, std::move(clock));
+  return Out();
 }
 
 template <typename Body>
 void ReadCoordinator::SendToFold(Slot& slot, const Body& body) {
-  slot.last_sent = host_->NowMicros();
-  host_->Send(slot.node, EncodeMessage(slot.fold_id, partition_, body));
+  slot.last_sent = now_;
+  output_.Add(slot.node, EncodeMessage(slot.fold_id, partition_, body));
 }
 
 void ReadCoordinator::StopFold(Slot& slot) {
@@ -113,37 +124,37 @@ void ReadCoordinator::StopFold(Slot& slot) {
              slot.state == SlotState::kNotFound) {
     SendToFold(slot, msg::StopFold{});
   }
-  if (slot.fold_id != 0 && slot.node != host_->node_id()) {
-    host_->requests().Unroute(slot.fold_id);
-  }
+  if (slot.routed) output_.unroutes.push_back(slot.fold_id);
+  slot.routed = false;
   slot.state = SlotState::kStopped;
   slot.merger_index = -1;
   slot.replaces = -1;
   slot.has_early = false;
 }
 
-void ReadCoordinator::OnClock(uint64_t fold_id, NodeId from,
-                              msg::ReadClock& m) {
+RequestOutput ReadCoordinator::Step(NodeId from, uint64_t fold_id,
+                                    msg::ReadClock& m, uint64_t now) {
+  now_ = now;
   Slot* slot = SlotOfFold(fold_id);
-  if (slot == nullptr || slot->node != from ||
-      slot->state != SlotState::kAsked) {
-    return;  // Unknown, or a duplicate.
+  if (finished_ || slot == nullptr || slot->node != from ||
+      slot->state != SlotState::kAsked || slot->local != nullptr) {
+    return Out();  // Unknown, or a duplicate.
   }
-  const uint64_t now = host_->NowMicros();
   slot->last_heard = now;
   last_progress_ = now;
   if (!m.status.ok()) {
     if (slot->replaces >= 0) {
       // The replacement failed too: try another.
       Replace(static_cast<size_t>(slot - slots_.data()), /*failed=*/true);
-      return;
+      return Out();
     }
     slot->state = SlotState::kFailed;
     slot->gone = ReplyOfError(m.status) == QuorumReply::kGone;
     MaybeBegin();
-    return;
+    return Out();
   }
   AcceptClock(*slot, std::move(m.clock));
+  return Out();
 }
 
 void ReadCoordinator::AcceptClock(Slot& slot, Clock clock) {
@@ -242,9 +253,7 @@ void ReadCoordinator::Begin(const std::vector<size_t>& members) {
     }
   }
   merger_ = std::make_unique<ReadMerger>(std::move(clocks));
-  std::weak_ptr<bool> token = Token();
-  sink_->OnClock(merger_->MergedClock());
-  if (token.expired()) return;
+  output_.clock_ready = true;
   for (Slot& s : slots_) FeedEarly(s);
   Pump();
 }
@@ -255,46 +264,50 @@ void ReadCoordinator::FeedEarly(Slot& slot) {
   if (!merger_->NeedsMore(slot.merger_index)) return;
   merger_->RefillBuffer(slot.merger_index)->swap(slot.early);
   if (!merger_->Refilled(slot.merger_index, slot.early_done)) {
-    ++host_->stats().malformed_messages;
+    ++output_.malformed_messages;
     slot.requested = false;  // Pump asks again.
     return;
   }
   Fed(slot);
 }
 
-void ReadCoordinator::OnChunk(uint64_t fold_id, NodeId from, uint64_t seq,
-                              bool done, std::string_view elements) {
+RequestOutput ReadCoordinator::Step(NodeId from, uint64_t fold_id, uint64_t seq,
+                                    bool done, std::string_view elements,
+                                    uint64_t now) {
+  now_ = now;
   Slot* found = SlotOfFold(fold_id);
-  if (found == nullptr || found->node != from || seq != found->next_seq) {
-    return;  // Unknown, old or a duplicate.
+  if (finished_ || found == nullptr || found->node != from ||
+      found->local != nullptr || seq != found->next_seq) {
+    return Out();  // Unknown, old or a duplicate.
   }
   Slot& slot = *found;
   switch (slot.state) {
     case SlotState::kIdle:
+    case SlotState::kOpening:
     case SlotState::kStopped:
     case SlotState::kFailed:
-      return;
+      return Out();
     case SlotState::kAsked:
     case SlotState::kNotFound:
     case SlotState::kAccepted:
       break;
   }
-  slot.last_heard = host_->NowMicros();
+  slot.last_heard = now;
   if (!InMerge(slot)) {
     // Before R clocks, or before this slot's own clock (a chunk may
     // overtake its clock): kept, at most one per replica, since a replica
     // sends the next only after our ack.
-    if (slot.has_early) return;
+    if (slot.has_early) return Out();
     if (!DecodeChunkElements(elements, &slot.early).ok()) {
-      ++host_->stats().malformed_messages;
-      return;  // The retry timer asks again.
+      ++output_.malformed_messages;
+      return Out();  // The retry timer asks again.
     }
     slot.has_early = true;
     slot.early_done = done;
-    return;
+    return Out();
   }
   const size_t index = static_cast<size_t>(slot.merger_index);
-  if (!merger_->NeedsMore(index)) return;
+  if (!merger_->NeedsMore(index)) return Out();
   std::vector<ElementDots>* buffer = merger_->RefillBuffer(index);
   if (!DecodeChunkElements(elements, buffer).ok() ||
       !merger_->Refilled(index, done)) {
@@ -303,17 +316,18 @@ void ReadCoordinator::OnChunk(uint64_t fold_id, NodeId from, uint64_t seq,
     // is asked for again.
     buffer->clear();
     merger_->Refilled(index, false);
-    ++host_->stats().malformed_messages;
+    ++output_.malformed_messages;
     slot.requested = false;
     Pump();
-    return;
+    return Out();
   }
   Fed(slot);
   Pump();
+  return Out();
 }
 
 void ReadCoordinator::Fed(Slot& slot) {
-  last_progress_ = host_->NowMicros();
+  last_progress_ = now_;
   ++slot.next_seq;
   slot.requested = false;
 }
@@ -333,19 +347,22 @@ void ReadCoordinator::SendRepairs() {
   if (!options_.read_repair) return;
   for (Slot& s : slots_) {
     if (!InMerge(s)) continue;
-    SendRepair(host_, s.node, partition_, set_,
-               merger_->TakeRepairs(s.merger_index));
+    std::vector<DeltaOp> ops = merger_->TakeRepairs(s.merger_index);
+    if (ops.empty()) continue;
+    ++output_.repairs_sent;
+    output_.repair_ops_sent += ops.size();
+    output_.Add(s.node, EncodeRepair(partition_, set_, std::move(ops)));
   }
 }
 
 void ReadCoordinator::Pump() {
-  std::weak_ptr<bool> token = Token();
   while (!waiting_for_client_ && !finished_) {
     // The client is done with the last chunk: recycle its storage.
     merger_->Recycle(&out_);
-    const size_t remaining = limit_ == 0 ? 0 : limit_ - emitted_;
-    merger_->Merge(&out_, remaining);
-    emitted_ += out_.size();
+    if (limit_ == 0 || emitted_ < limit_) {
+      merger_->Merge(&out_, limit_ == 0 ? 0 : limit_ - emitted_);
+      emitted_ += out_.size();
+    }
     SendRepairs();
     const bool limit_reached = limit_ != 0 && emitted_ >= limit_;
     // Ask for the next chunk of every replica whose buffer ran dry (once
@@ -368,31 +385,27 @@ void ReadCoordinator::Pump() {
         }
       }
     }
-    const bool finished = limit_reached || merger_->Finished();
-    const bool produced = !out_.empty();
-    if (produced) {
+    if (!out_.empty()) {
+      // The client takes it (the driver hands it over); the read goes on
+      // with ClientNext, which finishes it if nothing is left.
       waiting_for_client_ = true;
-      // `next` resumes from the scheduler, never inside OnChunk, so this
-      // coordinator outlives the call.
-      CoordinatorHost* host = host_;
-      bool go_on = sink_->OnChunk(&out_, [host, token, this]() {
-        if (token.expired()) return;
-        host->After(0, [token, this]() {
-          if (token.expired() || !waiting_for_client_) return;
-          waiting_for_client_ = false;
-          Pump();
-        });
-      });
-      if (token.expired()) return;
-      if (go_on) waiting_for_client_ = false;
-    }
-    if (finished) {
-      // With the client still holding a chunk, finish once it asks again.
-      if (!waiting_for_client_) Finish(absl::OkStatus());
+      output_.chunk_ready = true;
       return;
     }
-    if (!produced && !refilled) return;  // Waiting for replicas.
+    if (limit_reached || merger_->Finished()) {
+      Finish(absl::OkStatus());
+      return;
+    }
+    if (!refilled) return;  // Waiting for replicas.
   }
+}
+
+RequestOutput ReadCoordinator::ClientNext(uint64_t now) {
+  now_ = now;
+  if (!waiting_for_client_ || finished_) return Out();
+  waiting_for_client_ = false;
+  Pump();
+  return Out();
 }
 
 void ReadCoordinator::Replace(size_t dropped, bool failed) {
@@ -425,18 +438,14 @@ void ReadCoordinator::Replace(size_t dropped, bool failed) {
     bounds.start = *last;
     bounds.start_inclusive = false;
   }
-  ++host_->stats().read_replica_switches;
+  ++output_.read_replica_switches;
   slots_[*next].replaces = index;
   OpenFold(*next, bounds);
 }
 
-void ReadCoordinator::ScheduleTimer() {
-  After(options_.retry_micros, [this]() { OnTimer(); });
-}
-
-void ReadCoordinator::OnTimer() {
-  if (finished_) return;
-  const uint64_t now = host_->NowMicros();
+RequestOutput ReadCoordinator::Tick(uint64_t now) {
+  now_ = now;
+  if (finished_) return Out();
   // Durations are measured forwards only: a clock that went back makes a
   // timer late, never early.
   auto since = [now](uint64_t t) { return now >= t ? now - t : 0; };
@@ -445,7 +454,7 @@ void ReadCoordinator::OnTimer() {
     Finish(absl::DeadlineExceededError(
         absl::StrCat("read of set \"", set_, "\": no progress for ",
                      options_.timeout_micros, " us")));
-    return;
+    return Out();
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
@@ -463,8 +472,10 @@ void ReadCoordinator::OnTimer() {
           bounds.start = *merger_->last_merged();
           bounds.start_inclusive = false;
         }
-        SendRead(s, bounds);
-        ++host_->stats().retransmits;
+        SendToFold(s, msg::Read{.set = set_,
+                                .bounds = bounds,
+                                .batch_size = options_.batch_size});
+        ++output_.retransmits;
       }
       continue;
     }
@@ -477,18 +488,20 @@ void ReadCoordinator::OnTimer() {
       }
       if (since(s.last_sent) >= options_.retry_micros) {
         SendToFold(s, msg::ChunkAck{.seq = s.next_seq});
-        ++host_->stats().retransmits;
+        ++output_.retransmits;
       }
     } else if (since(s.last_sent) >= options_.keepalive_micros) {
       // Waiting on the client or on other replicas: keep its fold open.
       SendToFold(s, msg::KeepFold{});
     }
   }
-  ScheduleTimer();
+  if (!finished_) output_.tick_at = now + options_.retry_micros;
+  return Out();
 }
 
 void ReadCoordinator::Finish(absl::Status status) {
   finished_ = true;
+  waiting_for_client_ = false;
   // Release every fold still open (the done ones too: their replicas keep
   // the last chunk for retransmission until told).
   for (Slot& s : slots_) {
@@ -497,13 +510,16 @@ void ReadCoordinator::Finish(absl::Status status) {
       StopFold(s);
     }
     // Failed folds too: their routes would outlive the read.
-    if (s.fold_id != 0 && s.node != host_->node_id()) {
-      host_->requests().Unroute(s.fold_id);
-    }
+    if (s.routed) output_.unroutes.push_back(s.fold_id);
+    s.routed = false;
   }
-  std::unique_ptr<ReadSink> sink = std::move(sink_);
-  host_->requests().Finish(id_);  // Destroys this.
-  sink->OnDone(status);
+  result_ = std::move(status);
+  output_.done = true;
+}
+
+ReadCoordinator::Answer ReadCoordinator::TakeAnswer() {
+  return Answer{.sink = std::shared_ptr<ReadSink>(std::move(sink_)),
+                .status = std::move(result_)};
 }
 
 void ReadCoordinator::Abort(const absl::Status& status) {

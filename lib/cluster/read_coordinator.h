@@ -18,6 +18,20 @@
 // Each fold has its own request id (routed to this coordinator by the
 // node), so replies of a stopped fold never reach its replacement.
 //
+// The machine does no I/O of its own (request_output.h): Start, Step (a
+// replica's clock or chunk), FoldOpened, LocalClock, ClientNext and Tick
+// return what the driver is to do. Its effects: `folds_to_open` (the
+// driver takes a request id for each, opens a reader of this node's own
+// replica when the fold is this node's and it has a readable one, routes
+// the id otherwise, and gives both to FoldOpened); `local_clocks` (the
+// driver calls LocalClock from the scheduler, so that this node's clock
+// arrives like the others, never inside the call that opened it);
+// `clock_ready` and `chunk_ready` (the driver hands merged_clock() and
+// chunk() to the sink; when OnChunk returns true, or later when the client
+// calls its `next`, it calls ClientNext). A local fold reads through the
+// SetReader the driver handed in. `done`: TakeAnswer gives the sink its
+// OnDone.
+//
 // Thread-safety: runs on the node's thread.
 
 #ifndef BIGSET_LIB_CLUSTER_READ_COORDINATOR_H_
@@ -30,9 +44,11 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/coordinator_host.h"
+#include "bigset/cluster/node.h"
+#include "cluster/coordinator.h"
 #include "cluster/read_merger.h"
 #include "cluster/read_sink.h"
+#include "cluster/request_output.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -42,23 +58,71 @@ class ReadCoordinator : public Coordinator {
   static constexpr RequestKind kKind = RequestKind::kRead;
   RequestKind kind() const override { return kKind; }
 
+  // Where a read runs: its set's partition, the nodes serving it and their
+  // places (CoordinatorHost::ServingList, ServingPlaces). The lists are
+  // copied. (Which fold is this node's own, the driver decides.)
+  struct Where {
+    uint32_t partition = 0;
+    const std::vector<NodeId>& serving;
+    const std::vector<uint32_t>& places;
+  };
+
+  // The client's answer at the end: OnDone on its sink (once).
+  struct Answer {
+    std::shared_ptr<ReadSink> sink;
+    absl::Status status;
+    void operator()() {
+      if (sink != nullptr) sink->OnDone(std::move(status));
+    }
+  };
+
   // `limit` caps the elements delivered (0: none).
-  ReadCoordinator(CoordinatorHost* host, uint64_t id, std::string set,
+  ReadCoordinator(uint64_t id, std::string set, Where where,
                   const ClusterReadOptions& options, ElementBounds bounds,
                   size_t limit, std::unique_ptr<ReadSink> sink);
   ~ReadCoordinator() override;
 
-  void Start();
+  RequestOutput Start(uint64_t now);
+  // The fold `folds_to_open` asked for on slot `slot` has request id
+  // `fold_id`; `local` reads this node's own replica for it (null: the
+  // fold is asked for by message, under `fold_id`, which the driver
+  // routed to this read).
+  RequestOutput FoldOpened(uint32_t slot, uint64_t fold_id,
+                           std::unique_ptr<SetReader> local, uint64_t now);
+  // The clock of the local fold `fold_id` arrives (see `local_clocks`).
+  RequestOutput LocalClock(uint64_t fold_id, uint64_t now);
+  // A kReadClock for the fold `fold_id`.
+  RequestOutput Step(NodeId from, uint64_t fold_id, msg::ReadClock& m,
+                     uint64_t now);
+  // A kReadChunk for the fold `fold_id` (header already parsed; the
+  // chunk's elements still encoded).
+  RequestOutput Step(NodeId from, uint64_t fold_id, uint64_t seq, bool done,
+                     std::string_view elements, uint64_t now);
+  // The client is done with chunk(): the read goes on.
+  RequestOutput ClientNext(uint64_t now);
+  RequestOutput Tick(uint64_t now);
+
+  Answer TakeAnswer();
   void Abort(const absl::Status& status) override;
-  // A kReadClock or a kReadChunk (header already parsed; the chunk's
-  // elements still encoded) for the fold `fold_id`.
-  void OnClock(uint64_t fold_id, NodeId from, msg::ReadClock& m);
-  void OnChunk(uint64_t fold_id, NodeId from, uint64_t seq, bool done,
-               std::string_view elements);
+
+  // What the driver hands the sink: the read's context (once
+  // `clock_ready`), the chunk the client gets (once `chunk_ready`; the
+  // client may consume it until it asks for the next).
+  ReadSink* sink() const { return sink_.get(); }
+  Clock merged_clock() const { return merger_->MergedClock(); }
+  std::vector<ElementDots>* chunk() { return &out_; }
+  // Expires with this machine (for a `next` the client may call late).
+  std::weak_ptr<bool> token() const { return alive_; }
+
+  // What a local fold reads.
+  const std::string& set() const { return set_; }
+  uint32_t partition() const { return partition_; }
+  uint32_t batch_size() const { return options_.batch_size; }
 
  private:
   enum class SlotState {
     kIdle,      // No fold open.
+    kOpening,   // A fold asked of the driver (folds_to_open).
     kAsked,     // Fold asked for; clock not yet here.
     kNotFound,  // Clock here and empty, with notfound_ok off.
     kAccepted,  // Clock counted towards R (merging once R are in).
@@ -76,6 +140,9 @@ class ReadCoordinator : public Coordinator {
     bool gone = false;
     SlotState state = SlotState::kIdle;
     uint64_t fold_id = 0;
+    bool routed = false;  // fold_id is routed to this read.
+    // The bounds of the fold being opened (kOpening).
+    ElementBounds bounds;
     Clock clock;
     // Index in the merger, once merging (-1 before).
     int merger_index = -1;
@@ -100,22 +167,17 @@ class ReadCoordinator : public Coordinator {
     return s.merger_index >= 0 && s.state == SlotState::kAccepted;
   }
   Slot* SlotOfFold(uint64_t fold_id);
-  // Opens a fold on slot `i`, starting at `start` (the read's bounds, or
-  // after the last merged element when it replaces a replica).
+  // Asks the driver for a fold on slot `i`, starting at `bounds` (the
+  // read's, or after the last merged element when it replaces a replica).
   void OpenFold(size_t i, const ElementBounds& bounds);
-  bool OpenLocal(size_t i, const ElementBounds& bounds);
-  void OnLocalClock(size_t i);
   void AcceptClock(Slot& slot, Clock clock);
   // Fills a local slot's merge buffer with its next chunk.
   absl::Status FillLocal(Slot& slot);
-  void SendRead(Slot& slot, const ElementBounds& bounds);
   // Sends a message of the slot's fold (Read, ChunkAck, StopFold,
   // KeepFold) to its replica.
   template <typename Body>
   void SendToFold(Slot& slot, const Body& body);
   void StopFold(Slot& slot);
-  void ScheduleTimer();
-  void OnTimer();
   void MaybeBegin();
   // Merges the slots `members` (R places' worth) and stops the others.
   void Begin(const std::vector<size_t>& members);
@@ -132,6 +194,8 @@ class ReadCoordinator : public Coordinator {
   // it is not tried again.
   void Replace(size_t dropped, bool failed = false);
   void Finish(absl::Status status);
+  // The output built by the input being handled.
+  RequestOutput Out();
 
   const std::string set_;
   const uint32_t partition_;
@@ -146,6 +210,10 @@ class ReadCoordinator : public Coordinator {
   bool waiting_for_client_ = false;
   uint64_t last_progress_ = 0;
   bool finished_ = false;
+  absl::Status result_;
+  uint64_t now_ = 0;      // The time of the input being handled.
+  RequestOutput output_;  // What the input being handled asks for.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace bigset

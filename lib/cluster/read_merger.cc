@@ -5,7 +5,6 @@
 #include <string_view>
 #include <utility>
 
-#include "cluster/coordinator_host.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -251,14 +250,6 @@ std::string EncodeRepair(uint32_t partition, const std::string& set,
   EncodeDeltaMessage(MessageHeader{MessageType::kRepair, 0, partition}, delta,
                      &bytes);
   return bytes;
-}
-
-void SendRepair(CoordinatorHost* host, uint32_t to, uint32_t partition,
-                const std::string& set, std::vector<DeltaOp> ops) {
-  if (ops.empty()) return;
-  ++host->stats().repairs_sent;
-  host->stats().repair_ops_sent += ops.size();
-  host->Send(to, EncodeRepair(partition, set, std::move(ops)));
 }
 
 }  // namespace bigset

@@ -130,17 +130,10 @@ class ReadMerger {
   bool has_merged_ = false;
 };
 
-class CoordinatorHost;
-
 // `ops` (repairs the merger found for one replica) as the bytes of one
 // kRepair delta of `set`.
 std::string EncodeRepair(uint32_t partition, const std::string& set,
                          std::vector<DeltaOp> ops);
-
-// Sends `ops` (repairs the merger found for the replica on node `to`) as
-// one kRepair delta, and counts it; nothing if `ops` is empty.
-void SendRepair(CoordinatorHost* host, uint32_t to, uint32_t partition,
-                const std::string& set, std::vector<DeltaOp> ops);
 
 }  // namespace bigset
 

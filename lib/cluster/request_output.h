@@ -8,7 +8,8 @@
 // sends, the counters, the hints and unroutes; then it takes the answer if
 // there is one (`answered` or `done`) and drops the machine if `done`;
 // else it carries out what goes back into the machine (a write's
-// `extras_to_number` and `coordinate_here`) and sets the tick at
+// `extras_to_number` and `coordinate_here`, a read's `folds_to_open`,
+// `local_clocks`, `clock_ready` and `chunk_ready`) and sets the tick at
 // `tick_at`; last it answers the client (from the scheduler, if the input
 // was the client's own call).
 
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "bigset/core/element_bounds.h"
 #include "bigset/net/transport.h"
 
 namespace bigset {
@@ -60,6 +62,21 @@ struct RequestOutput {
   // Sub-request ids routed to the machine that it no longer uses.
   std::vector<uint64_t> unroutes;
 
+  // A read: folds to open on `node`, each under a new request id
+  // (ReadCoordinator::FoldOpened), in order.
+  struct Fold {
+    uint32_t slot = 0;
+    NodeId node = 0;
+    ElementBounds bounds;
+  };
+  std::vector<Fold> folds_to_open;
+  // A read: local folds whose clock the driver delivers from the scheduler
+  // (ReadCoordinator::LocalClock).
+  std::vector<uint64_t> local_clocks;
+  // A read: the client gets the merged clock, then the chunk.
+  bool clock_ready = false;
+  bool chunk_ready = false;
+
   // Counters (NodeCounters of the same names).
   uint64_t retransmits = 0;
   uint64_t queries_hedged = 0;
@@ -70,6 +87,8 @@ struct RequestOutput {
   uint64_t extra_dots = 0;
   uint64_t failovers_unsettled = 0;
   uint64_t failovers_refused = 0;
+  uint64_t malformed_messages = 0;
+  uint64_t read_replica_switches = 0;
   // Queries of this node ask every replica at once for this long from now
   // (0: as they did; see CoordinatorHost::QueriesAskAllUntil).
   uint64_t ask_all_for_micros = 0;

@@ -26,7 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "cluster/coordinator_host.h"
+#include "cluster/coordinator.h"
 
 namespace bigset {
 

@@ -16,7 +16,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
                              const Where& where, std::vector<UpdateOp> ops,
                              std::optional<Clock> clear,
                              const ClusterWriteOptions& options, Done done) {
-  Renew(id);
+  id_ = id;
   set_.assign(set);
   partition_ = where.partition;
   self_ = where.self;

@@ -44,7 +44,8 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "cluster/coordinator_host.h"
+#include "bigset/cluster/node.h"
+#include "cluster/coordinator.h"
 #include "cluster/request_output.h"
 #include "net/message.h"
 

@@ -630,10 +630,14 @@ absl::StatusOr<Delta> Simulator::Clear(NodeId via, std::string_view set,
 namespace {
 class CollectingHandler final : public ReadHandler {
  public:
-  explicit CollectingHandler(const uint64_t* now_micros)
-      : now(now_micros), progress(*now_micros) {}
+  CollectingHandler(const uint64_t* now_micros, uint64_t* violations)
+      : now(now_micros), progress(*now_micros), violations_(violations) {}
 
+  // What ReadHandler promises: OnClock once, then the chunks, then OnDone
+  // (which may come without a clock only on error).
   void OnClock(const Clock& clock) override {
+    if (clocked_ || status.has_value()) ++*violations_;
+    clocked_ = true;
     progress = *now;
     result.clock = clock;
     // A good guess of the size: every element holds at least one dot.
@@ -641,16 +645,24 @@ class CollectingHandler final : public ReadHandler {
   }
   void OnChunk(std::vector<ElementDots>* elements,
                std::function<void()> next) override {
+    if (!clocked_ || status.has_value()) ++*violations_;
     progress = *now;
     for (ElementDots& e : *elements) result.elements.push_back(std::move(e));
     next();
   }
-  void OnDone(absl::Status s) override { status = s; }
+  void OnDone(absl::Status s) override {
+    if (status.has_value() || (s.ok() && !clocked_)) ++*violations_;
+    status = s;
+  }
 
   const uint64_t* const now;  // The simulation's time.
   uint64_t progress;          // When the read last moved on (or started).
   SimReadResult result;
   std::optional<absl::Status> status;
+
+ private:
+  uint64_t* const violations_;
+  bool clocked_ = false;
 };
 }  // namespace
 
@@ -660,7 +672,7 @@ absl::StatusOr<SimReadResult> Simulator::Read(NodeId via, std::string_view set,
   Node* n = node(via);
   if (n == nullptr) return NodeDown(via);
   const uint64_t start = now_;
-  CollectingHandler handler(&now_);
+  CollectingHandler handler(&now_, &read_contract_violations_);
   n->Read(set, options, &handler, bounds);
   absl::Status s =
       AwaitAnswer([&handler]() { return handler.status.has_value(); },

@@ -286,6 +286,8 @@ class History {
                    << result.status().message() << "\n"
                    << Describe(*sim_));
     }
+    // Every read's client got what ReadHandler promises, in order.
+    REQUIRE(sim_->read_contract_violations() == 0);
     return result;
   }
 

@@ -255,6 +255,12 @@ class BIGSET_EXPORT Simulator {
   uint64_t bytes_delivered() const { return bytes_delivered_; }
   uint64_t messages_dropped() const { return dropped_; }
   uint64_t messages_corrupted() const { return corrupted_; }
+  // Reads (Read) whose node broke ReadHandler's contract: a chunk before
+  // the clock, a clock twice, or a successful end without a clock (a
+  // client would take an empty context).
+  uint64_t read_contract_violations() const {
+    return read_contract_violations_;
+  }
   uint64_t messages_stalled() const { return stalled_; }
   uint64_t power_losses() const { return power_losses_; }
   uint64_t disks_filled() const { return disks_filled_; }
@@ -365,6 +371,7 @@ class BIGSET_EXPORT Simulator {
   uint64_t events_ = 0;
   uint64_t delivered_ = 0;
   uint64_t bytes_delivered_ = 0;
+  uint64_t read_contract_violations_ = 0;
   uint64_t dropped_ = 0;
   uint64_t corrupted_ = 0;
   uint64_t stalled_ = 0;

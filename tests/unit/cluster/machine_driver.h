@@ -3,8 +3,12 @@
 // the sends (decoded), adds up the counters, keeps the one pending tick
 // on a virtual clock, records hints and unroutes, numbers a write's extra
 // deltas, coordinates a write "here" with what the test says this node's
-// replica returns, and on `answered` or `done` takes the answer (on
-// `done` drops the machine) and runs it. No node, no simulator, no store.
+// replica returns, opens a read's folds (with the reader the test gives
+// for this node's own replica), delivers its local clocks from the
+// "scheduler" (Advance), hands its clock and chunks to its sink (and the
+// client's `next` back from the scheduler), and on `answered` or `done`
+// takes the answer (on `done` drops the machine) and runs it. No node, no
+// simulator, no store.
 
 #ifndef BIGSET_TESTS_UNIT_CLUSTER_MACHINE_DRIVER_H_
 #define BIGSET_TESTS_UNIT_CLUSTER_MACHINE_DRIVER_H_
@@ -18,11 +22,21 @@
 #include <utility>
 #include <vector>
 
+#include "bigset/replica/set_reader.h"
 #include "cluster/request_output.h"
 #include "net/message.h"
 
 namespace bigset {
 namespace testing {
+
+constexpr NodeId kSelf = 9;  // The node that drives the machine.
+
+// A clock that has seen `dots`.
+inline Clock ClockOf(std::vector<Dot> dots) {
+  Clock c;
+  c.AddDots(dots);
+  return c;
+}
 
 template <typename Machine>
 class MachineDriver {
@@ -52,8 +66,10 @@ class MachineDriver {
     }
   }
 
-  // Runs the ticks due up to `micros` from now.
+  // Runs what the scheduler holds (local clocks, the client's `next`),
+  // then the ticks due up to `micros` from now.
   void Advance(uint64_t micros) {
+    RunScheduled();
     const uint64_t until = now_ + micros;
     while (machine_ != nullptr && tick_at_.has_value() && *tick_at_ <= until) {
       now_ = std::max(now_, *tick_at_);
@@ -61,6 +77,16 @@ class MachineDriver {
       Carry(machine_->Tick(now_));
     }
     now_ = until;
+  }
+
+  // What runs "from the scheduler", at the current time.
+  void RunScheduled() {
+    while (machine_ != nullptr && !scheduled_.empty()) {
+      std::function<RequestOutput(Machine&)> step =
+          std::move(scheduled_.front());
+      scheduled_.erase(scheduled_.begin());
+      Carry(step(*machine_));
+    }
   }
 
   uint64_t NowMicros() const { return now_; }
@@ -76,8 +102,13 @@ class MachineDriver {
   // What this node's replica returns when a write coordinates here (unset:
   // the test fails if one asks).
   std::function<absl::StatusOr<Delta>(Machine&)> coordinate_here;
-  uint64_t next_id = 1000;  // Extra deltas' request ids.
-  RequestOutput totals;     // The counters, added up.
+  // A read: the reader of this node's own replica for a fold on `node`
+  // (null, or unset: the fold is asked for by message).
+  std::function<std::unique_ptr<SetReader>(const RequestOutput::Fold&)>
+      open_local;
+  std::vector<uint64_t> folds_opened;  // Read folds' ids, in order.
+  uint64_t next_id = 1000;             // Extra deltas' and folds' request ids.
+  RequestOutput totals;                // The counters, added up.
   uint64_t ask_all_until = 0;
 
   // The elements of the repairs sent to `node`, in order.
@@ -108,6 +139,8 @@ class MachineDriver {
     totals.extra_dots += out.extra_dots;
     totals.failovers_unsettled += out.failovers_unsettled;
     totals.failovers_refused += out.failovers_refused;
+    totals.malformed_messages += out.malformed_messages;
+    totals.read_replica_switches += out.read_replica_switches;
     for (RequestOutput::Hint& h : out.hints) hints.push_back(std::move(h));
     for (uint64_t id : out.unroutes) unrouted.push_back(id);
     if (out.ask_all_for_micros > 0) {
@@ -115,11 +148,17 @@ class MachineDriver {
     }
     // As in the node: the answer is taken first and runs last, after the
     // machine is gone if it is done.
+    if constexpr (requires(Machine & m) { m.ClientNext(1); }) {
+      // A read's client gets its clock first, also when the read ends with
+      // this same output.
+      if (out.clock_ready) machine_->sink()->OnClock(machine_->merged_clock());
+    }
     std::optional<decltype(machine_->TakeAnswer())> answer;
     if (out.done || out.answered) answer.emplace(machine_->TakeAnswer());
     if (out.done) {
       machine_.reset();
       tick_at_.reset();
+      scheduled_.clear();
       (*answer)();
       return;
     }
@@ -141,6 +180,10 @@ class MachineDriver {
         Carry(machine_->Coordinated(coordinate_here(*machine_)));
       }
     }
+    if constexpr (requires(Machine & m) { m.ClientNext(1); }) {
+      ReadEffects(out);
+      if (machine_ == nullptr) return;
+    }
     if (out.tick_at != 0) {
       // One tick pending at a time: a machine asks only from Start and Tick.
       REQUIRE_FALSE(tick_at_.has_value());
@@ -148,7 +191,31 @@ class MachineDriver {
     }
   }
 
+  void ReadEffects(const RequestOutput& out) {
+    for (const RequestOutput::Fold& fold : out.folds_to_open) {
+      if (machine_ == nullptr) return;
+      std::unique_ptr<SetReader> local;
+      if (open_local) local = open_local(fold);
+      folds_opened.push_back(++next_id);
+      if (local == nullptr) routed.push_back(next_id);
+      Carry(machine_->FoldOpened(fold.slot, next_id, std::move(local), now_));
+    }
+    for (uint64_t fold : out.local_clocks) {
+      scheduled_.push_back(
+          [fold, this](Machine& m) { return m.LocalClock(fold, now_); });
+    }
+    if (machine_ == nullptr || !out.chunk_ready) return;
+    std::weak_ptr<bool> token = machine_->token();
+    const bool go_on = machine_->sink()->OnChunk(machine_->chunk(), [this,
+                                                                     token]() {
+      if (token.expired()) return;
+      scheduled_.push_back([this](Machine& m) { return m.ClientNext(now_); });
+    });
+    if (go_on && machine_ != nullptr) Carry(machine_->ClientNext(now_));
+  }
+
   std::unique_ptr<Machine> machine_;
+  std::vector<std::function<RequestOutput(Machine&)>> scheduled_;
   std::optional<uint64_t> tick_at_;
   uint64_t now_ = 1'000'000;
 };

@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "fake_coordinator_host.h"
 #include "machine_driver.h"
 #include "net/message.h"
 
