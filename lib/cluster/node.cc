@@ -233,6 +233,7 @@ NodeCounters Node::Impl::Snapshot() const {
   anti_entropy_.FillStats(&s);
   s.folds_open = service_.folds_open();
   s.fold_routes = requests_.routes(RequestKind::kRead);
+  s.stale_routes = requests_.stale_routes();
   s.replicas_open = retired_.size();
   for (const auto& r : replicas_) s.replicas_open += r != nullptr;
   s.reply_cache_bytes = service_.reply_cache_bytes();

@@ -22,6 +22,7 @@ std::span<const CounterEntry> CounterTable() {
       {"read.counts_merged", &NodeCounters::counts_merged},
       {"read.queries_hedged", &NodeCounters::queries_hedged},
       {"read.fold_routes", &NodeCounters::fold_routes},
+      {"node.stale_routes", &NodeCounters::stale_routes},
       {"write.coordinator_switches", &NodeCounters::coordinator_switches},
       {"write.late_coordinator_replies",
        &NodeCounters::late_coordinator_replies},

@@ -63,6 +63,9 @@ struct NodeCounters {
   // Gauge: routes of the folds of the reads this node coordinates (none
   // once every read ended).
   uint64_t fold_routes = 0;
+  // Gauge: routes of sub-requests (read folds, extra deltas) to requests
+  // that have ended (0 unless a request forgot to unroute one).
+  uint64_t stale_routes = 0;
   // Replica objects the node holds: those it hosts, and those it retired
   // (handed over) and frees at its next turn.
   uint64_t replicas_open = 0;

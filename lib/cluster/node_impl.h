@@ -185,6 +185,11 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // The `next` a read's client calls to go on (from the scheduler; nothing
   // once the read is gone).
   std::function<void()> ReadNext(uint64_t id, std::weak_ptr<bool> token);
+  // Feeds the read `id` the input `step(read, now)` after `delay_micros`,
+  // from the scheduler, and carries out its output; nothing if the read
+  // has ended by then.
+  void ReadLater(uint64_t id, uint64_t delay_micros,
+                 std::function<RequestOutput(ReadCoordinator&, uint64_t)> step);
   // A write's effects that feed the machine again: its extra deltas' ids
   // and this node's replica coordinating it.
   void CarryWriteEffects(WriteCoordinator* op, const RequestOutput& out,

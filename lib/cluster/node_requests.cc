@@ -208,19 +208,15 @@ void Node::Impl::CarryRead(uint64_t id, RequestOutput out) {
       if (op == nullptr) return;
     }
     for (uint64_t fold_id : out.local_clocks) {
-      After(0, [this, id, fold_id]() {
-        if (ReadCoordinator* due = requests_.Find<ReadCoordinator>(id)) {
-          CarryRead(id, due->LocalClock(fold_id, scheduler_->NowMicros()));
-        }
+      ReadLater(id, 0, [fold_id](ReadCoordinator& read, uint64_t now) {
+        return read.LocalClock(fold_id, now);
       });
     }
     if (out.tick_at != 0) {
       const uint64_t now = scheduler_->NowMicros();
-      After(out.tick_at > now ? out.tick_at - now : 0, [this, id]() {
-        if (ReadCoordinator* due = requests_.Find<ReadCoordinator>(id)) {
-          CarryRead(id, due->Tick(scheduler_->NowMicros()));
-        }
-      });
+      ReadLater(
+          id, out.tick_at > now ? out.tick_at - now : 0,
+          [](ReadCoordinator& read, uint64_t at) { return read.Tick(at); });
     }
     if (!out.chunk_ready) return;
     const bool go_on =
@@ -238,12 +234,20 @@ std::function<void()> Node::Impl::ReadNext(uint64_t id,
   return [this, id, token = std::move(token)]() {
     if (token.expired()) return;
     // Never inside the client's call.
-    After(0, [this, id]() {
-      if (ReadCoordinator* op = requests_.Find<ReadCoordinator>(id)) {
-        CarryRead(id, op->ClientNext(scheduler_->NowMicros()));
-      }
+    ReadLater(id, 0, [](ReadCoordinator& read, uint64_t now) {
+      return read.ClientNext(now);
     });
   };
+}
+
+void Node::Impl::ReadLater(
+    uint64_t id, uint64_t delay_micros,
+    std::function<RequestOutput(ReadCoordinator&, uint64_t)> step) {
+  After(delay_micros, [this, id, step = std::move(step)]() {
+    if (ReadCoordinator* read = requests_.Find<ReadCoordinator>(id)) {
+      CarryRead(id, step(*read, scheduler_->NowMicros()));
+    }
+  });
 }
 
 void Node::Impl::ContainsAll(

@@ -303,6 +303,8 @@ class History {
     const NodeStats s = sim_->node(id)->stats();
     totals_->transfers += Stat(s, "handoff.done");
     totals_->receiver_restarts += Stat(s, "handoff.receiver_restarts");
+    // Every ended request unrouted what it routed.
+    REQUIRE(Stat(s, "node.stale_routes") == 0);
   }
 
   // One node down at a time, restarted a few operations later.

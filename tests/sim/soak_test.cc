@@ -549,6 +549,10 @@ SoakResult RunSoak(uint64_t seed, int ops) {
   for (NodeId n : sim.node_ids()) {
     result.read_switches += Stat(sim.node(n)->stats(), "read.replica_switches");
     result.keys_swept += Stat(sim.node(n)->stats(), "sweep.keys_deleted");
+    // Every request unrouted what it routed (a read's folds, a write's
+    // extra deltas), also those it asked of this node itself.
+    INFO("node " << n);
+    REQUIRE(Stat(sim.node(n)->stats(), "node.stale_routes") == 0);
   }
   // Every read's client got what ReadHandler promises, in order.
   REQUIRE(sim.read_contract_violations() == 0);

@@ -15,6 +15,7 @@
 //   read.counts_merged             counted by a merged read instead
 //   read.queries_hedged            queries that asked more than R places
 //   read.fold_routes*              routes of this node's reads' folds
+//   node.stale_routes*             routes left to ended requests (a leak)
 //   write.coordinator_switches     a silent coordinating replica given up
 //   write.late_coordinator_replies a given-up replica applied it after all:
 //   write.extra_dots                 its delta replicated, its add dots

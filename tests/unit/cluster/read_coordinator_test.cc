@@ -315,8 +315,38 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "read coordinator: a fold this node asks of itself by message (its "
+    "replica not readable) is unrouted when the read ends",
+    "[regression]") {
+  // The defect: the coordinator unrouted only the folds of other nodes, so
+  // a fold it asked of its own node by message (while that node hands the
+  // partition over) left its route behind for good. The soaks did not look
+  // at routes; they now require `node.stale_routes` to be 0.
+  ReadRun run({testing::kSelf, 2, 3}, {0, 1, 2}, 2);  // No local reader.
+  CHECK(run.FoldOf(testing::kSelf) != 0);
+  CHECK(run.driver().routed.size() == 3);
+  const Clock clock = ClockOf({{kA, 1}});
+  run.Clock(2, clock);
+  run.Clock(3, clock);
+  run.Chunk(2, 0, true, {E("a", {{kA, 1}})});
+  run.Chunk(3, 0, true, {E("a", {{kA, 1}})});
+  REQUIRE(run.client.done.has_value());
+  CHECK(run.client.done->ok());
+  CHECK(run.SentTo(testing::kSelf, MessageType::kStopFold) == 1);
+  std::vector<uint64_t> routed = run.driver().routed;
+  std::vector<uint64_t> unrouted = run.driver().unrouted;
+  std::sort(routed.begin(), routed.end());
+  std::sort(unrouted.begin(), unrouted.end());
+  CHECK(routed == unrouted);
+}
+
+TEST_CASE(
     "read coordinator: a read with a limit delivers no more than it, also "
-    "to a client that holds its chunk before asking for the next") {
+    "to a client that holds its chunk before asking for the next",
+    "[regression]") {
+  // The defect: once the limit was reached, the merge after the client's
+  // `next` ran with "limit - emitted" = 0, which means no limit. No sink
+  // of the node holds chunks under a limit, so no soak could meet it.
   ReadRun run({1, 2, 3}, {0, 1, 2}, 2, /*batch_size=*/1000, /*limit=*/1);
   run.client.hold = true;
   const Clock clock = ClockOf({{kA, 1}, {kA, 2}});
