@@ -5,9 +5,10 @@
 //
 // Users see this narrow interface, never the node's internals: they
 // send bytes, set timers, read the time, take request ids, use the node's
-// own replica of a partition, count what they do, say when they are done
-// (requests()), and reach the node's other protocols only through
-// ProtocolHooks. Node::Impl implements it.
+// own replica of a partition, count what they do and find the node's
+// requests (requests()). They never call each other: what one asks of
+// another goes out as an effect the node carries out (ServiceOutput, the
+// hand-off's retired partitions). Node::Impl implements it.
 //
 // Thread-safety: a node and its coordinators run on the one thread that
 // drives the node (see node.h).
@@ -28,7 +29,6 @@
 #include "bigset/replica/replica.h"
 #include "cluster/coordinator.h"
 #include "cluster/node_counters.h"
-#include "cluster/protocol_hooks.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -96,8 +96,6 @@ class CoordinatorHost {
   // requests().Finish(its id), which destroys (or recycles) it at once: the
   // caller touches none of its members after the call.
   virtual RequestRegistry& requests() = 0;
-  // The other protocols of this node (hand-off, anti-entropy, hosting).
-  virtual ProtocolHooks& hooks() = 0;
 };
 
 }  // namespace bigset

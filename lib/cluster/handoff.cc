@@ -23,9 +23,11 @@ constexpr size_t kMaxFinishedRuns = 4096;
 }  // namespace
 
 HandoffManager::HandoffManager(CoordinatorHost* host, Store* store,
+                               HostedReplicas* replicas,
                                const HandoffOptions& options)
     : host_(host),
       store_(store),
+      replicas_(replicas),
       options_(options),
       membership_(host->node_id(), store),
       receiver_(SetStreamReceiver::Limits{.max_streams = kMaxReceivedRuns,
@@ -324,8 +326,46 @@ void HandoffManager::Replan() {
   Progress();
 }
 
+absl::Status HandoffManager::OpenReplicas() {
+  for (uint32_t p = 0; p < ring().ring_size(); ++p) {
+    if (!Hosts(p)) {
+      ReleaseIfHeld(p);
+      continue;
+    }
+    BIGSET_RETURN_IF_ERROR(OpenReplica(p));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HandoffManager::OpenReplica(uint32_t partition) {
+  BIGSET_RETURN_IF_ERROR(FinishReleaseNow(partition));
+  return replicas_->Open(partition,
+                         ring().PartitionsOf(host_->node_id()).size());
+}
+
+bool HandoffManager::OpenAndRetire() {
+  bool all_open = true;
+  for (uint32_t p = 0; p < replicas_->size(); ++p) {
+    const bool want = Hosts(p);
+    if (replicas_->Get(p) != nullptr && !want) {
+      const bool first = replicas_->Retire(p);
+      StartRelease(p);
+      retired_.push_back(p);
+      // Freed from the scheduler, not here: a caller up the stack may still
+      // hold the replica.
+      if (first) host_->After(0, [this]() { replicas_->FreeRetired(); });
+    } else if (replicas_->Get(p) == nullptr && want) {
+      // A failure leaves the partition without a replica here until the
+      // timer calls again; requests for it are refused meanwhile (the
+      // other replicas serve it).
+      all_open = OpenReplica(p).ok() && all_open;
+    }
+  }
+  return all_open;
+}
+
 void HandoffManager::HostingChanged() {
-  if (!host_->hooks().HostingChanged()) {
+  if (!OpenAndRetire()) {
     hosting_retry_ = true;
     EnsureTick();
   }

@@ -69,6 +69,7 @@
 #include "bigset/replica/set_reader.h"
 #include "bigset/store/store.h"
 #include "cluster/coordinator_host.h"
+#include "cluster/hosted_replicas.h"
 #include "cluster/membership.h"
 #include "cluster/set_stream_receiver.h"
 #include "cluster/set_stream_window.h"
@@ -79,7 +80,9 @@ namespace bigset {
 class HandoffManager {
  public:
   // `incarnation` differs at every open of the node's store.
-  HandoffManager(CoordinatorHost* host, Store* store,
+  // It opens and retires the replicas of `replicas` (not owned) as what
+  // this node hosts changes.
+  HandoffManager(CoordinatorHost* host, Store* store, HostedReplicas* replicas,
                  const HandoffOptions& options);
   ~HandoffManager();
   HandoffManager(const HandoffManager&) = delete;
@@ -88,9 +91,15 @@ class HandoffManager {
   // Loads the persisted state; `ring` is the ring the embedder opens the
   // node with. FailedPrecondition if the store has seen a later ring.
   absl::Status Load(const Ring& ring, uint64_t incarnation);
+  // Opens the replica of every partition this node hosts (after Load), and
+  // releases what it holds of the others.
+  absl::Status OpenReplicas();
   // Starts the timers, the transfers this node sends and the gossip (after
   // its replicas are open).
   void Start();
+  // The partitions whose replicas this node retired since the last call
+  // (the node's anti-entropy forgets their streams).
+  std::vector<uint32_t> TakeRetired() { return std::exchange(retired_, {}); }
 
   const Ring& ring() const { return membership_.ring(); }
   // The nodes that serve `partition` now, in this node's view.
@@ -244,8 +253,14 @@ class HandoffManager {
                std::vector<NodeId>* joiners) const;
   // Re-plans; stops the transfers no longer planned.
   void Replan();
-  // Hosting may have changed: the node opens and retires replicas.
+  // Hosting may have changed: opens and retires replicas (OpenAndRetire),
+  // and tries again from the timer if one failed to open.
   void HostingChanged();
+  // False if a replica failed to open.
+  bool OpenAndRetire();
+  // Opens the replica of `partition` (after finishing its release, if one
+  // is under way).
+  absl::Status OpenReplica(uint32_t partition);
 
   // ---- Sender (handoff_sender.cc).
   void SetPhase(Outgoing& out, Phase phase);
@@ -302,6 +317,9 @@ class HandoffManager {
 
   CoordinatorHost* const host_;
   Store* const store_;
+  HostedReplicas* const replicas_;
+  // Retired since the last TakeRetired.
+  std::vector<uint32_t> retired_;
   const HandoffOptions options_;
   MembershipState membership_;
   uint64_t incarnation_ = 0;

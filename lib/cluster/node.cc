@@ -40,9 +40,10 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
                          : std::make_shared<MemoryBudget>(
                                options.replica.presence_filter_bytes)),
       alive_(std::make_shared<Impl*>(this)),
-      replicas_(initial_ring_.ring_size()),
+      replicas_(id, store, options.replica, filter_budget_,
+                initial_ring_.ring_size()),
       service_(this, options_.service),
-      handoff_(this, store, options_.handoff),
+      handoff_(this, store, &replicas_, options_.handoff),
       anti_entropy_(this, options_.anti_entropy) {
   InstallRoutes();
 }
@@ -53,8 +54,7 @@ Node::Impl::~Impl() {
   alive_.reset();
   requests_.Clear();
   service_.Clear();
-  replicas_.clear();
-  retired_.clear();
+  replicas_.Clear();
 }
 
 absl::Status Node::Impl::Open() {
@@ -98,14 +98,8 @@ absl::Status Node::Impl::Open() {
   BIGSET_RETURN_IF_ERROR(ExtendRequestIdLease());
   // The lease's end differs at every open: the node's incarnation.
   BIGSET_RETURN_IF_ERROR(handoff_.Load(initial_ring_, request_id_lease_end_));
-  // Open every hosted replica now, so a corrupt store fails here.
-  for (uint32_t p = 0; p < ring().ring_size(); ++p) {
-    if (!handoff_.Hosts(p)) {
-      handoff_.ReleaseIfHeld(p);
-      continue;
-    }
-    BIGSET_RETURN_IF_ERROR(OpenReplica(p));
-  }
+  // Every hosted replica opens now, so a corrupt store fails here.
+  BIGSET_RETURN_IF_ERROR(handoff_.OpenReplicas());
   handoff_.Start();
   anti_entropy_.Start();
   // Queues left from before the restart.
@@ -113,52 +107,11 @@ absl::Status Node::Impl::Open() {
   return absl::OkStatus();
 }
 
-absl::Status Node::Impl::OpenReplica(uint32_t p) {
-  BIGSET_RETURN_IF_ERROR(handoff_.FinishReleaseNow(p));
-  ReplicaOptions ro = options_.replica;
-  ro.keyspace = p;
-  const size_t mine = std::max<size_t>(1, ring().PartitionsOf(id_).size());
-  ro.clock_cache_bytes =
-      std::max<size_t>(4096, options_.replica.clock_cache_bytes / mine);
-  ro.presence_filter_budget = filter_budget_;
-  absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
-  if (!r.ok()) {
-    return absl::Status(r.status().code(),
-                        absl::StrCat("node ", id_, ": replica of partition ", p,
-                                     ": ", r.status().message()));
-  }
-  replicas_[p] = std::move(*r);
-  return absl::OkStatus();
-}
-
-bool Node::Impl::HostingChanged() {
-  bool all_open = true;
-  for (uint32_t p = 0; p < replicas_.size(); ++p) {
-    const bool want = handoff_.Hosts(p);
-    if (replicas_[p] != nullptr && !want) {
-      retired_.push_back(std::move(replicas_[p]));
-      handoff_.StartRelease(p);
-      anti_entropy_.PartitionRetired(p);
-      // Freed from the scheduler, not here: a caller up the stack may still
-      // hold the replica (reads hold only store snapshots, not replicas).
-      if (retired_.size() == 1) {
-        After(0, [this]() { retired_.clear(); });
-      }
-    } else if (replicas_[p] == nullptr && want) {
-      // A failure leaves the partition without a replica here until the
-      // hand-off timer calls again; requests for it are refused meanwhile
-      // (the other replicas serve it).
-      all_open = OpenReplica(p).ok() && all_open;
-    }
-  }
-  return all_open;
-}
-
 absl::Status Node::Impl::InstallRing(const Ring& ring) {
   if (closed_) return NodeClosedError();
   BIGSET_RETURN_IF_ERROR(handoff_.InstallRing(ring));
-  HostingChanged();
   handoff_.Start();
+  Settle();
   return absl::OkStatus();
 }
 
@@ -192,13 +145,8 @@ absl::Status Node::Impl::Close() {
         }
       });
   service_.Clear();
-  absl::Status first = absl::OkStatus();
-  for (auto& replica : replicas_) {
-    if (replica == nullptr) continue;
-    absl::Status s = replica->Close();
-    if (first.ok()) first = s;
-  }
-  retired_.clear();
+  const absl::Status first = replicas_.CloseAll();
+  replicas_.FreeRetired();
   close_status_ = first;
   close_done_ = true;
   return first;
@@ -234,19 +182,9 @@ NodeCounters Node::Impl::Snapshot() const {
   s.folds_open = service_.folds_open();
   s.fold_routes = requests_.routes(RequestKind::kRead);
   s.stale_routes = requests_.stale_routes();
-  s.replicas_open = retired_.size();
-  for (const auto& r : replicas_) s.replicas_open += r != nullptr;
   s.reply_cache_bytes = service_.reply_cache_bytes();
   handoff_.FillStats(&s);
-  for (const auto& r : replicas_) {
-    if (r == nullptr) continue;
-    const ReplicaStats rs = r->stats();
-    s.sweep_queue_length += rs.sweep_queue_length;
-    s.sweep_entries_done += rs.sweep_entries_done;
-    s.sweep_keys_deleted += rs.sweep_keys_deleted;
-    s.sweep_bytes_reclaimed += rs.sweep_bytes_reclaimed;
-    s.sweep_micros += rs.sweep_micros;
-  }
+  replicas_.FillStats(&s);
   return s;
 }
 
@@ -266,20 +204,32 @@ void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
   std::weak_ptr<Impl*> alive = alive_;
   scheduler_->After(delay_micros,
                     [alive = std::move(alive), fn = std::move(fn)]() mutable {
-                      if (alive.lock()) fn();
+                      if (!alive.lock()) return;
+                      fn();
+                      // Unless fn closed (or destroyed) the node.
+                      if (std::shared_ptr<Impl*> impl = alive.lock()) {
+                        (*impl)->Settle();
+                      }
                     });
 }
 
+void Node::Impl::Settle() {
+  // A replica retired during the input: anti-entropy forgets its streams
+  // before any other input reaches it.
+  for (uint32_t p : handoff_.TakeRetired()) anti_entropy_.PartitionRetired(p);
+}
+
 Replica* Node::Impl::HostedReplica(uint32_t partition) {
-  return partition < replicas_.size() ? replicas_[partition].get() : nullptr;
+  return replicas_.Get(partition);
 }
 
 Replica* Node::Impl::LocalReplica(uint32_t partition) {
-  if (partition >= replicas_.size()) return nullptr;
   // A replica handing over (its receiver accepted) is no longer used: what
   // arrives for it is passed on to the receiver (ProxyDelta).
-  if (handoff_.HandingOver(partition)) return nullptr;
-  return replicas_[partition].get();
+  if (partition >= replicas_.size() || handoff_.HandingOver(partition)) {
+    return nullptr;
+  }
+  return replicas_.Get(partition);
 }
 
 void Node::Impl::EnsureSweepTick(uint32_t partition) {
@@ -289,8 +239,10 @@ void Node::Impl::EnsureSweepTick(uint32_t partition) {
   }
   bool pending = false;
   if (partition == kAllPartitions) {
-    for (const auto& r : replicas_)
+    for (uint32_t p = 0; p < replicas_.size(); ++p) {
+      Replica* r = replicas_.Get(p);
       pending |= r != nullptr && r->sweep_pending();
+    }
   } else {
     Replica* r = LocalReplica(partition);
     pending = r != nullptr && r->sweep_pending();
@@ -306,7 +258,7 @@ void Node::Impl::SweepTick() {
   const size_t n = replicas_.size();
   for (size_t i = 0; i < n && budget > 0; ++i) {
     const size_t p = (next_sweep_partition_ + i) % n;
-    Replica* r = replicas_[p].get();
+    Replica* r = replicas_.Get(static_cast<uint32_t>(p));
     if (r == nullptr || !r->sweep_pending()) continue;
     absl::StatusOr<SweepProgress> done = r->SweepSome(budget);
     if (!done.ok()) {
@@ -321,10 +273,30 @@ void Node::Impl::SweepTick() {
   EnsureSweepTick(kAllPartitions);
 }
 
+void Node::Impl::CarryService(NodeId from, const MessageHeader& header,
+                              ServiceOutput out) {
+  if (out.unplaced != nullptr) {
+    if (handoff_.ProxyDelta(from, header, *out.unplaced,
+                            out.own.has_value() ? &*out.own : nullptr)) {
+      return;
+    }
+    out = service_.RefuseDelta(from, header);
+  }
+  if (out.applied != nullptr) handoff_.OnApplied(out.partition, *out.applied);
+  if (out.tell_moved) handoff_.TellMoved(from, out.partition);
+  for (auto& [to, bytes] : out.sends) Send(to, std::move(bytes));
+  if (out.flush_acks) {
+    After(0, [this]() {
+      CarryService(id_, MessageHeader{}, service_.FlushAcks());
+    });
+  }
+}
+
 void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   if (closed_) return;
   ++stats_.messages_received;
   if (!dispatcher_.Dispatch(from, bytes)) ++stats_.malformed_messages;
+  Settle();
 }
 
 void Node::Impl::InstallRoutes() {
@@ -340,7 +312,7 @@ void Node::Impl::InstallHotRoutes() {
   // The bulk of the traffic, parsed without a message struct.
   auto delta = [this](NodeId from, const MessageHeader& header,
                       std::string_view body) {
-    service_.HandleDelta(from, header, body);
+    CarryService(from, header, service_.HandleDelta(from, header, body));
     EnsureSweepTick(header.partition);  // A clear may have arrived.
     return true;
   };
@@ -391,21 +363,21 @@ void Node::Impl::InstallReplicaRoutes() {
   Dispatcher& d = dispatcher_;
   // The replica side (ReplicaService).
   d.On<msg::Update>([this](NodeId f, H h, msg::Update& m) {
-    service_.HandleUpdate(f, h, m);
+    CarryService(f, h, service_.HandleUpdate(f, h, m));
     EnsureSweepTick(h.partition);
   });
   d.On<msg::Clear>([this](NodeId f, H h, msg::Clear& m) {
-    service_.HandleClear(f, h, m);
+    CarryService(f, h, service_.HandleClear(f, h, m));
     EnsureSweepTick(h.partition);
   });
-  d.On(&service_, &ReplicaService::HandleRead);
-  d.On(&service_, &ReplicaService::HandleChunkAck);
+  ServeWith(&ReplicaService::HandleRead);
+  ServeWith(&ReplicaService::HandleChunkAck);
   d.On<msg::StopFold>(
       [this](NodeId f, H h, msg::StopFold&) { service_.HandleStopFold(f, h); });
   d.On<msg::KeepFold>(
       [this](NodeId f, H h, msg::KeepFold&) { service_.HandleKeepFold(f, h); });
-  d.On(&service_, &ReplicaService::HandleQuery);
-  d.On(&service_, &ReplicaService::HandleCount);
+  ServeWith(&ReplicaService::HandleQuery);
+  ServeWith(&ReplicaService::HandleCount);
 
   // Replies, to the coordinator of the request.
   RouteToMachine(&CountCoordinator::Step);

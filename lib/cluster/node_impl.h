@@ -40,6 +40,7 @@
 #include "cluster/count_coordinator.h"
 #include "cluster/dispatcher.h"
 #include "cluster/handoff.h"
+#include "cluster/hosted_replicas.h"
 #include "cluster/query_coordinator.h"
 #include "cluster/read_coordinator.h"
 #include "cluster/replica_service.h"
@@ -56,7 +57,7 @@ inline absl::Status NodeClosedError() {
   return absl::FailedPreconditionError("the node is closed");
 }
 
-class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
+class Node::Impl final : public CoordinatorHost {
  public:
   Impl(NodeId id, Ring ring, Store* store, Transport* transport,
        Scheduler* scheduler, const NodeOptions& options);
@@ -80,20 +81,7 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
     return handoff_.ServingPlaces(partition);
   }
   RequestRegistry& requests() override { return requests_; }
-  ProtocolHooks& hooks() override { return *this; }
 
-  // ProtocolHooks.
-  void OnApplied(uint32_t partition, const Delta& delta) override {
-    handoff_.OnApplied(partition, delta);
-  }
-  bool HostingChanged() override;
-  bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta,
-                  const Delta* own) override {
-    return handoff_.ProxyDelta(from, header, delta, own);
-  }
-  void TellMoved(NodeId to, uint32_t partition) override {
-    handoff_.TellMoved(to, partition);
-  }
   void RunAntiEntropy() {
     if (!closed_) anti_entropy_.RunRoundsNow();
   }
@@ -198,6 +186,25 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // filed in `due` under `key`.
   void AnswerLater(std::map<uint64_t, std::function<void()>>* due, uint64_t key,
                    std::function<void()> answer);
+  // Carries out what a handler of the replica service asks (`from` sent
+  // the message it handled, with `header`): the hand-off's part first
+  // (passing on a delta for a partition handed over, or else the service's
+  // refusal; forwarding an applied delta; telling a node that is behind),
+  // then the replies, then the group commit's flush from the scheduler.
+  void CarryService(NodeId from, const MessageHeader& header,
+                    ServiceOutput out);
+  // Routes Body to the replica service's `handle` and carries out its
+  // output.
+  template <typename Body>
+  void ServeWith(ServiceOutput (ReplicaService::*handle)(NodeId,
+                                                         const MessageHeader&,
+                                                         Body&)) {
+    using Message = std::remove_const_t<Body>;
+    dispatcher_.On<Message>(
+        [this, handle](NodeId from, const MessageHeader& header, Message& m) {
+          CarryService(from, header, (service_.*handle)(from, header, m));
+        });
+  }
   // Routes Body's replies to T::Step of the running machine that the
   // header's request id names, and carries out what it returns.
   template <typename T, typename Body>
@@ -225,9 +232,10 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   void EnsureSweepTick(uint32_t partition);
   void SweepTick();
 
-  // Opens the replica of `partition` (after finishing its release, if one
-  // is under way).
-  absl::Status OpenReplica(uint32_t partition);
+  // Carries out what an input (a message, a timer, a ring installed) left
+  // for the end: anti-entropy forgets the streams of replicas the hand-off
+  // retired.
+  void Settle();
 
   const NodeId id_;
   const Ring initial_ring_;
@@ -246,10 +254,8 @@ class Node::Impl final : public CoordinatorHost, public ProtocolHooks {
   // would wait for its hedge too (RequestOutput::ask_all_for_micros).
   uint64_t ask_all_until_ = 0;
   uint64_t request_id_lease_end_ = 1;
-  std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
-  // Replicas of partitions handed off: kept (not written) until the node
-  // closes, because reads in progress may still hold their snapshots.
-  std::vector<std::unique_ptr<Replica>> retired_;
+  // The replicas this node keeps; the hand-off opens and retires them.
+  HostedReplicas replicas_;
   ReplicaService service_;
   HandoffManager handoff_;
   AntiEntropy anti_entropy_;

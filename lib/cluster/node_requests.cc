@@ -161,7 +161,7 @@ void Node::Impl::CarryWriteEffects(WriteCoordinator* op,
   if (Replica* replica = LocalReplica(op->partition())) {
     delta = op->clear().has_value() ? replica->Clear(op->set(), *op->clear())
                                     : replica->Update(op->set(), op->ops());
-    if (delta.ok()) OnApplied(op->partition(), *delta);
+    if (delta.ok()) handoff_.OnApplied(op->partition(), *delta);
   }
   Carry<WriteCoordinator>(id, op->Coordinated(std::move(delta)),
                           in_client_call);

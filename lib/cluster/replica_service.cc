@@ -50,18 +50,21 @@ ReplicaService::~ReplicaService() = default;
 void ReplicaService::Clear() { folds_.clear(); }
 
 template <typename Body>
-void ReplicaService::Reply(NodeId to, const MessageHeader& request,
-                           const Body& body) {
-  host_->Send(to, EncodeMessage(request.request_id, request.partition, body));
+void ReplicaService::Reply(ServiceOutput& out, NodeId to,
+                           const MessageHeader& request, const Body& body) {
+  out.sends.emplace_back(
+      to, EncodeMessage(request.request_id, request.partition, body));
 }
 
-void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
-                                 std::string_view body) {
+ServiceOutput ReplicaService::HandleDelta(NodeId from,
+                                          const MessageHeader& header,
+                                          std::string_view body) {
+  ServiceOutput out(header.partition);
   std::string_view delta;
   if (!ParseDeltaBody(body, &delta).ok() ||
       !Delta::DecodeInto(delta, &scratch_delta_).ok()) {
     ++host_->stats().malformed_messages;
-    return;
+    return out;
   }
   // A forward of a hand-off reaches the receiver's replica before it
   // serves the partition; everything else needs a replica that serves it.
@@ -74,20 +77,14 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
     // coordinate is answered with its own delta (which reached the new
     // owner as a forward), but only once the new owner applied the chosen
     // one: the answer counts this node's place.
-    std::optional<Delta> own;
     if (header.type == MessageType::kReplicateGivenUp) {
-      own = GivenUpOwnDelta(from, header);
+      out.own = GivenUpOwnDelta(from, header);
     }
-    if (host_->hooks().ProxyDelta(from, header, scratch_delta_,
-                                  own.has_value() ? &*own : nullptr)) {
-      return;
-    }
+    out.unplaced = &scratch_delta_;
+    return out;
   }
   absl::Status applied;
-  if (replica == nullptr) {
-    applied = NotAReplica(host_->node_id(), header.partition);
-  } else if (host_->ring().PartitionOf(scratch_delta_.set) !=
-             header.partition) {
+  if (host_->ring().PartitionOf(scratch_delta_.set) != header.partition) {
     applied = WrongPartition(scratch_delta_.set, header.partition);
   } else {
     // Acknowledged deltas (not repairs, not a given-up write's) are
@@ -97,30 +94,28 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
                                    header.type == MessageType::kHandoffDelta);
     applied = group ? replica->ApplyUnsynced(scratch_delta_)
                     : replica->Apply(scratch_delta_);
-    if (applied.ok())
-      host_->hooks().OnApplied(header.partition, scratch_delta_);
+    if (applied.ok()) out.applied = &scratch_delta_;
     if (group && applied.ok()) {
       AckWhenDurable(from,
                      MessageHeader{header.type == MessageType::kHandoffDelta
                                        ? MessageType::kHandoffDeltaAck
                                        : MessageType::kReplicateAck,
                                    header.request_id, header.partition},
-                     replica);
-      return;
+                     replica, out);
+      return out;
     }
   }
-  if (replica == nullptr) host_->hooks().TellMoved(from, header.partition);
   if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
   if (header.type == MessageType::kRepair) {
     // Repairs are not acknowledged: the next read finds what is missing.
     if (applied.ok()) ++host_->stats().repairs_applied;
-    return;
+    return out;
   }
   if (header.type == MessageType::kReplicateGivenUp && applied.ok()) {
     if (std::optional<Delta> own = GivenUpOwnDelta(from, header)) {
       // Applied here: its own delta answers for this replica.
-      Reply(from, header, msg::ReplicateAckWithDelta{*std::move(own)});
-      return;
+      Reply(out, from, header, msg::ReplicateAckWithDelta{*std::move(own)});
+      return out;
     }
   }
   std::string ack;
@@ -129,11 +124,29 @@ void ReplicaService::HandleDelta(NodeId from, const MessageHeader& header,
                                       : MessageType::kReplicateAck,
                                   header.request_id, header.partition},
                     applied, host_->node_id(), &ack);
-  host_->Send(from, std::move(ack));
+  out.sends.emplace_back(from, std::move(ack));
+  return out;
+}
+
+ServiceOutput ReplicaService::RefuseDelta(NodeId from,
+                                          const MessageHeader& header) {
+  ServiceOutput out(header.partition);
+  out.tell_moved = true;
+  // Repairs are not acknowledged.
+  if (header.type == MessageType::kRepair) return out;
+  std::string ack;
+  EncodeStatusReply(MessageHeader{header.type == MessageType::kHandoffDelta
+                                      ? MessageType::kHandoffDeltaAck
+                                      : MessageType::kReplicateAck,
+                                  header.request_id, header.partition},
+                    NotAReplica(host_->node_id(), header.partition),
+                    host_->node_id(), &ack);
+  out.sends.emplace_back(from, std::move(ack));
+  return out;
 }
 
 void ReplicaService::AckWhenDurable(NodeId to, const MessageHeader& ack,
-                                    Replica* replica) {
+                                    Replica* replica, ServiceOutput& out) {
   pending_acks_.push_back(PendingAck{to, ack});
   sync_replica_ = replica;
   sync_partition_ = ack.partition;
@@ -141,10 +154,11 @@ void ReplicaService::AckWhenDurable(NodeId to, const MessageHeader& ack,
   flush_scheduled_ = true;
   // After this turn: every delta that arrived with this one shares the
   // sync.
-  host_->After(0, [this]() { FlushAcks(); });
+  out.flush_acks = true;
 }
 
-void ReplicaService::FlushAcks() {
+ServiceOutput ReplicaService::FlushAcks() {
+  ServiceOutput out;
   flush_scheduled_ = false;
   // The replica may have been let go meanwhile: sync through the one that
   // serves the partition now, if any (a let-go replica's writes were
@@ -162,8 +176,9 @@ void ReplicaService::FlushAcks() {
   for (const PendingAck& a : acks) {
     std::string bytes;
     EncodeStatusReply(a.header, synced, host_->node_id(), &bytes);
-    host_->Send(a.to, std::move(bytes));
+    out.sends.emplace_back(a.to, std::move(bytes));
   }
+  return out;
 }
 
 std::optional<Delta> ReplicaService::GivenUpOwnDelta(
@@ -186,29 +201,33 @@ std::optional<Delta> ReplicaService::GivenUpOwnDelta(
   return std::move(update->delta);
 }
 
-void ReplicaService::HandleUpdate(NodeId from, const MessageHeader& header,
-                                  msg::Update& m) {
-  CoordinateWrite(from, header, m.set, [&m](Replica* replica) {
+ServiceOutput ReplicaService::HandleUpdate(NodeId from,
+                                           const MessageHeader& header,
+                                           msg::Update& m) {
+  return CoordinateWrite(from, header, m.set, [&m](Replica* replica) {
     return replica->Update(m.set, m.ops);
   });
 }
 
-void ReplicaService::HandleClear(NodeId from, const MessageHeader& header,
-                                 msg::Clear& m) {
-  CoordinateWrite(from, header, m.set, [&m](Replica* replica) {
+ServiceOutput ReplicaService::HandleClear(NodeId from,
+                                          const MessageHeader& header,
+                                          msg::Clear& m) {
+  return CoordinateWrite(from, header, m.set, [&m](Replica* replica) {
     return replica->Clear(m.set, m.clock);
   });
 }
 
-void ReplicaService::CoordinateWrite(
+ServiceOutput ReplicaService::CoordinateWrite(
     NodeId from, const MessageHeader& header, std::string_view set,
     absl::FunctionRef<absl::StatusOr<Delta>(Replica*)> write) {
+  ServiceOutput out(header.partition);
   const FoldKey key{from, header.request_id};
   auto cached = reply_index_.find(key);
   if (cached != reply_index_.end()) {
     ++host_->stats().duplicate_updates;
-    host_->Send(from, replies_[cached->second - first_reply_seq_].bytes);
-    return;
+    out.sends.emplace_back(from,
+                           replies_[cached->second - first_reply_seq_].bytes);
+    return out;
   }
   msg::UpdateReply reply;
   if (fenced_.contains(key)) {
@@ -217,19 +236,18 @@ void ReplicaService::CoordinateWrite(
     ++host_->stats().updates_fenced;
     reply.status = absl::FailedPreconditionError(
         "the write was coordinated by another replica");
-    Reply(from, header, reply);
-    return;
+    Reply(out, from, header, reply);
+    return out;
   }
   Replica* replica = host_->ServingReplica(header.partition);
   if (replica == nullptr) {
     reply.status = NotAReplica(host_->node_id(), header.partition);
-    host_->hooks().TellMoved(from, header.partition);
+    out.tell_moved = true;
   } else if (host_->ring().PartitionOf(set) != header.partition) {
     reply.status = WrongPartition(set, header.partition);
   } else {
     absl::StatusOr<Delta> delta = write(replica);
     if (delta.ok()) {
-      host_->hooks().OnApplied(header.partition, *delta);
       reply.delta = std::move(*delta);
     } else {
       reply.status = delta.status();
@@ -238,8 +256,13 @@ void ReplicaService::CoordinateWrite(
   std::string bytes = EncodeMessage(header.request_id, header.partition, reply);
   // Only applied updates are cached: a failed one applied nothing, so a
   // retransmission may as well try again.
-  if (reply.status.ok()) CacheReply(key, bytes);
-  host_->Send(from, std::move(bytes));
+  if (reply.status.ok()) {
+    CacheReply(key, bytes);
+    written_ = std::move(reply.delta);
+    out.applied = &written_;
+  }
+  out.sends.emplace_back(from, std::move(bytes));
+  return out;
 }
 
 void ReplicaService::CacheReply(const FoldKey& key, const std::string& bytes) {
@@ -269,65 +292,76 @@ void ReplicaService::Fence(const FoldKey& key) {
   }
 }
 
-void ReplicaService::HandleQuery(NodeId from, const MessageHeader& header,
-                                 msg::Query& m) {
-  msg::QueryReply reply;
+template <typename ReplyBody, typename Fill>
+ServiceOutput ReplicaService::AnswerFromReadable(NodeId from,
+                                                 const MessageHeader& header,
+                                                 Fill fill) {
+  ServiceOutput out(header.partition);
+  ReplyBody reply;
   Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     reply.status = NoReadableReplica(header.partition);
-    host_->hooks().TellMoved(from, header.partition);
+    out.tell_moved = true;
   } else {
-    absl::StatusOr<Membership> result =
-        replica->ContainsAll(m.set, m.elements, &reply.clock);
-    if (result.ok()) {
-      reply.elements = std::move(result->elements);
-    } else {
-      reply.status = ReadErrorForReply(result.status());
-    }
+    fill(*replica, reply);
   }
-  Reply(from, header, reply);
+  Reply(out, from, header, reply);
+  return out;
 }
 
-void ReplicaService::HandleCount(NodeId from, const MessageHeader& header,
-                                 msg::Count& m) {
-  msg::CountReply reply;
-  Replica* replica = host_->ReadableReplica(header.partition);
-  if (replica == nullptr) {
-    reply.status = NoReadableReplica(header.partition);
-    host_->hooks().TellMoved(from, header.partition);
-  } else {
-    absl::StatusOr<SetCount> count = replica->CountSummary(m.set);
-    if (count.ok()) {
-      reply.found = count->found;
-      reply.count = count->count;
-      reply.set_digest = count->digest;
-      reply.tombstone_digest = count->tombstone_digest;
-    } else {
-      reply.status = ReadErrorForReply(count.status());
-    }
-  }
-  Reply(from, header, reply);
+ServiceOutput ReplicaService::HandleQuery(NodeId from,
+                                          const MessageHeader& header,
+                                          msg::Query& m) {
+  return AnswerFromReadable<msg::QueryReply>(
+      from, header, [&m](Replica& replica, msg::QueryReply& reply) {
+        absl::StatusOr<Membership> result =
+            replica.ContainsAll(m.set, m.elements, &reply.clock);
+        if (result.ok()) {
+          reply.elements = std::move(result->elements);
+        } else {
+          reply.status = ReadErrorForReply(result.status());
+        }
+      });
 }
 
-void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
-                                msg::Read& m) {
+ServiceOutput ReplicaService::HandleCount(NodeId from,
+                                          const MessageHeader& header,
+                                          msg::Count& m) {
+  return AnswerFromReadable<msg::CountReply>(
+      from, header, [&m](Replica& replica, msg::CountReply& reply) {
+        absl::StatusOr<SetCount> count = replica.CountSummary(m.set);
+        if (count.ok()) {
+          reply.found = count->found;
+          reply.count = count->count;
+          reply.set_digest = count->digest;
+          reply.tombstone_digest = count->tombstone_digest;
+        } else {
+          reply.status = ReadErrorForReply(count.status());
+        }
+      });
+}
+
+ServiceOutput ReplicaService::HandleRead(NodeId from,
+                                         const MessageHeader& header,
+                                         msg::Read& m) {
+  ServiceOutput out(header.partition);
   const FoldKey key{from, header.request_id};
   auto existing = folds_.find(key);
   if (existing != folds_.end()) {
     // A retransmitted request: the clock or first chunk was lost.
     Fold& fold = existing->second;
     fold.last_activity = host_->NowMicros();
-    host_->Send(from, fold.clock_message);
-    SendChunk(key, fold);
-    return;
+    out.sends.emplace_back(from, fold.clock_message);
+    SendChunk(key, fold, out);
+    return out;
   }
   msg::ReadClock clock;
   Replica* replica = host_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     clock.status = NoReadableReplica(header.partition);
-    host_->hooks().TellMoved(from, header.partition);
-    Reply(from, header, clock);
-    return;
+    out.tell_moved = true;
+    Reply(out, from, header, clock);
+    return out;
   }
   SetReadOptions ro;
   ro.batch_size = std::min(m.batch_size, options_.max_chunk_elements);
@@ -336,8 +370,8 @@ void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
   absl::StatusOr<std::unique_ptr<SetReader>> reader = replica->Read(m.set, ro);
   if (!reader.ok()) {
     clock.status = ReadErrorForReply(reader.status());
-    Reply(from, header, clock);
-    return;
+    Reply(out, from, header, clock);
+    return out;
   }
   clock.clock = (*reader)->clock();
   Fold& fold = folds_[key];
@@ -346,14 +380,15 @@ void ReplicaService::HandleRead(NodeId from, const MessageHeader& header,
   fold.clock_message =
       EncodeMessage(header.request_id, header.partition, clock);
   fold.last_activity = host_->NowMicros();
-  host_->Send(from, fold.clock_message);
+  out.sends.emplace_back(from, fold.clock_message);
   // The first chunk goes with the clock; each later one waits for its ack.
-  SendNextChunk(key, fold, 0);
+  SendNextChunk(key, fold, 0, out);
   ScheduleFoldExpiry(key);
+  return out;
 }
 
-void ReplicaService::SendNextChunk(const FoldKey& key, Fold& fold,
-                                   uint64_t seq) {
+void ReplicaService::SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq,
+                                   ServiceOutput& out) {
   absl::StatusOr<bool> more = fold.reader->Next(&fold.buffer);
   if (!more.ok()) {
     // Corruption mid-fold: end it; the coordinator sees the replica go
@@ -363,32 +398,36 @@ void ReplicaService::SendNextChunk(const FoldKey& key, Fold& fold,
   }
   fold.done = !*more || fold.reader->AtEnd();
   fold.last_sent = seq;
-  SendChunk(key, fold);
+  SendChunk(key, fold, out);
 }
 
-void ReplicaService::SendChunk(const FoldKey& key, const Fold& fold) {
+void ReplicaService::SendChunk(const FoldKey& key, const Fold& fold,
+                               ServiceOutput& out) {
   // Encoded from the fold's buffer, which holds the last chunk until the
   // next one is produced: a retransmission encodes it again.
   std::string bytes;
   EncodeReadChunk(
       MessageHeader{MessageType::kReadChunk, key.second, fold.partition},
       fold.last_sent, fold.done, fold.buffer, &bytes);
-  host_->Send(key.first, std::move(bytes));
+  out.sends.emplace_back(key.first, std::move(bytes));
 }
 
-void ReplicaService::HandleChunkAck(NodeId from, const MessageHeader& header,
-                                    const msg::ChunkAck& m) {
+ServiceOutput ReplicaService::HandleChunkAck(NodeId from,
+                                             const MessageHeader& header,
+                                             const msg::ChunkAck& m) {
+  ServiceOutput out(header.partition);
   const FoldKey key{from, header.request_id};
   auto it = folds_.find(key);
-  if (it == folds_.end()) return;
+  if (it == folds_.end()) return out;
   Fold& fold = it->second;
   fold.last_activity = host_->NowMicros();
   if (m.seq == fold.last_sent + 1 && !fold.done) {
-    SendNextChunk(key, fold, m.seq);
+    SendNextChunk(key, fold, m.seq, out);
   } else if (m.seq == fold.last_sent) {
-    SendChunk(key, fold);  // Retransmit.
+    SendChunk(key, fold, out);  // Retransmit.
     ++host_->stats().retransmits;
   }
+  return out;
 }
 
 void ReplicaService::HandleStopFold(NodeId from, const MessageHeader& header) {

@@ -8,6 +8,12 @@
 // (kRead, then one chunk per kChunkAck; kStopFold ends it, kKeepFold keeps
 // it from expiring) and answer membership queries (kQuery).
 //
+// It calls no other protocol: each handler returns a ServiceOutput, what
+// the node's other protocols must do (a hand-off forwards a delta this
+// node applied; a delta for a partition handed over is passed on; an asker
+// that is behind is told this node's state) and then the replies to send.
+// The node carries it out in that order.
+//
 // Resource bounds: a fold holds one chunk (at most max_chunk_elements and
 // max_chunk_bytes, whatever the coordinator asked) and one snapshot; folds
 // nobody keeps alive expire; the reply cache is bounded in bytes.
@@ -29,12 +35,46 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "bigset/cluster/node.h"
 #include "cluster/coordinator_host.h"
 #include "net/message.h"
 
 namespace bigset {
+
+// What a handler of ReplicaService leaves the node to do, in this order.
+struct ServiceOutput {
+  ServiceOutput() = default;
+  explicit ServiceOutput(uint32_t p) : partition(p) {}
+
+  // The partition the handled message names.
+  uint32_t partition = 0;
+  // This node's replica of `partition` applied this delta (coordinated,
+  // replicated or repaired): hand-offs of the partition forward it. Points
+  // into the service or the message: valid until the handler's next call.
+  const Delta* applied = nullptr;
+  // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair) came
+  // for a partition this node has no replica of. The node offers it to the
+  // hand-off, which passes it on if this node handed the partition over
+  // (HandoffManager::ProxyDelta, with `own`); if it does not, the node
+  // calls RefuseDelta for the refusal. Nothing else is set. Valid as
+  // `applied`.
+  const Delta* unplaced = nullptr;
+  // With `unplaced`: for a kReplicateGivenUp of a write this node
+  // coordinated before it handed the partition over, the delta it made.
+  std::optional<Delta> own;
+  // The sender asked about a partition this node holds no replica of: tell
+  // it this node's ring epoch (it may be behind).
+  bool tell_moved = false;
+  // The replies, to send after the above (a hand-off's forward of a delta
+  // goes before the delta's acknowledgement).
+  absl::InlinedVector<std::pair<NodeId, std::string>, 1> sends;
+  // Acknowledgements wait for a synced write: the node calls FlushAcks
+  // from the scheduler, after this turn (every delta of the turn shares
+  // one sync).
+  bool flush_acks = false;
+};
 
 class ReplicaService {
  public:
@@ -43,22 +83,35 @@ class ReplicaService {
   ReplicaService(const ReplicaService&) = delete;
   ReplicaService& operator=(const ReplicaService&) = delete;
 
-  // kReplicate, kReplicateGivenUp and kRepair, decoded into a reused Delta
-  // (the bulk of the write traffic). `body` follows the header.
-  void HandleDelta(NodeId from, const MessageHeader& header,
-                   std::string_view body);
+  // kReplicate, kReplicateGivenUp, kHandoffDelta and kRepair, decoded into
+  // a reused Delta (the bulk of the write traffic). `body` follows the
+  // header.
+  ServiceOutput HandleDelta(NodeId from, const MessageHeader& header,
+                            std::string_view body);
+  // The answer to a delta HandleDelta found no replica for (`unplaced`)
+  // and the hand-off did not pass on: NotAReplica (none for a repair), and
+  // the sender is told this node's state.
+  ServiceOutput RefuseDelta(NodeId from, const MessageHeader& header);
   // The other requests, decoded. Update and Clear: coordinates the write
   // on the local replica.
-  void HandleUpdate(NodeId from, const MessageHeader& header, msg::Update& m);
-  void HandleClear(NodeId from, const MessageHeader& header, msg::Clear& m);
-  void HandleRead(NodeId from, const MessageHeader& header, msg::Read& m);
-  void HandleChunkAck(NodeId from, const MessageHeader& header,
-                      const msg::ChunkAck& m);
+  ServiceOutput HandleUpdate(NodeId from, const MessageHeader& header,
+                             msg::Update& m);
+  ServiceOutput HandleClear(NodeId from, const MessageHeader& header,
+                            msg::Clear& m);
+  ServiceOutput HandleRead(NodeId from, const MessageHeader& header,
+                           msg::Read& m);
+  ServiceOutput HandleChunkAck(NodeId from, const MessageHeader& header,
+                               const msg::ChunkAck& m);
   void HandleStopFold(NodeId from, const MessageHeader& header);
   void HandleKeepFold(NodeId from, const MessageHeader& header);
-  void HandleQuery(NodeId from, const MessageHeader& header, msg::Query& m);
+  ServiceOutput HandleQuery(NodeId from, const MessageHeader& header,
+                            msg::Query& m);
   // Count: the set's count and digest (Replica::CountSummary).
-  void HandleCount(NodeId from, const MessageHeader& header, msg::Count& m);
+  ServiceOutput HandleCount(NodeId from, const MessageHeader& header,
+                            msg::Count& m);
+  // The acknowledgements that waited for a synced write (`flush_acks`):
+  // one sync, then all of them.
+  ServiceOutput FlushAcks();
 
   // Drops every fold (their snapshots) now.
   void Clear();
@@ -90,18 +143,25 @@ class ReplicaService {
     std::string bytes;
   };
 
-  // Sends `body` to `to`, answering `request`.
+  // Adds to `out` the reply `body` to `to`, answering `request`.
   template <typename Body>
-  void Reply(NodeId to, const MessageHeader& request, const Body& body);
+  static void Reply(ServiceOutput& out, NodeId to, const MessageHeader& request,
+                    const Body& body);
+  // A query or count: `fill` answers it from the readable replica, or the
+  // reply says why there is none.
+  template <typename ReplyBody, typename Fill>
+  ServiceOutput AnswerFromReadable(NodeId from, const MessageHeader& header,
+                                   Fill fill);
   // An Update or Clear: runs `write` on the serving replica unless the
   // request was answered (its cached reply is sent again) or fenced, and
   // answers with an UpdateReply.
-  void CoordinateWrite(
+  ServiceOutput CoordinateWrite(
       NodeId from, const MessageHeader& header, std::string_view set,
       absl::FunctionRef<absl::StatusOr<Delta>(Replica*)> write);
   // Produces and sends the next chunk of a fold.
-  void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq);
-  void SendChunk(const FoldKey& key, const Fold& fold);
+  void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq,
+                     ServiceOutput& out);
+  void SendChunk(const FoldKey& key, const Fold& fold, ServiceOutput& out);
   void ScheduleFoldExpiry(const FoldKey& key);
   void CacheReply(const FoldKey& key, const std::string& bytes);
   // Remembers that write `key` was coordinated elsewhere (bounded, oldest
@@ -116,8 +176,8 @@ class ReplicaService {
   // Group commit (sync_writes): the acknowledgement of a delta applied
   // unsynced waits here for one synced write that covers every delta
   // applied in the same turn; FlushAcks makes it and sends them all.
-  void AckWhenDurable(NodeId to, const MessageHeader& ack, Replica* replica);
-  void FlushAcks();
+  void AckWhenDurable(NodeId to, const MessageHeader& ack, Replica* replica,
+                      ServiceOutput& out);
 
   CoordinatorHost* const host_;
   const ReplicaServiceOptions options_;
@@ -133,6 +193,7 @@ class ReplicaService {
   absl::flat_hash_set<FoldKey> fenced_;
   std::deque<FoldKey> fence_order_;
   Delta scratch_delta_;  // Reused by every replicated delta.
+  Delta written_;        // The last write coordinated here (`applied`).
   struct PendingAck {
     NodeId to = 0;
     MessageHeader header;

@@ -1,0 +1,71 @@
+// HostedReplicas: the replicas a node keeps, one per partition, and those
+// it retired. Internal header.
+//
+// Which partitions a node keeps is the hand-off's decision
+// (HandoffManager::Hosts); this object only holds them. A retired replica
+// is no longer used but kept until FreeRetired, which its owner calls from
+// the scheduler: a caller up the stack may still hold it (reads hold only
+// store snapshots, not replicas).
+//
+// Thread-safety: runs on the node's thread.
+
+#ifndef BIGSET_LIB_CLUSTER_HOSTED_REPLICAS_H_
+#define BIGSET_LIB_CLUSTER_HOSTED_REPLICAS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "bigset/cluster/node.h"
+#include "bigset/replica/replica.h"
+#include "bigset/store/store.h"
+#include "cluster/node_counters.h"
+
+namespace bigset {
+
+class HostedReplicas {
+ public:
+  // Replicas of `partitions` partitions of `node`, in `store`, opened with
+  // `options` (their presence filters draw on `filter_budget`).
+  HostedReplicas(NodeId node, Store* store, const ReplicaOptions& options,
+                 std::shared_ptr<MemoryBudget> filter_budget,
+                 uint32_t partitions);
+  ~HostedReplicas();
+  HostedReplicas(const HostedReplicas&) = delete;
+  HostedReplicas& operator=(const HostedReplicas&) = delete;
+
+  uint32_t size() const { return static_cast<uint32_t>(replicas_.size()); }
+  // The replica of `partition`, or nullptr (none open, or out of range).
+  Replica* Get(uint32_t partition) const {
+    return partition < replicas_.size() ? replicas_[partition].get() : nullptr;
+  }
+  // Opens the replica of `partition`, which the node keeps with
+  // `partitions_here - 1` others (they share the clock cache).
+  // REQUIRES: partition < size() and no replica of it is open.
+  absl::Status Open(uint32_t partition, size_t partitions_here);
+  // Moves the replica of `partition` to the retired ones. True if it is
+  // the only one there (the caller schedules FreeRetired).
+  // REQUIRES: Get(partition) != nullptr.
+  bool Retire(uint32_t partition);
+  // Destroys the retired replicas.
+  void FreeRetired() { retired_.clear(); }
+  // Closes every open replica cleanly; the first error.
+  absl::Status CloseAll();
+  // Destroys every replica (after whatever holds their snapshots).
+  void Clear();
+  // The replica gauges (replicas open, the sweeper's) into *stats.
+  void FillStats(NodeCounters* stats) const;
+
+ private:
+  const NodeId node_;
+  Store* const store_;
+  const ReplicaOptions options_;
+  const std::shared_ptr<MemoryBudget> filter_budget_;
+  std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
+  std::vector<std::unique_ptr<Replica>> retired_;
+};
+
+}  // namespace bigset
+
+#endif  // BIGSET_LIB_CLUSTER_HOSTED_REPLICAS_H_
