@@ -1,13 +1,12 @@
-// CoordinatorHost: what a protocol that does its own I/O (the replica
-// service, hand-off and anti-entropy) may ask of the node that runs it.
-// Internal header. The request machines (write, read, query, count) do no
-// I/O: they return outputs (request_output.h).
+// CoordinatorHost: what a protocol that does its own I/O (hand-off and
+// anti-entropy) may ask of the node that runs it. Internal header. The
+// request machines (write, read, query, count) and the replica service do
+// no I/O: they return outputs (request_output.h, replica_service.h).
 //
-// Users see this narrow interface, never the node's internals: they
-// send bytes, set timers, read the time, take request ids, use the node's
-// own replica of a partition, count what they do and find the node's
-// requests (requests()). They never call each other: what one asks of
-// another goes out as an effect the node carries out (ServiceOutput, the
+// Users see this narrow interface, never the node's internals: they send
+// bytes, set timers, read the time, take request ids, use the node's own
+// replica of a partition and count what they do. They never call each
+// other: what one asks of another is an effect the node carries out (the
 // hand-off's retired partitions). Node::Impl implements it.
 //
 // Thread-safety: a node and its coordinators run on the one thread that
@@ -33,8 +32,6 @@
 
 namespace bigset {
 
-class RequestRegistry;
-
 class CoordinatorHost {
  public:
   virtual ~CoordinatorHost() = default;
@@ -47,25 +44,10 @@ class CoordinatorHost {
   // each completed transfer applied (see handoff.h). Coordinators read and
   // write through it. Valid until the node's next message or timer.
   virtual const std::vector<NodeId>& ServingList(uint32_t partition) const = 0;
-  // The place of each node of ServingList(partition), by index (see
-  // MembershipState::ServingPlaces): a leaver and the node that took its
-  // place share one. Quorums count places: a write counts a place once
-  // all its nodes acknowledged, and a read takes a place only with the
-  // answers of all its nodes that still serve (together they hold what the
-  // place holds).
-  virtual const std::vector<uint32_t>& ServingPlaces(
-      uint32_t partition) const = 0;
   virtual uint64_t NowMicros() const = 0;
   // A request id no other request of this node uses, across restarts too.
   virtual uint64_t NextRequestId() = 0;
   virtual void Send(NodeId to, std::string bytes) = 0;
-  // Send, except that a message to this node itself is handled before
-  // SendFirst returns (its answer travels as any other, later). For a
-  // query whose answer must show this node's replica as it is now, before
-  // whatever this same turn goes on to change: a write made right after
-  // it (each peer takes a node's messages in order, so the query reaches
-  // every replica before the write does).
-  virtual void SendFirst(NodeId to, std::string bytes) = 0;
   // Runs `fn` after `delay_micros` on the node's thread, unless the node is
   // gone by then. Never runs it before returning.
   virtual void After(uint64_t delay_micros, std::function<void()> fn) = 0;
@@ -81,21 +63,7 @@ class CoordinatorHost {
   // a coordinator whose list names it is behind, and an answer or an
   // acknowledgement from it would count a replica that holds no place.
   virtual Replica* ServingReplica(uint32_t partition) = 0;
-  // ServingReplica, unless this node committed to hand its place over:
-  // what reads, queries and counts use. Once it committed, its receiver
-  // may take the place at any moment, and what this node passes on from
-  // then on (while it drains, and again after a restart that forgot it
-  // drained) is not in its replica.
-  virtual Replica* ReadableReplica(uint32_t partition) = 0;
-  // Whether this node serves `partition` by its own account (also while
-  // it hands it over and its replica is no longer used).
-  virtual bool Serves(uint32_t partition) const = 0;
   virtual NodeCounters& stats() = 0;
-  // The coordinators this node runs, by request id, and the routes of
-  // their sub-requests. A coordinator that is done calls
-  // requests().Finish(its id), which destroys (or recycles) it at once: the
-  // caller touches none of its members after the call.
-  virtual RequestRegistry& requests() = 0;
 };
 
 }  // namespace bigset

@@ -106,6 +106,12 @@ class HandoffManager {
   const std::vector<NodeId>& ServingList(uint32_t partition) const {
     return membership_.ServingList(partition);
   }
+  // The place of each node of ServingList(partition), by index (see
+  // MembershipState::ServingPlaces): a leaver and the node that took its
+  // place share one. Quorums count places: a write counts a place once all
+  // its nodes acknowledged, and a read takes a place only with the answers
+  // of all its nodes that still serve (together they hold what the place
+  // holds).
   const std::vector<uint32_t>& ServingPlaces(uint32_t partition) const {
     return membership_.ServingPlaces(partition);
   }
@@ -128,7 +134,36 @@ class HandoffManager {
   // on that its replica lacks: after a restart while draining, say, or
   // after the receiver lost what it accepted. Reads do not use its replica.
   bool Committed(uint32_t partition) const;
-  // See CoordinatorHost::ProxyDelta.
+  // This node's replica of `partition` by the role this node has in it:
+  // Hosted, whatever the role (the hand-off sender reads it while it hands
+  // over); Local, unless its receiver accepted (the replica is no longer
+  // used: what arrives for it is passed on, ProxyDelta); Serving, Local
+  // only while this node serves the partition by its own account (what
+  // clients' writes, replicated deltas and anti-entropy use: a receiver's
+  // replica answers none of them); Readable, Serving unless this node
+  // committed to hand its place over (what reads, queries and counts use:
+  // once committed, what it passes on is not in its replica). nullptr when
+  // the role allows none.
+  Replica* HostedReplica(uint32_t partition) const {
+    return replicas_->Get(partition);
+  }
+  Replica* LocalReplica(uint32_t partition) const {
+    return HandingOver(partition) ? nullptr : replicas_->Get(partition);
+  }
+  Replica* ServingReplica(uint32_t partition) const {
+    return Serves(partition) ? LocalReplica(partition) : nullptr;
+  }
+  Replica* ReadableReplica(uint32_t partition) const {
+    return Committed(partition) ? nullptr : ServingReplica(partition);
+  }
+  // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
+  // arrived for a partition this node has no replica of: true if the node
+  // handed the partition to another node, passed the delta on to it, and
+  // answers `from` itself (with the new owner's status), so that a
+  // coordinator with an old serving list still reaches the replica that
+  // holds the partition now. With `own` (a kReplicateGivenUp for a request
+  // this node coordinated before it handed over), the answer, once the new
+  // owner applied the delta, is a kReplicateAckWithDelta carrying `own`.
   bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta,
                   const Delta* own);
   // At open: a partition this node does not host but still has keys of

@@ -42,7 +42,7 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
       alive_(std::make_shared<Impl*>(this)),
       replicas_(id, store, options.replica, filter_budget_,
                 initial_ring_.ring_size()),
-      service_(this, options_.service),
+      service_(id, &handoff_, &stats_, options_.service),
       handoff_(this, store, &replicas_, options_.handoff),
       anti_entropy_(this, options_.anti_entropy) {
   InstallRoutes();
@@ -219,19 +219,6 @@ void Node::Impl::Settle() {
   for (uint32_t p : handoff_.TakeRetired()) anti_entropy_.PartitionRetired(p);
 }
 
-Replica* Node::Impl::HostedReplica(uint32_t partition) {
-  return replicas_.Get(partition);
-}
-
-Replica* Node::Impl::LocalReplica(uint32_t partition) {
-  // A replica handing over (its receiver accepted) is no longer used: what
-  // arrives for it is passed on to the receiver (ProxyDelta).
-  if (partition >= replicas_.size() || handoff_.HandingOver(partition)) {
-    return nullptr;
-  }
-  return replicas_.Get(partition);
-}
-
 void Node::Impl::EnsureSweepTick(uint32_t partition) {
   if (sweep_tick_scheduled_ || options_.sweep.tick_micros == 0 ||
       options_.sweep.keys_per_second == 0) {
@@ -288,6 +275,12 @@ void Node::Impl::CarryService(NodeId from, const MessageHeader& header,
   if (out.flush_acks) {
     After(0, [this]() {
       CarryService(id_, MessageHeader{}, service_.FlushAcks());
+    });
+  }
+  if (out.watch_fold.has_value()) {
+    After(out.watch_micros, [this, key = *out.watch_fold]() {
+      CarryService(id_, MessageHeader{},
+                   service_.FoldIdle(key, scheduler_->NowMicros()));
     });
   }
 }
@@ -370,12 +363,18 @@ void Node::Impl::InstallReplicaRoutes() {
     CarryService(f, h, service_.HandleClear(f, h, m));
     EnsureSweepTick(h.partition);
   });
-  ServeWith(&ReplicaService::HandleRead);
-  ServeWith(&ReplicaService::HandleChunkAck);
+  d.On<msg::Read>([this](NodeId f, H h, msg::Read& m) {
+    CarryService(f, h, service_.HandleRead(f, h, m, scheduler_->NowMicros()));
+  });
+  d.On<msg::ChunkAck>([this](NodeId f, H h, msg::ChunkAck& m) {
+    CarryService(f, h,
+                 service_.HandleChunkAck(f, h, m, scheduler_->NowMicros()));
+  });
   d.On<msg::StopFold>(
       [this](NodeId f, H h, msg::StopFold&) { service_.HandleStopFold(f, h); });
-  d.On<msg::KeepFold>(
-      [this](NodeId f, H h, msg::KeepFold&) { service_.HandleKeepFold(f, h); });
+  d.On<msg::KeepFold>([this](NodeId f, H h, msg::KeepFold&) {
+    service_.HandleKeepFold(f, h, scheduler_->NowMicros());
+  });
   ServeWith(&ReplicaService::HandleQuery);
   ServeWith(&ReplicaService::HandleCount);
 

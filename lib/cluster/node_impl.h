@@ -76,11 +76,9 @@ class Node::Impl final : public CoordinatorHost {
   const std::vector<NodeId>& ServingList(uint32_t partition) const override {
     return handoff_.ServingList(partition);
   }
-  const std::vector<uint32_t>& ServingPlaces(
-      uint32_t partition) const override {
+  const std::vector<uint32_t>& ServingPlaces(uint32_t partition) const {
     return handoff_.ServingPlaces(partition);
   }
-  RequestRegistry& requests() override { return requests_; }
 
   void RunAntiEntropy() {
     if (!closed_) anti_entropy_.RunRoundsNow();
@@ -89,19 +87,26 @@ class Node::Impl final : public CoordinatorHost {
   uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
   uint64_t NextRequestId() override;
   void Send(NodeId to, std::string bytes) override;
-  void SendFirst(NodeId to, std::string bytes) override;
+  // Send, except that a message to this node itself is handled before
+  // SendFirst returns (its answer travels as any other, later): for a
+  // query whose answer must show this node's replica as it is now, before
+  // a write made right after it (each peer takes a node's messages in
+  // order, so the query reaches every replica before the write does).
+  void SendFirst(NodeId to, std::string bytes);
   void After(uint64_t delay_micros, std::function<void()> fn) override;
-  Replica* LocalReplica(uint32_t partition) override;
-  Replica* HostedReplica(uint32_t partition) override;
+  Replica* LocalReplica(uint32_t partition) override {
+    return handoff_.LocalReplica(partition);
+  }
+  Replica* HostedReplica(uint32_t partition) override {
+    return handoff_.HostedReplica(partition);
+  }
   Replica* ServingReplica(uint32_t partition) override {
-    return handoff_.Serves(partition) ? LocalReplica(partition) : nullptr;
+    return handoff_.ServingReplica(partition);
   }
-  Replica* ReadableReplica(uint32_t partition) override {
-    return handoff_.Committed(partition) ? nullptr : ServingReplica(partition);
+  Replica* ReadableReplica(uint32_t partition) {
+    return handoff_.ReadableReplica(partition);
   }
-  bool Serves(uint32_t partition) const override {
-    return handoff_.Serves(partition);
-  }
+  bool Serves(uint32_t partition) const { return handoff_.Serves(partition); }
   std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
   NodeId PassesOnTo(uint32_t partition) const {
     return handoff_.PassesOnTo(partition);

@@ -44,7 +44,7 @@
 namespace bigset {
 
 // Where a quorum read runs: the set's partition, the nodes serving it and
-// their places (CoordinatorHost::ServingList, ServingPlaces), this node,
+// their places (HandoffManager::ServingList, ServingPlaces), this node,
 // and the time it starts.
 struct QuorumReadSetup {
   uint32_t partition = 0;

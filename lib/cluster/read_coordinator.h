@@ -59,7 +59,7 @@ class ReadCoordinator : public Coordinator {
   RequestKind kind() const override { return kKind; }
 
   // Where a read runs: its set's partition, the nodes serving it and their
-  // places (CoordinatorHost::ServingList, ServingPlaces). The lists are
+  // places (HandoffManager::ServingList, ServingPlaces). The lists are
   // copied. (Which fold is this node's own, the driver decides.)
   struct Where {
     uint32_t partition = 0;
@@ -131,7 +131,7 @@ class ReadCoordinator : public Coordinator {
   };
   struct Slot {
     NodeId node = 0;
-    // Its place (CoordinatorHost::ServingPlaces): a place counts towards R
+    // Its place (HandoffManager::ServingPlaces): a place counts towards R
     // once every slot of it has its clock (but those `gone`), and all of
     // them are merged.
     uint32_t place = 0;

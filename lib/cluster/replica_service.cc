@@ -27,8 +27,8 @@ absl::Status WrongPartition(std::string_view set, uint32_t partition) {
 }  // namespace
 
 absl::Status ReplicaService::NoReadableReplica(uint32_t partition) const {
-  const NodeId self = host_->node_id();
-  if (host_->Serves(partition)) {
+  const NodeId self = self_;
+  if (roles_->Serves(partition)) {
     // Handing over, or committed to: its writes go (or may have gone) on
     // to the node that took its place, so its replica alone is not the
     // place's; nor is that node's, until the forwards drain
@@ -41,9 +41,10 @@ absl::Status ReplicaService::NoReadableReplica(uint32_t partition) const {
       absl::StrCat("node ", self, " does not serve partition ", partition));
 }
 
-ReplicaService::ReplicaService(CoordinatorHost* host,
+ReplicaService::ReplicaService(NodeId self, const HandoffManager* roles,
+                               NodeCounters* stats,
                                const ReplicaServiceOptions& options)
-    : host_(host), options_(options) {}
+    : self_(self), roles_(roles), stats_(stats), options_(options) {}
 
 ReplicaService::~ReplicaService() = default;
 
@@ -63,14 +64,14 @@ ServiceOutput ReplicaService::HandleDelta(NodeId from,
   std::string_view delta;
   if (!ParseDeltaBody(body, &delta).ok() ||
       !Delta::DecodeInto(delta, &scratch_delta_).ok()) {
-    ++host_->stats().malformed_messages;
+    ++stats_->malformed_messages;
     return out;
   }
   // A forward of a hand-off reaches the receiver's replica before it
   // serves the partition; everything else needs a replica that serves it.
   Replica* replica = header.type == MessageType::kHandoffDelta
-                         ? host_->LocalReplica(header.partition)
-                         : host_->ServingReplica(header.partition);
+                         ? roles_->LocalReplica(header.partition)
+                         : roles_->ServingReplica(header.partition);
   if (replica == nullptr) {
     // Handed over: the delta goes on to the partition's new owner, which
     // answers through this node. A given-up request this node did
@@ -84,7 +85,7 @@ ServiceOutput ReplicaService::HandleDelta(NodeId from,
     return out;
   }
   absl::Status applied;
-  if (host_->ring().PartitionOf(scratch_delta_.set) != header.partition) {
+  if (roles_->ring().PartitionOf(scratch_delta_.set) != header.partition) {
     applied = WrongPartition(scratch_delta_.set, header.partition);
   } else {
     // Acknowledged deltas (not repairs, not a given-up write's) are
@@ -105,10 +106,10 @@ ServiceOutput ReplicaService::HandleDelta(NodeId from,
       return out;
     }
   }
-  if (absl::IsInvalidArgument(applied)) ++host_->stats().deltas_rejected;
+  if (absl::IsInvalidArgument(applied)) ++stats_->deltas_rejected;
   if (header.type == MessageType::kRepair) {
     // Repairs are not acknowledged: the next read finds what is missing.
-    if (applied.ok()) ++host_->stats().repairs_applied;
+    if (applied.ok()) ++stats_->repairs_applied;
     return out;
   }
   if (header.type == MessageType::kReplicateGivenUp && applied.ok()) {
@@ -123,7 +124,7 @@ ServiceOutput ReplicaService::HandleDelta(NodeId from,
                                       ? MessageType::kHandoffDeltaAck
                                       : MessageType::kReplicateAck,
                                   header.request_id, header.partition},
-                    applied, host_->node_id(), &ack);
+                    applied, self_, &ack);
   out.sends.emplace_back(from, std::move(ack));
   return out;
 }
@@ -139,8 +140,7 @@ ServiceOutput ReplicaService::RefuseDelta(NodeId from,
                                       ? MessageType::kHandoffDeltaAck
                                       : MessageType::kReplicateAck,
                                   header.request_id, header.partition},
-                    NotAReplica(host_->node_id(), header.partition),
-                    host_->node_id(), &ack);
+                    NotAReplica(self_, header.partition), self_, &ack);
   out.sends.emplace_back(from, std::move(ack));
   return out;
 }
@@ -163,19 +163,19 @@ ServiceOutput ReplicaService::FlushAcks() {
   // The replica may have been let go meanwhile: sync through the one that
   // serves the partition now, if any (a let-go replica's writes were
   // synced when it was let go).
-  Replica* replica = host_->LocalReplica(sync_partition_) == sync_replica_
+  Replica* replica = roles_->LocalReplica(sync_partition_) == sync_replica_
                          ? sync_replica_
-                         : host_->LocalReplica(sync_partition_);
+                         : roles_->LocalReplica(sync_partition_);
   const absl::Status synced =
       replica != nullptr
           ? replica->Sync()
           : absl::UnavailableError("replica let go before its sync");
-  ++host_->stats().group_commits;
+  ++stats_->group_commits;
   std::vector<PendingAck> acks;
   acks.swap(pending_acks_);
   for (const PendingAck& a : acks) {
     std::string bytes;
-    EncodeStatusReply(a.header, synced, host_->node_id(), &bytes);
+    EncodeStatusReply(a.header, synced, self_, &bytes);
     out.sends.emplace_back(a.to, std::move(bytes));
   }
   return out;
@@ -224,7 +224,7 @@ ServiceOutput ReplicaService::CoordinateWrite(
   const FoldKey key{from, header.request_id};
   auto cached = reply_index_.find(key);
   if (cached != reply_index_.end()) {
-    ++host_->stats().duplicate_updates;
+    ++stats_->duplicate_updates;
     out.sends.emplace_back(from,
                            replies_[cached->second - first_reply_seq_].bytes);
     return out;
@@ -233,17 +233,17 @@ ServiceOutput ReplicaService::CoordinateWrite(
   if (fenced_.contains(key)) {
     // Another replica coordinated this write (a ReplicateGivenUp came
     // first): coordinating it here too would make a dot nobody replicates.
-    ++host_->stats().updates_fenced;
+    ++stats_->updates_fenced;
     reply.status = absl::FailedPreconditionError(
         "the write was coordinated by another replica");
     Reply(out, from, header, reply);
     return out;
   }
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = roles_->ServingReplica(header.partition);
   if (replica == nullptr) {
-    reply.status = NotAReplica(host_->node_id(), header.partition);
+    reply.status = NotAReplica(self_, header.partition);
     out.tell_moved = true;
-  } else if (host_->ring().PartitionOf(set) != header.partition) {
+  } else if (roles_->ring().PartitionOf(set) != header.partition) {
     reply.status = WrongPartition(set, header.partition);
   } else {
     absl::StatusOr<Delta> delta = write(replica);
@@ -298,7 +298,7 @@ ServiceOutput ReplicaService::AnswerFromReadable(NodeId from,
                                                  Fill fill) {
   ServiceOutput out(header.partition);
   ReplyBody reply;
-  Replica* replica = host_->ReadableReplica(header.partition);
+  Replica* replica = roles_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     reply.status = NoReadableReplica(header.partition);
     out.tell_moved = true;
@@ -343,20 +343,20 @@ ServiceOutput ReplicaService::HandleCount(NodeId from,
 
 ServiceOutput ReplicaService::HandleRead(NodeId from,
                                          const MessageHeader& header,
-                                         msg::Read& m) {
+                                         msg::Read& m, uint64_t now) {
   ServiceOutput out(header.partition);
   const FoldKey key{from, header.request_id};
   auto existing = folds_.find(key);
   if (existing != folds_.end()) {
     // A retransmitted request: the clock or first chunk was lost.
     Fold& fold = existing->second;
-    fold.last_activity = host_->NowMicros();
+    fold.last_activity = now;
     out.sends.emplace_back(from, fold.clock_message);
     SendChunk(key, fold, out);
     return out;
   }
   msg::ReadClock clock;
-  Replica* replica = host_->ReadableReplica(header.partition);
+  Replica* replica = roles_->ReadableReplica(header.partition);
   if (replica == nullptr) {
     clock.status = NoReadableReplica(header.partition);
     out.tell_moved = true;
@@ -379,11 +379,11 @@ ServiceOutput ReplicaService::HandleRead(NodeId from,
   fold.reader = std::move(*reader);
   fold.clock_message =
       EncodeMessage(header.request_id, header.partition, clock);
-  fold.last_activity = host_->NowMicros();
+  fold.last_activity = now;
   out.sends.emplace_back(from, fold.clock_message);
   // The first chunk goes with the clock; each later one waits for its ack.
   SendNextChunk(key, fold, 0, out);
-  ScheduleFoldExpiry(key);
+  WatchFold(key, out);
   return out;
 }
 
@@ -414,18 +414,19 @@ void ReplicaService::SendChunk(const FoldKey& key, const Fold& fold,
 
 ServiceOutput ReplicaService::HandleChunkAck(NodeId from,
                                              const MessageHeader& header,
-                                             const msg::ChunkAck& m) {
+                                             const msg::ChunkAck& m,
+                                             uint64_t now) {
   ServiceOutput out(header.partition);
   const FoldKey key{from, header.request_id};
   auto it = folds_.find(key);
   if (it == folds_.end()) return out;
   Fold& fold = it->second;
-  fold.last_activity = host_->NowMicros();
+  fold.last_activity = now;
   if (m.seq == fold.last_sent + 1 && !fold.done) {
     SendNextChunk(key, fold, m.seq, out);
   } else if (m.seq == fold.last_sent) {
     SendChunk(key, fold, out);  // Retransmit.
-    ++host_->stats().retransmits;
+    ++stats_->retransmits;
   }
   return out;
 }
@@ -434,27 +435,33 @@ void ReplicaService::HandleStopFold(NodeId from, const MessageHeader& header) {
   folds_.erase({from, header.request_id});
 }
 
-void ReplicaService::HandleKeepFold(NodeId from, const MessageHeader& header) {
+void ReplicaService::HandleKeepFold(NodeId from, const MessageHeader& header,
+                                    uint64_t now) {
   auto it = folds_.find({from, header.request_id});
-  if (it != folds_.end()) it->second.last_activity = host_->NowMicros();
+  if (it != folds_.end()) it->second.last_activity = now;
 }
 
-void ReplicaService::ScheduleFoldExpiry(const FoldKey& key) {
+void ReplicaService::WatchFold(const FoldKey& key, ServiceOutput& out) const {
+  out.watch_fold = key;
+  out.watch_micros = options_.fold_idle_timeout_micros;
+}
+
+ServiceOutput ReplicaService::FoldIdle(const FoldKey& key, uint64_t now) {
+  ServiceOutput out;
+  auto it = folds_.find(key);
+  if (it == folds_.end()) return out;
+  out.partition = it->second.partition;
+  // A clock that went back (a late timer is fine) never expires a fold
+  // early: idle time is measured forwards only.
   const uint64_t timeout = options_.fold_idle_timeout_micros;
-  host_->After(timeout, [this, key, timeout]() {
-    auto it = folds_.find(key);
-    if (it == folds_.end()) return;
-    const uint64_t now = host_->NowMicros();
-    // A clock that went back (a late timer is fine) never expires a fold
-    // early: idle time is measured forwards only.
-    if (now >= it->second.last_activity &&
-        now - it->second.last_activity >= timeout) {
-      folds_.erase(it);
-      ++host_->stats().folds_expired;
-    } else {
-      ScheduleFoldExpiry(key);
-    }
-  });
+  if (now >= it->second.last_activity &&
+      now - it->second.last_activity >= timeout) {
+    folds_.erase(it);
+    ++stats_->folds_expired;
+  } else {
+    WatchFold(key, out);
+  }
+  return out;
 }
 
 }  // namespace bigset

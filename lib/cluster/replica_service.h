@@ -8,11 +8,13 @@
 // (kRead, then one chunk per kChunkAck; kStopFold ends it, kKeepFold keeps
 // it from expiring) and answer membership queries (kQuery).
 //
-// It calls no other protocol: each handler returns a ServiceOutput, what
-// the node's other protocols must do (a hand-off forwards a delta this
-// node applied; a delta for a partition handed over is passed on; an asker
-// that is behind is told this node's state) and then the replies to send.
-// The node carries it out in that order.
+// It calls no other protocol and does no I/O: each handler returns a
+// ServiceOutput, what the node's other protocols must do (a hand-off
+// forwards a delta this node applied; a delta for a partition handed over
+// is passed on; an asker that is behind is told this node's state), then
+// the replies to send and the timers to set. The node carries it out in
+// that order. Which replica answers is the partition's role on this node
+// (HandoffManager::ServingReplica and the others), read, never changed.
 //
 // Resource bounds: a fold holds one chunk (at most max_chunk_elements and
 // max_chunk_bytes, whatever the coordinator asked) and one snapshot; folds
@@ -38,7 +40,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "bigset/cluster/node.h"
-#include "cluster/coordinator_host.h"
+#include "cluster/handoff.h"
+#include "cluster/node_counters.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -74,11 +77,21 @@ struct ServiceOutput {
   // from the scheduler, after this turn (every delta of the turn shares
   // one sync).
   bool flush_acks = false;
+  // A fold to watch: the node calls FoldIdle(*watch_fold, now) after
+  // `watch_micros`.
+  std::optional<std::pair<NodeId, uint64_t>> watch_fold;
+  uint64_t watch_micros = 0;
 };
 
 class ReplicaService {
  public:
-  ReplicaService(CoordinatorHost* host, const ReplicaServiceOptions& options);
+  // A fold is keyed by (coordinator node, fold request id).
+  using FoldKey = std::pair<NodeId, uint64_t>;
+
+  // The replica side of node `self`, whose replicas `roles` holds and
+  // assigns (not owned; read only), counting into `stats` (not owned).
+  ReplicaService(NodeId self, const HandoffManager* roles, NodeCounters* stats,
+                 const ReplicaServiceOptions& options);
   ~ReplicaService();
   ReplicaService(const ReplicaService&) = delete;
   ReplicaService& operator=(const ReplicaService&) = delete;
@@ -98,12 +111,16 @@ class ReplicaService {
                              msg::Update& m);
   ServiceOutput HandleClear(NodeId from, const MessageHeader& header,
                             msg::Clear& m);
+  // Fold requests; `now` is the node's time.
   ServiceOutput HandleRead(NodeId from, const MessageHeader& header,
-                           msg::Read& m);
+                           msg::Read& m, uint64_t now);
   ServiceOutput HandleChunkAck(NodeId from, const MessageHeader& header,
-                               const msg::ChunkAck& m);
+                               const msg::ChunkAck& m, uint64_t now);
   void HandleStopFold(NodeId from, const MessageHeader& header);
-  void HandleKeepFold(NodeId from, const MessageHeader& header);
+  void HandleKeepFold(NodeId from, const MessageHeader& header, uint64_t now);
+  // A fold's watch (`watch_fold`) fired: drops the fold if nobody kept it
+  // alive for fold_idle_timeout_micros, else watches it again.
+  ServiceOutput FoldIdle(const FoldKey& key, uint64_t now);
   ServiceOutput HandleQuery(NodeId from, const MessageHeader& header,
                             msg::Query& m);
   // Count: the set's count and digest (Replica::CountSummary).
@@ -126,8 +143,6 @@ class ReplicaService {
   // the node that took its place alone: see place_quorum.h, kGone).
   absl::Status NoReadableReplica(uint32_t partition) const;
 
-  // A fold is keyed by (coordinator node, fold request id).
-  using FoldKey = std::pair<NodeId, uint64_t>;
   struct Fold {
     uint32_t partition = 0;
     std::unique_ptr<SetReader> reader;
@@ -162,7 +177,8 @@ class ReplicaService {
   void SendNextChunk(const FoldKey& key, Fold& fold, uint64_t seq,
                      ServiceOutput& out);
   void SendChunk(const FoldKey& key, const Fold& fold, ServiceOutput& out);
-  void ScheduleFoldExpiry(const FoldKey& key);
+  // Asks the node to call FoldIdle for `key` after the idle timeout.
+  void WatchFold(const FoldKey& key, ServiceOutput& out) const;
   void CacheReply(const FoldKey& key, const std::string& bytes);
   // Remembers that write `key` was coordinated elsewhere (bounded, oldest
   // forgotten first).
@@ -179,7 +195,9 @@ class ReplicaService {
   void AckWhenDurable(NodeId to, const MessageHeader& ack, Replica* replica,
                       ServiceOutput& out);
 
-  CoordinatorHost* const host_;
+  const NodeId self_;
+  const HandoffManager* const roles_;
+  NodeCounters* const stats_;
   const ReplicaServiceOptions options_;
   std::map<FoldKey, Fold> folds_;
   // Replies to recent updates, oldest first; reply_seq_ numbers them so that

@@ -31,7 +31,7 @@ struct RequestOutput {
     NodeId to = 0;
     std::string bytes;
     // Handled before the driver goes on, if `to` is this node (see
-    // CoordinatorHost::SendFirst).
+    // Node::Impl::SendFirst).
     bool first = false;
   };
   std::vector<Send> sends;  // In order.
@@ -90,7 +90,7 @@ struct RequestOutput {
   uint64_t malformed_messages = 0;
   uint64_t read_replica_switches = 0;
   // Queries of this node ask every replica at once for this long from now
-  // (0: as they did; see CoordinatorHost::QueriesAskAllUntil).
+  // (0: as they did; see Node::Impl::ask_all_until_).
   uint64_t ask_all_for_micros = 0;
 
   void Add(NodeId to, std::string bytes, bool first_ = false) {

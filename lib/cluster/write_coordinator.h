@@ -58,7 +58,7 @@ class WriteCoordinator : public Coordinator {
   using Done = std::function<void(absl::StatusOr<Delta>)>;
 
   // Where a write runs: its set's partition, the nodes serving it and their
-  // places (CoordinatorHost::ServingList, ServingPlaces), and this node.
+  // places (HandoffManager::ServingList, ServingPlaces), and this node.
   // Reset copies the lists into the capacity a recycled machine kept.
   struct Where {
     uint32_t partition = 0;
