@@ -44,6 +44,18 @@ class Coordinator {
   uint64_t id_;  // A recycled machine (a write's) takes a new one.
 };
 
+// A coordinator of kind K: RequestRegistry::Find<T> files and finds it
+// under T::kKind.
+template <RequestKind K>
+class CoordinatorOf : public Coordinator {
+ public:
+  static constexpr RequestKind kKind = K;
+  RequestKind kind() const final { return K; }
+
+ protected:
+  using Coordinator::Coordinator;
+};
+
 }  // namespace bigset
 
 #endif  // BIGSET_LIB_CLUSTER_COORDINATOR_H_

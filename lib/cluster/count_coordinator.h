@@ -34,11 +34,9 @@
 namespace bigset {
 
 class CountCoordinator final
-    : public QuorumReadCoordinator<msg::CountReply, std::optional<uint64_t>> {
+    : public QuorumReadCoordinator<msg::CountReply, std::optional<uint64_t>,
+                                   RequestKind::kCount> {
  public:
-  static constexpr RequestKind kKind = RequestKind::kCount;
-  RequestKind kind() const override { return kKind; }
-
   // `done` gets the agreed count, nullopt if the replicas differ, or an
   // error (fewer than R replicas answered in time).
   CountCoordinator(

@@ -10,17 +10,6 @@
 #include "core/status_macros.h"
 
 namespace bigset {
-namespace {
-
-// Gossip ticks that follow any change, and peers per tick.
-constexpr int kGossipQuietTicks = 20;
-constexpr size_t kGossipFanout = 3;
-// Runs received at once (beyond, the idlest restarts its set), and runs
-// remembered as received whole for their proposals.
-constexpr size_t kMaxReceivedRuns = 1024;
-constexpr size_t kMaxFinishedRuns = 4096;
-
-}  // namespace
 
 HandoffManager::HandoffManager(CoordinatorHost* host, Store* store,
                                HostedReplicas* replicas,

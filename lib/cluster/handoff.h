@@ -97,6 +97,9 @@ class HandoffManager {
   // Starts the timers, the transfers this node sends and the gossip (after
   // its replicas are open).
   void Start();
+  // Opens the replica of every partition this node hosts that has none,
+  // and retires those of the others; false if a replica failed to open.
+  bool OpenAndRetire();
   // The partitions whose replicas this node retired since the last call
   // (the node's anti-entropy forgets their streams).
   std::vector<uint32_t> TakeRetired() { return std::exchange(retired_, {}); }
@@ -212,6 +215,14 @@ class HandoffManager {
   }
 
  private:
+  // Gossip ticks that follow any change, and peers per tick.
+  static constexpr int kGossipQuietTicks = 20;
+  static constexpr size_t kGossipFanout = 3;
+  // Runs received at once (beyond, the idlest restarts its set), and runs
+  // remembered as received whole for their proposals.
+  static constexpr size_t kMaxReceivedRuns = 1024;
+  static constexpr size_t kMaxFinishedRuns = 4096;
+
   using TransferKey = std::pair<uint32_t, NodeId>;  // (partition, to)
   enum class Phase {
     kWaiting,    // Its turn has not come (HandoffOptions::max_running).
@@ -291,8 +302,6 @@ class HandoffManager {
   // Hosting may have changed: opens and retires replicas (OpenAndRetire),
   // and tries again from the timer if one failed to open.
   void HostingChanged();
-  // False if a replica failed to open.
-  bool OpenAndRetire();
   // Opens the replica of `partition` (after finishing its release, if one
   // is under way).
   absl::Status OpenReplica(uint32_t partition);

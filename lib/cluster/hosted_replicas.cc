@@ -8,7 +8,7 @@
 namespace bigset {
 
 HostedReplicas::HostedReplicas(NodeId node, Store* store,
-                               const ReplicaOptions& options,
+                               const ReplicaOptions* options,
                                std::shared_ptr<MemoryBudget> filter_budget,
                                uint32_t partitions)
     : node_(node),
@@ -20,10 +20,10 @@ HostedReplicas::HostedReplicas(NodeId node, Store* store,
 HostedReplicas::~HostedReplicas() = default;
 
 absl::Status HostedReplicas::Open(uint32_t partition, size_t partitions_here) {
-  ReplicaOptions ro = options_;
+  ReplicaOptions ro = *options_;
   ro.keyspace = partition;
   ro.clock_cache_bytes = std::max<size_t>(
-      4096, options_.clock_cache_bytes / std::max<size_t>(1, partitions_here));
+      4096, options_->clock_cache_bytes / std::max<size_t>(1, partitions_here));
   ro.presence_filter_budget = filter_budget_;
   absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
   if (!r.ok()) {

@@ -27,8 +27,10 @@ namespace bigset {
 class HostedReplicas {
  public:
   // Replicas of `partitions` partitions of `node`, in `store`, opened with
-  // `options` (their presence filters draw on `filter_budget`).
-  HostedReplicas(NodeId node, Store* store, const ReplicaOptions& options,
+  // `*options` as it is at each open (not owned: the node's; a stateful
+  // actor_id_source goes on from where the node left it), their presence
+  // filters drawing on `filter_budget`.
+  HostedReplicas(NodeId node, Store* store, const ReplicaOptions* options,
                  std::shared_ptr<MemoryBudget> filter_budget,
                  uint32_t partitions);
   ~HostedReplicas();
@@ -60,7 +62,7 @@ class HostedReplicas {
  private:
   const NodeId node_;
   Store* const store_;
-  const ReplicaOptions options_;
+  const ReplicaOptions* const options_;
   const std::shared_ptr<MemoryBudget> filter_budget_;
   std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
   std::vector<std::unique_ptr<Replica>> retired_;

@@ -40,7 +40,7 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
                          : std::make_shared<MemoryBudget>(
                                options.replica.presence_filter_bytes)),
       alive_(std::make_shared<Impl*>(this)),
-      replicas_(id, store, options.replica, filter_budget_,
+      replicas_(id, store, &options_.replica, filter_budget_,
                 initial_ring_.ring_size()),
       service_(id, &handoff_, &stats_, options_.service),
       handoff_(this, store, &replicas_, options_.handoff),
@@ -110,6 +110,9 @@ absl::Status Node::Impl::Open() {
 absl::Status Node::Impl::InstallRing(const Ring& ring) {
   if (closed_) return NodeClosedError();
   BIGSET_RETURN_IF_ERROR(handoff_.InstallRing(ring));
+  // Once more (the hand-off's timer retries too): a replica that failed to
+  // open may open now.
+  (void)handoff_.OpenAndRetire();
   handoff_.Start();
   Settle();
   return absl::OkStatus();
@@ -288,8 +291,10 @@ void Node::Impl::CarryService(NodeId from, const MessageHeader& header,
 void Node::Impl::Receive(NodeId from, std::string_view bytes) {
   if (closed_) return;
   ++stats_.messages_received;
+  // A handler's client callback may destroy the node (not only close it).
+  std::weak_ptr<Impl*> alive = alive_;
   if (!dispatcher_.Dispatch(from, bytes)) ++stats_.malformed_messages;
-  Settle();
+  if (alive.lock()) Settle();
 }
 
 void Node::Impl::InstallRoutes() {

@@ -29,11 +29,9 @@
 namespace bigset {
 
 class QueryCoordinator final
-    : public QuorumReadCoordinator<msg::QueryReply, Membership> {
+    : public QuorumReadCoordinator<msg::QueryReply, Membership,
+                                   RequestKind::kQuery> {
  public:
-  static constexpr RequestKind kKind = RequestKind::kQuery;
-  RequestKind kind() const override { return kKind; }
-
   QueryCoordinator(uint64_t id, std::string set, QuorumReadSetup setup,
                    std::vector<std::string> elements,
                    const ClusterReadOptions& options,

@@ -54,8 +54,9 @@ struct QuorumReadSetup {
   uint64_t now = 0;
 };
 
-template <typename Reply, typename Result>
-class QuorumReadCoordinator : public Coordinator {
+// A query's or count's machine, of kind K.
+template <typename Reply, typename Result, RequestKind K>
+class QuorumReadCoordinator : public CoordinatorOf<K> {
  public:
   using Done = std::function<void(absl::StatusOr<Result>)>;
 
@@ -107,7 +108,7 @@ class QuorumReadCoordinator : public Coordinator {
   QuorumReadCoordinator(uint64_t id, std::string set, QuorumReadSetup setup,
                         const ClusterReadOptions& options, const char* what,
                         Done done)
-      : Coordinator(id),
+      : CoordinatorOf<K>(id),
         set_(std::move(set)),
         partition_(setup.partition),
         self_(setup.self),

@@ -12,7 +12,7 @@ ReadCoordinator::ReadCoordinator(uint64_t id, std::string set, Where where,
                                  const ClusterReadOptions& options,
                                  ElementBounds bounds, size_t limit,
                                  std::unique_ptr<ReadSink> sink)
-    : Coordinator(id),
+    : CoordinatorOf(id),
       set_(std::move(set)),
       partition_(where.partition),
       options_(options),

@@ -53,11 +53,8 @@
 
 namespace bigset {
 
-class ReadCoordinator : public Coordinator {
+class ReadCoordinator : public CoordinatorOf<RequestKind::kRead> {
  public:
-  static constexpr RequestKind kKind = RequestKind::kRead;
-  RequestKind kind() const override { return kKind; }
-
   // Where a read runs: its set's partition, the nodes serving it and their
   // places (HandoffManager::ServingList, ServingPlaces). The lists are
   // copied. (Which fold is this node's own, the driver decides.)

@@ -51,10 +51,8 @@
 
 namespace bigset {
 
-class WriteCoordinator : public Coordinator {
+class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
  public:
-  static constexpr RequestKind kKind = RequestKind::kWrite;
-  RequestKind kind() const override { return kKind; }
   using Done = std::function<void(absl::StatusOr<Delta>)>;
 
   // Where a write runs: its set's partition, the nodes serving it and their
@@ -78,7 +76,7 @@ class WriteCoordinator : public Coordinator {
 
   // Idle until Reset. The node reuses finished machines (and the capacity
   // of their buffers) for later writes.
-  WriteCoordinator() : Coordinator(0) {}
+  WriteCoordinator() : CoordinatorOf(0) {}
 
   // An update applies `ops`; a clear (`clear` set, `ops` empty) clears what
   // the clock covers. Either way the coordinating replica yields a delta.

@@ -44,7 +44,8 @@ uint64_t Open(const HostedReplicas& replicas) {
 TEST_CASE("hosted replicas: each partition's replica is its own keyspace",
           "[hosted_replicas]") {
   MemStore mem;
-  HostedReplicas replicas(1, mem.store.get(), Options(),
+  const ReplicaOptions options = Options();
+  HostedReplicas replicas(1, mem.store.get(), &options,
                           std::make_shared<MemoryBudget>(1 << 20), 4);
   REQUIRE(replicas.size() == 4);
   REQUIRE(replicas.Open(0, 2).ok());
@@ -66,7 +67,8 @@ TEST_CASE(
     "partition opens again with what it stored",
     "[hosted_replicas]") {
   MemStore mem;
-  HostedReplicas replicas(1, mem.store.get(), Options(),
+  const ReplicaOptions options = Options();
+  HostedReplicas replicas(1, mem.store.get(), &options,
                           std::make_shared<MemoryBudget>(1 << 20), 3);
   REQUIRE(replicas.Open(1, 1).ok());
   Add(*replicas.Get(1), "s", "kept");
@@ -94,7 +96,8 @@ TEST_CASE(
 TEST_CASE("hosted replicas: the sweeper's gauges add up over the replicas",
           "[hosted_replicas]") {
   MemStore mem;
-  HostedReplicas replicas(1, mem.store.get(), Options(),
+  const ReplicaOptions options = Options();
+  HostedReplicas replicas(1, mem.store.get(), &options,
                           std::make_shared<MemoryBudget>(1 << 20), 2);
   REQUIRE(replicas.Open(0, 2).ok());
   REQUIRE(replicas.Open(1, 2).ok());
