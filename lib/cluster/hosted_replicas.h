@@ -12,11 +12,14 @@
 #ifndef BIGSET_LIB_CLUSTER_HOSTED_REPLICAS_H_
 #define BIGSET_LIB_CLUSTER_HOSTED_REPLICAS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "bigset/cluster/node.h"
 #include "bigset/replica/replica.h"
 #include "bigset/store/store.h"
@@ -67,6 +70,68 @@ class HostedReplicas {
   std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
   std::vector<std::unique_ptr<Replica>> retired_;
 };
+
+inline HostedReplicas::HostedReplicas(
+    NodeId node, Store* store, const ReplicaOptions* options,
+    std::shared_ptr<MemoryBudget> filter_budget, uint32_t partitions)
+    : node_(node),
+      store_(store),
+      options_(options),
+      filter_budget_(std::move(filter_budget)),
+      replicas_(partitions) {}
+
+inline HostedReplicas::~HostedReplicas() = default;
+
+inline absl::Status HostedReplicas::Open(uint32_t partition,
+                                         size_t partitions_here) {
+  ReplicaOptions ro = *options_;
+  ro.keyspace = partition;
+  ro.clock_cache_bytes = std::max<size_t>(
+      4096, options_->clock_cache_bytes / std::max<size_t>(1, partitions_here));
+  ro.presence_filter_budget = filter_budget_;
+  absl::StatusOr<std::unique_ptr<Replica>> r = Replica::Open(store_, ro);
+  if (!r.ok()) {
+    return absl::Status(r.status().code(),
+                        absl::StrCat("node ", node_, ": replica of partition ",
+                                     partition, ": ", r.status().message()));
+  }
+  replicas_[partition] = std::move(*r);
+  return absl::OkStatus();
+}
+
+inline bool HostedReplicas::Retire(uint32_t partition) {
+  retired_.push_back(std::move(replicas_[partition]));
+  return retired_.size() == 1;
+}
+
+inline absl::Status HostedReplicas::CloseAll() {
+  absl::Status first = absl::OkStatus();
+  for (auto& replica : replicas_) {
+    if (replica == nullptr) continue;
+    absl::Status s = replica->Close();
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
+inline void HostedReplicas::Clear() {
+  replicas_.clear();
+  retired_.clear();
+}
+
+inline void HostedReplicas::FillStats(NodeCounters* s) const {
+  s->replicas_open = retired_.size();
+  for (const auto& r : replicas_) {
+    if (r == nullptr) continue;
+    ++s->replicas_open;
+    const ReplicaStats rs = r->stats();
+    s->sweep_queue_length += rs.sweep_queue_length;
+    s->sweep_entries_done += rs.sweep_entries_done;
+    s->sweep_keys_deleted += rs.sweep_keys_deleted;
+    s->sweep_bytes_reclaimed += rs.sweep_bytes_reclaimed;
+    s->sweep_micros += rs.sweep_micros;
+  }
+}
 
 }  // namespace bigset
 

@@ -86,7 +86,7 @@ struct Totals {
   uint64_t runs = 0, ops = 0, acked = 0, failed = 0, crashes = 0;
   uint64_t power_losses = 0;
   uint64_t partitions = 0, transfers = 0, restarts = 0, forwarded = 0;
-  uint64_t keys_sent = 0, released = 0, violations = 0;
+  uint64_t proxied = 0, keys_sent = 0, released = 0, violations = 0;
 };
 
 constexpr uint64_t kWriteback = 500'000;
@@ -335,6 +335,7 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
     totals->transfers += Stat(s, "handoff.done");
     totals->restarts += Stat(s, "handoff.restarts");
     totals->forwarded += Stat(s, "handoff.deltas_forwarded");
+    totals->proxied += Stat(s, "handoff.deltas_proxied");
     totals->keys_sent += Stat(s, "handoff.keys_sent");
     totals->released += Stat(s, "handoff.partitions_released");
     for (uint32_t p = 0; p < ring.ring_size(); ++p) {
@@ -371,6 +372,12 @@ TEST_CASE("handoff: join, leave, replace and two changes in a row") {
   CHECK(totals.transfers > 0);
   CHECK(totals.keys_sent > 0);
   CHECK(totals.released > 0);
+  // The paths a delta takes while its partition moves, each from the
+  // replica service to the hand-off through the node (ServiceOutput): a
+  // delta the sender applies is forwarded to the receiver; one that
+  // reaches the sender after the receiver took its place is passed on.
+  CHECK(totals.forwarded > 0);
+  CHECK(totals.proxied > 0);
 }
 
 TEST_CASE("handoff: under loss, duplication, partitions and crashes") {
@@ -383,6 +390,8 @@ TEST_CASE("handoff: under loss, duplication, partitions and crashes") {
   }
   CHECK(totals.crashes > 0);
   CHECK(totals.transfers > 0);
+  CHECK(totals.forwarded > 0);
+  CHECK(totals.proxied > 0);
   WARN("membership soak: " << totals.runs << " runs, " << totals.ops
                            << " client ops (" << totals.acked << " acked, "
                            << totals.failed << " failed), " << totals.crashes
@@ -391,6 +400,7 @@ TEST_CASE("handoff: under loss, duplication, partitions and crashes") {
                            << " partitions, " << totals.transfers
                            << " transfers, " << totals.restarts << " restarts, "
                            << totals.forwarded << " deltas forwarded, "
+                           << totals.proxied << " passed on, "
                            << totals.keys_sent << " keys sent");
 }
 
