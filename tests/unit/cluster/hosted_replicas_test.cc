@@ -35,6 +35,16 @@ bool Has(Replica& r, const std::string& set, const std::string& element) {
   return !dots->empty();
 }
 
+// A node's replicas over `partitions` partitions of one in-memory store.
+struct Hosted {
+  explicit Hosted(uint32_t partitions)
+      : replicas(1, mem.store.get(), &options,
+                 std::make_shared<MemoryBudget>(1 << 20), partitions) {}
+  MemStore mem;
+  const ReplicaOptions options = Options();
+  HostedReplicas replicas;
+};
+
 uint64_t Open(const HostedReplicas& replicas) {
   NodeCounters stats;
   replicas.FillStats(&stats);
@@ -43,10 +53,8 @@ uint64_t Open(const HostedReplicas& replicas) {
 
 TEST_CASE("hosted replicas: each partition's replica is its own keyspace",
           "[hosted_replicas]") {
-  MemStore mem;
-  const ReplicaOptions options = Options();
-  HostedReplicas replicas(1, mem.store.get(), &options,
-                          std::make_shared<MemoryBudget>(1 << 20), 4);
+  Hosted hosted(4);
+  HostedReplicas& replicas = hosted.replicas;
   REQUIRE(replicas.size() == 4);
   REQUIRE(replicas.Open(0, 2).ok());
   REQUIRE(replicas.Open(2, 2).ok());
@@ -66,10 +74,8 @@ TEST_CASE(
     "hosted replicas: a retired replica counts until freed, and its "
     "partition opens again with what it stored",
     "[hosted_replicas]") {
-  MemStore mem;
-  const ReplicaOptions options = Options();
-  HostedReplicas replicas(1, mem.store.get(), &options,
-                          std::make_shared<MemoryBudget>(1 << 20), 3);
+  Hosted hosted(3);
+  HostedReplicas& replicas = hosted.replicas;
   REQUIRE(replicas.Open(1, 1).ok());
   Add(*replicas.Get(1), "s", "kept");
   // The first retired asks its owner to free them; a second does not.
@@ -95,10 +101,8 @@ TEST_CASE(
 
 TEST_CASE("hosted replicas: the sweeper's gauges add up over the replicas",
           "[hosted_replicas]") {
-  MemStore mem;
-  const ReplicaOptions options = Options();
-  HostedReplicas replicas(1, mem.store.get(), &options,
-                          std::make_shared<MemoryBudget>(1 << 20), 2);
+  Hosted hosted(2);
+  HostedReplicas& replicas = hosted.replicas;
   REQUIRE(replicas.Open(0, 2).ok());
   REQUIRE(replicas.Open(1, 2).ok());
   for (uint32_t p = 0; p < 2; ++p) {
