@@ -1,13 +1,16 @@
 // Node::Impl: the node's state and message dispatch. Internal header.
 //
-// The node hosts its replicas, offers the client API, hosts the
-// coordinators (CoordinatorHost), and routes every message (a table from
-// message type to handler) to the protocol that owns it. The protocols
-// live in their own files:
+// The node holds its replicas (HostedReplicas, which the hand-off opens and
+// retires), offers the client API, drives the request machines and the
+// replica service by carrying out their outputs, gives hand-off and
+// anti-entropy what they ask (CoordinatorHost), and routes every message
+// (a table from message type to handler) to the protocol that owns it.
+// The protocols live in their own files:
 //
 //   dispatcher.{h,cc}          message type -> handler
 //   request_registry.{h,cc}    the client requests' coordinators, by id
 //   replica_service.{h,cc}     the replica side of every protocol
+//   hosted_replicas.h          the replicas this node keeps, by partition
 //   write_coordinator.{h,cc}   client updates (N, W)
 //   read_coordinator.{h,cc}    streaming reads, ranges, counts (R-way merge)
 //   query_coordinator.{h,cc}   membership queries
