@@ -1,6 +1,8 @@
 #include "bigset/testing/sim.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -54,6 +56,17 @@ Simulator::Simulator(const SimOptions& options)
           std::max(options.min_latency_micros, options.max_latency_micros)) {}
 
 Simulator::~Simulator() {
+  if (const char* log = std::getenv("BIGSET_SIM_TRACE_LOG")) {
+    // Appended, one line per simulation, for comparing two builds' histories.
+    if (std::FILE* f = std::fopen(log, "a")) {
+      std::fprintf(f, "seed %llu events %llu delivered %llu trace %016llx\n",
+                   static_cast<unsigned long long>(options_.seed),
+                   static_cast<unsigned long long>(events_),
+                   static_cast<unsigned long long>(delivered_),
+                   static_cast<unsigned long long>(trace_hash_));
+      std::fclose(f);
+    }
+  }
   // Nodes first (they may hold snapshots and iterators), then stores.
   for (NodeSlot& slot : nodes_) slot.node.reset();
   for (NodeSlot& slot : nodes_) slot.store.reset();

@@ -266,7 +266,10 @@ class BIGSET_EXPORT Simulator {
   uint64_t disks_filled() const { return disks_filled_; }
   // Unsynced bytes power losses dropped.
   uint64_t bytes_lost() const { return bytes_lost_; }
-  // Hash of every event so far: equal for equal seeds and inputs.
+  // Hash of every event so far: equal for equal seeds and inputs. When the
+  // environment variable BIGSET_SIM_TRACE_LOG names a file, the destructor
+  // appends the seed, the event and delivery counts and this hash to it, so
+  // that two builds' histories can be compared (scripts/trace_compare.sh).
   uint64_t TraceHash() const { return trace_hash_; }
   // The most recent events, oldest first.
   std::vector<std::string> TraceTail() const;
