@@ -1,6 +1,7 @@
 #include "cluster/anti_entropy.h"
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -24,53 +25,59 @@ using anti_entropy_internal::kSuspectWaves;
 using anti_entropy_internal::SplitMix;
 using anti_entropy_internal::SummaryBytes;
 
-AntiEntropy::AntiEntropy(CoordinatorHost* host,
+AntiEntropy::AntiEntropy(NodeId self, const HandoffManager* roles,
+                         NodeCounters* stats, RequestIds* ids,
                          const AntiEntropyOptions& options)
-    : host_(host),
+    : self_(self),
+      roles_(roles),
+      stats_(stats),
+      ids_(ids),
       options_(options),
-      alive_(std::make_shared<bool>(true)),
-      rng_state_(0x5eedae00ULL ^ host->node_id()),
+      rng_state_(0x5eedae00ULL ^ self),
       receiver_(SetStreamReceiver::Limits{
           .max_streams = anti_entropy_internal::kMaxIncoming,
           .max_finished = anti_entropy_internal::kMaxFinishedPushes}) {}
 
 AntiEntropy::~AntiEntropy() = default;
 
-void AntiEntropy::Start() {
-  tokens_at_ = host_->NowMicros();
+void AntiEntropy::StartTimer() {
+  tokens_at_ = now_;
   tokens_ = static_cast<double>(options_.bytes_per_second);
   const uint64_t interval = options_.interval_micros;
   if (interval == 0) return;
   // The first round after a jittered interval: nodes started together do
   // not compare in lockstep.
-  next_round_at_ =
-      host_->NowMicros() + interval / 2 + SplitMix(&rng_state_) % interval;
+  next_round_at_ = now_ + interval / 2 + SplitMix(&rng_state_) % interval;
   EnsureTick();
 }
 
 void AntiEntropy::EnsureTick() {
   if (tick_scheduled_) return;
   tick_scheduled_ = true;
-  host_->After(options_.retry_micros,
-               [token = std::weak_ptr<bool>(alive_), this] {
-                 if (token.expired()) return;
-                 tick_scheduled_ = false;
-                 Tick();
-               });
+  out_.Arm(kTick, options_.retry_micros);
+}
+
+ProtocolOutput AntiEntropy::OnTimer(uint32_t timer, uint64_t now) {
+  assert(timer == kTick);
+  (void)timer;
+  return Run(now, [&] {
+    tick_scheduled_ = false;  // First: a tick arms the next one in turn.
+    Tick();
+  });
 }
 
 bool AntiEntropy::Serves(uint32_t partition, NodeId node) const {
-  const std::vector<NodeId>& list = host_->ServingList(partition);
+  const std::vector<NodeId>& list = roles_->ServingList(partition);
   return std::find(list.begin(), list.end(), node) != list.end();
 }
 
 void AntiEntropy::SendCounted(NodeId to, std::string bytes) {
-  host_->stats().ae_bytes_sent += bytes.size();
-  host_->Send(to, std::move(bytes));
+  stats_->ae_bytes_sent += bytes.size();
+  out_.Send(to, std::move(bytes));
 }
 
 bool AntiEntropy::TakeTokens(size_t bytes) {
-  const uint64_t now = host_->NowMicros();
+  const uint64_t now = now_;
   const double rate = static_cast<double>(options_.bytes_per_second);
   if (rate <= 0) return true;  // Unlimited.
   tokens_ = std::min(
@@ -88,20 +95,20 @@ uint64_t AntiEntropy::RoundLifetime() const {
                             10 * options_.retry_micros);
 }
 
-void AntiEntropy::RunRoundsNow() {
+void AntiEntropy::StartRounds() {
   ++wave_;
   ExpireSuspects();
-  const Ring& ring = host_->ring();
+  const Ring& ring = roles_->ring();
   for (uint32_t p = 0; p < ring.ring_size(); ++p) {
-    if (host_->ServingReplica(p) == nullptr) continue;
-    for (NodeId peer : host_->ServingList(p)) {
-      if (peer != host_->node_id()) StartRound(p, peer);
+    if (roles_->ServingReplica(p) == nullptr) continue;
+    for (NodeId peer : roles_->ServingList(p)) {
+      if (peer != self_) StartRound(p, peer);
     }
   }
 }
 
 void AntiEntropy::Tick() {
-  const uint64_t now = host_->NowMicros();
+  const uint64_t now = now_;
   const uint64_t interval = options_.interval_micros;
   // Rounds that went silent.
   for (auto it = rounds_.begin(); it != rounds_.end();) {
@@ -113,7 +120,7 @@ void AntiEntropy::Tick() {
   }
   if (interval > 0 && now >= next_round_at_) {
     next_round_at_ = now + interval / 2 + SplitMix(&rng_state_) % interval;
-    RunRoundsNow();
+    StartRounds();
   }
   // Hints that are due, oldest first, within the rate limit.
   for (auto it = hints_.begin(); it != hints_.end();) {
@@ -133,7 +140,7 @@ void AntiEntropy::Tick() {
     if (!TakeTokens(h.bytes.size())) break;
     ++h.sends;
     h.next_send = now + 5 * options_.retry_micros;
-    ++host_->stats().ae_updates_sent;
+    ++stats_->ae_updates_sent;
     SendCounted(h.peer, h.bytes);
     ++it;
   }
@@ -147,7 +154,7 @@ void AntiEntropy::Tick() {
     }
     if (now - push->sent_at < options_.retry_micros) continue;
     if (++push->retries > kMaxRetries) {
-      ++host_->stats().ae_pushes_abandoned;
+      ++stats_->ae_pushes_abandoned;
       drop.push_back(id);
       continue;
     }
@@ -169,15 +176,15 @@ void AntiEntropy::Tick() {
 
 // ---- Hints.
 
-void AntiEntropy::AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
-                          const std::string& bytes) {
+void AntiEntropy::QueueHint(NodeId peer, uint32_t partition,
+                            uint64_t request_id, const std::string& bytes) {
   if (options_.hint_bytes == 0) return;
   Hint h;
   h.peer = peer;
   h.partition = partition;
   h.request_id = request_id;
   h.bytes = bytes;
-  h.next_send = host_->NowMicros();
+  h.next_send = now_;
   hint_bytes_ += h.bytes.size();
   const auto key = std::make_pair(request_id, peer);
   if (auto old = hint_index_.find(key); old != hint_index_.end()) {
@@ -192,7 +199,7 @@ void AntiEntropy::AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
 }
 
 void AntiEntropy::DropHint(std::list<Hint>::iterator it) {
-  ++host_->stats().ae_hints_dropped;
+  ++stats_->ae_hints_dropped;
   rounds_due_[std::make_pair(it->partition, it->peer)] = DueRounds();
   EraseHint(it);
   EnsureTick();
@@ -202,7 +209,7 @@ void AntiEntropy::StartDueRounds() {
   for (auto it = rounds_due_.begin(); it != rounds_due_.end();) {
     const auto [partition, peer] = it->first;
     if (!Serves(partition, peer) ||
-        host_->ServingReplica(partition) == nullptr) {
+        roles_->ServingReplica(partition) == nullptr) {
       it = rounds_due_.erase(it);  // Moved: the new owners' rounds.
       continue;
     }
@@ -219,7 +226,7 @@ void AntiEntropy::StartDueRounds() {
       }
       ++it->second.started;
       StartRound(partition, peer);
-      ++host_->stats().ae_hint_rounds;
+      ++stats_->ae_hint_rounds;
     }
     ++it;
   }
@@ -246,22 +253,22 @@ bool AntiEntropy::OnReplicateAck(uint64_t request_id, NodeId from,
 // ---- Digest rounds: the initiator.
 
 void AntiEntropy::StartRound(uint32_t partition, NodeId peer) {
-  Replica* replica = host_->ServingReplica(partition);
+  Replica* replica = roles_->ServingReplica(partition);
   if (replica == nullptr) return;
   for (const auto& [id, r] : rounds_) {
     if (r.partition == partition && r.peer == peer) return;  // Running.
   }
-  const uint64_t id = host_->NextRequestId();
-  rounds_[id] = Round{partition, peer, host_->NowMicros(), {}};
+  const uint64_t id = ids_->Next();
+  rounds_[id] = Round{partition, peer, now_, {}};
   EnsureTick();
-  ++host_->stats().ae_rounds;
+  ++stats_->ae_rounds;
   SendMessage(peer, id, partition,
               msg::AeDigest{.digest = replica->PartitionDigest(),
                             .bucket_count = replica->digest_buckets()});
 }
 
-void AntiEntropy::OnDigestReply(NodeId from, const MessageHeader& header,
-                                const msg::AeDigestReply& m) {
+void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
+                            const msg::AeDigestReply& m) {
   auto it = rounds_.find(header.request_id);
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = it->second;
@@ -269,9 +276,9 @@ void AntiEntropy::OnDigestReply(NodeId from, const MessageHeader& header,
       due != rounds_due_.end() && --due->second.answers_needed <= 0) {
     rounds_due_.erase(due);
   }
-  Replica* replica = host_->ServingReplica(round.partition);
+  Replica* replica = roles_->ServingReplica(round.partition);
   if (!m.status.ok() || m.digests_equal || replica == nullptr) {
-    if (m.status.ok() && m.digests_equal) ++host_->stats().ae_rounds_equal;
+    if (m.status.ok() && m.digests_equal) ++stats_->ae_rounds_equal;
     rounds_.erase(it);
     return;
   }
@@ -349,17 +356,17 @@ void AntiEntropy::OnDigestReply(NodeId from, const MessageHeader& header,
       out.summaries.push_back(std::move(summary));
     }
   }
-  host_->stats().ae_sets_compared += out.summaries.size();
+  stats_->ae_sets_compared += out.summaries.size();
   SendMessage(from, header.request_id, round.partition, out);
 }
 
-void AntiEntropy::OnSetsReply(NodeId from, const MessageHeader& header,
-                              const msg::AeSetsReply& m) {
+void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
+                            const msg::AeSetsReply& m) {
   auto it = rounds_.find(header.request_id);
   if (it == rounds_.end() || it->second.peer != from) return;
   const Round round = std::move(it->second);
   rounds_.erase(it);
-  Replica* replica = host_->ServingReplica(round.partition);
+  Replica* replica = roles_->ServingReplica(round.partition);
   if (!m.status.ok() || replica == nullptr) return;
   // The peer's summaries in the order of the round's buckets (revisited
   // ones first): when the suspects have room for only some sightings, they
@@ -475,7 +482,7 @@ bool AntiEntropy::ActOnSet(NodeId from, uint32_t partition, Replica* replica,
   if (!pull.empty()) {
     if (*pulls < kMaxQueuedPushes) {
       ++*pulls;
-      SendMessage(from, host_->NextRequestId(), partition,
+      SendMessage(from, ids_->Next(), partition,
                   msg::AePull{.set = theirs.set, .dots = std::move(pull)});
       acted = true;
     } else {
@@ -490,8 +497,8 @@ bool AntiEntropy::ActOnSet(NodeId from, uint32_t partition, Replica* replica,
     }
   }
   SetActed(suspect, acted && !deferred);
-  if (full && acted) ++host_->stats().ae_full_exchanges;
-  if (acted) ++host_->stats().ae_sets_repaired;
+  if (full && acted) ++stats_->ae_full_exchanges;
+  if (acted) ++stats_->ae_sets_repaired;
   return deferred;
 }
 
@@ -545,10 +552,10 @@ void AntiEntropy::ExpireSuspects() {
 
 // ---- Digest rounds: the peer.
 
-void AntiEntropy::OnDigest(NodeId from, const MessageHeader& header,
-                           const msg::AeDigest& m) {
+void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
+                            const msg::AeDigest& m) {
   msg::AeDigestReply out;
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = roles_->ServingReplica(header.partition);
   if (replica == nullptr) {
     out.status = absl::FailedPreconditionError("partition not held here");
   } else if (m.bucket_count != replica->digest_buckets()) {
@@ -563,13 +570,13 @@ void AntiEntropy::OnDigest(NodeId from, const MessageHeader& header,
   SendMessage(from, header.request_id, header.partition, out);
 }
 
-void AntiEntropy::OnSets(NodeId from, const MessageHeader& header,
-                         const msg::AeSets& m) {
+void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
+                            const msg::AeSets& m) {
   msg::AeSetsReply out;
   auto reply = [&]() {
     SendMessage(from, header.request_id, header.partition, out);
   };
-  Replica* replica = host_->ServingReplica(header.partition);
+  Replica* replica = roles_->ServingReplica(header.partition);
   if (replica == nullptr) {
     out.status = absl::FailedPreconditionError("partition not held here");
     reply();
@@ -638,13 +645,13 @@ void AntiEntropy::OnSets(NodeId from, const MessageHeader& header,
     empty.set = s.set;
     add(std::move(empty));
   }
-  host_->stats().ae_sets_compared += compared;
+  stats_->ae_sets_compared += compared;
   reply();
 }
 
-void AntiEntropy::OnPull(NodeId from, const MessageHeader& header,
-                         const msg::AePull& m) {
-  if (host_->ServingReplica(header.partition) == nullptr) return;
+void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
+                            const msg::AePull& m) {
+  if (roles_->ServingReplica(header.partition) == nullptr) return;
   if (!Serves(header.partition, from)) return;
   QueuePush(from, header.partition, m.set, m.dots);
   StartQueuedPushes();

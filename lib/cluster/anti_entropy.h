@@ -60,7 +60,10 @@
 #include "bigset/cluster/node.h"
 #include "bigset/core/clock.h"
 #include "bigset/replica/set_reader.h"
-#include "cluster/coordinator_host.h"
+#include "cluster/handoff.h"
+#include "cluster/node_counters.h"
+#include "cluster/protocol_output.h"
+#include "cluster/request_ids.h"
 #include "cluster/set_stream_receiver.h"
 #include "net/message.h"
 
@@ -68,29 +71,37 @@ namespace bigset {
 
 class AntiEntropy {
  public:
-  AntiEntropy(CoordinatorHost* host, const AntiEntropyOptions& options);
+  // `self` is this node; `roles` (the partitions' roles on it: serving
+  // lists, replicas), `stats` and `ids` are the node's, not owned, and
+  // outlive this.
+  AntiEntropy(NodeId self, const HandoffManager* roles, NodeCounters* stats,
+              RequestIds* ids, const AntiEntropyOptions& options);
   ~AntiEntropy();
   AntiEntropy(const AntiEntropy&) = delete;
   AntiEntropy& operator=(const AntiEntropy&) = delete;
 
-  // Starts the timer (no-op if anti-entropy is off).
-  void Start();
+  // Every input takes the time and returns what the driver must send and
+  // the timers it must arm, in order (protocol_output.h); a timer comes
+  // back as OnTimer. Anti-entropy does no I/O itself.
+
+  // Starts the timer (none if anti-entropy is off).
+  ProtocolOutput Start(uint64_t now) {
+    return Run(now, [&] { StartTimer(); });
+  }
   // The anti-entropy messages (net/anti_entropy_messages.h).
-  void OnDigest(NodeId from, const MessageHeader& header,
-                const msg::AeDigest& m);
-  void OnDigestReply(NodeId from, const MessageHeader& header,
-                     const msg::AeDigestReply& m);
-  void OnSets(NodeId from, const MessageHeader& header, const msg::AeSets& m);
-  void OnSetsReply(NodeId from, const MessageHeader& header,
-                   const msg::AeSetsReply& m);
-  void OnPull(NodeId from, const MessageHeader& header, const msg::AePull& m);
-  void OnPush(NodeId from, const MessageHeader& header, msg::AePush& m);
-  void OnPushAck(NodeId from, const MessageHeader& header,
-                 const msg::AePushAck& m);
+  template <typename Body>
+  ProtocolOutput Step(NodeId from, const MessageHeader& header, Body& m,
+                      uint64_t now) {
+    return Run(now, [&] { OnMessage(from, header, m); });
+  }
+  // A timer the driver armed.
+  ProtocolOutput OnTimer(uint32_t timer, uint64_t now);
   // A write ended with `peer` not having acknowledged its delta message
   // `bytes` (kReplicate, request id `request_id`).
-  void AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
-               const std::string& bytes);
+  ProtocolOutput AddHint(NodeId peer, uint32_t partition, uint64_t request_id,
+                         const std::string& bytes, uint64_t now) {
+    return Run(now, [&] { QueueHint(peer, partition, request_id, bytes); });
+  }
   // A kReplicateAck no write claimed: true if it answered a hint.
   bool OnReplicateAck(uint64_t request_id, NodeId from,
                       const absl::Status& status);
@@ -103,9 +114,38 @@ class AntiEntropy {
   // Gauges into *stats.
   void FillStats(NodeCounters* stats) const;
   // Runs one digest round per (partition, peer) now (tests, tools).
-  void RunRoundsNow();
+  ProtocolOutput RunRoundsNow(uint64_t now) {
+    return Run(now, [&] { StartRounds(); });
+  }
 
  private:
+  static constexpr uint32_t kTick = 1;  // The one timer.
+
+  // Runs one input: its effects go to out_, which is returned.
+  template <typename F>
+  ProtocolOutput Run(uint64_t now, F&& input) {
+    now_ = now;
+    input();
+    return std::exchange(out_, {});
+  }
+  void StartTimer();
+  void QueueHint(NodeId peer, uint32_t partition, uint64_t request_id,
+                 const std::string& bytes);
+  void StartRounds();
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::AeDigest& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::AeDigestReply& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::AeSets& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::AeSetsReply& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::AePull& m);
+  void OnMessage(NodeId from, const MessageHeader& header, msg::AePush& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::AePushAck& m);
+
   struct Round {
     uint32_t partition = 0;
     NodeId peer = 0;
@@ -193,9 +233,14 @@ class AntiEntropy {
   }
   bool Serves(uint32_t partition, NodeId node) const;
 
-  CoordinatorHost* const host_;
+  const NodeId self_;
+  const HandoffManager* const roles_;
+  NodeCounters* const stats_;
+  RequestIds* const ids_;
   const AntiEntropyOptions options_;
-  std::shared_ptr<bool> alive_;
+  // The current input's time and effects.
+  uint64_t now_ = 0;
+  ProtocolOutput out_;
   uint64_t rng_state_;
   uint64_t next_round_at_ = 0;
   bool tick_scheduled_ = false;

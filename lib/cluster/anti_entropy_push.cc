@@ -45,7 +45,7 @@ void AntiEntropy::StartQueuedPushes() {
   while (pushes_.size() < kMaxRunningPushes && !queued_.empty()) {
     std::unique_ptr<Push> push = std::move(queued_.front());
     queued_.pop_front();
-    push->id = host_->NextRequestId();
+    push->id = ids_->Next();
     Push* p = push.get();
     pushes_[p->id] = std::move(push);
     if (!BeginPush(p)) DropPush(p->id);
@@ -53,7 +53,7 @@ void AntiEntropy::StartQueuedPushes() {
 }
 
 bool AntiEntropy::BeginPush(Push* push) {
-  Replica* replica = host_->ServingReplica(push->partition);
+  Replica* replica = roles_->ServingReplica(push->partition);
   if (replica == nullptr) return false;
   SetReadOptions ro;
   ro.batch_size = options_.chunk_elements;
@@ -81,7 +81,7 @@ bool AntiEntropy::SendNextChunk(Push* push) {
       end = true;
       break;
     }
-    host_->stats().ae_keys_read += push->batch.size();
+    stats_->ae_keys_read += push->batch.size();
     for (ElementDots& e : push->batch) {
       std::erase_if(e.dots, [&](Dot d) { return !push->dots.Seen(d); });
       if (e.dots.empty()) continue;
@@ -112,16 +112,16 @@ void AntiEntropy::SendInFlight(Push* push) {
   // claims every key before it was sent).
   if (!TakeTokens(push->window.bytes())) return;
   push->waiting_tokens = false;
-  push->sent_at = host_->NowMicros();
+  push->sent_at = now_;
   push->retries = 0;
-  host_->stats().ae_keys_pushed += push->in_flight_keys;
+  stats_->ae_keys_pushed += push->in_flight_keys;
   push->window.ForEach(
       [&](const std::string& bytes) { SendCounted(push->peer, bytes); });
 }
 
 void AntiEntropy::DropPush(uint64_t id) { pushes_.erase(id); }
 
-void AntiEntropy::OnPushAck(NodeId from, const MessageHeader& header,
+void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
                             const msg::AePushAck& m) {
   auto it = pushes_.find(header.request_id);
   if (it == pushes_.end() || it->second->peer != from) return;
@@ -133,13 +133,13 @@ void AntiEntropy::OnPushAck(NodeId from, const MessageHeader& header,
       // under a new id (never mixing two snapshots' chunks).
       std::unique_ptr<Push> again = std::move(it->second);
       pushes_.erase(it);
-      again->id = host_->NextRequestId();
+      again->id = ids_->Next();
       Push* p = again.get();
       pushes_[p->id] = std::move(again);
       if (!BeginPush(p)) DropPush(p->id);
       return;
     }
-    ++host_->stats().ae_pushes_abandoned;
+    ++stats_->ae_pushes_abandoned;
     pushes_.erase(it);
     StartQueuedPushes();
     return;
@@ -158,8 +158,8 @@ void AntiEntropy::OnPushAck(NodeId from, const MessageHeader& header,
 
 // ---- Pushes: the receiver.
 
-void AntiEntropy::OnPush(NodeId from, const MessageHeader& header,
-                         msg::AePush& m) {
+void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
+                            msg::AePush& m) {
   const uint32_t p = header.partition;
   const SetStreamChunk chunk{.from = from,
                              .stream = header.request_id,
@@ -171,10 +171,10 @@ void AntiEntropy::OnPush(NodeId from, const MessageHeader& header,
                              .clock = &m.dots,
                              .elements = m.elements};
   const SetStreamReceiver::Received r =
-      receiver_.Receive(chunk, host_->ring().PartitionOf(m.set),
-                        host_->ServingReplica(p), host_->NowMicros());
+      receiver_.Receive(chunk, roles_->ring().PartitionOf(m.set),
+                        roles_->ServingReplica(p), now_);
   if (!r.answer.has_value()) return;  // Past a gap: the sender goes back.
-  host_->stats().ae_keys_received += r.keys;
+  stats_->ae_keys_received += r.keys;
   if (r.set_done) receiver_.Finish(from, header.request_id, p);
   SendMessage(from, header.request_id, p,
               msg::AePushAck{.status = *r.answer, .seq = m.seq});

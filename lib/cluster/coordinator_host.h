@@ -1,7 +1,8 @@
-// CoordinatorHost: what a protocol that does its own I/O (hand-off and
-// anti-entropy) may ask of the node that runs it. Internal header. The
-// request machines (write, read, query, count) and the replica service do
-// no I/O: they return outputs (request_output.h, replica_service.h).
+// CoordinatorHost: what the one protocol that still does its own I/O (the
+// hand-off) may ask of the node that runs it. Internal header. The request
+// machines (write, read, query, count), the replica service and
+// anti-entropy do no I/O: they return outputs (request_output.h,
+// replica_service.h, protocol_output.h).
 //
 // Users see this narrow interface, never the node's internals: they send
 // bytes, set timers, read the time, take request ids, use the node's own

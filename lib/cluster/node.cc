@@ -14,17 +14,6 @@
 #include "replica/continuation.h"
 
 namespace bigset {
-namespace {
-
-// Metadata key of the request id lease: version byte + fixed64 end.
-constexpr std::string_view kRequestIdLease = "request_id_lease";
-constexpr uint8_t kLeaseFormatVersion = 1;
-// Ids per lease: a restart skips what is left of its lease, so 2^32 per
-// lease leaves room for 2^32 restarts in 64 bits.
-constexpr uint64_t kRequestIdLeaseSize = uint64_t{1} << 32;
-
-}  // namespace
-
 ReadHandler::~ReadHandler() = default;
 
 Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
@@ -40,11 +29,13 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
                          : std::make_shared<MemoryBudget>(
                                options.replica.presence_filter_bytes)),
       alive_(std::make_shared<Impl*>(this)),
+      request_ids_(id, store, &options_.replica.actor_id_source),
       replicas_(id, store, &options_.replica, filter_budget_,
                 initial_ring_.ring_size()),
       service_(id, &handoff_, &stats_, options_.service),
       handoff_(this, store, &replicas_, options_.handoff),
-      anti_entropy_(this, options_.anti_entropy) {
+      anti_entropy_(id, &handoff_, &stats_, &request_ids_,
+                    options_.anti_entropy) {
   InstallRoutes();
 }
 
@@ -60,48 +51,14 @@ Node::Impl::~Impl() {
 absl::Status Node::Impl::Open() {
   absl::Status routes = dispatcher_.CheckComplete();
   if (!routes.ok()) return routes;
-  std::string value;
-  const std::string key = MetadataKey(kNodeKeyspace, kRequestIdLease);
-  absl::Status s = store_->Get(ReadOptions(), key, &value);
-  if (s.ok()) {
-    coding::Reader in(value);
-    uint8_t version = 0;
-    uint64_t end = 0;
-    if (!in.GetByte(&version) || version != kLeaseFormatVersion ||
-        !in.GetFixed64BE(&end) || !in.empty() || end == 0) {
-      return absl::DataLossError(
-          absl::StrCat("node ", id_, ": undecodable request id lease"));
-    }
-    next_request_id_ = request_id_lease_end_ = end;
-  } else if (absl::IsNotFound(s)) {
-    // A new store. Its node id may have served before on a store now gone:
-    // peers may still remember that store's request ids (reply caches,
-    // fences, runs), so ids start at a random lease, not at 1.
-    uint64_t r = 0;
-    if (options_.replica.actor_id_source) {
-      r = options_.replica.actor_id_source();  // Seeded in the simulator.
-    } else {
-      std::random_device rd;
-      r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-    }
-    // Mixed (splitmix64's finaliser), so that nearby sources give far
-    // apart leases; below 2^62, leaving 2^30 leases of room.
-    r = (r ^ (r >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    r = (r ^ (r >> 27)) * 0x94d049bb133111ebULL;
-    r ^= r >> 31;
-    const uint64_t base = (r >> 2) & ~(kRequestIdLeaseSize - 1);
-    next_request_id_ = request_id_lease_end_ =
-        std::max(base, kRequestIdLeaseSize);
-  } else {
-    return s;
-  }
-  BIGSET_RETURN_IF_ERROR(ExtendRequestIdLease());
+  BIGSET_RETURN_IF_ERROR(request_ids_.Open());
   // The lease's end differs at every open: the node's incarnation.
-  BIGSET_RETURN_IF_ERROR(handoff_.Load(initial_ring_, request_id_lease_end_));
+  BIGSET_RETURN_IF_ERROR(
+      handoff_.Load(initial_ring_, request_ids_.lease_end()));
   // Every hosted replica opens now, so a corrupt store fails here.
   BIGSET_RETURN_IF_ERROR(handoff_.OpenReplicas());
   handoff_.Start();
-  anti_entropy_.Start();
+  CarryAntiEntropy(anti_entropy_.Start(scheduler_->NowMicros()));
   // Queues left from before the restart.
   EnsureSweepTick(kAllPartitions);
   return absl::OkStatus();
@@ -155,29 +112,7 @@ absl::Status Node::Impl::Close() {
   return first;
 }
 
-absl::Status Node::Impl::ExtendRequestIdLease() {
-  const uint64_t end = request_id_lease_end_ + kRequestIdLeaseSize;
-  std::string value;
-  value.push_back(static_cast<char>(kLeaseFormatVersion));
-  coding::PutFixed64BE(&value, end);
-  WriteBatch batch;
-  batch.Put(MetadataKey(kNodeKeyspace, kRequestIdLease), value);
-  WriteOptions sync;
-  sync.sync = true;
-  absl::Status s = store_->Write(sync, batch);
-  if (s.ok()) request_id_lease_end_ = end;
-  return s;
-}
-
-uint64_t Node::Impl::NextRequestId() {
-  if (next_request_id_ >= request_id_lease_end_) {
-    // Once per 2^32 requests. If the store cannot take the new lease, ids
-    // go on past it: they repeat only if this node also restarts before a
-    // later extension succeeds.
-    (void)ExtendRequestIdLease();
-  }
-  return next_request_id_++;
-}
+uint64_t Node::Impl::NextRequestId() { return request_ids_.Next(); }
 
 NodeCounters Node::Impl::Snapshot() const {
   NodeCounters s = stats_;
@@ -214,6 +149,18 @@ void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
                         (*impl)->Settle();
                       }
                     });
+}
+
+void Node::Impl::CarryAntiEntropy(ProtocolOutput out) {
+  for (ProtocolOutput::Effect& e : out.effects) {
+    if (!e.is_timer) {
+      Send(e.to, std::move(e.bytes));
+      continue;
+    }
+    After(e.delay_micros, [this, timer = e.timer] {
+      CarryAntiEntropy(anti_entropy_.OnTimer(timer, scheduler_->NowMicros()));
+    });
+  }
 }
 
 void Node::Impl::Settle() {
@@ -421,15 +368,15 @@ void Node::Impl::InstallMembershipRoutes() {
 void Node::Impl::InstallAntiEntropyRoutes() {
   using H = const MessageHeader&;
   Dispatcher& d = dispatcher_;
-  d.On(&anti_entropy_, &AntiEntropy::OnDigest);
-  d.On(&anti_entropy_, &AntiEntropy::OnDigestReply);
-  d.On(&anti_entropy_, &AntiEntropy::OnSets);
-  d.On(&anti_entropy_, &AntiEntropy::OnSetsReply);
-  d.On(&anti_entropy_, &AntiEntropy::OnPull);
-  d.On(&anti_entropy_, &AntiEntropy::OnPushAck);
+  RouteToAntiEntropy<msg::AeDigest>();
+  RouteToAntiEntropy<msg::AeDigestReply>();
+  RouteToAntiEntropy<msg::AeSets>();
+  RouteToAntiEntropy<msg::AeSetsReply>();
+  RouteToAntiEntropy<msg::AePull>();
+  RouteToAntiEntropy<msg::AePushAck>();
   d.On<msg::AePush>(
       [this](NodeId f, H h, msg::AePush& m) {
-        anti_entropy_.OnPush(f, h, m);
+        CarryAntiEntropy(anti_entropy_.Step(f, h, m, scheduler_->NowMicros()));
         EnsureSweepTick(h.partition);
       },
       /*bulk=*/true);

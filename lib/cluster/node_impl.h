@@ -1,9 +1,9 @@
 // Node::Impl: the node's state and message dispatch. Internal header.
 //
 // The node holds its replicas (HostedReplicas, which the hand-off opens and
-// retires), offers the client API, drives the request machines and the
-// replica service by carrying out their outputs, gives hand-off and
-// anti-entropy what they ask (CoordinatorHost), and routes every message
+// retires), offers the client API, drives the request machines, the
+// replica service and anti-entropy by carrying out their outputs, gives
+// the hand-off what it asks (CoordinatorHost), and routes every message
 // (a table from message type to handler) to the protocol that owns it.
 // The protocols live in their own files:
 //
@@ -11,6 +11,7 @@
 //   request_registry.{h,cc}    the client requests' coordinators, by id
 //   replica_service.{h,cc}     the replica side of every protocol
 //   hosted_replicas.h          the replicas this node keeps, by partition
+//   request_ids.{h,cc}         request ids, leased in the store
 //   write_coordinator.{h,cc}   client updates (N, W)
 //   read_coordinator.{h,cc}    streaming reads, ranges, counts (R-way merge)
 //   query_coordinator.{h,cc}   membership queries
@@ -47,14 +48,11 @@
 #include "cluster/query_coordinator.h"
 #include "cluster/read_coordinator.h"
 #include "cluster/replica_service.h"
+#include "cluster/request_ids.h"
 #include "cluster/request_registry.h"
 #include "cluster/write_coordinator.h"
 
 namespace bigset {
-
-// The keyspace of a node's store that holds the node's own metadata (not a
-// partition: rings have fewer partitions).
-inline constexpr KeyspaceId kNodeKeyspace = 0xFFFFFFFF;
 
 inline absl::Status NodeClosedError() {
   return absl::FailedPreconditionError("the node is closed");
@@ -84,7 +82,9 @@ class Node::Impl final : public CoordinatorHost {
   }
 
   void RunAntiEntropy() {
-    if (!closed_) anti_entropy_.RunRoundsNow();
+    if (!closed_) {
+      CarryAntiEntropy(anti_entropy_.RunRoundsNow(scheduler_->NowMicros()));
+    }
   }
   absl::Status InstallRing(const Ring& ring);
   uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
@@ -213,6 +213,17 @@ class Node::Impl final : public CoordinatorHost {
           CarryService(from, header, (service_.*handle)(from, header, m));
         });
   }
+  // Sends what anti-entropy asked to and arms its timers, in order.
+  void CarryAntiEntropy(ProtocolOutput out);
+  // Routes Body to anti-entropy and carries out its output.
+  template <typename Body>
+  void RouteToAntiEntropy() {
+    dispatcher_.On<Body>(
+        [this](NodeId from, const MessageHeader& header, Body& m) {
+          CarryAntiEntropy(
+              anti_entropy_.Step(from, header, m, scheduler_->NowMicros()));
+        });
+  }
   // Routes Body's replies to T::Step of the running machine that the
   // header's request id names, and carries out what it returns.
   template <typename T, typename Body>
@@ -227,9 +238,6 @@ class Node::Impl final : public CoordinatorHost {
   }
   // Where a quorum read of `set` runs (quorum_read_coordinator.h).
   QuorumReadSetup QuorumReadAt(std::string_view set) const;
-  // Persists the end of a new lease of request ids (synced), so that no id
-  // is issued twice, whatever the clock does across restarts.
-  absl::Status ExtendRequestIdLease();
   // One timer per node drives every write's retries and deadline (cheaper
   // than a timer per write).
   void EnsureWriteTick();
@@ -255,13 +263,12 @@ class Node::Impl final : public CoordinatorHost {
   const std::shared_ptr<MemoryBudget> filter_budget_;
   // Expires when the node is destroyed; timers hold a weak reference.
   std::shared_ptr<Impl*> alive_;
+  RequestIds request_ids_;
 
-  uint64_t next_request_id_ = 1;
   // Queries ask every replica at once until this time: one of them
   // recently had to ask beyond R (a replica slow or down), and the next
   // would wait for its hedge too (RequestOutput::ask_all_for_micros).
   uint64_t ask_all_until_ = 0;
-  uint64_t request_id_lease_end_ = 1;
   // The replicas this node keeps; the hand-off opens and retires them.
   HostedReplicas replicas_;
   ReplicaService service_;

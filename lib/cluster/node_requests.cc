@@ -103,7 +103,9 @@ void Node::Impl::CarrySends(RequestOutput& out) {
   stats_.read_replica_switches += out.read_replica_switches;
   for (const RequestOutput::Hint& hint : out.hints) {
     // A replica never acknowledged the delta: anti-entropy resends it.
-    anti_entropy_.AddHint(hint.to, hint.partition, hint.request_id, hint.bytes);
+    CarryAntiEntropy(anti_entropy_.AddHint(hint.to, hint.partition,
+                                           hint.request_id, hint.bytes,
+                                           scheduler_->NowMicros()));
   }
   for (uint64_t sub : out.unroutes) requests_.Unroute(sub);
   if (out.ask_all_for_micros > 0) {
