@@ -124,9 +124,7 @@ class AntiEntropy {
   // Runs one input: its effects go to out_, which is returned.
   template <typename F>
   ProtocolOutput Run(uint64_t now, F&& input) {
-    now_ = now;
-    input();
-    return std::exchange(out_, {});
+    return RunProtocolInput(&now_, &out_, now, input);
   }
   void StartTimer();
   void QueueHint(NodeId peer, uint32_t partition, uint64_t request_id,

@@ -4,6 +4,7 @@
 #include "cluster/handoff.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,18 +12,67 @@
 
 namespace bigset {
 
-HandoffManager::HandoffManager(CoordinatorHost* host, Store* store,
-                               HostedReplicas* replicas,
-                               const HandoffOptions& options)
-    : host_(host),
+HandoffManager::HandoffManager(NodeId self, Store* store,
+                               HostedReplicas* replicas, NodeCounters* stats,
+                               RequestIds* ids, const HandoffOptions& options)
+    : self_(self),
       store_(store),
       replicas_(replicas),
+      stats_(stats),
+      ids_(ids),
       options_(options),
-      membership_(host->node_id(), store),
+      membership_(self, store),
       receiver_(SetStreamReceiver::Limits{.max_streams = kMaxReceivedRuns,
                                           .max_finished = kMaxFinishedRuns}) {}
 
 HandoffManager::~HandoffManager() = default;
+
+WithOutput<absl::Status> HandoffManager::Open(uint64_t now) {
+  return RunProtocolInput(&now_, &out_, now, [&]() -> absl::Status {
+    // Every hosted replica opens now, so a corrupt store fails here.
+    BIGSET_RETURN_IF_ERROR(OpenReplicas());
+    Start();
+    return absl::OkStatus();
+  });
+}
+
+WithOutput<absl::Status> HandoffManager::InstallRing(const Ring& ring,
+                                                     uint64_t now) {
+  return RunProtocolInput(&now_, &out_, now, [&]() -> absl::Status {
+    BIGSET_RETURN_IF_ERROR(Install(ring));
+    // Once more (the tick retries too): a replica that failed to open may
+    // open now.
+    (void)OpenAndRetire();
+    Start();
+    return absl::OkStatus();
+  });
+}
+
+ProtocolOutput HandoffManager::OnTimer(uint32_t timer, uint64_t now) {
+  return RunProtocolInput(&now_, &out_, now, [&] {
+    switch (timer) {
+      case kGossipTimer:
+        gossip_scheduled_ = false;  // First: a tick arms the next in turn.
+        GossipTick();
+        break;
+      case kTickTimer:
+        tick_scheduled_ = false;
+        Tick();
+        break;
+      case kReleaseTimer:
+        release_tick_scheduled_ = false;
+        ReleaseTick();
+        break;
+      case kFreeRetiredTimer:
+        // From the scheduler, not where retired: a caller up the stack may
+        // still have held the replica.
+        replicas_->FreeRetired();
+        break;
+      default:
+        assert(false && "not a timer of the hand-off");
+    }
+  });
+}
 
 const char* HandoffManager::PhaseName(Phase phase) {
   switch (phase) {
@@ -45,7 +95,7 @@ const char* HandoffManager::PhaseName(Phase phase) {
 bool HandoffManager::Hosts(uint32_t partition) const {
   if (partition >= ring().ring_size()) return false;
   return membership_.Serves(partition) ||
-         Contains(ring().PreferenceList(partition), host_->node_id());
+         Contains(ring().PreferenceList(partition), self_);
 }
 
 absl::Status HandoffManager::Load(const Ring& ring, uint64_t incarnation) {
@@ -67,9 +117,9 @@ void HandoffManager::Start() {
   EnsureGossipTick();
 }
 
-absl::Status HandoffManager::InstallRing(const Ring& ring) {
+absl::Status HandoffManager::Install(const Ring& ring) {
   BIGSET_RETURN_IF_ERROR(membership_.InstallRing(ring));
-  ++host_->stats().rings_installed;
+  ++stats_->rings_installed;
   for (NodeId peer : membership_.Peers()) SendMembership(peer, {});
   MembershipChanged();
   return absl::OkStatus();
@@ -82,8 +132,8 @@ void HandoffManager::SendMembership(NodeId to,
   const msg::Membership m{.epoch = ring().epoch(),
                           .versions = membership_.Versions(),
                           .states = std::move(states)};
-  ++host_->stats().membership_messages_sent;
-  host_->Send(to, EncodeMessage(0, 0, m));
+  ++stats_->membership_messages_sent;
+  out_.Send(to, EncodeMessage(0, 0, m));
 }
 
 void HandoffManager::PushOwnState(NodeId also) {
@@ -96,13 +146,14 @@ void HandoffManager::PushOwnState(NodeId also) {
   for (NodeId peer : membership_.Peers()) SendMembership(peer, states);
 }
 
-void HandoffManager::HandleMembership(NodeId from, const msg::Membership& m) {
+void HandoffManager::OnMessage(NodeId from, const MessageHeader&,
+                               const msg::Membership& m) {
   NoteEpoch(from, m.epoch);
   bool own_raised = false;
   size_t refused = 0;
   const bool changed = membership_.Merge(m.states, &own_raised, &refused);
-  ++host_->stats().membership_messages_received;
-  if (refused > 0) ++host_->stats().malformed_messages;
+  ++stats_->membership_messages_received;
+  if (refused > 0) ++stats_->malformed_messages;
   std::vector<NodeServing> newer = membership_.NewerThan(m.versions);
   if (!newer.empty() || membership_.Behind(m.versions)) {
     SendMembership(from, std::move(newer));
@@ -112,7 +163,7 @@ void HandoffManager::HandleMembership(NodeId from, const msg::Membership& m) {
 }
 
 void HandoffManager::MembershipChanged() {
-  ++host_->stats().membership_changes;
+  ++stats_->membership_changes;
   gossip_quiet_ticks_ = kGossipQuietTicks;
   EnsureGossipTick();
   HostingChanged();
@@ -126,10 +177,7 @@ void HandoffManager::EnsureGossipTick() {
     return;
   }
   gossip_scheduled_ = true;
-  host_->After(options_.gossip_micros, [this]() {
-    gossip_scheduled_ = false;
-    GossipTick();
-  });
+  out_.Arm(kGossipTimer, options_.gossip_micros);
 }
 
 void HandoffManager::GossipTick() {
@@ -146,16 +194,16 @@ void HandoffManager::NoteEpoch(NodeId from, uint64_t epoch) {
   if (epoch <= ring().epoch() || !epochs_reported_.insert(epoch).second) {
     return;
   }
-  ++host_->stats().stale_ring_reports;
+  ++stats_->stale_ring_reports;
   if (options_.on_stale_ring) options_.on_stale_ring(epoch, from);
 }
 
-void HandoffManager::TellMoved(NodeId to, uint32_t partition) {
+void HandoffManager::SendOwnState(NodeId to, uint32_t partition) {
   (void)partition;
   // The asker's view is behind: this node's state tells it what changed
   // (at most once a gossip interval per asker: a stream of refused
   // requests is not a stream of states).
-  const uint64_t now = host_->NowMicros();
+  const uint64_t now = now_;
   auto [it, added] = last_told_.try_emplace(to, now);
   if (!added) {
     if (now >= it->second && now - it->second < options_.gossip_micros) {
@@ -169,7 +217,7 @@ void HandoffManager::TellMoved(NodeId to, uint32_t partition) {
 // ---- Planning.
 
 std::map<HandoffManager::TransferKey, bool> HandoffManager::Plan() {
-  const NodeId me = host_->node_id();
+  const NodeId me = self_;
   std::map<TransferKey, bool> wanted;
   for (const ServeEntry& e : membership_.own().entries) {
     if (e.departed) continue;
@@ -299,14 +347,14 @@ void HandoffManager::Replan() {
     for (const auto& [id, bytes] : it->second.forwards) {
       forward_routes_.erase(id);
     }
-    ++host_->stats().handoffs_cancelled;
+    ++stats_->handoffs_cancelled;
     it = outgoing_.erase(it);
   }
   for (const auto& [key, supplement] : wanted) {
     auto [it, added] = outgoing_.try_emplace(key);
     if (added) {
       it->second.supplement = supplement;
-      it->second.phase_since = host_->NowMicros();
+      it->second.phase_since = now_;
       it->second.window = SetStreamWindow(options_.window);
     }
   }
@@ -328,8 +376,7 @@ absl::Status HandoffManager::OpenReplicas() {
 
 absl::Status HandoffManager::OpenReplica(uint32_t partition) {
   BIGSET_RETURN_IF_ERROR(FinishReleaseNow(partition));
-  return replicas_->Open(partition,
-                         ring().PartitionsOf(host_->node_id()).size());
+  return replicas_->Open(partition, ring().PartitionsOf(self_).size());
 }
 
 bool HandoffManager::OpenAndRetire() {
@@ -342,7 +389,7 @@ bool HandoffManager::OpenAndRetire() {
       retired_.push_back(p);
       // Freed from the scheduler, not here: a caller up the stack may still
       // hold the replica.
-      if (first) host_->After(0, [this]() { replicas_->FreeRetired(); });
+      if (first) out_.Arm(kFreeRetiredTimer, 0);
     } else if (replicas_->Get(p) == nullptr && want) {
       // A failure leaves the partition without a replica here until the
       // timer calls again; requests for it are refused meanwhile (the
@@ -386,13 +433,13 @@ bool HandoffManager::Committed(uint32_t partition) const {
   return membership_.ReplacedBy(partition).has_value();
 }
 
-bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
-                                const Delta& delta, const Delta* own) {
+bool HandoffManager::PassOn(NodeId from, const MessageHeader& header,
+                            const Delta& delta, const Delta* own) {
   auto to = moved_to_.find(header.partition);
   // A coordinator's delta goes to the new owner even when the new owner is
   // that coordinator (its list still named this node); a forward does not
   // go back to the node that forwarded it.
-  if (to == moved_to_.end() || to->second == host_->node_id() ||
+  if (to == moved_to_.end() || to->second == self_ ||
       (header.type == MessageType::kHandoffDelta && to->second == from)) {
     return false;
   }
@@ -400,7 +447,7 @@ bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
   if (header.type == MessageType::kRepair) {
     EncodeDeltaMessage(header, delta, &bytes);
   } else {
-    const uint64_t id = host_->NextRequestId();
+    const uint64_t id = ids_->Next();
     EncodeDeltaMessage(
         MessageHeader{MessageType::kHandoffDelta, id, header.partition}, delta,
         &bytes);
@@ -415,13 +462,13 @@ bool HandoffManager::ProxyDelta(NodeId from, const MessageHeader& header,
                   : MessageType::kReplicateAck;
     p.request_id = header.request_id;
     p.partition = header.partition;
-    p.since = host_->NowMicros();
+    p.since = now_;
     p.own.reset();
     if (own != nullptr) p.own = *own;
     EnsureTick();  // Expires it if no answer comes.
   }
-  ++host_->stats().handoff_deltas_proxied;
-  host_->Send(to->second, std::move(bytes));
+  ++stats_->handoff_deltas_proxied;
+  out_.Send(to->second, std::move(bytes));
   return true;
 }
 
@@ -434,14 +481,11 @@ void HandoffManager::EnsureTick() {
     return;
   }
   tick_scheduled_ = true;
-  host_->After(options_.retry_micros, [this]() {
-    tick_scheduled_ = false;
-    Tick();
-  });
+  out_.Arm(kTickTimer, options_.retry_micros);
 }
 
 void HandoffManager::Tick() {
-  const uint64_t now = host_->NowMicros();
+  const uint64_t now = now_;
   const uint64_t retry = options_.retry_micros;
   if (hosting_retry_) {
     hosting_retry_ = false;
@@ -449,7 +493,7 @@ void HandoffManager::Tick() {
   }
   Progress();
   for (const auto& [key, out] : outgoing_) {
-    for (const auto& [id, bytes] : out.forwards) host_->Send(key.second, bytes);
+    for (const auto& [id, bytes] : out.forwards) out_.Send(key.second, bytes);
   }
   std::erase_if(proxied_, [&](const auto& p) {
     return now < p.second.since || now - p.second.since >= 50 * retry;
@@ -478,9 +522,8 @@ void HandoffManager::FillStats(NodeCounters* stats) const {
   stats->membership_version = membership_.own().version;
 }
 
-std::vector<PartitionMove> HandoffManager::Moving() const {
+std::vector<PartitionMove> HandoffManager::Moving(uint64_t now) const {
   std::vector<PartitionMove> out;
-  const uint64_t now = host_->NowMicros();
   for (uint32_t p = 0; p < ring().ring_size(); ++p) {
     auto it = outgoing_.lower_bound({p, 0});
     const bool sending = it != outgoing_.end() && it->first.first == p;
@@ -502,8 +545,7 @@ std::vector<PartitionMove> HandoffManager::Moving() const {
                         " forwards unacknowledged");
       }
       move.since_micros = now >= o.phase_since ? now - o.phase_since : 0;
-    } else if (membership_.Serves(p) &&
-               !Contains(move.target, host_->node_id())) {
+    } else if (membership_.Serves(p) && !Contains(move.target, self_)) {
       // Why no transfer runs: the pairing as this view sees it.
       std::vector<NodeId> leavers;
       std::vector<NodeId> joiners;
@@ -514,8 +556,7 @@ std::vector<PartitionMove> HandoffManager::Moving() const {
       for (NodeId n : joiners) absl::StrAppend(&move.state, " ", n);
       if (joiners.empty()) absl::StrAppend(&move.state, " none");
       absl::StrAppend(&move.state, ")");
-    } else if (!membership_.Serves(p) &&
-               Contains(move.target, host_->node_id())) {
+    } else if (!membership_.Serves(p) && Contains(move.target, self_)) {
       move.state = "joining: waiting for a sender";
       receiver_.ForEach([&](const SetStreamReceiver::View& in) {
         if (in.partition == p) {

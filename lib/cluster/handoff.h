@@ -68,9 +68,11 @@
 #include "bigset/cluster/ring.h"
 #include "bigset/replica/set_reader.h"
 #include "bigset/store/store.h"
-#include "cluster/coordinator_host.h"
 #include "cluster/hosted_replicas.h"
 #include "cluster/membership.h"
+#include "cluster/node_counters.h"
+#include "cluster/protocol_output.h"
+#include "cluster/request_ids.h"
 #include "cluster/set_stream_receiver.h"
 #include "cluster/set_stream_window.h"
 #include "net/message.h"
@@ -82,7 +84,10 @@ class HandoffManager {
   // `incarnation` differs at every open of the node's store.
   // It opens and retires the replicas of `replicas` (not owned) as what
   // this node hosts changes.
-  HandoffManager(CoordinatorHost* host, Store* store, HostedReplicas* replicas,
+  // `self` is this node; `store`, `stats` and `ids` are the node's (not
+  // owned).
+  HandoffManager(NodeId self, Store* store, HostedReplicas* replicas,
+                 NodeCounters* stats, RequestIds* ids,
                  const HandoffOptions& options);
   ~HandoffManager();
   HandoffManager(const HandoffManager&) = delete;
@@ -91,15 +96,23 @@ class HandoffManager {
   // Loads the persisted state; `ring` is the ring the embedder opens the
   // node with. FailedPrecondition if the store has seen a later ring.
   absl::Status Load(const Ring& ring, uint64_t incarnation);
-  // Opens the replica of every partition this node hosts (after Load), and
-  // releases what it holds of the others.
-  absl::Status OpenReplicas();
-  // Starts the timers, the transfers this node sends and the gossip (after
-  // its replicas are open).
-  void Start();
-  // Opens the replica of every partition this node hosts that has none,
-  // and retires those of the others; false if a replica failed to open.
-  bool OpenAndRetire();
+
+  // Every input below takes the time and returns what the driver must send
+  // and the timers it must arm, in order (protocol_output.h); a timer comes
+  // back as OnTimer. The hand-off sends nothing and sets no timer itself;
+  // it writes its own state to the store (synced where it must survive).
+
+  // After Load: opens the replica of every partition this node hosts (a
+  // corrupt store fails here) and releases what it holds of the others,
+  // then starts the timers, the transfers this node sends and the gossip.
+  WithOutput<absl::Status> Open(uint64_t now);
+  // InvalidArgument for a ring of another size or another n (replicas per
+  // partition), FailedPrecondition for an epoch not above the latest.
+  // Else opens and retires replicas for what this node hosts now, and
+  // starts what the new ring asks for.
+  WithOutput<absl::Status> InstallRing(const Ring& ring, uint64_t now);
+  // A timer the driver armed.
+  ProtocolOutput OnTimer(uint32_t timer, uint64_t now);
   // The partitions whose replicas this node retired since the last call
   // (the node's anti-entropy forgets their streams).
   std::vector<uint32_t> TakeRetired() { return std::exchange(retired_, {}); }
@@ -167,47 +180,49 @@ class HandoffManager {
   // holds the partition now. With `own` (a kReplicateGivenUp for a request
   // this node coordinated before it handed over), the answer, once the new
   // owner applied the delta, is a kReplicateAckWithDelta carrying `own`.
-  bool ProxyDelta(NodeId from, const MessageHeader& header, const Delta& delta,
-                  const Delta* own);
-  // At open: a partition this node does not host but still has keys of
-  // (a crash came between a completion and its release) is released.
-  void ReleaseIfHeld(uint32_t partition);
-
-  // InvalidArgument for a ring of another size or another n (replicas per
-  // partition), FailedPrecondition for an epoch not above the latest.
-  absl::Status InstallRing(const Ring& ring);
-
+  WithOutput<bool> ProxyDelta(NodeId from, const MessageHeader& header,
+                              const Delta& delta, const Delta* own,
+                              uint64_t now) {
+    return RunProtocolInput(&now_, &out_, now,
+                            [&] { return PassOn(from, header, delta, own); });
+  }
   // A delta this node's replica of `partition` applied: forwarded to the
   // receivers of the partition's transfers from this node.
-  void OnApplied(uint32_t partition, const Delta& delta);
-
-  // Messages.
-  void HandleChunk(NodeId from, const MessageHeader& header,
-                   msg::TransferChunk& m);
-  void HandleTransferAck(NodeId from, const MessageHeader& header,
-                         const msg::TransferAck& m);
-  void HandleDeltaAck(NodeId from, uint64_t request_id,
-                      const absl::Status& status, NodeId applied_by);
-  void HandleDone(NodeId from, const MessageHeader& header,
-                  const msg::HandoffDone& m);
-  void HandleDoneAck(NodeId from, const MessageHeader& header,
-                     const msg::HandoffDoneAck& m);
-  void HandleMembership(NodeId from, const msg::Membership& m);
-  // A message carried the sender's ring epoch.
-  void NoteEpoch(NodeId from, uint64_t epoch);
+  ProtocolOutput OnApplied(uint32_t partition, const Delta& delta,
+                           uint64_t now) {
+    return RunProtocolInput(&now_, &out_, now,
+                            [&] { Forward(partition, delta); });
+  }
   // Tells `to`, which asked about a partition this node does not serve,
   // this node's ring epoch and its membership state.
-  void TellMoved(NodeId to, uint32_t partition);
-
-  // The replica of `partition` was retired: delete its keys (in the
-  // background; synchronously if `now`, for a partition hosted again).
-  void StartRelease(uint32_t partition);
-  absl::Status FinishReleaseNow(uint32_t partition);
+  ProtocolOutput TellMoved(NodeId to, uint32_t partition, uint64_t now) {
+    return RunProtocolInput(&now_, &out_, now,
+                            [&] { SendOwnState(to, partition); });
+  }
+  // The hand-off's messages: chunks and their acknowledgements, completion
+  // notices and theirs, membership gossip.
+  template <typename Body>
+  ProtocolOutput Step(NodeId from, const MessageHeader& header, Body& m,
+                      uint64_t now) {
+    return RunProtocolInput(&now_, &out_, now,
+                            [&] { OnMessage(from, header, m); });
+  }
+  // The acknowledgement of a delta this node forwarded or passed on.
+  ProtocolOutput HandleDeltaAck(NodeId from, uint64_t request_id,
+                                const absl::Status& status, NodeId applied_by,
+                                uint64_t now) {
+    return RunProtocolInput(&now_, &out_, now, [&] {
+      OnDeltaAck(from, request_id, status, applied_by);
+    });
+  }
+  // A message carried the sender's ring epoch (no effect but the embedder's
+  // HandoffOptions::on_stale_ring, called before this returns).
+  void NoteEpoch(NodeId from, uint64_t epoch);
 
   // Adds the gauges to *stats.
   void FillStats(NodeCounters* stats) const;
   // Why each partition still moves, in this node's view.
-  std::vector<PartitionMove> Moving() const;
+  std::vector<PartitionMove> Moving(uint64_t now) const;
   // Where writes for `partition` are passed on to (Node::PassesOnTo).
   NodeId PassesOnTo(uint32_t partition) const {
     auto it = moved_to_.find(partition);
@@ -233,6 +248,43 @@ class HandoffManager {
     kDraining,   // Accepted: the last forwards drain, then done.
   };
   static const char* PhaseName(Phase phase);
+  // The timers (ProtocolOutput::Arm).
+  static constexpr uint32_t kGossipTimer = 1;
+  static constexpr uint32_t kTickTimer = 2;
+  static constexpr uint32_t kReleaseTimer = 3;
+  static constexpr uint32_t kFreeRetiredTimer = 4;
+
+  absl::Status OpenReplicas();
+  void Start();
+  absl::Status Install(const Ring& ring);
+  // Opens the replica of every partition this node hosts that has none,
+  // and retires those of the others; false if a replica failed to open.
+  bool OpenAndRetire();
+  bool PassOn(NodeId from, const MessageHeader& header, const Delta& delta,
+              const Delta* own);
+  void Forward(uint32_t partition, const Delta& delta);
+  void SendOwnState(NodeId to, uint32_t partition);
+  void OnDeltaAck(NodeId from, uint64_t request_id, const absl::Status& status,
+                  NodeId applied_by);
+  // The messages (see Step): chunks, completion notices, their
+  // acknowledgements, gossip.
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 msg::TransferChunk& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::TransferAck& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::HandoffDone& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::HandoffDoneAck& m);
+  void OnMessage(NodeId from, const MessageHeader& header,
+                 const msg::Membership& m);
+  // At open: a partition this node does not host but still has keys of
+  // (a crash came between a completion and its release) is released.
+  void ReleaseIfHeld(uint32_t partition);
+  // The replica of `partition` was retired: delete its keys (in the
+  // background; synchronously if `now`, for a partition hosted again).
+  void StartRelease(uint32_t partition);
+  absl::Status FinishReleaseNow(uint32_t partition);
   struct Outgoing {
     Phase phase = Phase::kWaiting;
     // A supplement: this node's place was taken already; the run only adds
@@ -359,12 +411,17 @@ class HandoffManager {
   absl::StatusOr<bool> ReleaseSome(uint32_t partition, size_t max_keys);
   absl::Status LoadReleaseMarkers();
 
-  CoordinatorHost* const host_;
+  const NodeId self_;
   Store* const store_;
   HostedReplicas* const replicas_;
+  NodeCounters* const stats_;
+  RequestIds* const ids_;
   // Retired since the last TakeRetired.
   std::vector<uint32_t> retired_;
   const HandoffOptions options_;
+  // The current input's time and effects.
+  uint64_t now_ = 0;
+  ProtocolOutput out_;
   MembershipState membership_;
   uint64_t incarnation_ = 0;
   // Releases of each partition since the node opened: the incarnation a

@@ -18,7 +18,7 @@ void HandoffManager::SendAck(NodeId to, const MessageHeader& header,
                              .index = chunk.index,
                              .seq = chunk.seq,
                              .incarnation = IncarnationOf(header.partition)};
-  host_->Send(to, EncodeMessage(header.request_id, header.partition, ack));
+  out_.Send(to, EncodeMessage(header.request_id, header.partition, ack));
 }
 
 uint64_t HandoffManager::IncarnationOf(uint32_t partition) const {
@@ -29,15 +29,15 @@ uint64_t HandoffManager::IncarnationOf(uint32_t partition) const {
   return mixed == 0 ? 1 : mixed;
 }
 
-void HandoffManager::HandleChunk(NodeId from, const MessageHeader& header,
-                                 msg::TransferChunk& m) {
+void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
+                               msg::TransferChunk& m) {
   NoteEpoch(from, m.epoch);
   const uint32_t p = header.partition;
-  Replica* replica = host_->LocalReplica(p);
+  Replica* replica = LocalReplica(p);
   if (replica == nullptr) {
     SendAck(from, header, m,
-            absl::UnavailableError(absl::StrCat("node ", host_->node_id(),
-                                                " holds no replica of ", p)));
+            absl::UnavailableError(
+                absl::StrCat("node ", self_, " holds no replica of ", p)));
     return;
   }
   if (m.end) {
@@ -55,20 +55,20 @@ void HandoffManager::HandleChunk(NodeId from, const MessageHeader& header,
                              .last = m.last,
                              .clock = &m.set_clock,
                              .elements = m.elements};
-  const SetStreamReceiver::Received r = receiver_.Receive(
-      chunk, ring().PartitionOf(m.set), replica, host_->NowMicros());
+  const SetStreamReceiver::Received r =
+      receiver_.Receive(chunk, ring().PartitionOf(m.set), replica, now_);
   if (!r.answer.has_value()) return;  // Past a gap: the sender goes back.
-  NodeCounters& stats = host_->stats();
+  NodeCounters& stats = *stats_;
   stats.handoff_keys_received += r.keys;
   if (r.set_done) ++stats.handoff_sets_received;
   SendAck(from, header, m, *r.answer);
   EnsureTick();  // Expires the state if the sender goes away.
 }
 
-void HandoffManager::HandleDone(NodeId from, const MessageHeader& header,
-                                const msg::HandoffDone& m) {
+void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
+                               const msg::HandoffDone& m) {
   NoteEpoch(from, m.epoch);
-  if (m.to_node != host_->node_id() || m.from_node != from ||
+  if (m.to_node != self_ || m.from_node != from ||
       header.partition >= ring().ring_size()) {
     return;
   }
@@ -78,13 +78,13 @@ void HandoffManager::HandleDone(NodeId from, const MessageHeader& header,
   ack.from_node = m.from_node;
   ack.to_node = m.to_node;
   ack.states = {membership_.own()};
-  host_->Send(from, EncodeMessage(header.request_id, header.partition, ack));
+  out_.Send(from, EncodeMessage(header.request_id, header.partition, ack));
 }
 
 absl::Status HandoffManager::Accept(NodeId from, const MessageHeader& header,
                                     const msg::HandoffDone& m) {
   const uint32_t p = header.partition;
-  const NodeId me = host_->node_id();
+  const NodeId me = self_;
   uint64_t& latest = latest_proposal_[{from, p, m.episode}];
   if (header.request_id < latest) {
     return absl::FailedPreconditionError(
@@ -94,7 +94,7 @@ absl::Status HandoffManager::Accept(NodeId from, const MessageHeader& header,
   latest = header.request_id;
   const std::optional<uint32_t> run =
       receiver_.FinishedPartition(from, header.request_id);
-  if (run != p || host_->LocalReplica(p) == nullptr) {
+  if (run != p || LocalReplica(p) == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", me, " did not keep run ", header.request_id,
                      " of partition ", p, "; send the partition again"));

@@ -11,18 +11,18 @@
 namespace bigset {
 
 Replica* HandoffManager::SenderReplica(uint32_t partition) {
-  return host_->HostedReplica(partition);
+  return HostedReplica(partition);
 }
 
 void HandoffManager::SetPhase(Outgoing& out, Phase phase) {
-  if (out.phase != phase) out.phase_since = host_->NowMicros();
+  if (out.phase != phase) out.phase_since = now_;
   out.phase = phase;
 }
 
 void HandoffManager::StartRun(const TransferKey& key, Outgoing& out) {
-  if (out.runs > 0) ++host_->stats().handoff_restarts;
+  if (out.runs > 0) ++stats_->handoff_restarts;
   ++out.runs;
-  out.run = host_->NextRequestId();
+  out.run = ids_->Next();
   out.incarnation = 0;
   out.confirmed = false;
   out.probe = false;
@@ -42,7 +42,7 @@ void HandoffManager::StartRun(const TransferKey& key, Outgoing& out) {
 void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
   Replica* replica = SenderReplica(key.first);
   if (replica == nullptr) {
-    out.backoff_until = host_->NowMicros() + options_.retry_micros;
+    out.backoff_until = now_ + options_.retry_micros;
     return;
   }
   std::optional<std::string> after;
@@ -50,7 +50,7 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
   absl::StatusOr<std::vector<std::string>> sets =
       replica->ListSets(std::move(after), 1);
   if (!sets.ok()) {
-    out.backoff_until = host_->NowMicros() + options_.retry_micros;
+    out.backoff_until = now_ + options_.retry_micros;
     return;
   }
   if (sets->empty()) {
@@ -61,8 +61,8 @@ void HandoffManager::NextSet(const TransferKey& key, Outgoing& out) {
     out.inflight = EncodeMessage(out.run, key.first, end);
     out.inflight_last = false;
     SetPhase(out, Phase::kEnding);
-    out.last_send = host_->NowMicros();
-    host_->Send(key.second, out.inflight);
+    out.last_send = now_;
+    out_.Send(key.second, out.inflight);
     return;
   }
   out.set = std::move((*sets)[0]);
@@ -79,7 +79,7 @@ void HandoffManager::OpenSet(const TransferKey& key, Outgoing& out) {
       replica == nullptr ? absl::UnavailableError("no replica")
                          : replica->Read(out.set, ro);
   if (!reader.ok()) {
-    out.backoff_until = host_->NowMicros() + options_.retry_micros;
+    out.backoff_until = now_ + options_.retry_micros;
     return;
   }
   out.reader = std::move(*reader);
@@ -97,7 +97,7 @@ void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
       out.reader.reset();
       out.window.Restart();
       ++out.index;
-      out.backoff_until = host_->NowMicros() + options_.retry_micros;
+      out.backoff_until = now_ + options_.retry_micros;
       return;
     }
     const bool last = !*more || out.reader->AtEnd();
@@ -112,31 +112,31 @@ void HandoffManager::SendNextChunk(const TransferKey& key, Outgoing& out) {
     const std::string& bytes =
         out.window.Add(last, EncodeMessage(out.run, key.first, m));
     out.buffer = std::move(m.elements);
-    out.last_send = host_->NowMicros();
-    NodeCounters& stats = host_->stats();
+    out.last_send = now_;
+    NodeCounters& stats = *stats_;
     stats.handoff_keys_sent += out.buffer.size();
     stats.handoff_bytes_sent += bytes.size();
     if (last) out.reader.reset();
-    host_->Send(key.second, bytes);
+    out_.Send(key.second, bytes);
   }
 }
 
 void HandoffManager::Resend(const TransferKey& key, Outgoing& out) {
-  out.last_send = host_->NowMicros();
+  out.last_send = now_;
   ++out.silent;
-  ++host_->stats().retransmits;
+  ++stats_->retransmits;
   if (!out.inflight.empty()) {
-    host_->Send(key.second, out.inflight);
+    out_.Send(key.second, out.inflight);
     return;
   }
   // Go-back-N: the receiver applies chunks in order and ignores those past
   // a gap, so every unacknowledged chunk goes again.
   out.window.ForEach(
-      [&](const std::string& bytes) { host_->Send(key.second, bytes); });
+      [&](const std::string& bytes) { out_.Send(key.second, bytes); });
 }
 
-void HandoffManager::HandleTransferAck(NodeId from, const MessageHeader& header,
-                                       const msg::TransferAck& m) {
+void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
+                               const msg::TransferAck& m) {
   const TransferKey key{header.partition, from};
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
@@ -157,11 +157,11 @@ void HandoffManager::HandleTransferAck(NodeId from, const MessageHeader& header,
     // The receiver restarted since it acknowledged this run's first chunks:
     // with unsynced writes, a power loss may have taken them. The whole run
     // again (a completion needs a run received in one incarnation).
-    ++host_->stats().handoff_receiver_restarts;
+    ++stats_->handoff_receiver_restarts;
     StartRun(key, out);
     return;
   }
-  const uint64_t now = host_->NowMicros();
+  const uint64_t now = now_;
   if (m.status.ok()) {
     out.backoff_until = 0;
     if (out.phase == Phase::kEnding) {
@@ -182,7 +182,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const MessageHeader& header,
   if (IsStreamStateLost(m.status)) {
     // The receiver lost the set's state (it restarted, or expired it): the
     // set again, from a new snapshot, under a new index.
-    ++host_->stats().handoff_restarts;
+    ++stats_->handoff_restarts;
     out.inflight.clear();
     out.window.Restart();
     out.reader.reset();
@@ -195,7 +195,7 @@ void HandoffManager::HandleTransferAck(NodeId from, const MessageHeader& header,
   out.backoff_until = now + 5 * options_.retry_micros;
 }
 
-void HandoffManager::OnApplied(uint32_t partition, const Delta& delta) {
+void HandoffManager::Forward(uint32_t partition, const Delta& delta) {
   auto it = outgoing_.lower_bound({partition, 0});
   for (; it != outgoing_.end() && it->first.first == partition; ++it) {
     Outgoing& out = it->second;
@@ -204,7 +204,7 @@ void HandoffManager::OnApplied(uint32_t partition, const Delta& delta) {
     if (out.phase == Phase::kWaiting || out.phase == Phase::kDraining) {
       continue;
     }
-    const uint64_t id = host_->NextRequestId();
+    const uint64_t id = ids_->Next();
     std::string bytes;
     EncodeDeltaMessage(MessageHeader{MessageType::kHandoffDelta, id, partition},
                        delta, &bytes);
@@ -217,21 +217,20 @@ void HandoffManager::OnApplied(uint32_t partition, const Delta& delta) {
       for (const auto& [fid, b] : out.forwards) forward_routes_.erase(fid);
       out.forwards.clear();
       out.forward_bytes = 0;
-      ++host_->stats().handoff_forward_overflows;
+      ++stats_->handoff_forward_overflows;
       StartRun(it->first, out);
       continue;
     }
     out.forward_bytes += bytes.size();
-    host_->Send(it->first.second, bytes);
-    ++host_->stats().handoff_deltas_forwarded;
+    out_.Send(it->first.second, bytes);
+    ++stats_->handoff_deltas_forwarded;
     out.forwards.emplace(id, std::move(bytes));
     forward_routes_[id] = it->first;
   }
 }
 
-void HandoffManager::HandleDeltaAck(NodeId from, uint64_t request_id,
-                                    const absl::Status& status,
-                                    NodeId applied_by) {
+void HandoffManager::OnDeltaAck(NodeId from, uint64_t request_id,
+                                const absl::Status& status, NodeId applied_by) {
   if (auto p = proxied_.find(request_id); p != proxied_.end()) {
     auto moved = moved_to_.find(p->second.partition);
     if (moved == moved_to_.end() || moved->second != from) return;
@@ -250,7 +249,7 @@ void HandoffManager::HandleDeltaAck(NodeId from, uint64_t request_id,
                                       p->second.partition},
                         status, applied_by, &ack);
     }
-    host_->Send(p->second.coordinator, std::move(ack));
+    out_.Send(p->second.coordinator, std::move(ack));
     proxied_.erase(p);
     return;
   }
@@ -288,8 +287,7 @@ void HandoffManager::MaybeComplete(const TransferKey& key) {
     } else if (out.inflight.empty()) {
       Confirm(key, out);
     }
-  } else if (out.phase == Phase::kSetsDone &&
-             host_->NowMicros() >= out.backoff_until) {
+  } else if (out.phase == Phase::kSetsDone && now_ >= out.backoff_until) {
     Propose(key, out);
   }
 }
@@ -302,7 +300,7 @@ void HandoffManager::Propose(const TransferKey& key, Outgoing& out) {
     // Committed first, synced: whatever happens to this node from now on,
     // it hands over to this receiver only, until the receiver refuses.
     if (!membership_.SetHandingTo(key.first, key.second).ok()) {
-      out.backoff_until = host_->NowMicros() + options_.retry_micros;
+      out.backoff_until = now_ + options_.retry_micros;
       return;
     }
     PushOwnState();
@@ -312,8 +310,8 @@ void HandoffManager::Propose(const TransferKey& key, Outgoing& out) {
   SetPhase(out, Phase::kProposing);
   out.inflight = Proposal(key, out, *mine, out.supplement);
   out.inflight_last = false;
-  out.last_send = host_->NowMicros();
-  host_->Send(key.second, out.inflight);
+  out.last_send = now_;
+  out_.Send(key.second, out.inflight);
 }
 
 std::string HandoffManager::Proposal(const TransferKey& key,
@@ -321,7 +319,7 @@ std::string HandoffManager::Proposal(const TransferKey& key,
                                      const ServeEntry& mine,
                                      bool supplement) const {
   const msg::HandoffDone done{.epoch = ring().epoch(),
-                              .from_node = host_->node_id(),
+                              .from_node = self_,
                               .to_node = key.second,
                               .episode = mine.since,
                               .supplement = supplement};
@@ -336,8 +334,8 @@ void HandoffManager::Confirm(const TransferKey& key, Outgoing& out) {
   if (mine == nullptr) return;
   out.inflight = Proposal(key, out, *mine, out.supplement);
   out.inflight_last = false;
-  out.last_send = host_->NowMicros();
-  host_->Send(key.second, out.inflight);
+  out.last_send = now_;
+  out_.Send(key.second, out.inflight);
 }
 
 void HandoffManager::Probe(const TransferKey& key, Outgoing& out) {
@@ -346,20 +344,20 @@ void HandoffManager::Probe(const TransferKey& key, Outgoing& out) {
   // A fresh request id: the receiver cannot have finished a run under it,
   // so it answers with its state and never accepts; and no earlier
   // proposal of this node is accepted there after this one.
-  out.run = host_->NextRequestId();
+  out.run = ids_->Next();
   out.probe = true;
   out.reader.reset();
   SetPhase(out, Phase::kProposing);
   out.inflight = Proposal(key, out, *mine, /*supplement=*/false);
   out.inflight_last = false;
-  out.last_send = host_->NowMicros();
-  host_->Send(key.second, out.inflight);
+  out.last_send = now_;
+  out_.Send(key.second, out.inflight);
 }
 
-void HandoffManager::HandleDoneAck(NodeId from, const MessageHeader& header,
-                                   const msg::HandoffDoneAck& m) {
+void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
+                               const msg::HandoffDoneAck& m) {
   NoteEpoch(from, m.epoch);
-  if (m.from_node != host_->node_id() || m.to_node != from) return;
+  if (m.from_node != self_ || m.to_node != from) return;
   const TransferKey key{header.partition, from};
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
@@ -409,7 +407,7 @@ void HandoffManager::HandleDoneAck(NodeId from, const MessageHeader& header,
     // it: unless its state shows it took this node's place after all, the
     // commitment goes and the transfer is planned again.
     SetPhase(out, Phase::kSetsDone);
-    out.backoff_until = host_->NowMicros() + 5 * options_.retry_micros;
+    out.backoff_until = now_ + 5 * options_.retry_micros;
     const ServeEntry* mine = membership_.Own(key.first);
     if (!membership_.ReplacedBy(key.first).has_value() && mine != nullptr &&
         mine->handing_to == from) {
@@ -420,7 +418,7 @@ void HandoffManager::HandleDoneAck(NodeId from, const MessageHeader& header,
   } else {
     // The receiver no longer has what this run sent: send it again.
     StartRun(key, out);
-    out.backoff_until = host_->NowMicros() + options_.retry_micros;
+    out.backoff_until = now_ + options_.retry_micros;
   }
   if (changed || own_raised) MembershipChanged();
 }
@@ -437,7 +435,7 @@ void HandoffManager::Complete(const TransferKey& key) {
     }
     if (more) {
       outgoing_.erase(it);
-      ++host_->stats().handoffs_done;
+      ++stats_->handoffs_done;
       Replan();
       return;
     }
@@ -451,7 +449,7 @@ void HandoffManager::Complete(const TransferKey& key) {
   std::erase_if(supplied_,
                 [&](const TransferKey& k) { return k.first == key.first; });
   outgoing_.erase(it);
-  ++host_->stats().handoffs_done;
+  ++stats_->handoffs_done;
   // The receiver's state (its acceptance) travels with this node's, so no
   // view loses this node's place before it sees the receiver in it.
   PushOwnState(key.second);
@@ -459,7 +457,7 @@ void HandoffManager::Complete(const TransferKey& key) {
 }
 
 void HandoffManager::Progress() {
-  const uint64_t now = host_->NowMicros();
+  const uint64_t now = now_;
   const uint64_t retry = options_.retry_micros;
   size_t running = 0;
   std::vector<TransferKey> to_complete;
@@ -542,7 +540,7 @@ void HandoffManager::Progress() {
       forward_routes_.erase(id);
     }
     outgoing_.erase(key);
-    ++host_->stats().handoffs_cancelled;
+    ++stats_->handoffs_cancelled;
   }
   if (!given_up.empty()) MembershipChanged();
 }

@@ -33,7 +33,7 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
       replicas_(id, store, &options_.replica, filter_budget_,
                 initial_ring_.ring_size()),
       service_(id, &handoff_, &stats_, options_.service),
-      handoff_(this, store, &replicas_, options_.handoff),
+      handoff_(id, store, &replicas_, &stats_, &request_ids_, options_.handoff),
       anti_entropy_(id, &handoff_, &stats_, &request_ids_,
                     options_.anti_entropy) {
   InstallRoutes();
@@ -55,10 +55,10 @@ absl::Status Node::Impl::Open() {
   // The lease's end differs at every open: the node's incarnation.
   BIGSET_RETURN_IF_ERROR(
       handoff_.Load(initial_ring_, request_ids_.lease_end()));
-  // Every hosted replica opens now, so a corrupt store fails here.
-  BIGSET_RETURN_IF_ERROR(handoff_.OpenReplicas());
-  handoff_.Start();
-  CarryAntiEntropy(anti_entropy_.Start(scheduler_->NowMicros()));
+  auto [opened, out] = handoff_.Open(scheduler_->NowMicros());
+  CarryProtocol(&handoff_, std::move(out));
+  BIGSET_RETURN_IF_ERROR(opened);
+  CarryProtocol(&anti_entropy_, anti_entropy_.Start(scheduler_->NowMicros()));
   // Queues left from before the restart.
   EnsureSweepTick(kAllPartitions);
   return absl::OkStatus();
@@ -66,11 +66,9 @@ absl::Status Node::Impl::Open() {
 
 absl::Status Node::Impl::InstallRing(const Ring& ring) {
   if (closed_) return NodeClosedError();
-  BIGSET_RETURN_IF_ERROR(handoff_.InstallRing(ring));
-  // Once more (the hand-off's timer retries too): a replica that failed to
-  // open may open now.
-  (void)handoff_.OpenAndRetire();
-  handoff_.Start();
+  auto [installed, out] = handoff_.InstallRing(ring, scheduler_->NowMicros());
+  CarryProtocol(&handoff_, std::move(out));
+  BIGSET_RETURN_IF_ERROR(installed);
   Settle();
   return absl::OkStatus();
 }
@@ -151,18 +149,6 @@ void Node::Impl::After(uint64_t delay_micros, std::function<void()> fn) {
                     });
 }
 
-void Node::Impl::CarryAntiEntropy(ProtocolOutput out) {
-  for (ProtocolOutput::Effect& e : out.effects) {
-    if (!e.is_timer) {
-      Send(e.to, std::move(e.bytes));
-      continue;
-    }
-    After(e.delay_micros, [this, timer = e.timer] {
-      CarryAntiEntropy(anti_entropy_.OnTimer(timer, scheduler_->NowMicros()));
-    });
-  }
-}
-
 void Node::Impl::Settle() {
   // A replica retired during the input: anti-entropy forgets its streams
   // before any other input reaches it.
@@ -213,14 +199,21 @@ void Node::Impl::SweepTick() {
 void Node::Impl::CarryService(NodeId from, const MessageHeader& header,
                               ServiceOutput out) {
   if (out.unplaced != nullptr) {
-    if (handoff_.ProxyDelta(from, header, *out.unplaced,
-                            out.own.has_value() ? &*out.own : nullptr)) {
-      return;
-    }
+    auto [proxied, effects] = handoff_.ProxyDelta(
+        from, header, *out.unplaced, out.own.has_value() ? &*out.own : nullptr,
+        scheduler_->NowMicros());
+    CarryProtocol(&handoff_, std::move(effects));
+    if (proxied) return;
     out = service_.RefuseDelta(from, header);
   }
-  if (out.applied != nullptr) handoff_.OnApplied(out.partition, *out.applied);
-  if (out.tell_moved) handoff_.TellMoved(from, out.partition);
+  if (out.applied != nullptr) {
+    CarryProtocol(&handoff_, handoff_.OnApplied(out.partition, *out.applied,
+                                                scheduler_->NowMicros()));
+  }
+  if (out.tell_moved) {
+    CarryProtocol(&handoff_, handoff_.TellMoved(from, out.partition,
+                                                scheduler_->NowMicros()));
+  }
   for (auto& [to, bytes] : out.sends) Send(to, std::move(bytes));
   if (out.flush_acks) {
     After(0, [this]() {
@@ -270,7 +263,9 @@ void Node::Impl::InstallHotRoutes() {
     absl::Status status;
     NodeId applied_by = 0;
     if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
-    handoff_.HandleDeltaAck(from, header.request_id, status, applied_by);
+    CarryProtocol(&handoff_,
+                  handoff_.HandleDeltaAck(from, header.request_id, status,
+                                          applied_by, scheduler_->NowMicros()));
     return true;
   });
   d.OnRaw(T::kReplicateAck, [this](NodeId from, const MessageHeader& header,
@@ -350,33 +345,33 @@ void Node::Impl::InstallMembershipRoutes() {
   Dispatcher& d = dispatcher_;
   d.On<msg::TransferChunk>(
       [this](NodeId f, H h, msg::TransferChunk& m) {
-        handoff_.HandleChunk(f, h, m);
+        CarryProtocol(&handoff_,
+                      handoff_.Step(f, h, m, scheduler_->NowMicros()));
         EnsureSweepTick(h.partition);  // A transfer may tombstone.
       },
       /*bulk=*/true);
-  d.On(&handoff_, &HandoffManager::HandleTransferAck);
-  d.On(&handoff_, &HandoffManager::HandleDone);
-  d.On(&handoff_, &HandoffManager::HandleDoneAck);
+  RouteTo<msg::TransferAck>(&handoff_);
+  RouteTo<msg::HandoffDone>(&handoff_);
+  RouteTo<msg::HandoffDoneAck>(&handoff_);
   d.On<msg::RingEpoch>([this](NodeId f, H, msg::RingEpoch& m) {
     handoff_.NoteEpoch(f, m.epoch);
   });
-  d.On<msg::Membership>([this](NodeId f, H, msg::Membership& m) {
-    handoff_.HandleMembership(f, m);
-  });
+  RouteTo<msg::Membership>(&handoff_);
 }
 
 void Node::Impl::InstallAntiEntropyRoutes() {
   using H = const MessageHeader&;
   Dispatcher& d = dispatcher_;
-  RouteToAntiEntropy<msg::AeDigest>();
-  RouteToAntiEntropy<msg::AeDigestReply>();
-  RouteToAntiEntropy<msg::AeSets>();
-  RouteToAntiEntropy<msg::AeSetsReply>();
-  RouteToAntiEntropy<msg::AePull>();
-  RouteToAntiEntropy<msg::AePushAck>();
+  RouteTo<msg::AeDigest>(&anti_entropy_);
+  RouteTo<msg::AeDigestReply>(&anti_entropy_);
+  RouteTo<msg::AeSets>(&anti_entropy_);
+  RouteTo<msg::AeSetsReply>(&anti_entropy_);
+  RouteTo<msg::AePull>(&anti_entropy_);
+  RouteTo<msg::AePushAck>(&anti_entropy_);
   d.On<msg::AePush>(
       [this](NodeId f, H h, msg::AePush& m) {
-        CarryAntiEntropy(anti_entropy_.Step(f, h, m, scheduler_->NowMicros()));
+        CarryProtocol(&anti_entropy_,
+                      anti_entropy_.Step(f, h, m, scheduler_->NowMicros()));
         EnsureSweepTick(h.partition);
       },
       /*bulk=*/true);

@@ -2,8 +2,8 @@
 //
 // The node holds its replicas (HostedReplicas, which the hand-off opens and
 // retires), offers the client API, drives the request machines, the
-// replica service and anti-entropy by carrying out their outputs, gives
-// the hand-off what it asks (CoordinatorHost), and routes every message
+// replica service, the hand-off and anti-entropy by carrying out their
+// outputs (none of them does I/O), and routes every message
 // (a table from message type to handler) to the protocol that owns it.
 // The protocols live in their own files:
 //
@@ -40,7 +40,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "bigset/cluster/node.h"
 #include "cluster/anti_entropy.h"
-#include "cluster/coordinator_host.h"
 #include "cluster/count_coordinator.h"
 #include "cluster/dispatcher.h"
 #include "cluster/handoff.h"
@@ -58,11 +57,11 @@ inline absl::Status NodeClosedError() {
   return absl::FailedPreconditionError("the node is closed");
 }
 
-class Node::Impl final : public CoordinatorHost {
+class Node::Impl final {
  public:
   Impl(NodeId id, Ring ring, Store* store, Transport* transport,
        Scheduler* scheduler, const NodeOptions& options);
-  ~Impl() override;
+  ~Impl();
 
   // Takes a lease of request ids and opens every hosted replica.
   absl::Status Open();
@@ -71,10 +70,9 @@ class Node::Impl final : public CoordinatorHost {
   // cleanly. Requests and messages that come later are refused.
   absl::Status Close();
 
-  // CoordinatorHost.
-  NodeId node_id() const override { return id_; }
-  const Ring& ring() const override { return handoff_.ring(); }
-  const std::vector<NodeId>& ServingList(uint32_t partition) const override {
+  NodeId node_id() const { return id_; }
+  const Ring& ring() const { return handoff_.ring(); }
+  const std::vector<NodeId>& ServingList(uint32_t partition) const {
     return handoff_.ServingList(partition);
   }
   const std::vector<uint32_t>& ServingPlaces(uint32_t partition) const {
@@ -83,38 +81,35 @@ class Node::Impl final : public CoordinatorHost {
 
   void RunAntiEntropy() {
     if (!closed_) {
-      CarryAntiEntropy(anti_entropy_.RunRoundsNow(scheduler_->NowMicros()));
+      CarryProtocol(&anti_entropy_,
+                    anti_entropy_.RunRoundsNow(scheduler_->NowMicros()));
     }
   }
   absl::Status InstallRing(const Ring& ring);
-  uint64_t NowMicros() const override { return scheduler_->NowMicros(); }
-  uint64_t NextRequestId() override;
-  void Send(NodeId to, std::string bytes) override;
+  uint64_t NextRequestId();
+  void Send(NodeId to, std::string bytes);
   // Send, except that a message to this node itself is handled before
   // SendFirst returns (its answer travels as any other, later): for a
   // query whose answer must show this node's replica as it is now, before
   // a write made right after it (each peer takes a node's messages in
   // order, so the query reaches every replica before the write does).
   void SendFirst(NodeId to, std::string bytes);
-  void After(uint64_t delay_micros, std::function<void()> fn) override;
-  Replica* LocalReplica(uint32_t partition) override {
+  // Runs `fn` after `delay_micros` on the node's thread, unless the node is
+  // closed or gone by then; then settles (see Settle).
+  void After(uint64_t delay_micros, std::function<void()> fn);
+  Replica* LocalReplica(uint32_t partition) {
     return handoff_.LocalReplica(partition);
-  }
-  Replica* HostedReplica(uint32_t partition) override {
-    return handoff_.HostedReplica(partition);
-  }
-  Replica* ServingReplica(uint32_t partition) override {
-    return handoff_.ServingReplica(partition);
   }
   Replica* ReadableReplica(uint32_t partition) {
     return handoff_.ReadableReplica(partition);
   }
   bool Serves(uint32_t partition) const { return handoff_.Serves(partition); }
-  std::vector<PartitionMove> Moving() const { return handoff_.Moving(); }
+  std::vector<PartitionMove> Moving() const {
+    return handoff_.Moving(scheduler_->NowMicros());
+  }
   NodeId PassesOnTo(uint32_t partition) const {
     return handoff_.PassesOnTo(partition);
   }
-  NodeCounters& stats() override { return stats_; }
 
   // Hands the message to its protocol's handler (see InstallRoutes);
   // counts undecodable ones.
@@ -213,15 +208,29 @@ class Node::Impl final : public CoordinatorHost {
           CarryService(from, header, (service_.*handle)(from, header, m));
         });
   }
-  // Sends what anti-entropy asked to and arms its timers, in order.
-  void CarryAntiEntropy(ProtocolOutput out);
-  // Routes Body to anti-entropy and carries out its output.
-  template <typename Body>
-  void RouteToAntiEntropy() {
+  // Sends what a protocol that keeps its own timers (the hand-off,
+  // anti-entropy) asked to and arms its timers, in order; a timer calls its
+  // OnTimer, whose output is carried out in turn.
+  template <typename Protocol>
+  void CarryProtocol(Protocol* protocol, ProtocolOutput out) {
+    for (ProtocolOutput::Effect& e : out.effects) {
+      if (!e.is_timer) {
+        Send(e.to, std::move(e.bytes));
+        continue;
+      }
+      After(e.delay_micros, [this, protocol, timer = e.timer] {
+        CarryProtocol(protocol,
+                      protocol->OnTimer(timer, scheduler_->NowMicros()));
+      });
+    }
+  }
+  // Routes Body to the protocol's Step and carries out its output.
+  template <typename Body, typename Protocol>
+  void RouteTo(Protocol* protocol) {
     dispatcher_.On<Body>(
-        [this](NodeId from, const MessageHeader& header, Body& m) {
-          CarryAntiEntropy(
-              anti_entropy_.Step(from, header, m, scheduler_->NowMicros()));
+        [this, protocol](NodeId from, const MessageHeader& header, Body& m) {
+          CarryProtocol(protocol, protocol->Step(from, header, m,
+                                                 scheduler_->NowMicros()));
         });
   }
   // Routes Body's replies to T::Step of the running machine that the

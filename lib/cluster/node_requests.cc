@@ -103,9 +103,9 @@ void Node::Impl::CarrySends(RequestOutput& out) {
   stats_.read_replica_switches += out.read_replica_switches;
   for (const RequestOutput::Hint& hint : out.hints) {
     // A replica never acknowledged the delta: anti-entropy resends it.
-    CarryAntiEntropy(anti_entropy_.AddHint(hint.to, hint.partition,
-                                           hint.request_id, hint.bytes,
-                                           scheduler_->NowMicros()));
+    CarryProtocol(&anti_entropy_, anti_entropy_.AddHint(
+                                      hint.to, hint.partition, hint.request_id,
+                                      hint.bytes, scheduler_->NowMicros()));
   }
   for (uint64_t sub : out.unroutes) requests_.Unroute(sub);
   if (out.ask_all_for_micros > 0) {
@@ -163,7 +163,10 @@ void Node::Impl::CarryWriteEffects(WriteCoordinator* op,
   if (Replica* replica = LocalReplica(op->partition())) {
     delta = op->clear().has_value() ? replica->Clear(op->set(), *op->clear())
                                     : replica->Update(op->set(), op->ops());
-    if (delta.ok()) handoff_.OnApplied(op->partition(), *delta);
+    if (delta.ok()) {
+      CarryProtocol(&handoff_, handoff_.OnApplied(op->partition(), *delta,
+                                                  scheduler_->NowMicros()));
+    }
   }
   Carry<WriteCoordinator>(id, op->Coordinated(std::move(delta)),
                           in_client_call);

@@ -76,10 +76,7 @@ void HandoffManager::ReleaseIfHeld(uint32_t partition) {
 void HandoffManager::EnsureReleaseTick() {
   if (release_tick_scheduled_ || releasing_.empty()) return;
   release_tick_scheduled_ = true;
-  host_->After(options_.release_tick_micros, [this]() {
-    release_tick_scheduled_ = false;
-    ReleaseTick();
-  });
+  out_.Arm(kReleaseTimer, options_.release_tick_micros);
 }
 
 absl::StatusOr<bool> HandoffManager::ReleaseSome(uint32_t partition,
@@ -98,11 +95,11 @@ absl::StatusOr<bool> HandoffManager::ReleaseSome(uint32_t partition,
   const bool done = n < max_keys;
   if (done) batch.Delete(MetadataKey(kMetaKeyspace, ReleaseName(partition)));
   BIGSET_RETURN_IF_ERROR(store_->Write(WriteOptions(), batch));
-  host_->stats().handoff_keys_released += n;
-  host_->stats().handoff_bytes_released += bytes;
+  stats_->handoff_keys_released += n;
+  stats_->handoff_bytes_released += bytes;
   if (done) {
     (void)store_->CompactRange(range);
-    ++host_->stats().partitions_released;
+    ++stats_->partitions_released;
   }
   return done;
 }

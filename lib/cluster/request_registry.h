@@ -9,7 +9,7 @@
 // are kept idle, a few, and reused: a steady stream of writes allocates
 // none.
 //
-// The registry knows coordinators only by their base (coordinator_host.h);
+// The registry knows coordinators only by their base (coordinator.h);
 // Find<T> needs T complete where it is called.
 //
 // Thread-safety: not thread-safe (the node's thread).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <span>
 
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
@@ -128,6 +129,20 @@ Ring RendezvousRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size,
   absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
   REQUIRE(ring.ok());
   return *ring;
+}
+
+void AddElement(Replica& replica, std::string_view set,
+                std::string_view element) {
+  UpdateOp op;
+  op.element = std::string(element);
+  REQUIRE(replica.Update(set, std::span(&op, 1)).ok());
+}
+
+bool HasElement(Replica& replica, std::string_view set,
+                std::string_view element) {
+  auto dots = replica.Contains(set, element);
+  REQUIRE(dots.ok());
+  return !dots->empty();
 }
 
 bool Has(const std::vector<NodeId>& list, NodeId node) {

@@ -87,6 +87,13 @@ std::vector<ElementDots> ReadAll(Replica& replica, std::string_view set,
 // a set no other thread writes meanwhile.
 std::vector<ElementDots> ReadAllCounted(Replica& replica, std::string_view set);
 
+// Adds `element` to `set` on `replica` (REQUIREs that it succeeds).
+void AddElement(Replica& replica, std::string_view set,
+                std::string_view element);
+// Whether `set` on `replica` holds `element` (REQUIREs that it reads).
+bool HasElement(Replica& replica, std::string_view set,
+                std::string_view element);
+
 // A ring of `nodes` with rendezvous placement (REQUIREs that it is valid).
 Ring RendezvousRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size,
                     int n);

@@ -4,7 +4,6 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
-#include <span>
 #include <string>
 
 #include "test_util.h"
@@ -12,6 +11,8 @@
 namespace bigset {
 namespace {
 
+using testing::AddElement;
+using testing::HasElement;
 using testing::MemStore;
 
 // Every open takes a new actor (the options are copied at each open: the
@@ -21,18 +22,6 @@ ReplicaOptions Options() {
   auto next = std::make_shared<uint64_t>(100);
   o.actor_id_source = [next]() { return (*next)++; };
   return o;
-}
-
-void Add(Replica& r, const std::string& set, const std::string& element) {
-  UpdateOp op;
-  op.element = element;
-  REQUIRE(r.Update(set, std::span(&op, 1)).ok());
-}
-
-bool Has(Replica& r, const std::string& set, const std::string& element) {
-  auto dots = r.Contains(set, element);
-  REQUIRE(dots.ok());
-  return !dots->empty();
 }
 
 // A node's replicas over `partitions` partitions of one in-memory store.
@@ -63,9 +52,9 @@ TEST_CASE("hosted replicas: each partition's replica is its own keyspace",
   REQUIRE(replicas.Get(2) != nullptr);
   REQUIRE(replicas.Get(4) == nullptr);  // Out of range: none, no crash.
   REQUIRE(replicas.Get(UINT32_MAX) == nullptr);
-  Add(*replicas.Get(0), "s", "a");
-  REQUIRE(Has(*replicas.Get(0), "s", "a"));
-  REQUIRE_FALSE(Has(*replicas.Get(2), "s", "a"));
+  AddElement(*replicas.Get(0), "s", "a");
+  REQUIRE(HasElement(*replicas.Get(0), "s", "a"));
+  REQUIRE_FALSE(HasElement(*replicas.Get(2), "s", "a"));
   REQUIRE(Open(replicas) == 2);
   REQUIRE(replicas.CloseAll().ok());
 }
@@ -77,7 +66,7 @@ TEST_CASE(
   Hosted hosted(3);
   HostedReplicas& replicas = hosted.replicas;
   REQUIRE(replicas.Open(1, 1).ok());
-  Add(*replicas.Get(1), "s", "kept");
+  AddElement(*replicas.Get(1), "s", "kept");
   // The first retired asks its owner to free them; a second does not.
   REQUIRE(replicas.Retire(1));
   REQUIRE(replicas.Get(1) == nullptr);
@@ -88,7 +77,7 @@ TEST_CASE(
   REQUIRE(Open(replicas) == 2);
   // The keys stay until the hand-off releases them: the new replica of
   // the partition sees them.
-  REQUIRE(Has(*replicas.Get(1), "s", "kept"));
+  REQUIRE(HasElement(*replicas.Get(1), "s", "kept"));
   REQUIRE_FALSE(replicas.Retire(1));
   REQUIRE(Open(replicas) == 2);
   replicas.FreeRetired();
@@ -107,7 +96,7 @@ TEST_CASE("hosted replicas: the sweeper's gauges add up over the replicas",
   REQUIRE(replicas.Open(1, 2).ok());
   for (uint32_t p = 0; p < 2; ++p) {
     Replica& r = *replicas.Get(p);
-    Add(r, "s", "x");
+    AddElement(r, "s", "x");
     // A clear of everything seen leaves the removed key to the sweeper.
     auto reader = r.Read("s", SetReadOptions());
     REQUIRE(reader.ok());
