@@ -161,15 +161,8 @@ void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
 void AntiEntropy::OnMessage(NodeId from, const MessageHeader& header,
                             msg::AePush& m) {
   const uint32_t p = header.partition;
-  const SetStreamChunk chunk{.from = from,
-                             .stream = header.request_id,
-                             .partition = p,
-                             .index = 0,  // One set per push.
-                             .seq = m.seq,
-                             .set = m.set,
-                             .last = m.last,
-                             .clock = &m.dots,
-                             .elements = m.elements};
+  const SetStreamChunk chunk =  // One set per push: index 0.
+      SetStreamChunk::Of(from, header, /*index=*/0, &m.dots, m);
   const SetStreamReceiver::Received r =
       receiver_.Receive(chunk, roles_->ring().PartitionOf(m.set),
                         roles_->ServingReplica(p), now_);

@@ -46,15 +46,8 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
     SendAck(from, header, m, absl::OkStatus());
     return;
   }
-  const SetStreamChunk chunk{.from = from,
-                             .stream = header.request_id,
-                             .partition = p,
-                             .index = m.index,
-                             .seq = m.seq,
-                             .set = m.set,
-                             .last = m.last,
-                             .clock = &m.set_clock,
-                             .elements = m.elements};
+  const SetStreamChunk chunk =
+      SetStreamChunk::Of(from, header, m.index, &m.set_clock, m);
   const SetStreamReceiver::Received r =
       receiver_.Receive(chunk, ring().PartitionOf(m.set), replica, now_);
   if (!r.answer.has_value()) return;  // Past a gap: the sender goes back.

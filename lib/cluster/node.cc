@@ -20,7 +20,6 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
                  Scheduler* scheduler, const NodeOptions& options)
     : id_(id),
       initial_ring_(std::move(ring)),
-      store_(store),
       transport_(transport),
       scheduler_(scheduler),
       options_(options),

@@ -264,7 +264,6 @@ class Node::Impl final {
 
   const NodeId id_;
   const Ring initial_ring_;
-  Store* const store_;
   Transport* const transport_;
   Scheduler* const scheduler_;
   const NodeOptions options_;

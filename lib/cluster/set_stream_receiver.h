@@ -56,6 +56,7 @@
 #include "bigset/core/element_dots.h"
 #include "bigset/net/transport.h"
 #include "bigset/replica/replica.h"
+#include "net/message.h"
 
 namespace bigset {
 
@@ -71,6 +72,24 @@ struct SetStreamChunk {
   bool last = false;
   const Clock* clock = nullptr;
   std::span<const ElementDots> elements;
+
+  // The chunk a message carried (a transfer chunk or a push: its seq, set,
+  // last and elements) from `from` under `header`, of the set at `index`
+  // whose set-clock, on the last chunk, is `clock`.
+  template <typename Message>
+  static SetStreamChunk Of(NodeId from, const MessageHeader& header,
+                           uint64_t index, const Clock* clock,
+                           const Message& m) {
+    return SetStreamChunk{.from = from,
+                          .stream = header.request_id,
+                          .partition = header.partition,
+                          .index = index,
+                          .seq = m.seq,
+                          .set = m.set,
+                          .last = m.last,
+                          .clock = clock,
+                          .elements = m.elements};
+  }
 };
 
 class SetStreamReceiver {
