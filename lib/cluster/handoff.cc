@@ -74,24 +74,6 @@ ProtocolOutput HandoffManager::OnTimer(uint32_t timer, uint64_t now) {
   });
 }
 
-const char* HandoffManager::PhaseName(Phase phase) {
-  switch (phase) {
-    case Phase::kWaiting:
-      return "waiting";
-    case Phase::kStreaming:
-      return "streaming";
-    case Phase::kEnding:
-      return "ending";
-    case Phase::kSetsDone:
-      return "draining forwards";
-    case Phase::kProposing:
-      return "proposing";
-    case Phase::kDraining:
-      return "accepted, draining";
-  }
-  return "?";
-}
-
 bool HandoffManager::Hosts(uint32_t partition) const {
   if (partition >= ring().ring_size()) return false;
   return membership_.Serves(partition) ||
@@ -337,26 +319,20 @@ void HandoffManager::Replan() {
     // A proposal in flight is answered first: the answer may be an
     // acceptance (the commitment in this node's state makes the plan keep
     // it anyway, unless the receiver's refusal cleared it).
-    const bool keep = it->second.phase == Phase::kProposing ||
-                      it->second.phase == Phase::kDraining ||
-                      (w != wanted.end() && w->second == it->second.supplement);
+    const Phase phase = it->second.phase();
+    const bool keep =
+        phase == Phase::kProposing || phase == Phase::kDraining ||
+        (w != wanted.end() && w->second == it->second.supplement());
     if (keep) {
       ++it;
       continue;
-    }
-    for (const auto& [id, bytes] : it->second.forwards) {
-      forward_routes_.erase(id);
     }
     ++stats_->handoffs_cancelled;
     it = outgoing_.erase(it);
   }
   for (const auto& [key, supplement] : wanted) {
-    auto [it, added] = outgoing_.try_emplace(key);
-    if (added) {
-      it->second.supplement = supplement;
-      it->second.phase_since = now_;
-      it->second.window = SetStreamWindow(options_.window);
-    }
+    outgoing_.try_emplace(key, key.first, key.second, supplement, &options_,
+                          now_);
   }
   EnsureTick();
   EnsureGossipTick();
@@ -417,7 +393,7 @@ bool HandoffManager::HandingOver(uint32_t partition) const {
     // A supplement too: the holder took its data, and what reaches this
     // node from now on goes on to it (applied here, it would be lost when
     // this node lets go).
-    if (it->second.phase == Phase::kDraining) {
+    if (it->second.phase() == Phase::kDraining) {
       return true;
     }
   }
@@ -492,9 +468,7 @@ void HandoffManager::Tick() {
     HostingChanged();
   }
   Progress();
-  for (const auto& [key, out] : outgoing_) {
-    for (const auto& [id, bytes] : out.forwards) out_.Send(key.second, bytes);
-  }
+  for (const auto& [key, t] : outgoing_) t.ResendForwards(&out_);
   std::erase_if(proxied_, [&](const auto& p) {
     return now < p.second.since || now - p.second.since >= 50 * retry;
   });
@@ -507,13 +481,13 @@ void HandoffManager::Tick() {
 void HandoffManager::FillStats(NodeCounters* stats) const {
   stats->handoffs_pending = 0;
   stats->handoffs_running = 0;
-  for (const auto& [key, out] : outgoing_) {
-    if (out.phase == Phase::kWaiting) {
+  for (const auto& [key, t] : outgoing_) {
+    if (t.phase() == Phase::kWaiting) {
       ++stats->handoffs_pending;
     } else {
       ++stats->handoffs_running;
     }
-    stats->handoff_forward_bytes += out.forward_bytes;
+    stats->handoff_forward_bytes += t.forward_bytes();
   }
   stats->handoffs_incoming = receiver_.size();
   stats->partitions_releasing = releasing_.size();
@@ -533,18 +507,10 @@ std::vector<PartitionMove> HandoffManager::Moving(uint64_t now) const {
     move.serving = membership_.ServingList(p);
     move.target = ring().PreferenceList(p);
     if (sending) {
-      const Outgoing& o = it->second;
+      const HandoffTransfer& t = it->second;
       move.peer = it->first.second;
-      move.state = absl::StrCat(o.supplement ? "supplement to " : "sending to ",
-                                move.peer, ": ", PhaseName(o.phase));
-      if (o.phase == Phase::kStreaming && o.have_set) {
-        absl::StrAppend(&move.state, " (set #", o.index, ", run ", o.runs, ")");
-      }
-      if (!o.forwards.empty()) {
-        absl::StrAppend(&move.state, ", ", o.forwards.size(),
-                        " forwards unacknowledged");
-      }
-      move.since_micros = now >= o.phase_since ? now - o.phase_since : 0;
+      move.state = t.Describe();
+      move.since_micros = now >= t.phase_since() ? now - t.phase_since() : 0;
     } else if (membership_.Serves(p) && !Contains(move.target, self_)) {
       // Why no transfer runs: the pairing as this view sees it.
       std::vector<NodeId> leavers;

@@ -19,14 +19,14 @@
 // Sender. For each partition it serves but the latest ring does not give
 // it, a node pairs itself with a joiner (the leavers whose place nobody
 // took, by id, with the joiners no serving node hands over to, in ring
-// order) and runs a transfer (handoff_sender.cc): every set, in order, in
-// chunks, one in flight; every delta its replica applies meanwhile is
-// forwarded. Phases: kWaiting (its turn not come) -> kStreaming (sets) ->
-// kEnding (the end chunk) -> kSetsDone (forwards draining) -> kProposing
-// (it commits to the receiver in its own state, synced, then proposes) ->
-// kDraining (accepted: the replica is no longer used, writes for it are
-// passed on to the receiver, the last forwards drain, and the proposal is
-// sent once more so that the receiver syncs them) -> done: it stops
+// order) and runs a transfer (HandoffTransfer, handoff_transfer.h): every
+// set, in order, in chunks, a window of them in flight; every delta its
+// replica applies meanwhile is forwarded. Phases: kWaiting (its turn not come)
+// -> kStreaming (sets) -> kEnding (the end chunk) -> kSetsDone (forwards
+// draining) -> kProposing (it commits to the receiver in its own state, synced,
+// then proposes) -> kDraining (accepted: the replica is no longer used, writes
+// for it are passed on to the receiver, the last forwards drain, and the
+// proposal is sent once more so that the receiver syncs them) -> done: it stops
 // serving (its state, synced) and releases the replica. A refusal restarts
 // the run; a receiver that restarted (a new incarnation in its acks) also
 // does, because what it acknowledged before may be lost.
@@ -66,15 +66,14 @@
 #include "absl/status/status.h"
 #include "bigset/cluster/node.h"
 #include "bigset/cluster/ring.h"
-#include "bigset/replica/set_reader.h"
 #include "bigset/store/store.h"
+#include "cluster/handoff_transfer.h"
 #include "cluster/hosted_replicas.h"
 #include "cluster/membership.h"
 #include "cluster/node_counters.h"
 #include "cluster/protocol_output.h"
 #include "cluster/request_ids.h"
 #include "cluster/set_stream_receiver.h"
-#include "cluster/set_stream_window.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -239,15 +238,7 @@ class HandoffManager {
   static constexpr size_t kMaxFinishedRuns = 4096;
 
   using TransferKey = std::pair<uint32_t, NodeId>;  // (partition, to)
-  enum class Phase {
-    kWaiting,    // Its turn has not come (HandoffOptions::max_running).
-    kStreaming,  // Sending sets, one chunk in flight.
-    kEnding,     // The end chunk (after every set) in flight.
-    kSetsDone,   // The end acknowledged; forwards draining.
-    kProposing,  // Committed to the receiver; the proposal in flight.
-    kDraining,   // Accepted: the last forwards drain, then done.
-  };
-  static const char* PhaseName(Phase phase);
+  using Phase = HandoffTransfer::Phase;
   // The timers (ProtocolOutput::Arm).
   static constexpr uint32_t kGossipTimer = 1;
   static constexpr uint32_t kTickTimer = 2;
@@ -285,42 +276,6 @@ class HandoffManager {
   // background; synchronously if `now`, for a partition hosted again).
   void StartRelease(uint32_t partition);
   absl::Status FinishReleaseNow(uint32_t partition);
-  struct Outgoing {
-    Phase phase = Phase::kWaiting;
-    // A supplement: this node's place was taken already; the run only adds
-    // its data to the node that holds the place now.
-    bool supplement = false;
-    // The proposal in flight only asks whether the receiver took this
-    // node's place (it left the ring's list since this node committed to
-    // it): its answer either shows the place taken or ends the commitment.
-    bool probe = false;
-    // Accepted, and once the forwards drained the receiver confirmed (with a
-    // synced write) that everything it was forwarded is durable.
-    bool confirmed = false;
-    uint64_t run = 0;  // Request id of the current run; 0 before the first.
-    uint64_t runs = 0;
-    // The receiver's incarnation in the run's first acknowledgement.
-    uint64_t incarnation = 0;
-    uint64_t index = 0;     // Position of `set` in the run.
-    bool have_set = false;  // `set` names a set of this run ("" is a name).
-    std::string set;
-    std::unique_ptr<SetReader> reader;
-    // The set's chunks sent and not yet acknowledged.
-    SetStreamWindow window;
-    // The end chunk, proposal or confirmation sent and not answered.
-    std::string inflight;
-    bool inflight_last = false;
-    uint64_t last_send = 0;
-    uint64_t backoff_until = 0;
-    uint64_t phase_since = 0;  // When the phase began (for Moving()).
-    // Sends that got no answer in a row (a receiver gone for good).
-    uint64_t silent = 0;
-    std::vector<ElementDots> buffer;
-    // Forwarded deltas not yet acknowledged: request id -> message.
-    std::map<uint64_t, std::string> forwards;
-    size_t forward_bytes = 0;
-  };
-
   // ---- Membership and planning (handoff.cc).
   // Tells every peer this node's state (and `also`'s, which its own state
   // refers to).
@@ -358,32 +313,27 @@ class HandoffManager {
   // is under way).
   absl::Status OpenReplica(uint32_t partition);
 
-  // ---- Sender (handoff_sender.cc).
-  void SetPhase(Outgoing& out, Phase phase);
-  void StartRun(const TransferKey& key, Outgoing& out);
-  // Opens the next set after out.set (or the first), or sends the end.
-  void NextSet(const TransferKey& key, Outgoing& out);
-  // Reads out.set from a new snapshot and sends its first chunk (or backs
-  // off if it cannot be read).
-  void OpenSet(const TransferKey& key, Outgoing& out);
-  void SendNextChunk(const TransferKey& key, Outgoing& out);
-  void Resend(const TransferKey& key, Outgoing& out);
+  // ---- Sender (handoff_sender.cc): the transfers (handoff_transfer.h)
+  // and what of them commits this node's membership state.
+  // What an input of the transfer to `key` needs, as of now.
+  TransferEnv Env(const TransferKey& key);
   // Proposes once every set and forward is acknowledged; completes once
   // the receiver accepted and the forwards drained.
   void MaybeComplete(const TransferKey& key);
-  void Propose(const TransferKey& key, Outgoing& out);
-  void Probe(const TransferKey& key, Outgoing& out);
-  void Confirm(const TransferKey& key, Outgoing& out);
-  // The encoded HandoffDone of run `out`, for this node's place `mine`.
-  std::string Proposal(const TransferKey& key, const Outgoing& out,
-                       const ServeEntry& mine, bool supplement) const;
+  void Propose(const TransferKey& key, HandoffTransfer& t);
+  void Probe(const TransferKey& key, HandoffTransfer& t);
+  void Confirm(const TransferKey& key, HandoffTransfer& t);
+  // The encoded HandoffDone of run `t`, for this node's place `mine`.
+  std::string Proposal(const HandoffTransfer& t, const ServeEntry& mine,
+                       bool supplement) const;
   void Complete(const TransferKey& key);
   // Moves every transfer on that can go on now: starts runs (up to
   // HandoffOptions::max_running), resends what is past its retry time,
   // proposes, completes. Called by the timer and after every re-plan.
   void Progress();
-  // This node's replica of `partition`, even while it hands over.
-  Replica* SenderReplica(uint32_t partition);
+  // The transfer to `to` of `partition` that forward `request_id` belongs
+  // to, or nullptr.
+  HandoffTransfer* ForwardOwner(NodeId to, uint64_t request_id);
 
   // ---- Receiver (handoff_receiver.cc).
   // Answers a proposal: OK (accepted, or the data of a supplement taken) or
@@ -427,7 +377,7 @@ class HandoffManager {
   // Releases of each partition since the node opened: the incarnation a
   // transfer's acknowledgements carry changes with them (IncarnationOf).
   std::map<uint32_t, uint64_t> releases_;
-  std::map<TransferKey, Outgoing> outgoing_;
+  std::map<TransferKey, HandoffTransfer> outgoing_;
   // The runs being received. Runs (sender, run) whose end this node
   // received are remembered there, with their partition, while it keeps
   // that replica: a proposal is accepted only for these.
@@ -437,8 +387,6 @@ class HandoffManager {
   // probe was answered "not taken", no earlier proposal takes its place.
   // Keyed by (sender, partition, the sender's episode).
   std::map<std::tuple<NodeId, uint32_t, uint64_t>, uint64_t> latest_proposal_;
-  // Forward request id -> its transfer.
-  std::map<uint64_t, TransferKey> forward_routes_;
   // Partitions this node handed over, until it hosts them again: where
   // deltas for them are passed on to.
   std::map<uint32_t, NodeId> moved_to_;
