@@ -33,11 +33,8 @@ absl::Status RequestIds::Open() {
   absl::Status s =
       store_->Get(ReadOptions(), MetadataKey(kNodeKeyspace, kLeaseKey), &value);
   if (s.ok()) {
-    coding::Reader in(value);
-    uint8_t version = 0;
     uint64_t end = 0;
-    if (!in.GetByte(&version) || version != kLeaseFormatVersion ||
-        !in.GetFixed64BE(&end) || !in.empty() || end == 0) {
+    if (!coding::DecodeVersionedFixed64(value, kLeaseFormatVersion, &end)) {
       return absl::DataLossError(
           absl::StrCat("node ", node_, ": undecodable request id lease"));
     }
@@ -68,11 +65,9 @@ absl::Status RequestIds::Open() {
 
 absl::Status RequestIds::Extend() {
   const uint64_t end = lease_end_ + kLeaseSize;
-  std::string value;
-  value.push_back(static_cast<char>(kLeaseFormatVersion));
-  coding::PutFixed64BE(&value, end);
   WriteBatch batch;
-  batch.Put(MetadataKey(kNodeKeyspace, kLeaseKey), value);
+  batch.Put(MetadataKey(kNodeKeyspace, kLeaseKey),
+            coding::VersionedFixed64(kLeaseFormatVersion, end));
   WriteOptions sync;
   sync.sync = true;
   absl::Status s = store_->Write(sync, batch);

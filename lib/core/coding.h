@@ -184,6 +184,21 @@ class Reader {
   const char* end_;
 };
 
+// A small metadata value: a format-version byte, then one fixed64. Returns
+// false for another version, a wrong length, or a value of 0 (which no
+// such record holds: actor ids and lease ends are never 0).
+inline std::string VersionedFixed64(uint8_t version, uint64_t v) {
+  std::string out(1, static_cast<char>(version));
+  PutFixed64BE(&out, v);
+  return out;
+}
+inline bool DecodeVersionedFixed64(std::string_view in, uint8_t version,
+                                   uint64_t* v) {
+  if (in.size() != 9 || static_cast<uint8_t>(in[0]) != version) return false;
+  *v = DecodeFixed64BE(in.data() + 1);
+  return *v != 0;
+}
+
 }  // namespace bigset::coding
 
 #endif  // BIGSET_LIB_CORE_CODING_H_

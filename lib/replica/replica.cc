@@ -66,10 +66,7 @@ std::string ShutdownValue(ShutdownState state) {
 }
 
 std::string ActorValue(ActorId actor) {
-  std::string value;
-  value.push_back(static_cast<char>(kActorFormatVersion));
-  coding::PutFixed64BE(&value, actor);
-  return value;
+  return coding::VersionedFixed64(kActorFormatVersion, actor);
 }
 
 }  // namespace replica_internal
@@ -142,22 +139,15 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
   if (options.read_only) {
     // Inspect whatever is there; Verify reports a missing or bad actor id.
     if (!s.ok() && !absl::IsNotFound(s)) return s;
-    if (s.ok()) {
-      coding::Reader in(value);
-      uint8_t version = 0;
-      if (!in.GetByte(&version) || version != kActorFormatVersion ||
-          !in.GetFixed64BE(&actor) || !in.empty()) {
-        actor = 0;
-      }
+    if (s.ok() &&
+        !coding::DecodeVersionedFixed64(value, kActorFormatVersion, &actor)) {
+      actor = 0;
     }
     return std::unique_ptr<Replica>(
         new ReplicaImpl(store, options, actor, false));
   }
   if (s.ok()) {
-    coding::Reader in(value);
-    uint8_t version = 0;
-    if (!in.GetByte(&version) || version != kActorFormatVersion ||
-        !in.GetFixed64BE(&actor) || !in.empty() || actor == 0) {
+    if (!coding::DecodeVersionedFixed64(value, kActorFormatVersion, &actor)) {
       return absl::DataLossError(absl::StrCat("keyspace ", options.keyspace,
                                               ": undecodable actor id"));
     }

@@ -92,12 +92,9 @@ class Repairer {
     absl::Status s =
         store_->Get(ReadOptions(), MetadataKey(ks_, kActorMetadata), &value);
     if (s.ok()) {
-      coding::Reader in(value);
-      uint8_t version = 0;
       ActorId actor = 0;
       // Actor 0 is invalid too (Open refuses it as undecodable).
-      if (in.GetByte(&version) && version == kActorFormatVersion &&
-          in.GetFixed64BE(&actor) && in.empty() && actor != 0) {
+      if (coding::DecodeVersionedFixed64(value, kActorFormatVersion, &actor)) {
         report_.old_actor = actor;
       } else {
         Loss("the actor id was undecodable");
