@@ -19,31 +19,23 @@ filter="${3:-BM_InsertThroughput/(bigset|rawleveldb)$|BM_FullRead/(bigset|rawlev
 rounds="${4:-5}"
 
 bash scripts/install-deps.sh
-work=$(mktemp -d /tmp/bigset-compare.XXXXXX)
-cleanup() {
+source scripts/worktree_pair.sh
+before_cleanup() {
   if [[ -n "${BENCH_COMPARE_KEEP:-}" ]]; then
     mkdir -p "$BENCH_COMPARE_KEEP"
     cp "$work"/*.json "$BENCH_COMPARE_KEEP"/ 2>/dev/null || true
   fi
-  git worktree remove --force "$work/a" >/dev/null 2>&1 || true
-  git worktree remove --force "$work/b" >/dev/null 2>&1 || true
-  rm -rf "$work"
 }
-trap cleanup EXIT
-
-for side in a b; do
-  rev="$rev_a"
-  [[ "$side" == b ]] && rev="$rev_b"
-  git worktree add --detach "$work/$side" "$rev" >/dev/null
-  (cd "$work/$side" &&
-   meson setup build --buildtype=release >/dev/null &&
-   ninja -C build benchmarks/bigset_bench >/dev/null &&
-   # The network benchmarks run nodes as node_process processes.
-   if ninja -C build -t targets all | grep -q '^tests/network/node_process:'; then
-     ninja -C build tests/network/node_process >/dev/null
-   fi)
-  echo "built $side = $(git rev-parse --short "$rev")" >&2
-done
+build_side() {  # SIDE REV, in the side's worktree
+  meson setup build --buildtype=release >/dev/null
+  ninja -C build benchmarks/bigset_bench >/dev/null
+  # The network benchmarks run nodes as node_process processes.
+  if ninja -C build -t targets all | grep -q '^tests/network/node_process:'; then
+    ninja -C build tests/network/node_process >/dev/null
+  fi
+  echo "built $1 = $(git rev-parse --short "$2")" >&2
+}
+worktree_pair bigset-compare "$rev_a" "$rev_b" build_side
 
 for ((i = 1; i <= rounds; i++)); do
   for side in a b; do

@@ -40,24 +40,15 @@ fi
 
 rev_a="$1"
 rev_b="$2"
-work=$(mktemp -d /tmp/bigset-trace-compare.XXXXXX)
-cleanup() {
-  git worktree remove --force "$work/a" >/dev/null 2>&1 || true
-  git worktree remove --force "$work/b" >/dev/null 2>&1 || true
-  rm -rf "$work"
+source scripts/worktree_pair.sh
+build_side() {  # SIDE REV, in the side's worktree
+  meson setup build -Doptimization=1 -Ddebug=false -Db_ndebug=false \
+    >/dev/null
+  ninja -C build >/dev/null
+  log_of build >"../$1.log"
+  echo "$1 = $(git rev-parse --short "$2"): $(grep -c '^seed' "../$1.log") simulations" >&2
 }
-trap cleanup EXIT
-for side in a b; do
-  rev="$rev_a"
-  [[ "$side" == b ]] && rev="$rev_b"
-  git worktree add --detach "$work/$side" "$rev" >/dev/null
-  (cd "$work/$side" &&
-   meson setup build -Doptimization=1 -Ddebug=false -Db_ndebug=false \
-     >/dev/null &&
-   ninja -C build >/dev/null)
-  log_of "$work/$side/build" >"$work/$side.log"
-  echo "$side = $(git rev-parse --short "$rev"): $(grep -c '^seed' "$work/$side.log") simulations" >&2
-done
+worktree_pair bigset-trace-compare "$rev_a" "$rev_b" build_side
 if diff "$work/a.log" "$work/b.log" >"$work/diff"; then
   echo "histories equal"
 else
