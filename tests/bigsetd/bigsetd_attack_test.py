@@ -28,60 +28,38 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import threading
 import time
-import traceback
 
 try:
     import redis
 except ImportError:  # Only a few tests use it.
     redis = None
 
-# The harness bigsetd_test.py defines (the same checks, ports, process
-# stops and RESP encoding).
-import bigsetd_test  # noqa: E402
-from bigsetd_test import (Err, Failure, check, encode, eq,  # noqa: E402
-                          free_port, short, stop_process, wait_for)
+# The harness the process tests share (checks, ports, processes stopped by
+# pid, temporary directories, RESP encoding, the test loop).
+import harness  # noqa: E402
+from harness import (AT_CLEANUP, PROCS, Err, Failure, check,  # noqa: E402
+                     encode, eq, free_port, run_tests, short, stop_process,
+                     wait_for)
 
 BIGSETD = None
 SEED = 4242
-PROCS = []
-TMPDIRS = []
 NODES = []  # Every Node of the running test (for logs on failure).
 
 
 def tmpdir():
-    d = tempfile.mkdtemp(prefix="bigsetd-attack-")
-    TMPDIRS.append(d)
-    return d
+    return harness.tmpdir("bigsetd-attack-")
 
 
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            try:
-                os.kill(p.pid, signal.SIGCONT)
-                os.kill(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.time() + 10
-    for p in PROCS:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            try:
-                os.kill(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=30)
-    del PROCS[:]
+def close_logs():
     for n in NODES:
         n.close_log()
-    for d in TMPDIRS:
-        shutil.rmtree(d, ignore_errors=True)
-    del TMPDIRS[:]
+    del NODES[:]
+
+
+AT_CLEANUP.append(close_logs)
 
 
 # ---- A raw RESP client.
@@ -91,8 +69,8 @@ class Closed(Exception):
     """The server closed the connection."""
 
 
-class Resp(bigsetd_test.Resp):
-    """bigsetd_test's connection, its replies read plainly (bulk strings as
+class Resp(harness.Resp):
+    """The harness's connection, its replies read plainly (bulk strings as
     bytes, simple strings as latin-1, RESP3 sets and maps as lists and
     dicts), and a closed connection raised as Closed."""
 
@@ -2627,30 +2605,18 @@ def main():
     BIGSETD = os.path.abspath(sys.argv[1])
     names = {fn.__name__[len("test_"):]: fn for fn in TESTS}
     which = list(names) if sys.argv[2] == "all" else [sys.argv[2]]
-    failed = 0
+    which = [n[len("test_"):] if n.startswith("test_") else n for n in which]
     for name in which:
-        fn = names.get(name[len("test_"):] if name.startswith("test_")
-                       else name)
-        if fn is None:
+        if name not in names:
             print("unknown test %s; tests: %s" % (name, " ".join(names)))
             return 2
-        t0 = time.time()
-        try:
-            fn()
-            print("PASS %s (%.1fs)" % (name, time.time() - t0), flush=True)
-        except Exception as e:  # noqa: BLE001 - report any failure
-            failed += 1
-            reason = str(e) if isinstance(e, Failure) else \
-                traceback.format_exc()
-            print("FAIL %s: %s (seed %d)" % (name, reason, SEED), flush=True)
-            for n in NODES:
-                tail = n.log_tail(10)
-                if tail:
-                    sys.stderr.write("--- node %d log:\n%s\n" % (n.id, tail))
-        finally:
-            cleanup()
-            del NODES[:]
-    return 1 if failed else 0
+
+    def logs(_):
+        for n in NODES:
+            tail = n.log_tail(10)
+            if tail:
+                sys.stderr.write("--- node %d log:\n%s\n" % (n.id, tail))
+    return run_tests(names, which, SEED, logs)
 
 
 if __name__ == "__main__":
