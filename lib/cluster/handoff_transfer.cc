@@ -3,6 +3,7 @@
 
 #include "cluster/handoff_transfer.h"
 
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -12,21 +13,12 @@
 namespace bigset {
 
 const char* HandoffTransfer::PhaseName(Phase phase) {
-  switch (phase) {
-    case Phase::kWaiting:
-      return "waiting";
-    case Phase::kStreaming:
-      return "streaming";
-    case Phase::kEnding:
-      return "ending";
-    case Phase::kSetsDone:
-      return "draining forwards";
-    case Phase::kProposing:
-      return "proposing";
-    case Phase::kDraining:
-      return "accepted, draining";
-  }
-  return "?";
+  // In the order of Phase.
+  static constexpr const char* kNames[] = {"waiting",   "streaming",
+                                           "ending",    "draining forwards",
+                                           "proposing", "accepted, draining"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Phase::kDraining) + 1);
+  return kNames[static_cast<size_t>(phase)];
 }
 
 HandoffTransfer::HandoffTransfer(uint32_t partition, NodeId to, bool supplement,
