@@ -263,9 +263,9 @@ void HandoffTransfer::Forward(const TransferEnv& env, const Delta& delta) {
 }
 
 void HandoffTransfer::ForwardAcked(uint64_t request_id) {
-  silent_ = 0;
   auto f = forwards_.find(request_id);
-  if (f == forwards_.end()) return;
+  if (f == forwards_.end()) return;  // Not this transfer's: no news of it.
+  silent_ = 0;
   forward_bytes_ -= f->second.size();
   forwards_.erase(f);
 }

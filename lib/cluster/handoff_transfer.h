@@ -124,7 +124,8 @@ class HandoffTransfer {
   bool HasForward(uint64_t request_id) const {
     return forwards_.count(request_id) > 0;
   }
-  // The receiver applied forward `request_id` (or can never apply it).
+  // The receiver applied forward `request_id` (or can never apply it): it
+  // leaves the queue. Nothing for an id not in the queue.
   void ForwardAcked(uint64_t request_id);
   // Every forward not yet acknowledged, again (the tick).
   void ResendForwards(ProtocolOutput* out) const;

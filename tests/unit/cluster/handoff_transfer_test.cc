@@ -31,13 +31,16 @@ constexpr NodeId kReceiver = 2;
 constexpr uint64_t kEpoch = 5;
 constexpr uint64_t kRetry = 1000;
 
+HandoffOptions TestOptions() {
+  HandoffOptions o;
+  o.window = 2;
+  o.chunk_elements = 2;
+  o.retry_micros = kRetry;
+  return o;
+}
+
 struct Fixture {
-  Fixture() {
-    options.window = 2;
-    options.chunk_elements = 2;
-    options.retry_micros = kRetry;
-    REQUIRE(ids.Open().ok());
-  }
+  Fixture() { REQUIRE(ids.Open().ok()); }
 
   TransferEnv Env() {
     return TransferEnv{.now = now,
@@ -80,7 +83,7 @@ struct Fixture {
   MemStore meta;
   std::function<uint64_t()> random = [] { return uint64_t{42}; };
   RequestIds ids{1, meta.store.get(), &random};
-  HandoffOptions options;
+  HandoffOptions options = TestOptions();
   NodeCounters stats;
   ProtocolOutput out;
   uint64_t now = 10'000;
@@ -169,6 +172,63 @@ TEST_CASE("transfer: a run sends every set in order, then the end") {
   REQUIRE_FALSE(f.transfer.control_in_flight());
   REQUIRE(f.Sent().empty());
   REQUIRE(f.stats.handoff_keys_sent == 6);
+}
+
+TEST_CASE("transfer: at most a window of chunks is in flight") {
+  Fixture f;
+  // Nine elements in chunks of two: five chunks.
+  for (int e = 0; e < 9; ++e) {
+    AddElement(*f.sender.replica, "x", "e" + std::to_string(e));
+  }
+  f.transfer.StartRun(f.Env());
+  std::vector<Message> sent = f.Sent();
+  REQUIRE(sent.size() == 1);
+  REQUIRE(f.transfer.OnAck(f.Env(), f.transfer.run(),
+                           Fixture::AckOf(sent[0], 9)) == AckResult::kProgress);
+  sent = f.Sent();
+  REQUIRE(sent.size() == 2);  // The window (2), not the rest of the set.
+  REQUIRE(Chunk(sent[0]).seq == 1);
+  REQUIRE(Chunk(sent[1]).seq == 2);
+  // One acknowledged: one more goes.
+  REQUIRE(f.transfer.OnAck(f.Env(), f.transfer.run(),
+                           Fixture::AckOf(sent[0], 9)) == AckResult::kProgress);
+  sent = f.Sent();
+  REQUIRE(sent.size() == 1);
+  REQUIRE(Chunk(sent[0]).seq == 3);
+}
+
+TEST_CASE("transfer: the end chunk is resent alone, and a restart then") {
+  Fixture f;
+  AddElement(*f.sender.replica, "x", "x1");
+  f.transfer.StartRun(f.Env());
+  std::vector<Message> sent = f.Sent();
+  REQUIRE(f.transfer.OnAck(f.Env(), f.transfer.run(),
+                           Fixture::AckOf(sent[0], 9)) == AckResult::kProgress);
+  const std::vector<Message> end = f.Sent();
+  REQUIRE(end.size() == 1);
+  REQUIRE(Chunk(end[0]).end);
+  REQUIRE(f.transfer.phase() == Phase::kEnding);
+  f.now += kRetry;
+  f.transfer.Continue(f.Env());
+  sent = f.Sent();
+  REQUIRE(sent.size() == 1);
+  REQUIRE(Chunk(sent[0]).end);
+  // A stale acknowledgement of the end (another index) is ignored.
+  msg::TransferAck stale = Fixture::AckOf(end[0], 9);
+  stale.index += 1;
+  REQUIRE(f.transfer.OnAck(f.Env(), f.transfer.run(), stale) ==
+          AckResult::kIgnored);
+  // The receiver restarted before it acknowledged the end: the whole run.
+  const uint64_t run = f.transfer.run();
+  REQUIRE(f.transfer.OnAck(f.Env(), run, Fixture::AckOf(end[0], 10)) ==
+          AckResult::kProgress);
+  REQUIRE(f.transfer.run() != run);
+  REQUIRE(f.transfer.phase() == Phase::kStreaming);
+  REQUIRE_FALSE(f.transfer.control_in_flight());
+  sent = f.Sent();
+  REQUIRE(sent.size() == 1);
+  REQUIRE(Chunk(sent[0]).set == "x");
+  REQUIRE(Chunk(sent[0]).index == 0);
 }
 
 TEST_CASE("transfer: the receiver gets every element of every set") {
@@ -382,11 +442,37 @@ TEST_CASE("transfer: forwards over their bound restart the run") {
   }
   REQUIRE(forwarded > 1);
   REQUIRE(f.transfer.forwards_empty());
+  REQUIRE(f.transfer.forward_bytes() == 0);
   REQUIRE(f.transfer.run() != first_run);
-  // The new run's first chunk went out after the forwards.
+  // The forwards before it went; the one over the bound did not (the new
+  // run's snapshots hold it); the new run's first chunk went last.
   const std::vector<Message> sent = f.Sent();
+  REQUIRE(sent.size() == static_cast<size_t>(forwarded));
+  for (size_t i = 0; i + 1 < sent.size(); ++i) {
+    REQUIRE(sent[i].type() == MessageType::kHandoffDelta);
+  }
   REQUIRE(sent.back().type() == MessageType::kTransferChunk);
   REQUIRE(sent.back().header.request_id == f.transfer.run());
+}
+
+TEST_CASE("transfer: while a proposal is out, forwards wait past the bound") {
+  Fixture f;
+  f.options.forward_bytes = 200;
+  AddElement(*f.sender.replica, "x", "x1");
+  f.transfer.StartRun(f.Env());
+  ReceiveRun(f);
+  const uint64_t run = f.transfer.run();
+  f.transfer.Propose(f.Env(), "proposal");
+  f.out.effects.clear();
+  // The receiver may accept this run: every forward must reach it.
+  for (int i = 0; i < 20; ++i) {
+    f.transfer.Forward(f.Env(), DeltaOf("p" + std::to_string(i), 1 + i));
+  }
+  REQUIRE(f.stats.handoff_forward_overflows == 0);
+  REQUIRE(f.transfer.forward_bytes() > f.options.forward_bytes);
+  REQUIRE(f.transfer.run() == run);
+  REQUIRE(f.transfer.phase() == Phase::kProposing);
+  REQUIRE(f.Sent().size() == 20);
 }
 
 TEST_CASE("transfer: proposal, acceptance, confirmation") {
@@ -453,6 +539,33 @@ TEST_CASE("transfer: a refusal backs off; a probe takes a fresh run id") {
   f.transfer.ProbeAnswered(f.now);
   REQUIRE_FALSE(f.transfer.probe());
   REQUIRE(f.transfer.phase() == Phase::kSetsDone);
+}
+
+TEST_CASE("transfer: a new run ends a probe and what was in flight") {
+  Fixture f;
+  for (const char* e : {"x1", "x2", "x3"}) {
+    AddElement(*f.sender.replica, "x", e);
+  }
+  f.transfer.StartRun(f.Env());
+  f.Sent();
+  // A probe in the middle of streaming (the ring moved the receiver away).
+  f.transfer.StartProbe(f.Env());
+  f.transfer.SendProbe(f.Env(), "probe");
+  f.out.effects.clear();
+  REQUIRE(f.transfer.probe());
+  REQUIRE(f.transfer.control_in_flight());
+  const uint64_t probe_run = f.transfer.run();
+  f.transfer.StartRun(f.Env());
+  REQUIRE_FALSE(f.transfer.probe());
+  REQUIRE_FALSE(f.transfer.confirmed());
+  REQUIRE(f.transfer.phase() == Phase::kStreaming);
+  REQUIRE(f.transfer.run() != probe_run);
+  // What is in flight is the new run's first chunk, not the probe.
+  REQUIRE(f.transfer.TakeAnswer(probe_run) == Answer::kIgnored);
+  const std::vector<Message> sent = f.Sent();
+  REQUIRE(sent.size() == 1);
+  REQUIRE(Chunk(sent[0]).seq == 0);
+  REQUIRE(f.stats.handoff_restarts == 1);
 }
 
 TEST_CASE("transfer: Describe says what it does") {
