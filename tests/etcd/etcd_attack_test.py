@@ -220,6 +220,16 @@ def etcd_cluster(etcd, count=3, prefix=PREFIX, extra=()):
     return bt.Cluster(count, extra=args + list(extra))
 
 
+def etcd_and_cluster():
+    """etcd, and a three-node cluster on it, both started: (etcd, the
+    cluster, its three members)."""
+    etcd = Etcd()
+    etcd.start()
+    c = etcd_cluster(etcd)
+    c.start()
+    return etcd, c, [c.nodes[i] for i in (1, 2, 3)]
+
+
 def set_endpoints(node, endpoints):
     i = node.extra.index("--etcd-endpoints")
     node.extra[i + 1] = endpoints
@@ -440,12 +450,8 @@ class ScriptedProxy(Proxy):
 @bounded
 def test_coordinator_kill9():
     rng = random.Random(SEED)
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     spares = [spare(c, i).id for i in (4, 5)]
-    members = [c.nodes[i] for i in (1, 2, 3)]
     everyone = members + [c.nodes[i] for i in spares]
     coord = c.nodes[3]
     writer = Writer([c.nodes[1], c.nodes[2]])
@@ -492,12 +498,8 @@ def test_coordinator_kill9():
 
 @bounded
 def test_etcd_sigstop():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     n4 = spare(c, 4)
-    members = [c.nodes[i] for i in (1, 2, 3)]
     writer = Writer(members)
     writer.start()
     try:
@@ -532,10 +534,7 @@ def test_etcd_sigstop():
 
 @bounded
 def test_shutdown_during_change():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, _ = etcd_and_cluster()
     n4 = spare(c, 4)
     os.kill(etcd.proc.pid, signal.SIGSTOP)
     # Idle: a node stops promptly although etcd does not answer.
@@ -693,13 +692,9 @@ def wipe(etcd):
 
 @bounded
 def test_etcd_wiped():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     n4 = spare(c, 4)
     n5 = spare(c, 5)
-    members = [c.nodes[i] for i in (1, 2, 3)]
     everyone = members + [n4, n5]
     for cmd in (join_args(n4), ("BIGSET.CLUSTER", "LEAVE", "4")):
         reply = command(c.nodes[1], *cmd)
@@ -727,12 +722,8 @@ def test_etcd_wiped():
 
 @bounded
 def test_wiped_stale_node():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     n4 = spare(c, 4)
-    members = [c.nodes[i] for i in (1, 2, 3)]
     c.nodes[3].kill9()
     reply = command(c.nodes[1], *join_args(n4))
     check(starts(reply, b"epoch 2: ring 1,2,3,4"),
@@ -781,13 +772,9 @@ def test_wiped_stale_node():
 
 @bounded
 def test_garbage_ring():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     n4 = spare(c, 4)
     n5 = spare(c, 5)
-    members = [c.nodes[i] for i in (1, 2, 3)]
     everyone = members + [n4, n5]
     reply = command(c.nodes[1], *join_args(n4))
     check(is_ok(reply), "JOIN 4: %s" % bt.short(reply))
@@ -826,12 +813,8 @@ def test_garbage_ring():
 
 @bounded
 def test_garbage_epoch():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     n4 = spare(c, 4)
-    members = [c.nodes[i] for i in (1, 2, 3)]
     wait_for(lambda: etcd.records().keys() == {1}, 30, "epoch 1 recorded")
     etcdctl(etcd.endpoint(), "put", PREFIX + "/epoch", "garbage")
     t0 = time.time()
@@ -852,12 +835,8 @@ def test_garbage_epoch():
 
 @bounded
 def test_change_storm():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     spares = [spare(c, i).id for i in (4, 5, 6)]
-    members = [c.nodes[i] for i in (1, 2, 3)]
     everyone = members + [c.nodes[i] for i in spares]
     writer = Writer(members)
     writer.start()
@@ -924,12 +903,8 @@ def test_change_storm():
 @bounded
 def test_restart_loop():
     rng = random.Random(SEED)
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     spares = [spare(c, i).id for i in (4, 5)]
-    members = [c.nodes[i] for i in (1, 2, 3)]
     everyone = members + [c.nodes[i] for i in spares]
     toggler = Toggler(c, spares, random.Random(SEED + 1))
     stop = threading.Event()
@@ -990,12 +965,8 @@ def test_etcd_down_at_start():
 
 @bounded
 def test_compaction():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     spares = [spare(c, i) for i in (4, 5)]
-    members = [c.nodes[i] for i in (1, 2, 3)]
     everyone = members + spares
     n3 = c.nodes[3]
     # Frozen node: its watch's connection stays open, unread.
