@@ -315,8 +315,8 @@ class HandoffManager {
 
   // ---- Sender (handoff_sender.cc): the transfers (handoff_transfer.h)
   // and what of them commits this node's membership state.
-  // What an input of the transfer to `key` needs, as of now.
-  TransferEnv Env(const TransferKey& key);
+  // What an input of a transfer of `partition` needs, as of now.
+  TransferEnv Env(uint32_t partition);
   // Proposes once every set and forward is acknowledged; completes once
   // the receiver accepted and the forwards drained.
   void MaybeComplete(const TransferKey& key);

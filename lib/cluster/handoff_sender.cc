@@ -10,10 +10,10 @@
 
 namespace bigset {
 
-TransferEnv HandoffManager::Env(const TransferKey& key) {
+TransferEnv HandoffManager::Env(uint32_t partition) {
   return TransferEnv{.now = now_,
                      .epoch = ring().epoch(),
-                     .replica = HostedReplica(key.first),
+                     .replica = HostedReplica(partition),
                      .ids = ids_,
                      .stats = stats_,
                      .out = &out_};
@@ -24,7 +24,7 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
   const TransferKey key{header.partition, from};
   auto it = outgoing_.find(key);
   if (it == outgoing_.end()) return;
-  if (it->second.OnAck(Env(key), header.request_id, m) ==
+  if (it->second.OnAck(Env(key.first), header.request_id, m) ==
       HandoffTransfer::AckResult::kSetsDone) {
     MaybeComplete(key);
   }
@@ -32,8 +32,12 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
 
 void HandoffManager::Forward(uint32_t partition, const Delta& delta) {
   auto it = outgoing_.lower_bound({partition, 0});
+  if (it == outgoing_.end() || it->first.first != partition) return;
+  // Every delta the replica applies comes here: one env for the
+  // partition's transfers, and none when no transfer runs.
+  const TransferEnv env = Env(partition);
   for (; it != outgoing_.end() && it->first.first == partition; ++it) {
-    it->second.Forward(Env(it->first), delta);
+    it->second.Forward(env, delta);
   }
 }
 
@@ -108,7 +112,7 @@ void HandoffManager::Propose(const TransferKey& key, HandoffTransfer& t) {
     PushOwnState();
     mine = membership_.Own(key.first);
   }
-  t.Propose(Env(key), Proposal(t, *mine, t.supplement()));
+  t.Propose(Env(key.first), Proposal(t, *mine, t.supplement()));
 }
 
 std::string HandoffManager::Proposal(const HandoffTransfer& t,
@@ -128,7 +132,7 @@ void HandoffManager::Confirm(const TransferKey& key, HandoffTransfer& t) {
   // before this node lets go of its copy.
   const ServeEntry* mine = membership_.Own(key.first);
   if (mine == nullptr) return;
-  t.Confirm(Env(key), Proposal(t, *mine, t.supplement()));
+  t.Confirm(Env(key.first), Proposal(t, *mine, t.supplement()));
 }
 
 void HandoffManager::Probe(const TransferKey& key, HandoffTransfer& t) {
@@ -137,7 +141,7 @@ void HandoffManager::Probe(const TransferKey& key, HandoffTransfer& t) {
   // A fresh request id: the receiver cannot have finished a run under it,
   // so it answers with its state and never accepts; and no earlier
   // proposal of this node is accepted there after this one.
-  const TransferEnv env = Env(key);
+  const TransferEnv env = Env(key.first);
   t.StartProbe(env);
   t.SendProbe(env, Proposal(t, *mine, /*supplement=*/false));
 }
@@ -160,7 +164,7 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
       // The receiver restarted since it accepted: what it was forwarded
       // may be lost. The whole run again (it accepts the same place).
       moved_to_.erase(key.first);
-      t.StartRun(Env(key));
+      t.StartRun(Env(key.first));
     }
     return;
   }
@@ -171,7 +175,7 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
     t.ProbeAnswered(now_);
     if (membership_.ReplacedBy(key.first).has_value()) {
       // It took this node's place after all: the hand-over goes on.
-      t.StartRun(Env(key));
+      t.StartRun(Env(key.first));
     } else if (membership_.SetHandingTo(key.first, 0).ok()) {
       PushOwnState();
     }
@@ -199,7 +203,7 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
     return;
   } else {
     // The receiver no longer has what this run sent: send it again.
-    t.StartRun(Env(key));
+    t.StartRun(Env(key.first));
     t.BackOff(now_ + options_.retry_micros);
   }
   if (changed || own_raised) MembershipChanged();
@@ -263,7 +267,7 @@ void HandoffManager::Progress() {
     switch (t.phase()) {
       case Phase::kWaiting: {
         if (running >= options_.max_running) break;
-        const TransferEnv env = Env(key);
+        const TransferEnv env = Env(key.first);
         if (env.replica == nullptr) break;
         ++running;
         t.StartRun(env);
@@ -271,7 +275,7 @@ void HandoffManager::Progress() {
       }
       case Phase::kStreaming:
       case Phase::kEnding:
-        t.Continue(Env(key));
+        t.Continue(Env(key.first));
         break;
       case Phase::kSetsDone:
         if (!t.Waiting(now) && t.forwards_empty()) Propose(key, t);
@@ -285,14 +289,14 @@ void HandoffManager::Progress() {
                                           key.second) == members.end()) {
           given_up.push_back(key);
         } else if (t.Due(now)) {
-          t.Resend(Env(key));
+          t.Resend(Env(key.first));
         }
         break;
       }
       case Phase::kDraining:
         if (!t.forwards_empty()) break;
         if (t.control_in_flight()) {
-          if (t.Due(now)) t.Resend(Env(key));
+          if (t.Due(now)) t.Resend(Env(key.first));
         } else {
           // Forwards drained, or a failed completion write: again.
           to_complete.push_back(key);
