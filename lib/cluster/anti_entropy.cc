@@ -25,7 +25,7 @@ using anti_entropy_internal::kSuspectWaves;
 using anti_entropy_internal::SplitMix;
 using anti_entropy_internal::SummaryBytes;
 
-AntiEntropy::AntiEntropy(NodeId self, const HandoffManager* roles,
+AntiEntropy::AntiEntropy(NodeId self, const PartitionRoles* roles,
                          NodeCounters* stats, RequestIds* ids,
                          const AntiEntropyOptions& options)
     : self_(self),

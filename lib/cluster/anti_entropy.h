@@ -60,8 +60,8 @@
 #include "bigset/cluster/node.h"
 #include "bigset/core/clock.h"
 #include "bigset/replica/set_reader.h"
-#include "cluster/handoff.h"
 #include "cluster/node_counters.h"
+#include "cluster/partition_roles.h"
 #include "cluster/protocol_output.h"
 #include "cluster/request_ids.h"
 #include "cluster/set_stream_receiver.h"
@@ -74,7 +74,7 @@ class AntiEntropy {
   // `self` is this node; `roles` (the partitions' roles on it: serving
   // lists, replicas), `stats` and `ids` are the node's, not owned, and
   // outlive this.
-  AntiEntropy(NodeId self, const HandoffManager* roles, NodeCounters* stats,
+  AntiEntropy(NodeId self, const PartitionRoles* roles, NodeCounters* stats,
               RequestIds* ids, const AntiEntropyOptions& options);
   ~AntiEntropy();
   AntiEntropy(const AntiEntropy&) = delete;
@@ -232,7 +232,7 @@ class AntiEntropy {
   bool Serves(uint32_t partition, NodeId node) const;
 
   const NodeId self_;
-  const HandoffManager* const roles_;
+  const PartitionRoles* const roles_;
   NodeCounters* const stats_;
   RequestIds* const ids_;
   const AntiEntropyOptions options_;

@@ -13,8 +13,9 @@
 namespace bigset {
 
 HandoffManager::HandoffManager(NodeId self, Store* store,
-                               HostedReplicas* replicas, NodeCounters* stats,
-                               RequestIds* ids, const HandoffOptions& options)
+                               HostedReplicas* replicas, PartitionRoles* roles,
+                               NodeCounters* stats, RequestIds* ids,
+                               const HandoffOptions& options)
     : self_(self),
       store_(store),
       replicas_(replicas),
@@ -22,13 +23,53 @@ HandoffManager::HandoffManager(NodeId self, Store* store,
       ids_(ids),
       options_(options),
       membership_(self, store),
+      roles_(roles),
       receiver_(SetStreamReceiver::Limits{.max_streams = kMaxReceivedRuns,
-                                          .max_finished = kMaxFinishedRuns}) {}
+                                          .max_finished = kMaxFinishedRuns}) {
+  roles_->SetView(&membership_);
+}
 
 HandoffManager::~HandoffManager() = default;
 
+PartitionRoles::Entry HandoffManager::DeriveRole(uint32_t partition) const {
+  const bool serves = membership_.Serves(partition);
+  PartitionRole role = PartitionRole::kServing;
+  if (replicas_->Get(partition) == nullptr) {
+    role = PartitionRole::kReleased;
+  } else if (HandingOver(partition)) {
+    role = PartitionRole::kDraining;
+  } else if (!serves) {
+    role = PartitionRole::kReceiving;
+  } else if (Committed(partition)) {
+    role = PartitionRole::kCommitted;
+  }
+  return {role, serves};
+}
+
+void HandoffManager::SyncRoles() {
+  std::vector<uint32_t> draining;
+  for (const auto& [key, t] : outgoing_) {
+    if (t.phase() == Phase::kDraining &&
+        (draining.empty() || draining.back() != key.first)) {
+      draining.push_back(key.first);
+    }
+  }
+  if (membership_.generation() != roles_membership_ ||
+      replicas_->generation() != roles_replicas_) {
+    roles_membership_ = membership_.generation();
+    roles_replicas_ = replicas_->generation();
+    for (uint32_t p = 0; p < ring().ring_size(); ++p) {
+      roles_->Set(p, DeriveRole(p));
+    }
+  } else if (draining != roles_draining_) {
+    for (uint32_t p : draining) roles_->Set(p, DeriveRole(p));
+    for (uint32_t p : roles_draining_) roles_->Set(p, DeriveRole(p));
+  }
+  roles_draining_ = std::move(draining);
+}
+
 WithOutput<absl::Status> HandoffManager::Open(uint64_t now) {
-  return RunProtocolInput(&now_, &out_, now, [&]() -> absl::Status {
+  return Input(now, [&]() -> absl::Status {
     // Every hosted replica opens now, so a corrupt store fails here.
     BIGSET_RETURN_IF_ERROR(OpenReplicas());
     Start();
@@ -38,7 +79,7 @@ WithOutput<absl::Status> HandoffManager::Open(uint64_t now) {
 
 WithOutput<absl::Status> HandoffManager::InstallRing(const Ring& ring,
                                                      uint64_t now) {
-  return RunProtocolInput(&now_, &out_, now, [&]() -> absl::Status {
+  return Input(now, [&]() -> absl::Status {
     BIGSET_RETURN_IF_ERROR(Install(ring));
     // Once more (the tick retries too): a replica that failed to open may
     // open now.
@@ -49,7 +90,7 @@ WithOutput<absl::Status> HandoffManager::InstallRing(const Ring& ring,
 }
 
 ProtocolOutput HandoffManager::OnTimer(uint32_t timer, uint64_t now) {
-  return RunProtocolInput(&now_, &out_, now, [&] {
+  return Input(now, [&] {
     switch (timer) {
       case kGossipTimer:
         gossip_scheduled_ = false;  // First: a tick arms the next in turn.
@@ -86,6 +127,10 @@ absl::Status HandoffManager::Load(const Ring& ring, uint64_t incarnation) {
   // no earlier store of this node id had (random, see Node::Impl::Open), so
   // that its episodes never match those of a store it replaced.
   BIGSET_RETURN_IF_ERROR(membership_.Load(ring, incarnation));
+  // Every role is set at the end of the first input (Open).
+  roles_->Reset(membership_.ring().ring_size());
+  roles_membership_ = membership_.generation() - 1;
+  roles_->CheckWith([this](uint32_t p) { return DeriveRole(p); });
   return LoadReleaseMarkers();
 }
 

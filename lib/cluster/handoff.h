@@ -71,6 +71,7 @@
 #include "cluster/hosted_replicas.h"
 #include "cluster/membership.h"
 #include "cluster/node_counters.h"
+#include "cluster/partition_roles.h"
 #include "cluster/protocol_output.h"
 #include "cluster/request_ids.h"
 #include "cluster/set_stream_receiver.h"
@@ -79,6 +80,19 @@
 namespace bigset {
 
 class HandoffManager {
+  // Runs one input (RunProtocolInput), then sets the roles it changed
+  // (first here: the inputs below deduce their types from it).
+  template <typename F>
+  auto Input(uint64_t now, F&& input) {
+    return RunProtocolInput(&now_, &out_, now, [&]() -> decltype(auto) {
+      struct Sync {
+        HandoffManager* manager;
+        ~Sync() { manager->SyncRoles(); }
+      } sync{this};
+      return input();
+    });
+  }
+
  public:
   // `incarnation` differs at every open of the node's store.
   // It opens and retires the replicas of `replicas` (not owned) as what
@@ -86,7 +100,7 @@ class HandoffManager {
   // `self` is this node; `store`, `stats` and `ids` are the node's (not
   // owned).
   HandoffManager(NodeId self, Store* store, HostedReplicas* replicas,
-                 NodeCounters* stats, RequestIds* ids,
+                 PartitionRoles* roles, NodeCounters* stats, RequestIds* ids,
                  const HandoffOptions& options);
   ~HandoffManager();
   HandoffManager(const HandoffManager&) = delete;
@@ -140,37 +154,6 @@ class HandoffManager {
   bool Releasing(uint32_t partition) const {
     return releasing_.count(partition) > 0;
   }
-  // Whether this node's receiver accepted its transfer of `partition` and
-  // the last forwards drain: the replica is no longer used.
-  bool HandingOver(uint32_t partition) const;
-  // Whether this node committed to hand its place in `partition` over (its
-  // own state names a receiver), or its view shows its place taken. Its
-  // receiver may have accepted, and then this node may have passed writes
-  // on that its replica lacks: after a restart while draining, say, or
-  // after the receiver lost what it accepted. Reads do not use its replica.
-  bool Committed(uint32_t partition) const;
-  // This node's replica of `partition` by the role this node has in it:
-  // Hosted, whatever the role (the hand-off sender reads it while it hands
-  // over); Local, unless its receiver accepted (the replica is no longer
-  // used: what arrives for it is passed on, ProxyDelta); Serving, Local
-  // only while this node serves the partition by its own account (what
-  // clients' writes, replicated deltas and anti-entropy use: a receiver's
-  // replica answers none of them); Readable, Serving unless this node
-  // committed to hand its place over (what reads, queries and counts use:
-  // once committed, what it passes on is not in its replica). nullptr when
-  // the role allows none.
-  Replica* HostedReplica(uint32_t partition) const {
-    return replicas_->Get(partition);
-  }
-  Replica* LocalReplica(uint32_t partition) const {
-    return HandingOver(partition) ? nullptr : replicas_->Get(partition);
-  }
-  Replica* ServingReplica(uint32_t partition) const {
-    return Serves(partition) ? LocalReplica(partition) : nullptr;
-  }
-  Replica* ReadableReplica(uint32_t partition) const {
-    return Committed(partition) ? nullptr : ServingReplica(partition);
-  }
   // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
   // arrived for a partition this node has no replica of: true if the node
   // handed the partition to another node, passed the delta on to it, and
@@ -182,37 +165,32 @@ class HandoffManager {
   WithOutput<bool> ProxyDelta(NodeId from, const MessageHeader& header,
                               const Delta& delta, const Delta* own,
                               uint64_t now) {
-    return RunProtocolInput(&now_, &out_, now,
-                            [&] { return PassOn(from, header, delta, own); });
+    return Input(now, [&] { return PassOn(from, header, delta, own); });
   }
   // A delta this node's replica of `partition` applied: forwarded to the
   // receivers of the partition's transfers from this node.
   ProtocolOutput OnApplied(uint32_t partition, const Delta& delta,
                            uint64_t now) {
-    return RunProtocolInput(&now_, &out_, now,
-                            [&] { Forward(partition, delta); });
+    return Input(now, [&] { Forward(partition, delta); });
   }
   // Tells `to`, which asked about a partition this node does not serve,
   // this node's ring epoch and its membership state.
   ProtocolOutput TellMoved(NodeId to, uint32_t partition, uint64_t now) {
-    return RunProtocolInput(&now_, &out_, now,
-                            [&] { SendOwnState(to, partition); });
+    return Input(now, [&] { SendOwnState(to, partition); });
   }
   // The hand-off's messages: chunks and their acknowledgements, completion
   // notices and theirs, membership gossip.
   template <typename Body>
   ProtocolOutput Step(NodeId from, const MessageHeader& header, Body& m,
                       uint64_t now) {
-    return RunProtocolInput(&now_, &out_, now,
-                            [&] { OnMessage(from, header, m); });
+    return Input(now, [&] { OnMessage(from, header, m); });
   }
   // The acknowledgement of a delta this node forwarded or passed on.
   ProtocolOutput HandleDeltaAck(NodeId from, uint64_t request_id,
                                 const absl::Status& status, NodeId applied_by,
                                 uint64_t now) {
-    return RunProtocolInput(&now_, &out_, now, [&] {
-      OnDeltaAck(from, request_id, status, applied_by);
-    });
+    return Input(now,
+                 [&] { OnDeltaAck(from, request_id, status, applied_by); });
   }
   // A message carried the sender's ring epoch (no effect but the embedder's
   // HandoffOptions::on_stale_ring, called before this returns).
@@ -245,6 +223,27 @@ class HandoffManager {
   static constexpr uint32_t kReleaseTimer = 3;
   static constexpr uint32_t kFreeRetiredTimer = 4;
 
+  // The role of `partition` as of now, from the membership state, the
+  // transfers and the replicas.
+  PartitionRoles::Entry DeriveRole(uint32_t partition) const;
+  // Sets in roles_ every role that may have changed since the last call:
+  // all of them after a change of the membership state or the replicas,
+  // else those of the partitions that began or stopped draining.
+  void SyncRoles();
+  // Whether this node's receiver accepted its transfer of `partition` and
+  // the last forwards drain: the replica is no longer used.
+  bool HandingOver(uint32_t partition) const;
+  // Whether this node committed to hand its place in `partition` over (its
+  // own state names a receiver), or its view shows its place taken. Its
+  // receiver may have accepted, and then this node may have passed writes
+  // on that its replica lacks: after a restart while draining, say, or
+  // after the receiver lost what it accepted. Reads do not use its replica.
+  bool Committed(uint32_t partition) const;
+  // The replica transfers into this node apply to (PartitionRoles::
+  // LocalReplica, as of now: the roles are set only when an input ends).
+  Replica* LocalNow(uint32_t partition) const {
+    return HandingOver(partition) ? nullptr : replicas_->Get(partition);
+  }
   absl::Status OpenReplicas();
   void Start();
   absl::Status Install(const Ring& ring);
@@ -373,6 +372,14 @@ class HandoffManager {
   uint64_t now_ = 0;
   ProtocolOutput out_;
   MembershipState membership_;
+  // What this node is to each partition (partition_roles.h): set at the
+  // end of every input, from this object's state (SyncRoles).
+  PartitionRoles* const roles_;
+  // What SyncRoles last saw: the generations of the membership state and
+  // of the replicas, and the partitions draining.
+  uint64_t roles_membership_ = 0;
+  uint64_t roles_replicas_ = 0;
+  std::vector<uint32_t> roles_draining_;
   uint64_t incarnation_ = 0;
   // Releases of each partition since the node opened: the incarnation a
   // transfer's acknowledgements carry changes with them (IncarnationOf).

@@ -33,7 +33,7 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
                                msg::TransferChunk& m) {
   NoteEpoch(from, m.epoch);
   const uint32_t p = header.partition;
-  Replica* replica = LocalReplica(p);
+  Replica* replica = LocalNow(p);
   if (replica == nullptr) {
     SendAck(from, header, m,
             absl::UnavailableError(
@@ -87,7 +87,7 @@ absl::Status HandoffManager::Accept(NodeId from, const MessageHeader& header,
   latest = header.request_id;
   const std::optional<uint32_t> run =
       receiver_.FinishedPartition(from, header.request_id);
-  if (run != p || LocalReplica(p) == nullptr) {
+  if (run != p || LocalNow(p) == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", me, " did not keep run ", header.request_id,
                      " of partition ", p, "; send the partition again"));

@@ -13,7 +13,7 @@ namespace bigset {
 TransferEnv HandoffManager::Env(uint32_t partition) {
   return TransferEnv{.now = now_,
                      .epoch = ring().epoch(),
-                     .replica = HostedReplica(partition),
+                     .replica = replicas_->Get(partition),
                      .ids = ids_,
                      .stats = stats_,
                      .out = &out_};

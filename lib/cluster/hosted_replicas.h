@@ -41,6 +41,8 @@ class HostedReplicas {
   HostedReplicas& operator=(const HostedReplicas&) = delete;
 
   uint32_t size() const { return static_cast<uint32_t>(replicas_.size()); }
+  // Changes whenever a replica is opened, retired or cleared.
+  uint64_t generation() const { return generation_; }
   // The replica of `partition`, or nullptr (none open, or out of range).
   Replica* Get(uint32_t partition) const {
     return partition < replicas_.size() ? replicas_[partition].get() : nullptr;
@@ -69,6 +71,7 @@ class HostedReplicas {
   const std::shared_ptr<MemoryBudget> filter_budget_;
   std::vector<std::unique_ptr<Replica>> replicas_;  // By partition.
   std::vector<std::unique_ptr<Replica>> retired_;
+  uint64_t generation_ = 0;
 };
 
 inline HostedReplicas::HostedReplicas(
@@ -96,11 +99,13 @@ inline absl::Status HostedReplicas::Open(uint32_t partition,
                                      partition, ": ", r.status().message()));
   }
   replicas_[partition] = std::move(*r);
+  ++generation_;
   return absl::OkStatus();
 }
 
 inline bool HostedReplicas::Retire(uint32_t partition) {
   retired_.push_back(std::move(replicas_[partition]));
+  ++generation_;
   return retired_.size() == 1;
 }
 
@@ -117,6 +122,7 @@ inline absl::Status HostedReplicas::CloseAll() {
 inline void HostedReplicas::Clear() {
   replicas_.clear();
   retired_.clear();
+  ++generation_;
 }
 
 inline void HostedReplicas::FillStats(NodeCounters* s) const {

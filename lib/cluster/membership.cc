@@ -292,6 +292,7 @@ bool MembershipState::NodeServes(NodeId node, uint32_t partition) const {
 }
 
 void MembershipState::Rebuild() {
+  ++generation_;
   const uint32_t size = latest_->ring_size();
   serving_.assign(size, {});
   places_.assign(size, {});

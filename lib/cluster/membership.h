@@ -83,6 +83,10 @@ class MembershipState {
   const std::vector<uint32_t>& ServingPlaces(uint32_t partition) const {
     return places_[partition];
   }
+  // Changes at every change of the view (a ring, a state heard, an own
+  // change), never at a version raise alone: what derives from the view
+  // is derived again when it moved.
+  uint64_t generation() const { return generation_; }
   // Partitions whose serving list holds other nodes than the latest ring's.
   size_t PartitionsMoving() const { return moving_; }
   bool Moving(uint32_t partition) const;
@@ -202,6 +206,7 @@ class MembershipState {
   std::vector<std::vector<uint32_t>> places_;  // By partition, as serving_.
   std::vector<bool> moving_by_partition_;
   size_t moving_ = 0;
+  uint64_t generation_ = 0;
 };
 
 // The self-checking encoding of node states in metadata

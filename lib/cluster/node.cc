@@ -31,9 +31,11 @@ Node::Impl::Impl(NodeId id, Ring ring, Store* store, Transport* transport,
       request_ids_(id, store, &options_.replica.actor_id_source),
       replicas_(id, store, &options_.replica, filter_budget_,
                 initial_ring_.ring_size()),
-      service_(id, &handoff_, &stats_, options_.service),
-      handoff_(id, store, &replicas_, &stats_, &request_ids_, options_.handoff),
-      anti_entropy_(id, &handoff_, &stats_, &request_ids_,
+      roles_(&replicas_),
+      service_(id, &roles_, &stats_, options_.service),
+      handoff_(id, store, &replicas_, &roles_, &stats_, &request_ids_,
+               options_.handoff),
+      anti_entropy_(id, &roles_, &stats_, &request_ids_,
                     options_.anti_entropy) {
   InstallRoutes();
 }

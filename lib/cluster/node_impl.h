@@ -98,10 +98,10 @@ class Node::Impl final {
   // closed or gone by then; then settles (see Settle).
   void After(uint64_t delay_micros, std::function<void()> fn);
   Replica* LocalReplica(uint32_t partition) {
-    return handoff_.LocalReplica(partition);
+    return roles_.LocalReplica(partition);
   }
   Replica* ReadableReplica(uint32_t partition) {
-    return handoff_.ReadableReplica(partition);
+    return roles_.ReadableReplica(partition);
   }
   bool Serves(uint32_t partition) const { return handoff_.Serves(partition); }
   std::vector<PartitionMove> Moving() const {
@@ -279,6 +279,9 @@ class Node::Impl final {
   uint64_t ask_all_until_ = 0;
   // The replicas this node keeps; the hand-off opens and retires them.
   HostedReplicas replicas_;
+  // What this node is to each partition: set by the hand-off, read by the
+  // service, anti-entropy and the coordinators' local steps.
+  PartitionRoles roles_;
   ReplicaService service_;
   HandoffManager handoff_;
   AntiEntropy anti_entropy_;

@@ -41,7 +41,7 @@ absl::Status ReplicaService::NoReadableReplica(uint32_t partition) const {
       absl::StrCat("node ", self, " does not serve partition ", partition));
 }
 
-ReplicaService::ReplicaService(NodeId self, const HandoffManager* roles,
+ReplicaService::ReplicaService(NodeId self, const PartitionRoles* roles,
                                NodeCounters* stats,
                                const ReplicaServiceOptions& options)
     : self_(self), roles_(roles), stats_(stats), options_(options) {}

@@ -14,7 +14,7 @@
 // is passed on; an asker that is behind is told this node's state), then
 // the replies to send and the timers to set. The node carries it out in
 // that order. Which replica answers is the partition's role on this node
-// (HandoffManager::ServingReplica and the others), read, never changed.
+// (PartitionRoles, which the hand-off sets), read, never changed.
 //
 // Resource bounds: a fold holds one chunk (at most max_chunk_elements and
 // max_chunk_bytes, whatever the coordinator asked) and one snapshot; folds
@@ -40,8 +40,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "bigset/cluster/node.h"
-#include "cluster/handoff.h"
 #include "cluster/node_counters.h"
+#include "cluster/partition_roles.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -90,7 +90,7 @@ class ReplicaService {
 
   // The replica side of node `self`, whose replicas `roles` holds and
   // assigns (not owned; read only), counting into `stats` (not owned).
-  ReplicaService(NodeId self, const HandoffManager* roles, NodeCounters* stats,
+  ReplicaService(NodeId self, const PartitionRoles* roles, NodeCounters* stats,
                  const ReplicaServiceOptions& options);
   ~ReplicaService();
   ReplicaService(const ReplicaService&) = delete;
@@ -196,7 +196,7 @@ class ReplicaService {
                       ServiceOutput& out);
 
   const NodeId self_;
-  const HandoffManager* const roles_;
+  const PartitionRoles* const roles_;
   NodeCounters* const stats_;
   const ReplicaServiceOptions options_;
   std::map<FoldKey, Fold> folds_;

@@ -1,4 +1,5 @@
-// HostedReplicas: the replicas a node keeps, by partition, in one store.
+// HostedReplicas: the replicas a node keeps, by partition, in one store;
+// PartitionRoles: which of them each partition's role lets a request use.
 
 #include "cluster/hosted_replicas.h"
 
@@ -6,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/partition_roles.h"
 #include "test_util.h"
 
 namespace bigset {
@@ -109,6 +111,54 @@ TEST_CASE("hosted replicas: the sweeper's gauges add up over the replicas",
   REQUIRE(queued > 0);
   REQUIRE(stats.sweep_queue_length == queued);
   REQUIRE(stats.replicas_open == 2);
+}
+
+TEST_CASE(
+    "partition roles: each role lets through the replicas it names, and a "
+    "role changes only when set",
+    "[hosted_replicas][roles]") {
+  Hosted hosted(2);
+  REQUIRE(hosted.replicas.Open(0, 1).ok());
+  Replica* const replica = hosted.replicas.Get(0);
+  PartitionRoles roles(&hosted.replicas);
+  roles.Reset(2);
+  // role -> (local, serving, readable)
+  struct Row {
+    PartitionRole role;
+    std::string_view name;
+    bool local, serving, readable;
+  };
+  const Row table[] = {
+      {PartitionRole::kReleased, "released", false, false, false},
+      {PartitionRole::kReceiving, "receiving", true, false, false},
+      {PartitionRole::kServing, "serving", true, true, true},
+      {PartitionRole::kCommitted, "committed", true, true, false},
+      {PartitionRole::kDraining, "draining", false, false, false},
+  };
+  for (const Row& row : table) {
+    INFO(row.name);
+    roles.Set(0, {row.role, /*serves=*/row.serving});
+    CHECK(PartitionRoleName(roles.Role(0)) == row.name);
+    CHECK(roles.Serves(0) == row.serving);
+    CHECK((roles.LocalReplica(0) == replica) == row.local);
+    CHECK((roles.ServingReplica(0) == replica) == row.serving);
+    CHECK((roles.ReadableReplica(0) == replica) == row.readable);
+    // A partition without a replica gives none, whatever its role.
+    roles.Set(1, {row.role, row.serving});
+    CHECK(roles.LocalReplica(1) == nullptr);
+    CHECK(roles.ServingReplica(1) == nullptr);
+    CHECK(roles.ReadableReplica(1) == nullptr);
+  }
+  // Past the ring, and before Reset: released.
+  CHECK(roles.Role(2) == PartitionRole::kReleased);
+  CHECK(roles.LocalReplica(7) == nullptr);
+  // The table is read, never derived: retiring the replica changes no role,
+  // and the accessors then give none.
+  roles.Set(0, {PartitionRole::kServing, true});
+  hosted.replicas.Retire(0);
+  CHECK(roles.Role(0) == PartitionRole::kServing);
+  CHECK(roles.ServingReplica(0) == nullptr);
+  hosted.replicas.FreeRetired();
 }
 
 }  // namespace

@@ -41,9 +41,11 @@ struct Peer {
       : id(id),
         replicas(id, mem.store.get(), &options,
                  std::make_shared<MemoryBudget>(1 << 20), kPartitions),
+        roles(&replicas),
         ids(id, mem.store.get(), &options.actor_id_source),
-        handoff(id, mem.store.get(), &replicas, &stats, &ids, HandoffOptions{}),
-        anti_entropy(id, &handoff, &stats, &ids, ae) {
+        handoff(id, mem.store.get(), &replicas, &roles, &stats, &ids,
+                HandoffOptions{}),
+        anti_entropy(id, &roles, &stats, &ids, ae) {
     REQUIRE(ids.Open().ok());
     REQUIRE(handoff.Load(TwoNodeRing(), ids.lease_end()).ok());
     WithOutput<absl::Status> opened = handoff.Open(/*now=*/0);
@@ -63,6 +65,7 @@ struct Peer {
   }();
   NodeCounters stats;
   HostedReplicas replicas;
+  PartitionRoles roles;
   RequestIds ids;
   HandoffManager handoff;
   AntiEntropy anti_entropy;
@@ -272,8 +275,9 @@ TEST_CASE(
   CHECK(p.opened_output.effects.size() == 2);
   CHECK(p.stats.membership_messages_sent == 1);
   for (uint32_t q = 0; q < kPartitions; ++q) {
-    CHECK(p.handoff.ServingReplica(q) != nullptr);
-    CHECK(p.handoff.ReadableReplica(q) != nullptr);
+    CHECK(p.roles.Role(q) == PartitionRole::kServing);
+    CHECK(p.roles.ServingReplica(q) != nullptr);
+    CHECK(p.roles.ReadableReplica(q) != nullptr);
   }
 }
 
