@@ -24,6 +24,7 @@ HandoffManager::HandoffManager(NodeId self, Store* store,
       options_(options),
       membership_(self, store),
       roles_(roles),
+      release_(store, stats),
       receiver_(SetStreamReceiver::Limits{.max_streams = kMaxReceivedRuns,
                                           .max_finished = kMaxFinishedRuns}) {
   roles_->SetView(&membership_);
@@ -131,7 +132,7 @@ absl::Status HandoffManager::Load(const Ring& ring, uint64_t incarnation) {
   roles_->Reset(membership_.ring().ring_size());
   roles_membership_ = membership_.generation() - 1;
   roles_->CheckWith([this](uint32_t p) { return DeriveRole(p); });
-  return LoadReleaseMarkers();
+  return release_.Load();
 }
 
 void HandoffManager::Start() {
@@ -396,7 +397,7 @@ absl::Status HandoffManager::OpenReplicas() {
 }
 
 absl::Status HandoffManager::OpenReplica(uint32_t partition) {
-  BIGSET_RETURN_IF_ERROR(FinishReleaseNow(partition));
+  BIGSET_RETURN_IF_ERROR(release_.FinishNow(partition));
   return replicas_->Open(partition, ring().PartitionsOf(self_).size());
 }
 
@@ -493,6 +494,37 @@ bool HandoffManager::PassOn(NodeId from, const MessageHeader& header,
   return true;
 }
 
+// ---- Release.
+
+void HandoffManager::StartRelease(uint32_t partition) {
+  // Runs received into this replica no longer count for a completion, and
+  // no chunk of a run in progress may be applied to a replica opened later
+  // under what this one received. The receiver's incarnation for the
+  // partition changes (release_ counts the release), so that a sender of a
+  // run in progress sends it all again (its sets finished so far went to
+  // this replica).
+  receiver_.ForgetPartition(partition);
+  if (release_.Start(partition)) EnsureReleaseTick();
+}
+
+void HandoffManager::ReleaseIfHeld(uint32_t partition) {
+  if (!release_.Releasing(partition) && release_.Holds(partition)) {
+    StartRelease(partition);
+  }
+}
+
+void HandoffManager::EnsureReleaseTick() {
+  if (release_tick_scheduled_ || release_.empty()) return;
+  release_tick_scheduled_ = true;
+  out_.Arm(kReleaseTimer, options_.release_tick_micros);
+}
+
+void HandoffManager::ReleaseTick() {
+  if (release_.empty()) return;
+  release_.Tick(options_.release_keys_per_tick);
+  EnsureReleaseTick();
+}
+
 // ---- Timers.
 
 void HandoffManager::EnsureTick() {
@@ -535,7 +567,7 @@ void HandoffManager::FillStats(NodeCounters* stats) const {
     stats->handoff_forward_bytes += t.forward_bytes();
   }
   stats->handoffs_incoming = receiver_.size();
-  stats->partitions_releasing = releasing_.size();
+  stats->partitions_releasing = release_.size();
   stats->ring_epoch = ring().epoch();
   stats->partitions_moving = membership_.PartitionsMoving();
   stats->membership_version = membership_.own().version;

@@ -43,8 +43,9 @@
 // sender's place, synced (which also makes every chunk it acknowledged
 // durable), and answers with its state.
 //
-// Release (partition_release.cc). A partition this node no longer hosts is
-// deleted in bounded batches after a synced marker, then compacted.
+// Release (PartitionRelease, partition_release.h). A partition this node no
+// longer hosts is deleted in bounded batches after a synced marker, then
+// compacted; the hand-off starts each release and ticks it.
 //
 // Thread-safety: runs on the node's thread.
 
@@ -71,6 +72,7 @@
 #include "cluster/hosted_replicas.h"
 #include "cluster/membership.h"
 #include "cluster/node_counters.h"
+#include "cluster/partition_release.h"
 #include "cluster/partition_roles.h"
 #include "cluster/protocol_output.h"
 #include "cluster/request_ids.h"
@@ -151,9 +153,6 @@ class HandoffManager {
   // Whether this node keeps a replica of `partition`: it serves it, or the
   // latest ring places it here (a receiver), and no release is under way.
   bool Hosts(uint32_t partition) const;
-  bool Releasing(uint32_t partition) const {
-    return releasing_.count(partition) > 0;
-  }
   // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
   // arrived for a partition this node has no replica of: true if the node
   // handed the partition to another node, passed the delta on to it, and
@@ -271,10 +270,9 @@ class HandoffManager {
   // At open: a partition this node does not host but still has keys of
   // (a crash came between a completion and its release) is released.
   void ReleaseIfHeld(uint32_t partition);
-  // The replica of `partition` was retired: delete its keys (in the
-  // background; synchronously if `now`, for a partition hosted again).
+  // The replica of `partition` was retired: its keys go, in the background
+  // (release_); the runs received into it no longer count.
   void StartRelease(uint32_t partition);
-  absl::Status FinishReleaseNow(uint32_t partition);
   // ---- Membership and planning (handoff.cc).
   // Tells every peer this node's state (and `also`'s, which its own state
   // refers to).
@@ -352,13 +350,9 @@ class HandoffManager {
   // not answered.
   void Tick();
 
-  // ---- Release (partition_release.cc).
-  void WriteReleaseMarker(uint32_t partition);
+  // ---- Release: the release timer ticks release_ while it is not empty.
   void EnsureReleaseTick();
   void ReleaseTick();
-  // Deletes up to `max_keys` keys of a released partition; true when done.
-  absl::StatusOr<bool> ReleaseSome(uint32_t partition, size_t max_keys);
-  absl::Status LoadReleaseMarkers();
 
   const NodeId self_;
   Store* const store_;
@@ -381,9 +375,10 @@ class HandoffManager {
   uint64_t roles_replicas_ = 0;
   std::vector<uint32_t> roles_draining_;
   uint64_t incarnation_ = 0;
-  // Releases of each partition since the node opened: the incarnation a
-  // transfer's acknowledgements carry changes with them (IncarnationOf).
-  std::map<uint32_t, uint64_t> releases_;
+  // The partitions whose keys are being deleted; the incarnation a
+  // transfer's acknowledgements carry changes with each release
+  // (IncarnationOf).
+  PartitionRelease release_;
   std::map<TransferKey, HandoffTransfer> outgoing_;
   // The runs being received. Runs (sender, run) whose end this node
   // received are remembered there, with their partition, while it keeps
@@ -413,10 +408,6 @@ class HandoffManager {
     std::optional<Delta> own;
   };
   std::map<uint64_t, Proxied> proxied_;
-  std::set<uint32_t> releasing_;
-  // Releases whose marker is not written yet (a failed write): retried
-  // before any key is deleted.
-  std::set<uint32_t> unmarked_;
   bool hosting_retry_ = false;
   std::set<uint64_t> epochs_reported_;
   bool tick_scheduled_ = false;

@@ -22,10 +22,10 @@ void HandoffManager::SendAck(NodeId to, const MessageHeader& header,
 }
 
 uint64_t HandoffManager::IncarnationOf(uint32_t partition) const {
-  auto it = releases_.find(partition);
-  if (it == releases_.end()) return incarnation_;
+  const uint64_t releases = release_.Releases(partition);
+  if (releases == 0) return incarnation_;
   // Another value for every release of the partition since the node opened.
-  const uint64_t mixed = incarnation_ ^ (it->second * 0x9e3779b97f4a7c15ULL);
+  const uint64_t mixed = incarnation_ ^ (releases * 0x9e3779b97f4a7c15ULL);
   return mixed == 0 ? 1 : mixed;
 }
 

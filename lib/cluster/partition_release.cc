@@ -1,12 +1,11 @@
-// HandoffManager, releases: deleting the keys of a partition this node no
-// longer hosts (see handoff.h).
+#include "cluster/partition_release.h"
 
-#include <algorithm>
-#include <utility>
+#include <memory>
+#include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
-#include "cluster/handoff.h"
 #include "core/coding.h"
 #include "core/status_macros.h"
 
@@ -25,8 +24,7 @@ std::string ReleaseName(uint32_t partition) {
 
 }  // namespace
 
-absl::Status HandoffManager::LoadReleaseMarkers() {
-  // Releases a crash interrupted.
+absl::Status PartitionRelease::Load() {
   const std::string prefix = MetadataKey(kMetaKeyspace, kReleasePrefix);
   std::unique_ptr<Iterator> it =
       store_->NewIterator(ReadOptions(), MetadataRange(kMetaKeyspace));
@@ -41,46 +39,31 @@ absl::Status HandoffManager::LoadReleaseMarkers() {
   return it->status();
 }
 
-void HandoffManager::StartRelease(uint32_t partition) {
-  // Runs received into this replica no longer count for a completion, and
-  // no chunk of a run in progress may be applied to a replica opened later
-  // under what this one received. The receiver's incarnation for the
-  // partition changes, so that a sender of a run in progress sends it all
-  // again (its sets finished so far went to this replica).
-  receiver_.ForgetPartition(partition);
+bool PartitionRelease::Start(uint32_t partition) {
   ++releases_[partition];
-  if (!releasing_.insert(partition).second) return;
+  if (!releasing_.insert(partition).second) return false;
   unmarked_.insert(partition);
-  WriteReleaseMarker(partition);
-  EnsureReleaseTick();
+  WriteMarker(partition);
+  return true;
 }
 
-void HandoffManager::WriteReleaseMarker(uint32_t partition) {
+bool PartitionRelease::Holds(uint32_t partition) const {
+  std::unique_ptr<Iterator> it =
+      store_->NewIterator(ReadOptions(), KeyspaceRange(partition));
+  it->SeekToFirst();
+  return it->Valid();
+}
+
+void PartitionRelease::WriteMarker(uint32_t partition) {
   WriteBatch batch;
   batch.Put(MetadataKey(kMetaKeyspace, ReleaseName(partition)), "");
   WriteOptions sync;
   sync.sync = true;
-  // Until the marker is durable no key is deleted (ReleaseTick retries it):
-  // a crash mid-delete must leave a range that is never served again.
   if (store_->Write(sync, batch).ok()) unmarked_.erase(partition);
 }
 
-void HandoffManager::ReleaseIfHeld(uint32_t partition) {
-  if (releasing_.count(partition)) return;
-  std::unique_ptr<Iterator> it =
-      store_->NewIterator(ReadOptions(), KeyspaceRange(partition));
-  it->SeekToFirst();
-  if (it->Valid()) StartRelease(partition);
-}
-
-void HandoffManager::EnsureReleaseTick() {
-  if (release_tick_scheduled_ || releasing_.empty()) return;
-  release_tick_scheduled_ = true;
-  out_.Arm(kReleaseTimer, options_.release_tick_micros);
-}
-
-absl::StatusOr<bool> HandoffManager::ReleaseSome(uint32_t partition,
-                                                 size_t max_keys) {
+absl::StatusOr<bool> PartitionRelease::DeleteSome(uint32_t partition,
+                                                  size_t max_keys) {
   const KeyRange range = KeyspaceRange(partition);
   std::unique_ptr<Iterator> it = store_->NewIterator(ReadOptions(), range);
   WriteBatch batch;
@@ -104,17 +87,17 @@ absl::StatusOr<bool> HandoffManager::ReleaseSome(uint32_t partition,
   return done;
 }
 
-absl::Status HandoffManager::FinishReleaseNow(uint32_t partition) {
-  if (!releasing_.count(partition)) return absl::OkStatus();
-  if (unmarked_.count(partition)) {
-    WriteReleaseMarker(partition);
-    if (unmarked_.count(partition)) {
+absl::Status PartitionRelease::FinishNow(uint32_t partition) {
+  if (!releasing_.contains(partition)) return absl::OkStatus();
+  if (unmarked_.contains(partition)) {
+    WriteMarker(partition);
+    if (unmarked_.contains(partition)) {
       return absl::UnavailableError(absl::StrCat(
           "cannot write the release marker of partition ", partition));
     }
   }
   for (;;) {
-    absl::StatusOr<bool> done = ReleaseSome(partition, 10'000);
+    absl::StatusOr<bool> done = DeleteSome(partition, 10'000);
     if (!done.ok()) return done.status();
     if (*done) break;
   }
@@ -122,19 +105,15 @@ absl::Status HandoffManager::FinishReleaseNow(uint32_t partition) {
   return absl::OkStatus();
 }
 
-void HandoffManager::ReleaseTick() {
+void PartitionRelease::Tick(size_t max_keys) {
   if (releasing_.empty()) return;
   const uint32_t p = *releasing_.begin();
-  if (unmarked_.count(p)) {
-    WriteReleaseMarker(p);
-    if (unmarked_.count(p)) {
-      EnsureReleaseTick();
-      return;
-    }
+  if (unmarked_.contains(p)) {
+    WriteMarker(p);
+    if (unmarked_.contains(p)) return;
   }
-  absl::StatusOr<bool> done = ReleaseSome(p, options_.release_keys_per_tick);
+  absl::StatusOr<bool> done = DeleteSome(p, max_keys);
   if (done.ok() && *done) releasing_.erase(p);
-  EnsureReleaseTick();
 }
 
 }  // namespace bigset

@@ -31,6 +31,7 @@
 #include "bigset/store/leveldb_store.h"
 #include "bigset/testing/fault_env.h"
 #include "bigset/testing/sim.h"
+#include "forwarding_store.h"
 #include "leveldb/env.h"
 #include "leveldb/helpers/memenv.h"
 #include "manual_cluster.h"
@@ -90,9 +91,9 @@ class ErrorIterator final : public Iterator {
 // later write (and compaction) fails without being applied, as if the
 // process had died just before it. After `iterator_fuse` iterators it hands
 // out failing iterators, which stops a loop that would never end.
-class FaultyStore final : public Store {
+class FaultyStore final : public testing::ForwardingStore {
  public:
-  explicit FaultyStore(Store* base) : base_(base) {}
+  explicit FaultyStore(Store* base) : ForwardingStore(base) {}
 
   std::atomic<int64_t> writes_left{-1};  // -1: no crash.
   std::atomic<uint64_t> writes{0};
@@ -116,11 +117,7 @@ class FaultyStore final : public Store {
     }
     if (left > 0) writes_left.store(left - 1);
     ++writes;
-    return base_->Write(o, b);
-  }
-  absl::Status Get(const ReadOptions& o, std::string_view k,
-                   std::string* v) override {
-    return base_->Get(o, k, v);
+    return ForwardingStore::Write(o, b);
   }
   std::unique_ptr<Iterator> NewIterator(const ReadOptions& o,
                                         KeyRange r) override {
@@ -129,22 +126,15 @@ class FaultyStore final : public Store {
       return std::make_unique<ErrorIterator>(
           absl::AbortedError("iterator fuse blown: a loop that never ends"));
     }
-    return base_->NewIterator(o, std::move(r));
-  }
-  std::unique_ptr<const Snapshot> GetSnapshot() override {
-    return base_->GetSnapshot();
+    return ForwardingStore::NewIterator(o, std::move(r));
   }
   absl::Status CompactRange(const KeyRange& r) override {
     if (crashed_.load()) return absl::UnavailableError("crashed");
     ++compactions;
-    return base_->CompactRange(r);
-  }
-  absl::StatusOr<uint64_t> ApproximateSize(const KeyRange& r) override {
-    return base_->ApproximateSize(r);
+    return ForwardingStore::CompactRange(r);
   }
 
  private:
-  Store* base_;
   std::atomic<bool> crashed_{false};
   std::atomic<uint64_t> attempts_{0};
 };

@@ -14,6 +14,7 @@
 #include "cluster/dispatcher.h"
 #include "cluster/handoff.h"
 #include "cluster/hosted_replicas.h"
+#include "cluster/partition_roles.h"
 #include "cluster/request_ids.h"
 #include "test_util.h"
 
@@ -37,7 +38,8 @@ Ring TwoNodeRing(uint32_t ring_size = kPartitions) {
 
 // One node's protocols over an in-memory store, as a node holds them.
 struct Peer {
-  Peer(NodeId id, const AntiEntropyOptions& ae)
+  Peer(NodeId id, const AntiEntropyOptions& ae,
+       const Ring& ring = TwoNodeRing())
       : id(id),
         replicas(id, mem.store.get(), &options,
                  std::make_shared<MemoryBudget>(1 << 20), kPartitions),
@@ -47,7 +49,7 @@ struct Peer {
                 HandoffOptions{}),
         anti_entropy(id, &roles, &stats, &ids, ae) {
     REQUIRE(ids.Open().ok());
-    REQUIRE(handoff.Load(TwoNodeRing(), ids.lease_end()).ok());
+    REQUIRE(handoff.Load(ring, ids.lease_end()).ok());
     WithOutput<absl::Status> opened = handoff.Open(/*now=*/0);
     REQUIRE(opened.value.ok());
     opened_output = std::move(opened.output);
@@ -88,27 +90,21 @@ size_t Timers(const ProtocolOutput& out, uint64_t delay) {
   return n;
 }
 
-// Two peers' anti-entropy joined by a FIFO of messages, as a driver joins
-// them; timers are fired by the test.
-struct AntiEntropyPair {
-  explicit AntiEntropyPair(const AntiEntropyOptions& options)
-      : a(1, options), b(2, options) {
+// Two peers joined by a FIFO of messages, as a driver joins them; the
+// test fires the timers.
+struct PeerPair {
+  PeerPair(const AntiEntropyOptions& options, const Ring& ring)
+      : a(1, options, ring), b(2, options, ring) {}
+  // Routes messages of type Body to `protocol`'s Step on each peer.
+  template <typename Body, typename Protocol>
+  void Route(Protocol Peer::*protocol) {
     for (Peer* p : {&a, &b}) {
-      Dispatcher& d = p == &a ? to_a : to_b;
-      Route<msg::AeDigest>(d, p);
-      Route<msg::AeDigestReply>(d, p);
-      Route<msg::AeSets>(d, p);
-      Route<msg::AeSetsReply>(d, p);
-      Route<msg::AePull>(d, p);
-      Route<msg::AePush>(d, p);
-      Route<msg::AePushAck>(d, p);
+      (p == &a ? to_a : to_b)
+          .On<Body>([this, p, protocol](NodeId from, const MessageHeader& h,
+                                        Body& m) {
+            Queue(p->id, (p->*protocol).Step(from, h, m, now));
+          });
     }
-  }
-  template <typename Body>
-  void Route(Dispatcher& d, Peer* p) {
-    d.On<Body>([this, p](NodeId from, const MessageHeader& h, Body& m) {
-      Queue(p->id, p->anti_entropy.Step(from, h, m, now));
-    });
   }
   void Queue(NodeId from, ProtocolOutput out) {
     for (ProtocolOutput::Effect& e : out.effects) {
@@ -119,31 +115,33 @@ struct AntiEntropyPair {
       }
     }
   }
+  // Delivers one message (false if none is in flight).
+  bool DeliverOne() {
+    if (wire.empty()) return false;
+    Message m = std::move(wire.front());
+    wire.pop_front();
+    REQUIRE((m.to == 1 || m.to == 2));
+    REQUIRE((m.to == 1 ? to_a : to_b).Dispatch(m.from, m.bytes));
+    return true;
+  }
   // Delivers every message, and those they cause, in order.
   size_t Pump() {
     size_t delivered = 0;
-    while (!wire.empty()) {
-      Message m = std::move(wire.front());
-      wire.pop_front();
-      REQUIRE((m.to == 1 || m.to == 2));
-      REQUIRE((m.to == 1 ? to_a : to_b).Dispatch(m.from, m.bytes));
-      ++delivered;
-    }
+    while (DeliverOne()) ++delivered;
     return delivered;
   }
-  void Rounds() { Queue(1, a.anti_entropy.RunRoundsNow(now)); }
-  // Fires the timers armed so far, as a scheduler would once their delay
-  // passed (every delay here is the retry interval).
-  void Tick() {
-    now += ByHandRetry();
+  // Fires the timers of `protocol` armed so far, `after` microseconds on
+  // (as a scheduler would once their delays passed).
+  template <typename Protocol>
+  void FireTimers(Protocol Peer::*protocol, uint64_t after) {
+    now += after;
     std::vector<std::pair<NodeId, uint32_t>> due;
     due.swap(armed);
     for (const auto& [peer, timer] : due) {
       Peer& p = peer == 1 ? a : b;
-      Queue(peer, p.anti_entropy.OnTimer(timer, now));
+      Queue(peer, (p.*protocol).OnTimer(timer, now));
     }
   }
-  static uint64_t ByHandRetry() { return AntiEntropyOptions{}.retry_micros; }
 
   struct Message {
     NodeId from;
@@ -157,6 +155,24 @@ struct AntiEntropyPair {
   std::deque<Message> wire;
   uint64_t now = 1'000'000;
   std::vector<std::pair<NodeId, uint32_t>> armed;
+};
+
+// Two peers' anti-entropy.
+struct AntiEntropyPair : PeerPair {
+  explicit AntiEntropyPair(const AntiEntropyOptions& options)
+      : PeerPair(options, TwoNodeRing()) {
+    Route<msg::AeDigest>(&Peer::anti_entropy);
+    Route<msg::AeDigestReply>(&Peer::anti_entropy);
+    Route<msg::AeSets>(&Peer::anti_entropy);
+    Route<msg::AeSetsReply>(&Peer::anti_entropy);
+    Route<msg::AePull>(&Peer::anti_entropy);
+    Route<msg::AePush>(&Peer::anti_entropy);
+    Route<msg::AePushAck>(&Peer::anti_entropy);
+  }
+  void Rounds() { Queue(1, a.anti_entropy.RunRoundsNow(now)); }
+  // Every delay here is the retry interval.
+  void Tick() { FireTimers(&Peer::anti_entropy, ByHandRetry()); }
+  static uint64_t ByHandRetry() { return AntiEntropyOptions{}.retry_micros; }
 };
 
 AntiEntropyOptions ByHand() {
@@ -332,6 +348,112 @@ TEST_CASE(
   CHECK(p.handoff.TellMoved(2, 0, 1000 + gossip - 1).empty());
   CHECK(SendsTo(p.handoff.TellMoved(2, 0, 1000 + gossip)) ==
         std::vector<NodeId>{2});
+}
+
+// Two peers' hand-offs, opened.
+struct HandoffPair : PeerPair {
+  explicit HandoffPair(const Ring& ring) : PeerPair(ByHand(), ring) {
+    Queue(1, std::move(a.opened_output));
+    Queue(2, std::move(b.opened_output));
+    Route<msg::TransferChunk>(&Peer::handoff);
+    Route<msg::TransferAck>(&Peer::handoff);
+    Route<msg::HandoffDone>(&Peer::handoff);
+    Route<msg::HandoffDoneAck>(&Peer::handoff);
+    Route<msg::Membership>(&Peer::handoff);
+  }
+  // Every timer armed so far, once the longest of their delays passed.
+  void FireTimers() { PeerPair::FireTimers(&Peer::handoff, 1'000'000); }
+};
+
+TEST_CASE(
+    "hand-off alone: a leaver's partition goes serving, committed, "
+    "draining, released; the joiner's receiving, serving",
+    "[handoff][protocols][roles]") {
+  RingOptions o;
+  o.ring_size = kPartitions;
+  o.n = 1;
+  o.epoch = 1;
+  absl::StatusOr<Ring> both = Ring::Create({1, 2}, o);
+  REQUIRE(both.ok());
+  o.epoch = 2;
+  absl::StatusOr<Ring> only_b = Ring::Create({2}, o);
+  REQUIRE(only_b.ok());
+  HandoffPair pair(*both);
+  // A partition node 1 holds, with three sets of it in it.
+  uint32_t p = 0;
+  while (p < kPartitions && both->PreferenceList(p) != std::vector<NodeId>{1}) {
+    ++p;
+  }
+  REQUIRE(p < kPartitions);
+  std::vector<std::string> sets;
+  for (int i = 0; sets.size() < 3; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    if (both->PartitionOf(name) == p) sets.push_back(name);
+  }
+  Replica* replica = pair.a.roles.ServingReplica(p);
+  REQUIRE(replica != nullptr);
+  for (int i = 0; i < 30; ++i) {
+    AddElement(*replica, sets[i % 3], "e" + std::to_string(i));
+  }
+  while (pair.DeliverOne()) {
+  }
+  CHECK(pair.a.roles.Role(p) == PartitionRole::kServing);
+  CHECK(pair.b.roles.Role(p) == PartitionRole::kReleased);
+
+  // Both install the ring without node 1: it leaves, node 2 joins.
+  pair.Queue(1, pair.a.handoff.InstallRing(*only_b, pair.now).output);
+  pair.Queue(2, pair.b.handoff.InstallRing(*only_b, pair.now).output);
+  CHECK(pair.b.roles.Role(p) == PartitionRole::kReceiving);
+  CHECK(pair.b.roles.LocalReplica(p) != nullptr);
+  CHECK(pair.b.roles.ServingReplica(p) == nullptr);
+  // Every role each node had, in order, after each input.
+  std::vector<PartitionRole> leaver = {pair.a.roles.Role(p)};
+  std::vector<PartitionRole> joiner = {pair.b.roles.Role(p)};
+  auto note = [&] {
+    if (pair.a.roles.Role(p) != leaver.back()) {
+      leaver.push_back(pair.a.roles.Role(p));
+    }
+    if (pair.b.roles.Role(p) != joiner.back()) {
+      joiner.push_back(pair.b.roles.Role(p));
+    }
+    // Draining: the replica is still there, but no request may use it.
+    if (pair.a.roles.Role(p) == PartitionRole::kDraining) {
+      CHECK(pair.a.replicas.Get(p) != nullptr);
+      CHECK(pair.a.roles.LocalReplica(p) == nullptr);
+    }
+    // Committed: writes, not reads.
+    if (pair.a.roles.Role(p) == PartitionRole::kCommitted) {
+      CHECK(pair.a.roles.ServingReplica(p) != nullptr);
+      CHECK(pair.a.roles.ReadableReplica(p) == nullptr);
+    }
+  };
+  for (int round = 0; round < 100; ++round) {
+    while (pair.DeliverOne()) note();
+    if (leaver.back() == PartitionRole::kReleased &&
+        joiner.back() == PartitionRole::kServing) {
+      break;
+    }
+    pair.FireTimers();
+    note();
+  }
+  CHECK(leaver == std::vector<PartitionRole>{
+                      PartitionRole::kServing, PartitionRole::kCommitted,
+                      PartitionRole::kDraining, PartitionRole::kReleased});
+  CHECK(joiner == std::vector<PartitionRole>{PartitionRole::kReceiving,
+                                             PartitionRole::kServing});
+  CHECK_FALSE(pair.a.roles.Serves(p));
+  CHECK(pair.b.roles.Serves(p));
+  Replica* taken = pair.b.roles.ReadableReplica(p);
+  REQUIRE(taken != nullptr);
+  for (int i = 0; i < 30; ++i) {
+    CHECK(HasElement(*taken, sets[i % 3], "e" + std::to_string(i)));
+  }
+  // The other partitions were node 2's all along.
+  for (uint32_t q = 0; q < kPartitions; ++q) {
+    if (q == p) continue;
+    CHECK(pair.a.roles.Role(q) == PartitionRole::kReleased);
+    CHECK(pair.b.roles.Role(q) == PartitionRole::kServing);
+  }
 }
 
 TEST_CASE(

@@ -27,6 +27,7 @@
 #include "bigset/replica/replica.h"
 #include "bigset/store/leveldb_store.h"
 #include "core/crc32c.h"
+#include "forwarding_store.h"
 #include "map_store.h"
 #include "replica/replica_internal.h"
 #include "test_util.h"
@@ -391,8 +392,7 @@ TEST_CASE("repair: the actor id is retired before anything else") {
   }
   REQUIRE(store.Write(WriteOptions(), b).ok());
   // A store whose first write fails: nothing else may be written first.
-  struct FirstWriteSeen : Store {
-    Store* base;
+  struct FirstWriteSeen : testing::ForwardingStore {
     std::vector<std::string> first_keys;
     int writes = 0;
     absl::Status Write(const WriteOptions& o,
@@ -402,27 +402,10 @@ TEST_CASE("repair: the actor id is retired before anything else") {
         WriteBatch::Op op;
         while (reader.Next(&op)) first_keys.emplace_back(op.key);
       }
-      return base->Write(o, batch);
-    }
-    absl::Status Get(const ReadOptions& o, std::string_view k,
-                     std::string* v) override {
-      return base->Get(o, k, v);
-    }
-    std::unique_ptr<Iterator> NewIterator(const ReadOptions& o,
-                                          KeyRange r) override {
-      return base->NewIterator(o, std::move(r));
-    }
-    std::unique_ptr<const Snapshot> GetSnapshot() override {
-      return base->GetSnapshot();
-    }
-    absl::Status CompactRange(const KeyRange& r) override {
-      return base->CompactRange(r);
-    }
-    absl::StatusOr<uint64_t> ApproximateSize(const KeyRange& r) override {
-      return base->ApproximateSize(r);
+      return ForwardingStore::Write(o, batch);
     }
   } spy;
-  spy.base = &store;
+  spy.set_base(&store);
   auto r = Replica::Repair(&spy, Options());
   REQUIRE(r.ok());
   REQUIRE(!spy.first_keys.empty());
@@ -436,34 +419,17 @@ TEST_CASE("repair: the actor id is retired before anything else") {
 }
 
 // Fails the Nth write (and every later one) without applying it: a crash.
-class CrashingStore final : public Store {
+class CrashingStore final : public testing::ForwardingStore {
  public:
-  CrashingStore(Store* base, int fail_at) : base_(base), fail_at_(fail_at) {}
+  CrashingStore(Store* base, int fail_at)
+      : ForwardingStore(base), fail_at_(fail_at) {}
   absl::Status Write(const WriteOptions& o, const WriteBatch& batch) override {
     if (++writes_ >= fail_at_) return absl::UnavailableError("crash");
-    return base_->Write(o, batch);
-  }
-  absl::Status Get(const ReadOptions& o, std::string_view k,
-                   std::string* v) override {
-    return base_->Get(o, k, v);
-  }
-  std::unique_ptr<Iterator> NewIterator(const ReadOptions& o,
-                                        KeyRange r) override {
-    return base_->NewIterator(o, std::move(r));
-  }
-  std::unique_ptr<const Snapshot> GetSnapshot() override {
-    return base_->GetSnapshot();
-  }
-  absl::Status CompactRange(const KeyRange& r) override {
-    return base_->CompactRange(r);
-  }
-  absl::StatusOr<uint64_t> ApproximateSize(const KeyRange& r) override {
-    return base_->ApproximateSize(r);
+    return ForwardingStore::Write(o, batch);
   }
   int writes() const { return writes_; }
 
  private:
-  Store* base_;
   int fail_at_;
   int writes_ = 0;
 };
