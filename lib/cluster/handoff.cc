@@ -25,6 +25,7 @@ HandoffManager::HandoffManager(NodeId self, Store* store,
       membership_(self, store),
       roles_(roles),
       release_(store, stats),
+      proxy_(self, ids),
       receiver_(SetStreamReceiver::Limits{.max_streams = kMaxReceivedRuns,
                                           .max_finished = kMaxFinishedRuns}) {
   roles_->SetView(&membership_);
@@ -428,9 +429,7 @@ void HandoffManager::HostingChanged() {
     EnsureTick();
   }
   // A partition hosted here again is served from here, not passed on.
-  std::erase_if(moved_to_, [&](const auto& m) {
-    return Hosts(m.first) && !HandingOver(m.first);
-  });
+  proxy_.ForgetWhere([&](uint32_t p) { return Hosts(p) && !HandingOver(p); });
 }
 
 bool HandoffManager::HandingOver(uint32_t partition) const {
@@ -457,40 +456,13 @@ bool HandoffManager::Committed(uint32_t partition) const {
 
 bool HandoffManager::PassOn(NodeId from, const MessageHeader& header,
                             const Delta& delta, const Delta* own) {
-  auto to = moved_to_.find(header.partition);
-  // A coordinator's delta goes to the new owner even when the new owner is
-  // that coordinator (its list still named this node); a forward does not
-  // go back to the node that forwarded it.
-  if (to == moved_to_.end() || to->second == self_ ||
-      (header.type == MessageType::kHandoffDelta && to->second == from)) {
-    return false;
-  }
-  std::string bytes;
-  if (header.type == MessageType::kRepair) {
-    EncodeDeltaMessage(header, delta, &bytes);
-  } else {
-    const uint64_t id = ids_->Next();
-    EncodeDeltaMessage(
-        MessageHeader{MessageType::kHandoffDelta, id, header.partition}, delta,
-        &bytes);
-    // A given-up request is answered like a replicate, or with this node's
-    // own delta if it coordinated the request: either way only once the new
-    // owner applied the chosen delta, since the answer counts this node's
-    // place.
-    Proxied& p = proxied_[id];
-    p.coordinator = from;
-    p.reply = header.type == MessageType::kHandoffDelta
-                  ? MessageType::kHandoffDeltaAck
-                  : MessageType::kReplicateAck;
-    p.request_id = header.request_id;
-    p.partition = header.partition;
-    p.since = now_;
-    p.own.reset();
-    if (own != nullptr) p.own = *own;
-    EnsureTick();  // Expires it if no answer comes.
-  }
+  std::optional<DeltaProxy::Outgoing> out =
+      proxy_.PassOn(from, header, delta, own, now_);
+  if (!out.has_value()) return false;
+  // Expires it if no answer comes (a repair awaits none).
+  if (header.type != MessageType::kRepair) EnsureTick();
   ++stats_->handoff_deltas_proxied;
-  out_.Send(to->second, std::move(bytes));
+  out_.Send(out->to, std::move(out->bytes));
   return true;
 }
 
@@ -529,7 +501,7 @@ void HandoffManager::ReleaseTick() {
 
 void HandoffManager::EnsureTick() {
   if (tick_scheduled_) return;
-  if (outgoing_.empty() && receiver_.empty() && proxied_.empty() &&
+  if (outgoing_.empty() && receiver_.empty() && !proxy_.awaiting() &&
       !hosting_retry_) {
     return;
   }
@@ -546,9 +518,7 @@ void HandoffManager::Tick() {
   }
   Progress();
   for (const auto& [key, t] : outgoing_) t.ResendForwards(&out_);
-  std::erase_if(proxied_, [&](const auto& p) {
-    return now < p.second.since || now - p.second.since >= 50 * retry;
-  });
+  proxy_.Expire(now, 50 * retry);
   receiver_.Expire(now, options_.receiver_idle_micros);
   EnsureTick();
 }

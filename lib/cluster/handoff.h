@@ -68,6 +68,7 @@
 #include "bigset/cluster/node.h"
 #include "bigset/cluster/ring.h"
 #include "bigset/store/store.h"
+#include "cluster/delta_proxy.h"
 #include "cluster/handoff_transfer.h"
 #include "cluster/hosted_replicas.h"
 #include "cluster/membership.h"
@@ -151,7 +152,8 @@ class HandoffManager {
     return membership_.Serves(partition);
   }
   // Whether this node keeps a replica of `partition`: it serves it, or the
-  // latest ring places it here (a receiver), and no release is under way.
+  // latest ring places it here (a receiver). A release of it under way is
+  // finished before its replica opens.
   bool Hosts(uint32_t partition) const;
   // A delta (kReplicate, kReplicateGivenUp, kHandoffDelta or kRepair)
   // arrived for a partition this node has no replica of: true if the node
@@ -201,8 +203,7 @@ class HandoffManager {
   std::vector<PartitionMove> Moving(uint64_t now) const;
   // Where writes for `partition` are passed on to (Node::PassesOnTo).
   NodeId PassesOnTo(uint32_t partition) const {
-    auto it = moved_to_.find(partition);
-    return it == moved_to_.end() ? 0 : it->second;
+    return proxy_.PassesOnTo(partition);
   }
 
  private:
@@ -379,6 +380,9 @@ class HandoffManager {
   // transfer's acknowledgements carry changes with each release
   // (IncarnationOf).
   PartitionRelease release_;
+  // Where deltas go for the partitions this node handed over, and the
+  // answers owed for those passed on (ProxyDelta, HandleDeltaAck).
+  DeltaProxy proxy_;
   std::map<TransferKey, HandoffTransfer> outgoing_;
   // The runs being received. Runs (sender, run) whose end this node
   // received are remembered there, with their partition, while it keeps
@@ -389,25 +393,10 @@ class HandoffManager {
   // probe was answered "not taken", no earlier proposal takes its place.
   // Keyed by (sender, partition, the sender's episode).
   std::map<std::tuple<NodeId, uint32_t, uint64_t>, uint64_t> latest_proposal_;
-  // Partitions this node handed over, until it hosts them again: where
-  // deltas for them are passed on to.
-  std::map<uint32_t, NodeId> moved_to_;
   // Supplements an orphaned leaver (see Orphaned) completed: it lets go
   // once every node of the ring's list has its data. In memory: after a
   // restart it supplies them all again (they take it again).
   std::set<TransferKey> supplied_;
-  // A delta passed on: request id there -> the coordinator's request.
-  struct Proxied {
-    NodeId coordinator = 0;
-    MessageType reply = MessageType::kReplicateAck;
-    uint64_t request_id = 0;
-    uint32_t partition = 0;
-    uint64_t since = 0;
-    // A given-up request this node coordinated: its delta, the answer once
-    // the new owner applied the chosen one.
-    std::optional<Delta> own;
-  };
-  std::map<uint64_t, Proxied> proxied_;
   bool hosting_retry_ = false;
   std::set<uint64_t> epochs_reported_;
   bool tick_scheduled_ = false;

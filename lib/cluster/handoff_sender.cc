@@ -50,26 +50,9 @@ HandoffTransfer* HandoffManager::ForwardOwner(NodeId to, uint64_t request_id) {
 
 void HandoffManager::OnDeltaAck(NodeId from, uint64_t request_id,
                                 const absl::Status& status, NodeId applied_by) {
-  if (auto p = proxied_.find(request_id); p != proxied_.end()) {
-    auto moved = moved_to_.find(p->second.partition);
-    if (moved == moved_to_.end() || moved->second != from) return;
-    std::string ack;
-    if (p->second.own.has_value() && status.ok()) {
-      // This node coordinated the given-up request: its delta, the write's
-      // to replicate, answers for its place (the new owner applied the
-      // chosen delta).
-      ack =
-          EncodeMessage(p->second.request_id, p->second.partition,
-                        msg::ReplicateAckWithDelta{std::move(*p->second.own)});
-    } else {
-      // The coordinator counts the node that applied the delta, not this
-      // one: one replica acknowledges once however it is reached.
-      EncodeStatusReply(MessageHeader{p->second.reply, p->second.request_id,
-                                      p->second.partition},
-                        status, applied_by, &ack);
-    }
-    out_.Send(p->second.coordinator, std::move(ack));
-    proxied_.erase(p);
+  std::optional<DeltaProxy::Outgoing> answer;
+  if (proxy_.OnAck(from, request_id, status, applied_by, &answer)) {
+    if (answer.has_value()) out_.Send(answer->to, std::move(answer->bytes));
     return;
   }
   HandoffTransfer* t = ForwardOwner(from, request_id);
@@ -163,7 +146,7 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
     } else {
       // The receiver restarted since it accepted: what it was forwarded
       // may be lost. The whole run again (it accepts the same place).
-      moved_to_.erase(key.first);
+      proxy_.Forget(key.first);
       t.StartRun(Env(key.first));
     }
     return;
@@ -187,7 +170,7 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
     // replica is no longer used (writes for it are passed on), and once the
     // forwards drain the transfer completes.
     t.Accepted(now_);
-    moved_to_[key.first] = from;
+    proxy_.MovedTo(key.first, from);
     MaybeComplete(key);
   } else if (absl::IsAlreadyExists(m.status) || absl::IsAborted(m.status)) {
     // The receiver serves the partition in another place, or will not take

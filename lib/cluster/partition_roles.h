@@ -68,6 +68,8 @@ class PartitionRoles {
   // Reads the replicas of `replicas` (not owned; outlives this).
   explicit PartitionRoles(const HostedReplicas* replicas)
       : replicas_(replicas) {}
+  PartitionRoles(const PartitionRoles&) = delete;
+  PartitionRoles& operator=(const PartitionRoles&) = delete;
 
   // The view the roles come from (the hand-off's; not owned, outlives
   // this). REQUIRES: set before ring() or ServingList() is called.

@@ -121,8 +121,12 @@ TEST_CASE(
   REQUIRE(hosted.replicas.Open(0, 1).ok());
   Replica* const replica = hosted.replicas.Get(0);
   PartitionRoles roles(&hosted.replicas);
+  // Before Reset, and past the ring: released.
+  CHECK(roles.Role(0) == PartitionRole::kReleased);
+  CHECK(roles.LocalReplica(0) == nullptr);
   roles.Reset(2);
-  // role -> (local, serving, readable)
+  // role -> (local, serving, readable). The accessors go by the role alone:
+  // whether the node serves (a draining node still does) changes nothing.
   struct Row {
     PartitionRole role;
     std::string_view name;
@@ -136,20 +140,21 @@ TEST_CASE(
       {PartitionRole::kDraining, "draining", false, false, false},
   };
   for (const Row& row : table) {
-    INFO(row.name);
-    roles.Set(0, {row.role, /*serves=*/row.serving});
-    CHECK(PartitionRoleName(roles.Role(0)) == row.name);
-    CHECK(roles.Serves(0) == row.serving);
-    CHECK((roles.LocalReplica(0) == replica) == row.local);
-    CHECK((roles.ServingReplica(0) == replica) == row.serving);
-    CHECK((roles.ReadableReplica(0) == replica) == row.readable);
-    // A partition without a replica gives none, whatever its role.
-    roles.Set(1, {row.role, row.serving});
-    CHECK(roles.LocalReplica(1) == nullptr);
-    CHECK(roles.ServingReplica(1) == nullptr);
-    CHECK(roles.ReadableReplica(1) == nullptr);
+    for (const bool serves : {false, true}) {
+      INFO(row.name << (serves ? ", serves" : ", does not serve"));
+      roles.Set(0, {row.role, serves});
+      CHECK(PartitionRoleName(roles.Role(0)) == row.name);
+      CHECK(roles.Serves(0) == serves);
+      CHECK((roles.LocalReplica(0) == replica) == row.local);
+      CHECK((roles.ServingReplica(0) == replica) == row.serving);
+      CHECK((roles.ReadableReplica(0) == replica) == row.readable);
+      // A partition without a replica gives none, whatever its role.
+      roles.Set(1, {row.role, serves});
+      CHECK(roles.LocalReplica(1) == nullptr);
+      CHECK(roles.ServingReplica(1) == nullptr);
+      CHECK(roles.ReadableReplica(1) == nullptr);
+    }
   }
-  // Past the ring, and before Reset: released.
   CHECK(roles.Role(2) == PartitionRole::kReleased);
   CHECK(roles.LocalReplica(7) == nullptr);
   // The table is read, never derived: retiring the replica changes no role,
@@ -159,6 +164,32 @@ TEST_CASE(
   CHECK(roles.Role(0) == PartitionRole::kServing);
   CHECK(roles.ServingReplica(0) == nullptr);
   hosted.replicas.FreeRetired();
+}
+
+TEST_CASE(
+    "hosted replicas: the generation moves with every open, retire and "
+    "clear, and only then",
+    "[hosted_replicas][roles]") {
+  Hosted hosted(3);
+  HostedReplicas& replicas = hosted.replicas;
+  uint64_t g = replicas.generation();
+  REQUIRE(replicas.Open(1, 1).ok());
+  CHECK(replicas.generation() > g);
+  g = replicas.generation();
+  (void)replicas.Get(1);
+  NodeCounters stats;
+  replicas.FillStats(&stats);
+  CHECK(replicas.generation() == g);
+  (void)replicas.Retire(1);
+  CHECK(replicas.generation() > g);
+  g = replicas.generation();
+  replicas.FreeRetired();
+  CHECK(replicas.generation() == g);
+  REQUIRE(replicas.Open(2, 1).ok());
+  CHECK(replicas.generation() > g);
+  g = replicas.generation();
+  replicas.Clear();
+  CHECK(replicas.generation() > g);
 }
 
 }  // namespace
