@@ -17,7 +17,6 @@ HandoffManager::HandoffManager(NodeId self, Store* store,
                                NodeCounters* stats, RequestIds* ids,
                                const HandoffOptions& options)
     : self_(self),
-      store_(store),
       replicas_(replicas),
       stats_(stats),
       ids_(ids),

@@ -356,7 +356,6 @@ class HandoffManager {
   void ReleaseTick();
 
   const NodeId self_;
-  Store* const store_;
   HostedReplicas* const replicas_;
   NodeCounters* const stats_;
   RequestIds* const ids_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
+#include "cluster/node_metadata.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
 #include "core/status_macros.h"
@@ -14,8 +15,6 @@
 namespace bigset {
 namespace {
 
-// The node's metadata keyspace (see node_impl.h).
-constexpr KeyspaceId kMetaKeyspace = 0xFFFFFFFF;
 constexpr std::string_view kRingKey = "ring";
 constexpr std::string_view kBaseRingKey = "base_ring";
 constexpr std::string_view kMembershipKey = "membership";
@@ -59,7 +58,7 @@ ServeEntry* FindEntry(NodeServing& state, uint32_t partition) {
 absl::StatusOr<Ring> GetRing(Store* store, std::string_view name) {
   std::string value;
   absl::Status s =
-      store->Get(ReadOptions(), MetadataKey(kMetaKeyspace, name), &value);
+      store->Get(ReadOptions(), MetadataKey(kNodeMetaKeyspace, name), &value);
   if (!s.ok()) return s;
   return Ring::Decode(value);
 }
@@ -187,8 +186,9 @@ absl::Status MembershipState::Load(const Ring& ring, uint64_t first_version) {
   absl::StatusOr<Ring> base = GetRing(store_, kBaseRingKey);
   if (absl::IsNotFound(base.status())) {
     std::string serving;
-    absl::Status s = store_->Get(
-        ReadOptions(), MetadataKey(kMetaKeyspace, kOldServingKey), &serving);
+    absl::Status s =
+        store_->Get(ReadOptions(),
+                    MetadataKey(kNodeMetaKeyspace, kOldServingKey), &serving);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
     BIGSET_RETURN_IF_ERROR(LoadOldFormat(serving));
   } else {
@@ -199,7 +199,7 @@ absl::Status MembershipState::Load(const Ring& ring, uint64_t first_version) {
     base_.emplace(std::move(*base));
     std::string value;
     BIGSET_RETURN_IF_ERROR(store_->Get(
-        ReadOptions(), MetadataKey(kMetaKeyspace, kMembershipKey), &value));
+        ReadOptions(), MetadataKey(kNodeMetaKeyspace, kMembershipKey), &value));
     BIGSET_RETURN_IF_ERROR(
         DecodeMembershipRecord(value, &ring_nodes_, &states_));
     for (const auto& [node, state] : states_) {
@@ -238,18 +238,18 @@ absl::Status MembershipState::LoadOldFormat(const std::string& serving_bytes) {
   }
   states_[self_] = std::move(own);
   WriteBatch batch;
-  batch.Delete(MetadataKey(kMetaKeyspace, kOldServingKey));
-  batch.Delete(MetadataKey(kMetaKeyspace, kOldAnnounceKey));
-  batch.Delete(MetadataKey(kMetaKeyspace, kOldMoveNumbersKey));
+  batch.Delete(MetadataKey(kNodeMetaKeyspace, kOldServingKey));
+  batch.Delete(MetadataKey(kNodeMetaKeyspace, kOldAnnounceKey));
+  batch.Delete(MetadataKey(kNodeMetaKeyspace, kOldMoveNumbersKey));
   return Persist(/*sync=*/true, &batch);
 }
 
 absl::Status MembershipState::Persist(bool sync, WriteBatch* batch) {
   WriteBatch own;
   if (batch == nullptr) batch = &own;
-  batch->Put(MetadataKey(kMetaKeyspace, kRingKey), latest_->Encode());
-  batch->Put(MetadataKey(kMetaKeyspace, kBaseRingKey), base_->Encode());
-  batch->Put(MetadataKey(kMetaKeyspace, kMembershipKey),
+  batch->Put(MetadataKey(kNodeMetaKeyspace, kRingKey), latest_->Encode());
+  batch->Put(MetadataKey(kNodeMetaKeyspace, kBaseRingKey), base_->Encode());
+  batch->Put(MetadataKey(kNodeMetaKeyspace, kMembershipKey),
              EncodeMembershipRecord(ring_nodes_, states_));
   WriteOptions options;
   options.sync = sync;

@@ -6,14 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
+#include "cluster/node_metadata.h"
 #include "core/coding.h"
 #include "core/status_macros.h"
 
 namespace bigset {
 namespace {
 
-// The node's metadata keyspace (see node_impl.h).
-constexpr KeyspaceId kMetaKeyspace = 0xFFFFFFFF;
 constexpr std::string_view kReleasePrefix = "release/";
 
 std::string ReleaseName(uint32_t partition) {
@@ -25,9 +24,9 @@ std::string ReleaseName(uint32_t partition) {
 }  // namespace
 
 absl::Status PartitionRelease::Load() {
-  const std::string prefix = MetadataKey(kMetaKeyspace, kReleasePrefix);
+  const std::string prefix = MetadataKey(kNodeMetaKeyspace, kReleasePrefix);
   std::unique_ptr<Iterator> it =
-      store_->NewIterator(ReadOptions(), MetadataRange(kMetaKeyspace));
+      store_->NewIterator(ReadOptions(), MetadataRange(kNodeMetaKeyspace));
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     const std::string_view key = it->key();
     if (key.substr(0, prefix.size()) != prefix) break;
@@ -56,7 +55,7 @@ bool PartitionRelease::Holds(uint32_t partition) const {
 
 void PartitionRelease::WriteMarker(uint32_t partition) {
   WriteBatch batch;
-  batch.Put(MetadataKey(kMetaKeyspace, ReleaseName(partition)), "");
+  batch.Put(MetadataKey(kNodeMetaKeyspace, ReleaseName(partition)), "");
   WriteOptions sync;
   sync.sync = true;
   if (store_->Write(sync, batch).ok()) unmarked_.erase(partition);
@@ -76,7 +75,8 @@ absl::StatusOr<bool> PartitionRelease::DeleteSome(uint32_t partition,
   }
   if (!it->status().ok()) return it->status();
   const bool done = n < max_keys;
-  if (done) batch.Delete(MetadataKey(kMetaKeyspace, ReleaseName(partition)));
+  if (done)
+    batch.Delete(MetadataKey(kNodeMetaKeyspace, ReleaseName(partition)));
   BIGSET_RETURN_IF_ERROR(store_->Write(WriteOptions(), batch));
   stats_->handoff_keys_released += n;
   stats_->handoff_bytes_released += bytes;

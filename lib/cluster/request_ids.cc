@@ -7,14 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/keys/keys.h"
+#include "cluster/node_metadata.h"
 #include "core/coding.h"
 
 namespace bigset {
 namespace {
 
-// The keyspace of a node's store that holds the node's own metadata (not a
-// partition: rings have fewer partitions).
-constexpr KeyspaceId kNodeKeyspace = 0xFFFFFFFF;
 // Metadata key of the lease: version byte + fixed64 end.
 constexpr std::string_view kLeaseKey = "request_id_lease";
 constexpr uint8_t kLeaseFormatVersion = 1;
@@ -30,8 +28,8 @@ RequestIds::RequestIds(NodeId node, Store* store,
 
 absl::Status RequestIds::Open() {
   std::string value;
-  absl::Status s =
-      store_->Get(ReadOptions(), MetadataKey(kNodeKeyspace, kLeaseKey), &value);
+  absl::Status s = store_->Get(
+      ReadOptions(), MetadataKey(kNodeMetaKeyspace, kLeaseKey), &value);
   if (s.ok()) {
     uint64_t end = 0;
     if (!coding::DecodeVersionedFixed64(value, kLeaseFormatVersion, &end)) {
@@ -66,7 +64,7 @@ absl::Status RequestIds::Open() {
 absl::Status RequestIds::Extend() {
   const uint64_t end = lease_end_ + kLeaseSize;
   WriteBatch batch;
-  batch.Put(MetadataKey(kNodeKeyspace, kLeaseKey),
+  batch.Put(MetadataKey(kNodeMetaKeyspace, kLeaseKey),
             coding::VersionedFixed64(kLeaseFormatVersion, end));
   WriteOptions sync;
   sync.sync = true;
