@@ -40,6 +40,9 @@ except ImportError:  # Only a few tests use it.
 # The harness the process tests share (checks, ports, processes stopped by
 # pid, temporary directories, RESP encoding, the test loop).
 import harness  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+from wire_bytes import crc32c, read_varint, varint  # noqa: E402
 from harness import (AT_CLEANUP, PROCS, Err, Failure, check,  # noqa: E402
                      encode, eq, free_port, run_tests, short, stop_process,
                      wait_for)
@@ -368,46 +371,6 @@ def stable_hash(data):
     h = (h * 0xff51afd7ed558ccd) & M64
     h ^= h >> 33
     return h
-
-
-def _crc32c_table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-_CRC_T = _crc32c_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC_T[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def varint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def read_varint(b, i):
-    shift = v = 0
-    while True:
-        x = b[i]
-        i += 1
-        v |= (x & 0x7F) << shift
-        shift += 7
-        if not x & 0x80:
-            return v, i
 
 
 def decode_ring(raw):

@@ -19,7 +19,12 @@ import time
 
 # The runner and helpers of the tool's end-to-end tests (same directory).
 import cli_test
-from cli_test import Failure, check, lines, run, run_tests, tree_digest
+from cli_test import check, lines, run, run_tests, tree_digest
+
+# CRC32C and varints, shared with the other process tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+from wire_bytes import crc32c, varint  # noqa: E402
 
 
 def hex_members(db, set_hex, *extra):
@@ -28,35 +33,6 @@ def hex_members(db, set_hex, *extra):
 
 
 # ---- Raw LevelDB bytes: a log record holding one write batch.
-
-def _crc32c_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC_TABLE = _crc32c_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def varint32(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
 
 def log_record(payload):
     check(len(payload) < 32000, "record too big for one block")
@@ -69,7 +45,7 @@ def log_record(payload):
 def write_batch(seq, puts):
     out = struct.pack("<QI", seq, len(puts))
     for k, v in puts:
-        out += b"\x01" + varint32(len(k)) + k + varint32(len(v)) + v
+        out += b"\x01" + varint(len(k)) + k + varint(len(v)) + v
     return out
 
 
