@@ -20,10 +20,9 @@
 namespace bigset {
 namespace {
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  return kMax - a < b ? kMax : a + b;
+  return UINT64_MAX - a < b ? UINT64_MAX : a + b;
 }
 
 // Calls fn(actor, base, cloud-or-null) for every actor of (vv, cloud) in
@@ -92,7 +91,7 @@ absl::Status Corrupt(std::string_view what) {
 
 absl::Status DecodeCloud(coding::Reader* r, uint64_t base, uint64_t nsegs,
                          IntervalSet* out) {
-  if (base >= kMax - 1) return Corrupt("cloud above a base that is maximal");
+  if (base >= UINT64_MAX - 1) return Corrupt("cloud above a base that is maximal");
   return cloud_codec::DecodeRuns(r, base + 2, nsegs, out);
 }
 
@@ -128,7 +127,7 @@ void Clock::Normalize(ActorId actor, IntervalSet* counters) {
   if (counters->empty()) return;
   uint64_t base = vv_.Get(actor);
   if (base != 0) counters->EraseUpTo(base);
-  // After EraseUpTo every counter exceeds base, so base < kMax here.
+  // After EraseUpTo every counter exceeds base, so base < UINT64_MAX here.
   if (!counters->empty() && counters->First() == base + 1) {
     base = counters->begin()->second;
     counters->PopFirst();
@@ -138,7 +137,7 @@ void Clock::Normalize(ActorId actor, IntervalSet* counters) {
 
 absl::StatusOr<Dot> Clock::Increment(ActorId actor) {
   const uint64_t max = MaxCounter(actor);
-  if (max == kMax) {
+  if (max == UINT64_MAX) {
     return absl::ResourceExhaustedError(
         absl::StrFormat("clock: counter of actor %x is exhausted", actor));
   }
@@ -169,7 +168,7 @@ void Clock::AddDot(Dot dot) {
   if (!cloud_.empty()) {
     auto c = cloud_.LowerBound(dot.actor);
     if (c != cloud_.entries_.end() && c->actor == dot.actor &&
-        new_base != kMax && c->counters.First() == new_base + 1) {
+        new_base != UINT64_MAX && c->counters.First() == new_base + 1) {
       new_base = c->counters.begin()->second;
       c->counters.PopFirst();
       if (c->counters.empty()) cloud_.entries_.erase(c);

@@ -1,5 +1,6 @@
 #include "core/cloud_codec.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -12,7 +13,6 @@
 namespace bigset::cloud_codec {
 namespace {
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
 // Bitmaps are considered per window of this many counters: big enough that
 // per-segment headers are noise, small enough that a dense patch inside a
@@ -171,12 +171,12 @@ absl::Status DecodeRuns(coding::Reader* r, uint64_t cursor, uint64_t nsegs,
         if (!r->GetVarint64(&gap) || !r->GetVarint64(&len)) {
           return Corrupt("truncated run");
         }
-        if (full || gap > kMax - cursor) return Corrupt("counter overflow");
+        if (full || gap > UINT64_MAX - cursor) return Corrupt("counter overflow");
         const uint64_t lo = cursor + gap;
-        if (len > kMax - lo) return Corrupt("counter overflow");
+        if (len > UINT64_MAX - lo) return Corrupt("counter overflow");
         const uint64_t hi = lo + len;
         out->Append(lo, hi);
-        if (hi >= kMax - 1) {
+        if (hi >= UINT64_MAX - 1) {
           full = true;
         } else {
           cursor = hi + 2;
@@ -189,7 +189,7 @@ absl::Status DecodeRuns(coding::Reader* r, uint64_t cursor, uint64_t nsegs,
       if (count > r->remaining() || !r->GetBytes(count, &bytes)) {
         return Corrupt("truncated bitmap");
       }
-      if (full || gap > kMax - cursor) return Corrupt("counter overflow");
+      if (full || gap > UINT64_MAX - cursor) return Corrupt("counter overflow");
       const uint64_t start = cursor + gap;
       const auto first_byte = static_cast<uint8_t>(bytes.front());
       const auto last_byte = static_cast<uint8_t>(bytes.back());
@@ -198,10 +198,10 @@ absl::Status DecodeRuns(coding::Reader* r, uint64_t cursor, uint64_t nsegs,
       const uint64_t last_bit =
           (uint64_t{count} - 1) * 8 +
           static_cast<uint64_t>(std::bit_width(last_byte)) - 1;
-      if (last_bit > kMax - start) return Corrupt("counter overflow");
+      if (last_bit > UINT64_MAX - start) return Corrupt("counter overflow");
       DecodeBitmap(bytes, start, last_bit + 1, out);
       const uint64_t end = start + last_bit;
-      if (end >= kMax - 1) {
+      if (end >= UINT64_MAX - 1) {
         full = true;
       } else {
         cursor = end + 2;

@@ -8,7 +8,6 @@
 
 namespace bigset {
 namespace {
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 }  // namespace
 
 IntervalSet& DotCloud::Mutable(ActorId actor) {
@@ -32,7 +31,7 @@ uint64_t DotCloud::DotCount() const {
   uint64_t n = 0;
   for (const Entry& e : entries_) {
     const uint64_t c = e.counters.Count();
-    if (kMax - n < c) return kMax;
+    if (UINT64_MAX - n < c) return UINT64_MAX;
     n += c;
   }
   return n;
