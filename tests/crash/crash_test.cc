@@ -36,9 +36,6 @@ using testing::CrashSets;
 using testing::CrashUpdate;
 using testing::CrashValues;
 using testing::NextCrashUpdate;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 
 struct Writer {
   pid_t pid = -1;

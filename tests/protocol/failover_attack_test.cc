@@ -70,7 +70,6 @@ using testing::ManualCluster;
 using testing::Not;
 using testing::OfType;
 using testing::Or;
-using testing::Stat;
 using testing::To;
 using Sent = ManualCluster::Sent;
 

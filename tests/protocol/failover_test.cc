@@ -25,7 +25,6 @@ using testing::And;
 using testing::From;
 using testing::OfType;
 using testing::Or;
-using testing::Stat;
 using testing::To;
 
 constexpr NodeId kClient = 4;  // Holds no replica of the test's set.

@@ -32,9 +32,7 @@ namespace {
 using testing::And;
 using testing::From;
 using testing::ManualCluster;
-using testing::MemStore;
 using testing::OfType;
-using testing::Stat;
 using testing::To;
 
 // A ReadHandler that collects a read, asking for the next chunk at once

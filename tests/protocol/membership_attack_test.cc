@@ -43,9 +43,6 @@ namespace {
 
 using testing::Known;
 using testing::ManualCluster;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 
 constexpr uint64_t kSecond = 1'000'000;
 
@@ -59,7 +56,6 @@ using testing::From;
 using testing::Has;
 using testing::OfType;
 using testing::Or;
-using testing::Stat;
 using testing::To;
 
 // ---- A manual cluster, driven until it settles.

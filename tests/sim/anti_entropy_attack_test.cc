@@ -36,11 +36,7 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
 using testing::Known;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 using Model = testing::KnownModel;
 
 constexpr uint64_t kSecond = 1'000'000;
@@ -48,7 +44,6 @@ constexpr uint64_t kConvergeMicros = 60 * kSecond;
 
 using testing::Merge;
 using testing::ReplicaView;
-using testing::Stat;
 using testing::Value;
 using testing::View;
 using testing::Views;

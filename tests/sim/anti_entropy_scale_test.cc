@@ -126,13 +126,9 @@ namespace {
 
 using testing::Merge;
 using testing::ReplicaView;
-using testing::Rng;
 using testing::SameAs;
-using testing::Seeds;
 using testing::SetsOnlyOn;
-using testing::Stat;
 using testing::SumStats;
-using testing::Uniform;
 using testing::Value;
 using testing::View;
 using testing::Views;

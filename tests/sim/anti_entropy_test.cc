@@ -22,16 +22,12 @@ namespace bigset {
 namespace {
 
 using testing::Known;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 using Model = testing::KnownModel;
 
 using testing::Merge;
 using testing::ReplicaView;
 using testing::SameAs;
 using testing::SetsOnlyOn;
-using testing::Stat;
 using testing::SumStats;
 using testing::Value;
 using testing::View;

@@ -24,14 +24,9 @@ namespace {
 
 using testing::KeysOnReplicas;
 
-using testing::AdversarialBytes;
 using testing::ModelValue;
 using testing::OrswotModel;
-using testing::Rng;
-using testing::Seeds;
-using testing::Stat;
 using testing::ToModel;
-using testing::Uniform;
 
 // ---- Ring.
 

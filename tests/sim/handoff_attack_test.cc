@@ -30,12 +30,8 @@ namespace {
 
 using testing::CheckKnown;
 using testing::Known;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 using Model = testing::KnownModel;
 using testing::Settled;
-using testing::Stat;
 using testing::Unsettled;
 
 const std::vector<std::string>& SetNames() {

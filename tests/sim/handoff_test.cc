@@ -33,12 +33,8 @@ namespace {
 
 using testing::CheckKnown;
 using testing::Known;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 using Model = testing::KnownModel;
 using testing::Settled;
-using testing::Stat;
 using testing::Unsettled;
 
 // kBackAndForth: a node joins and leaves again at once, the second ring

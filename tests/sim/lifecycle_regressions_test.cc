@@ -31,7 +31,6 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
 }
 
 using testing::Has;
-using testing::Stat;
 
 void SettleOrFail(Simulator& sim, uint64_t bound = 600 * kSecond) {
   const uint64_t deadline = sim.NowMicros() + bound;

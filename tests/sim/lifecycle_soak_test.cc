@@ -57,10 +57,6 @@ namespace {
 
 using testing::CheckKnown;
 using testing::Known;
-using testing::Rng;
-using testing::Seeds;
-using testing::Stat;
-using testing::Uniform;
 using Model = testing::KnownModel;
 
 constexpr uint64_t kSecond = 1'000'000;

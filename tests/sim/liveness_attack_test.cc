@@ -26,7 +26,6 @@ namespace {
 
 using testing::Has;
 using testing::Settled;
-using testing::Stat;
 using testing::Unsettled;
 
 constexpr uint64_t kSecond = 1'000'000;

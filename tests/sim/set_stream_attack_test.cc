@@ -30,12 +30,7 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
-using testing::Rng;
-using testing::Seeds;
 using testing::Settled;
-using testing::Stat;
-using testing::Uniform;
 using testing::Unsettled;
 
 constexpr uint64_t kSecond = 1'000'000;

@@ -52,11 +52,7 @@ namespace {
 
 using testing::ModelValue;
 using testing::OrswotModel;
-using testing::Rng;
-using testing::Seeds;
-using testing::Stat;
 using testing::ToModel;
-using testing::Uniform;
 
 struct SoakResult {
   uint64_t trace_hash = 0;

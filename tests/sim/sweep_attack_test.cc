@@ -47,11 +47,9 @@ namespace {
 using testing::KeysOnReplicas;
 
 using testing::AddRange;
-using testing::AdversarialBytes;
 using testing::ClearAll;
 using testing::CursorKey;
 using testing::ElementKeys;
-using testing::MemStore;
 using testing::ModelValue;
 using testing::OpenSweepReplica;
 using testing::OrswotModel;
@@ -59,13 +57,9 @@ using testing::Put;
 using testing::QueueKeyWithShard;
 using testing::ReadAll;
 using testing::RequireVerified;
-using testing::Rng;
-using testing::Seeds;
 using testing::SnapshotKey;
-using testing::Stat;
 using testing::SweepValue;
 using testing::ToModel;
-using testing::Uniform;
 
 constexpr KeyspaceId kKs = testing::kSweepKs;
 const std::string kV = SweepValue("");

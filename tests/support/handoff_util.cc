@@ -8,8 +8,6 @@
 
 namespace bigset::testing {
 
-using testing::Stat;
-
 void CheckKnown(const std::string& set, const std::vector<ElementDots>& read,
                 const KnownModel& model) {
   std::set<std::string> present;

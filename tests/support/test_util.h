@@ -102,4 +102,16 @@ bool Has(const std::vector<NodeId>& list, NodeId node);
 
 }  // namespace bigset::testing
 
+namespace bigset {
+
+// Nearly every test file uses these: named here once, not in each.
+using testing::AdversarialBytes;
+using testing::MemStore;
+using testing::Rng;
+using testing::Seeds;
+using testing::Stat;
+using testing::Uniform;
+
+}  // namespace bigset
+
 #endif  // BIGSET_TESTS_TEST_UTIL_H_

@@ -13,8 +13,6 @@
 namespace bigset {
 namespace {
 
-using testing::MemStore;
-
 constexpr NodeId kSelf = 1;
 constexpr NodeId kCoordinator = 5;
 constexpr NodeId kOwner = 7;  // Where partition 3 went.

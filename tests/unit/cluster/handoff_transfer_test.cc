@@ -21,7 +21,6 @@ namespace {
 
 using testing::AddElement;
 using testing::MemReplica;
-using testing::MemStore;
 using Phase = HandoffTransfer::Phase;
 using AckResult = HandoffTransfer::AckResult;
 using Answer = HandoffTransfer::Answer;

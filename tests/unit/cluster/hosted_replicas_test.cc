@@ -15,7 +15,6 @@ namespace {
 
 using testing::AddElement;
 using testing::HasElement;
-using testing::MemStore;
 
 // Every open takes a new actor (the options are copied at each open: the
 // counter is shared).

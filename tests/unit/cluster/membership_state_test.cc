@@ -18,11 +18,6 @@
 namespace bigset {
 namespace {
 
-using testing::MemStore;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 constexpr KeyspaceId kMeta = 0xFFFFFFFF;
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 16) {

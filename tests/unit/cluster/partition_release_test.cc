@@ -17,7 +17,6 @@ namespace bigset {
 namespace {
 
 using testing::AddElement;
-using testing::MemStore;
 
 // Forwards to `base`; while `fail_synced` is set, every synced write (a
 // marker) fails unapplied, and the others go through. Counts the synced

@@ -15,10 +15,6 @@
 namespace bigset {
 namespace {
 
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 using R = QuorumReply;
 using Outcome = QuorumPick::Outcome;
 

@@ -24,7 +24,6 @@ namespace {
 
 using testing::AddElement;
 using testing::HasElement;
-using testing::MemStore;
 
 constexpr uint32_t kPartitions = 4;
 

@@ -27,10 +27,7 @@ namespace {
 using testing::ModelValue;
 using testing::OrswotModel;
 using testing::ReadAll;
-using testing::Rng;
-using testing::Seeds;
 using testing::ToModel;
-using testing::Uniform;
 
 TEST_CASE("read merge: random replica states merge to the model and repair") {
   for (uint64_t seed : Seeds(30)) {

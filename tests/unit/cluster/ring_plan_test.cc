@@ -12,10 +12,6 @@
 namespace bigset {
 namespace {
 
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 Ring MakeRing(std::vector<NodeId> nodes, uint32_t size, int n, uint64_t epoch,
               Placement placement = Placement::kRendezvous) {
   RingOptions o;

@@ -27,9 +27,6 @@ namespace bigset {
 namespace {
 
 using testing::ReadAll;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 
 constexpr NodeId kSender = 7;
 constexpr uint32_t kPartition = 3;

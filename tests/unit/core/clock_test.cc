@@ -378,6 +378,34 @@ void CheckIntervalSet(const IntervalSet& s, const std::set<uint64_t>& model) {
   REQUIRE(holds);
 }
 
+// The binary operations, in both their forms, and Includes, against the
+// models of their operands.
+void CheckAlgebra(const IntervalSet& a, const std::set<uint64_t>& ma,
+                  const IntervalSet& b, const std::set<uint64_t>& mb) {
+  std::set<uint64_t> mu = ma, mi, md;
+  mu.insert(mb.begin(), mb.end());
+  std::set_intersection(ma.begin(), ma.end(), mb.begin(), mb.end(),
+                        std::inserter(mi, mi.end()));
+  std::set_difference(ma.begin(), ma.end(), mb.begin(), mb.end(),
+                      std::inserter(md, md.end()));
+  CheckIntervalSet(IntervalSet::Union(a, b), mu);
+  CheckIntervalSet(IntervalSet::Intersection(a, b), mi);
+  CheckIntervalSet(IntervalSet::Difference(a, b), md);
+  IntervalSet u = a, i = a, d = a;
+  u.Union(b);
+  i.Intersect(b);
+  d.Difference(b);
+  CheckIntervalSet(u, mu);
+  CheckIntervalSet(i, mi);
+  CheckIntervalSet(d, md);
+  REQUIRE(a.Includes(b) ==
+          std::includes(ma.begin(), ma.end(), mb.begin(), mb.end()));
+  REQUIRE(u.Includes(a));
+  REQUIRE(u.Includes(b));
+  REQUIRE(a.Includes(i));
+  REQUIRE(a.Includes(d));
+}
+
 // Values drawn from three small regions: around 0, the middle and the top of
 // the range, so wrap-around bugs at 0 and UINT64_MAX show.
 uint64_t RegionValue(Rng& rng, uint64_t region) {
@@ -444,28 +472,7 @@ TEST_CASE("IntervalSet randomized against std::set", "[clock]") {
       CheckIntervalSet(a, ma);
       CheckIntervalSet(b, mb);
     }
-    std::set<uint64_t> mu = ma, mi, md;
-    mu.insert(mb.begin(), mb.end());
-    std::set_intersection(ma.begin(), ma.end(), mb.begin(), mb.end(),
-                          std::inserter(mi, mi.end()));
-    std::set_difference(ma.begin(), ma.end(), mb.begin(), mb.end(),
-                        std::inserter(md, md.end()));
-    CheckIntervalSet(IntervalSet::Union(a, b), mu);
-    CheckIntervalSet(IntervalSet::Intersection(a, b), mi);
-    CheckIntervalSet(IntervalSet::Difference(a, b), md);
-    IntervalSet u = a, i = a, d = a;
-    u.Union(b);
-    i.Intersect(b);
-    d.Difference(b);
-    CheckIntervalSet(u, mu);
-    CheckIntervalSet(i, mi);
-    CheckIntervalSet(d, md);
-    REQUIRE(a.Includes(b) ==
-            std::includes(ma.begin(), ma.end(), mb.begin(), mb.end()));
-    REQUIRE(u.Includes(a));
-    REQUIRE(u.Includes(b));
-    REQUIRE(a.Includes(i));
-    REQUIRE(a.Includes(d));
+    CheckAlgebra(a, ma, b, mb);
   }
 }
 
@@ -565,27 +572,7 @@ TEST_CASE("IntervalSet with dense windows, randomized against std::set",
     }
     CheckIntervalSet(a, ma);
     CheckIntervalSet(b, mb);
-    std::set<uint64_t> mu = ma, mi, md;
-    mu.insert(mb.begin(), mb.end());
-    std::set_intersection(ma.begin(), ma.end(), mb.begin(), mb.end(),
-                          std::inserter(mi, mi.end()));
-    std::set_difference(ma.begin(), ma.end(), mb.begin(), mb.end(),
-                        std::inserter(md, md.end()));
-    CheckIntervalSet(IntervalSet::Union(a, b), mu);
-    CheckIntervalSet(IntervalSet::Intersection(a, b), mi);
-    CheckIntervalSet(IntervalSet::Difference(a, b), md);
-    IntervalSet u = a, i = a, d = a;
-    u.Union(b);
-    i.Intersect(b);
-    d.Difference(b);
-    CheckIntervalSet(u, mu);
-    CheckIntervalSet(i, mi);
-    CheckIntervalSet(d, md);
-    REQUIRE(a.Includes(b) ==
-            std::includes(ma.begin(), ma.end(), mb.begin(), mb.end()));
-    REQUIRE(u.Includes(a));
-    REQUIRE(a.Includes(i));
-    REQUIRE(a.Includes(d));
+    CheckAlgebra(a, ma, b, mb);
     // Equality is set equality whatever the windows' representation.
     IntervalSet rebuilt;
     for (uint64_t v : ma) rebuilt.Insert(v);
@@ -663,18 +650,7 @@ TEST_CASE("IntervalSet pointwise paths (one set much larger)", "[clock]") {
       small.InsertRange(v, v + len);
       for (uint64_t x = v; x <= v + len; ++x) msmall.insert(x);
     }
-    std::set<uint64_t> mu = mbig, md;
-    mu.insert(msmall.begin(), msmall.end());
-    std::set_difference(mbig.begin(), mbig.end(), msmall.begin(), msmall.end(),
-                        std::inserter(md, md.end()));
-    IntervalSet u = big, d = big;
-    u.Union(small);
-    d.Difference(small);
-    CheckIntervalSet(u, mu);
-    CheckIntervalSet(d, md);
-    REQUIRE(big.Includes(small) == std::includes(mbig.begin(), mbig.end(),
-                                                 msmall.begin(), msmall.end()));
-    REQUIRE(u.Includes(small));
+    CheckAlgebra(big, mbig, small, msmall);
   }
 }
 

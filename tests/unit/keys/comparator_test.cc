@@ -15,11 +15,6 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 // An embedder comparator with a non-bytewise order: reversed bytes.
 class ReverseComparator final : public leveldb::Comparator {
  public:

@@ -17,11 +17,6 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 // A key as the tuple it stands for. Ordered logically, field by field.
 struct LogicalKey {
   KeyspaceId keyspace = 0;

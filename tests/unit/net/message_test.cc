@@ -14,11 +14,6 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 // ---- Messages.
 
 Message RandomMessage(Rng& rng) {

@@ -20,12 +20,8 @@
 namespace bigset {
 namespace {
 
-using testing::MemStore;
 using testing::ReadAll;
 using testing::ReadAllCounted;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 
 ReplicaOptions Options(KeyspaceId ks, size_t filter_bytes = 64 << 20) {
   ReplicaOptions o;
@@ -470,10 +466,9 @@ TEST_CASE("count: randomized, every path, against each replica's read") {
           REQUIRE(m.ok());
           seeks_saved += r[k]->stats().presence_seeks_saved - before;
           for (size_t u = 0; u < universe.size(); ++u) {
-            auto it = std::find_if(read.begin(), read.end(),
-                                   [&](const ElementDots& e) {
-                                     return e.element == universe[u];
-                                   });
+            auto it = std::find_if(
+                read.begin(), read.end(),
+                [&](const ElementDots& e) { return e.element == universe[u]; });
             std::vector<Dot> want;
             if (it != read.end()) want = it->dots;
             std::vector<Dot> got = m->elements[u].dots;

@@ -16,10 +16,6 @@
 namespace bigset {
 namespace {
 
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 // At least 8 bytes: a fresh element is almost never one already added.
 std::string RandomElement(Rng& rng) {
   std::string e(Uniform(rng, 8, 24), '\0');

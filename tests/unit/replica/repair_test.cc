@@ -35,11 +35,7 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
 using testing::MapStore;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 
 constexpr KeyspaceId kKs = 7;
 constexpr KeyspaceId kOtherKs = 8;

@@ -31,15 +31,10 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
-using testing::MemStore;
 using testing::ModelValue;
 using testing::OrswotModel;
 using testing::ReadAll;
-using testing::Rng;
-using testing::Seeds;
 using testing::ToModel;
-using testing::Uniform;
 
 std::unique_ptr<Replica> OpenReplica(Store* store, KeyspaceId ks,
                                      size_t cache_bytes = 1 << 20) {

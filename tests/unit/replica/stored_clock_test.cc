@@ -20,11 +20,6 @@
 namespace bigset {
 namespace {
 
-using testing::MemStore;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 constexpr KeyspaceId kKs = 3;
 

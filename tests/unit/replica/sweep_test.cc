@@ -27,23 +27,18 @@ namespace bigset {
 namespace {
 
 using testing::AddRange;
-using testing::AdversarialBytes;
 using testing::ClearAll;
 using testing::CursorKey;
 using testing::ElementKeys;
-using testing::MemStore;
 using testing::OpenSweepReplica;
 using testing::Put;
 using testing::QueueKeyWithShard;
 using testing::ReadAll;
 using testing::RequireVerified;
-using testing::Rng;
-using testing::Seeds;
 using testing::SnapshotKey;
 using testing::SweepAll;
 using testing::SweepValue;
 using testing::ToModel;
-using testing::Uniform;
 
 constexpr KeyspaceId kKs = testing::kSweepKs;
 

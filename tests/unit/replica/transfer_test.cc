@@ -22,9 +22,6 @@ namespace bigset {
 namespace {
 
 using testing::ReadAll;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
 
 constexpr std::string_view kSet = "s";
 

@@ -24,10 +24,6 @@
 namespace bigset {
 namespace {
 
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 using Model = std::map<std::string, std::string>;
 
 // Uniform in [0, n). REQUIRES: n > 0.

@@ -27,11 +27,6 @@
 namespace bigset {
 namespace {
 
-using testing::AdversarialBytes;
-using testing::Rng;
-using testing::Seeds;
-using testing::Uniform;
-
 // Small write buffers force flushes and compactions.
 struct SmallMemStore : testing::MemStore {
   SmallMemStore() : testing::MemStore(64 << 10) {}
