@@ -28,14 +28,8 @@
 #include "replica/replica_internal.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ApplyToValues;
-using testing::CrashSets;
-using testing::CrashUpdate;
-using testing::CrashValues;
-using testing::NextCrashUpdate;
 
 struct Writer {
   pid_t pid = -1;
@@ -310,4 +304,4 @@ TEST_CASE("crash: SIGKILL at random points loses nothing acknowledged") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -40,7 +40,7 @@
 #include "absl/strings/str_split.h"
 #include "bigset/network/node_runner.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // A node counter by name; 0 for a name the node does not have (the test
@@ -319,6 +319,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing
 
-int main(int argc, char** argv) { return bigset::Main(argc, argv); }
+int main(int argc, char** argv) { return bigset::testing::Main(argc, argv); }

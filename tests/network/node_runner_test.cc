@@ -17,7 +17,7 @@
 #include "absl/time/time.h"
 #include "temp_dir.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr uint32_t kSeed = 20261127;
@@ -200,4 +200,4 @@ TEST_CASE("node runner: Close and CompactPartition from a callback refuse") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -24,7 +24,7 @@
 #include "net/message_type.h"
 #include "network/framing.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr NodeId kSender = 1;
@@ -694,4 +694,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

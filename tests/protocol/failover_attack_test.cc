@@ -61,16 +61,9 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::And;
-using testing::From;
-using testing::ManualCluster;
-using testing::Not;
-using testing::OfType;
-using testing::Or;
-using testing::To;
 using Sent = ManualCluster::Sent;
 
 uint64_t RequestIdOf(const Sent& s) {
@@ -580,4 +573,4 @@ TEST_CASE("failover attack: many failover writes leave no routes or writes") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

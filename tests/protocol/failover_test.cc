@@ -18,14 +18,8 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::And;
-using testing::From;
-using testing::OfType;
-using testing::Or;
-using testing::To;
 
 constexpr NodeId kClient = 4;  // Holds no replica of the test's set.
 
@@ -242,4 +236,4 @@ TEST_CASE("failover: a given-up replica silent past the deadline is counted") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

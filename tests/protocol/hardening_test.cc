@@ -26,14 +26,8 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::And;
-using testing::From;
-using testing::ManualCluster;
-using testing::OfType;
-using testing::To;
 
 // A ReadHandler that collects a read, asking for the next chunk at once
 // unless told to hold.
@@ -911,4 +905,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

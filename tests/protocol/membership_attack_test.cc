@@ -38,11 +38,8 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::Known;
-using testing::ManualCluster;
 
 constexpr uint64_t kSecond = 1'000'000;
 
@@ -50,13 +47,6 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
               int n = 2) {
   return testing::RendezvousRing(std::move(nodes), epoch, size, n);
 }
-
-using testing::And;
-using testing::From;
-using testing::Has;
-using testing::OfType;
-using testing::Or;
-using testing::To;
 
 // ---- A manual cluster, driven until it settles.
 
@@ -1564,4 +1554,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

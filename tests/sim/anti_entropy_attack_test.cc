@@ -33,20 +33,13 @@
 #include "replica_views.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::Known;
 using Model = testing::KnownModel;
 
 constexpr uint64_t kSecond = 1'000'000;
 constexpr uint64_t kConvergeMicros = 60 * kSecond;
-
-using testing::Merge;
-using testing::ReplicaView;
-using testing::Value;
-using testing::View;
-using testing::Views;
 
 // A short description of how two values differ (the full ones are huge).
 std::string Diff(const Value& got, const Value& want) {
@@ -78,7 +71,7 @@ bool StepUntil(Simulator& sim, uint64_t max_micros,
 
 uint64_t Stat(Simulator& sim, NodeId id, std::string_view field) {
   if (!sim.IsUp(id)) return 0;
-  return Stat(sim.node(id)->stats(), field);
+  return testing::Stat(sim.node(id)->stats(), field);
 }
 
 uint64_t SumStat(Simulator& sim, std::string_view field) {
@@ -1292,4 +1285,4 @@ TEST_CASE("anti-entropy attack: writes during repairs, reordered") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

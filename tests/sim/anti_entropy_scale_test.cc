@@ -121,17 +121,8 @@ void operator delete[](void* p, size_t, std::align_val_t) noexcept {
   Release(p);
 }
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::Merge;
-using testing::ReplicaView;
-using testing::SameAs;
-using testing::SetsOnlyOn;
-using testing::SumStats;
-using testing::Value;
-using testing::View;
-using testing::Views;
 
 constexpr uint64_t kSecond = 1'000'000;
 
@@ -436,4 +427,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -18,20 +18,10 @@
 #include "replica_views.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::Known;
 using Model = testing::KnownModel;
-
-using testing::Merge;
-using testing::ReplicaView;
-using testing::SameAs;
-using testing::SetsOnlyOn;
-using testing::SumStats;
-using testing::Value;
-using testing::View;
-using testing::Views;
 
 std::string Describe(const Value& v) {
   std::string s;
@@ -632,4 +622,4 @@ TEST_CASE("anti-entropy: a set's first write does not skew its bucket",
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

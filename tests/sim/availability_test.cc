@@ -17,7 +17,7 @@
 #include "bigset/testing/sim.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr uint64_t kMs = 1000;
@@ -176,4 +176,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -19,14 +19,8 @@
 #include "sweep_util.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::KeysOnReplicas;
-
-using testing::ModelValue;
-using testing::OrswotModel;
-using testing::ToModel;
 
 // ---- Ring.
 
@@ -434,9 +428,9 @@ TEST_CASE("cluster: too few replicas is a clear error") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // Adds e0..e{n-1} to `set` through node 1, lets every delta land, and
@@ -779,9 +773,9 @@ TEST_CASE("cluster: a slow replica does not get a copy of a write per retry") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // Group commit (ReplicaService, sync_writes): a replica applies the deltas
@@ -845,4 +839,4 @@ TEST_CASE("cluster: acknowledged deltas survive power losses (group commit)") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -25,14 +25,10 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::CheckKnown;
-using testing::Known;
 using Model = testing::KnownModel;
-using testing::Settled;
-using testing::Unsettled;
 
 const std::vector<std::string>& SetNames() {
   static const std::vector<std::string> names = {"a", "b", "c", "d",
@@ -477,4 +473,4 @@ TEST_CASE("handoff attack: rings a node refuses") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -28,14 +28,10 @@
 #include "handoff_util.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::CheckKnown;
-using testing::Known;
 using Model = testing::KnownModel;
-using testing::Settled;
-using testing::Unsettled;
 
 // kBackAndForth: a node joins and leaves again at once, the second ring
 // installed before the first's completions are heard (the late-notice
@@ -481,4 +477,4 @@ TEST_CASE("handoff: a ring that changes n is refused", "[regression]") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

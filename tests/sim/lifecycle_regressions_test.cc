@@ -17,11 +17,8 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::Settled;
-using testing::Unsettled;
 
 constexpr uint64_t kSecond = 1'000'000;
 
@@ -29,8 +26,6 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
               int n = 3) {
   return testing::RendezvousRing(std::move(nodes), epoch, size, n);
 }
-
-using testing::Has;
 
 void SettleOrFail(Simulator& sim, uint64_t bound = 600 * kSecond) {
   const uint64_t deadline = sim.NowMicros() + bound;
@@ -657,4 +652,4 @@ TEST_CASE("handoff: retired replicas are never freed", "[regression]") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

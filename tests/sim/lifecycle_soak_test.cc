@@ -52,11 +52,9 @@
 #include "replica_views.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::CheckKnown;
-using testing::Known;
 using Model = testing::KnownModel;
 
 constexpr uint64_t kSecond = 1'000'000;
@@ -981,4 +979,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

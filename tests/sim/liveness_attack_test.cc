@@ -21,12 +21,8 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::Has;
-using testing::Settled;
-using testing::Unsettled;
 
 constexpr uint64_t kSecond = 1'000'000;
 constexpr uint32_t kRingSize = 32;
@@ -634,4 +630,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -27,11 +27,8 @@
 #include "replica_views.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::Settled;
-using testing::Unsettled;
 
 constexpr uint64_t kSecond = 1'000'000;
 
@@ -391,4 +388,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -47,12 +47,8 @@
 #include "orswot_model.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ModelValue;
-using testing::OrswotModel;
-using testing::ToModel;
 
 struct SoakResult {
   uint64_t trace_hash = 0;
@@ -648,4 +644,4 @@ TEST_CASE("soak: the same seed gives the same run") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

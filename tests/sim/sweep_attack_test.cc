@@ -41,25 +41,8 @@
 #include "sweep_util.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::KeysOnReplicas;
-
-using testing::AddRange;
-using testing::ClearAll;
-using testing::CursorKey;
-using testing::ElementKeys;
-using testing::ModelValue;
-using testing::OpenSweepReplica;
-using testing::OrswotModel;
-using testing::Put;
-using testing::QueueKeyWithShard;
-using testing::ReadAll;
-using testing::RequireVerified;
-using testing::SnapshotKey;
-using testing::SweepValue;
-using testing::ToModel;
 
 constexpr KeyspaceId kKs = testing::kSweepKs;
 const std::string kV = SweepValue("");
@@ -1303,4 +1286,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

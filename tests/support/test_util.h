@@ -1,4 +1,6 @@
-// Shared helpers for the randomized tests.
+// Shared helpers for the randomized tests. Test files are written in
+// namespace bigset::testing, so these and the other support headers' names
+// need no using-declarations.
 //
 // Every randomized test draws its seeds from Seeds(); the seed in use is
 // captured with Catch2's CAPTURE so that a failure prints it. Set
@@ -101,17 +103,5 @@ Ring RendezvousRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size,
 bool Has(const std::vector<NodeId>& list, NodeId node);
 
 }  // namespace bigset::testing
-
-namespace bigset {
-
-// Nearly every test file uses these: named here once, not in each.
-using testing::AdversarialBytes;
-using testing::MemStore;
-using testing::Rng;
-using testing::Seeds;
-using testing::Stat;
-using testing::Uniform;
-
-}  // namespace bigset
 
 #endif  // BIGSET_TESTS_TEST_UTIL_H_

@@ -14,10 +14,8 @@
 #include "machine_driver.h"
 #include "net/message.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::kSelf;
 
 using Outcome = std::optional<absl::StatusOr<std::optional<uint64_t>>>;
 
@@ -326,4 +324,4 @@ TEST_CASE("count coordinator: the output of each input") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

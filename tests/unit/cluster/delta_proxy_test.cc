@@ -10,7 +10,7 @@
 
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr NodeId kSelf = 1;
@@ -212,4 +212,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -12,7 +12,7 @@
 
 #include "net/message.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // Alternative I of MessageBody, default-constructed, as message bytes.
@@ -156,4 +156,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -16,11 +16,9 @@
 #include "cluster/set_stream.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::AddElement;
-using testing::MemReplica;
 using Phase = HandoffTransfer::Phase;
 using AckResult = HandoffTransfer::AckResult;
 using Answer = HandoffTransfer::Answer;
@@ -582,4 +580,4 @@ TEST_CASE("transfer: Describe says what it does") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -10,11 +10,8 @@
 #include "cluster/partition_roles.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::AddElement;
-using testing::HasElement;
 
 // Every open takes a new actor (the options are copied at each open: the
 // counter is shared).
@@ -192,4 +189,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -15,7 +15,7 @@
 #include "core/crc32c.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr KeyspaceId kMeta = 0xFFFFFFFF;
@@ -23,8 +23,6 @@ constexpr KeyspaceId kMeta = 0xFFFFFFFF;
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 16) {
   return testing::RendezvousRing(std::move(nodes), epoch, size, 3);
 }
-
-using testing::Has;
 
 // A partition whose list in `ring` holds `in` and not `out`.
 uint32_t PartitionWith(const Ring& ring, NodeId in, NodeId out) {
@@ -358,4 +356,4 @@ TEST_CASE("membership: views converge whatever the order of states") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

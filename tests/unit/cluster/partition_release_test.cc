@@ -13,10 +13,8 @@
 #include "forwarding_store.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::AddElement;
 
 // Forwards to `base`; while `fail_synced` is set, every synced write (a
 // marker) fails unapplied, and the others go through. Counts the synced
@@ -198,4 +196,4 @@ TEST_CASE("partition release: a marker that is not one is data loss",
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

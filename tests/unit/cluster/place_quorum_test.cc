@@ -12,7 +12,7 @@
 
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 using R = QuorumReply;
@@ -215,4 +215,4 @@ TEST_CASE("place quorum: random lists, answers and orders match the model") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -19,11 +19,8 @@
 #include "cluster/request_ids.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::AddElement;
-using testing::HasElement;
 
 constexpr uint32_t kPartitions = 4;
 
@@ -498,4 +495,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

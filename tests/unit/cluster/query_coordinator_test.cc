@@ -17,11 +17,8 @@
 #include "machine_driver.h"
 #include "net/message.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ClockOf;
-using testing::kSelf;
 
 constexpr uint64_t kActor = 0xA;
 
@@ -282,4 +279,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -17,10 +17,9 @@
 #include "machine_driver.h"
 #include "net/message.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
-using testing::ClockOf;
 using Driver = testing::MachineDriver<ReadCoordinator>;
 
 constexpr uint64_t kA = 0xA;
@@ -497,4 +496,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

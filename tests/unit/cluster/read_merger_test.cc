@@ -21,13 +21,8 @@
 #include "orswot_model.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ModelValue;
-using testing::OrswotModel;
-using testing::ReadAll;
-using testing::ToModel;
 
 TEST_CASE("read merge: random replica states merge to the model and repair") {
   for (uint64_t seed : Seeds(30)) {
@@ -188,4 +183,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -13,7 +13,7 @@
 #include "cluster/query_coordinator.h"
 #include "cluster/write_coordinator.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 QuorumReadSetup ThreeReplicas() {
@@ -166,4 +166,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -9,7 +9,7 @@
 #include "bigset/cluster/ring.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 Ring MakeRing(std::vector<NodeId> nodes, uint32_t size, int n, uint64_t epoch,
@@ -188,4 +188,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

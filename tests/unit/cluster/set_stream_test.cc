@@ -23,10 +23,8 @@
 #include "net/message.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ReadAll;
 
 constexpr NodeId kSender = 7;
 constexpr uint32_t kPartition = 3;
@@ -569,4 +567,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

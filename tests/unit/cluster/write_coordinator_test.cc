@@ -15,7 +15,7 @@
 #include "machine_driver.h"
 #include "net/message.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr NodeId kSelf = 1;
@@ -279,4 +279,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

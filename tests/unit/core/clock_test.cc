@@ -22,7 +22,7 @@
 #include "core/dot_sort.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 using ::bigset::testing::Rng;
@@ -1390,4 +1390,4 @@ TEST_CASE("Clock decoding of random bytes never crashes", "[clock]") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

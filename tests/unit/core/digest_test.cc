@@ -9,7 +9,7 @@
 
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr uint64_t kPrime = (uint64_t{1} << 61) - 1;
@@ -106,4 +106,4 @@ TEST_CASE("digest: a clock's digest is the sum of its runs' digests") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -12,7 +12,7 @@
 #include "leveldb/slice.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // An embedder comparator with a non-bytewise order: reversed bytes.
@@ -157,4 +157,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -14,7 +14,7 @@
 #include "leveldb/slice.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // A key as the tuple it stands for. Ordered logically, field by field.
@@ -369,4 +369,4 @@ TEST_CASE("keys: debug strings name the key's fields") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -11,7 +11,7 @@
 #include "bigset/net/transport.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // ---- Messages.
@@ -701,4 +701,4 @@ TEST_CASE("message: the bytes of every type are pinned") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

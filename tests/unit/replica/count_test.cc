@@ -17,11 +17,8 @@
 #include "bigset/replica/replica.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ReadAll;
-using testing::ReadAllCounted;
 
 ReplicaOptions Options(KeyspaceId ks, size_t filter_bytes = 64 << 20) {
   ReplicaOptions o;
@@ -502,4 +499,4 @@ TEST_CASE("count: randomized, every path, against each replica's read") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -13,7 +13,7 @@
 
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // At least 8 bytes: a fresh element is almost never one already added.
@@ -126,4 +126,4 @@ TEST_CASE("presence filter: Reset forgets everything and frees its layers",
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -21,7 +21,7 @@ extern "C" const char* __asan_default_options() {
   return "quarantine_size_mb=0";
 }
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // Anonymous resident memory (heap, not mapped files) in bytes.
@@ -98,4 +98,4 @@ TEST_CASE("read: streaming a 1,000,000-element set uses O(batch) memory") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

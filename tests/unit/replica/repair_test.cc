@@ -32,10 +32,8 @@
 #include "replica/replica_internal.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::MapStore;
 
 constexpr KeyspaceId kKs = 7;
 constexpr KeyspaceId kOtherKs = 8;
@@ -756,4 +754,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -28,13 +28,8 @@
 #include "replica/stripe_batch.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ModelValue;
-using testing::OrswotModel;
-using testing::ReadAll;
-using testing::ToModel;
 
 std::unique_ptr<Replica> OpenReplica(Store* store, KeyspaceId ks,
                                      size_t cache_bytes = 1 << 20) {
@@ -951,9 +946,9 @@ TEST_CASE("delta: round trip, garbage and truncation") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 TEST_CASE("replica: ListSets seeks from set to set") {
@@ -989,9 +984,9 @@ TEST_CASE("replica: ListSets seeks from set to set") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 TEST_CASE("replica: concurrent writers and readers") {
@@ -1112,4 +1107,4 @@ TEST_CASE("clock cache: a lookup makes its set the last evicted") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -17,7 +17,7 @@
 #include "core/cloud_codec.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
@@ -366,4 +366,4 @@ TEST_CASE("stored clock: Verify reports a broken layout") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -23,22 +23,8 @@
 #include "sweep_util.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::AddRange;
-using testing::ClearAll;
-using testing::CursorKey;
-using testing::ElementKeys;
-using testing::OpenSweepReplica;
-using testing::Put;
-using testing::QueueKeyWithShard;
-using testing::ReadAll;
-using testing::RequireVerified;
-using testing::SnapshotKey;
-using testing::SweepAll;
-using testing::SweepValue;
-using testing::ToModel;
 
 constexpr KeyspaceId kKs = testing::kSweepKs;
 
@@ -411,4 +397,4 @@ TEST_CASE("sweep: LocalSets::Clear and its sweeper") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

@@ -18,10 +18,8 @@
 #include "bigset/replica/replica.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
-
-using testing::ReadAll;
 
 constexpr std::string_view kSet = "s";
 
@@ -251,4 +249,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

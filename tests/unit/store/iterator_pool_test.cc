@@ -21,7 +21,7 @@
 #include "leveldb/helpers/memenv.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 using Model = std::map<std::string, std::string>;
@@ -437,4 +437,4 @@ TEST_CASE("iterator pool: concurrent borrowers never get a stale iterator") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing

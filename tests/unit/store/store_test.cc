@@ -24,7 +24,7 @@
 #include "leveldb/helpers/memenv.h"
 #include "test_util.h"
 
-namespace bigset {
+namespace bigset::testing {
 namespace {
 
 // Small write buffers force flushes and compactions.
@@ -805,4 +805,4 @@ TEST_CASE("store: an iterator that failed after an OK status is not kept") {
 }
 
 }  // namespace
-}  // namespace bigset
+}  // namespace bigset::testing
