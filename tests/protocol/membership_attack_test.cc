@@ -149,97 +149,6 @@ std::string Gossip(uint64_t epoch,
 
 // ---- A simulated cluster, with a model of what was acknowledged.
 
-std::unique_ptr<Simulator> MakeSim(uint64_t seed, bool sync_writes,
-                                   bool late = false) {
-  SimOptions o;
-  o.seed = seed;
-  o.nodes = 3;
-  o.ring = RingOptions{8, 2, 1, Placement::kRendezvous};
-  o.node.service.max_chunk_elements = 3;
-  o.node.handoff.chunk_elements = 3;
-  o.node.anti_entropy.chunk_elements = 3;
-  o.node.handoff.max_running = 1;
-  o.node.replica.sync_writes = sync_writes;
-  o.min_latency_micros = 500;
-  o.max_latency_micros = 3000;
-  o.trace_capacity = 100;
-  if (late) {
-    o.stall = 0.03;
-    o.stall_max_micros = 3'000'000;
-    o.duplicate = 0.05;
-    o.shuffle_ties = true;
-  }
-  auto created = Simulator::Create(o);
-  REQUIRE(created.ok());
-  return std::move(*created);
-}
-
-const std::vector<std::string>& SetNames() {
-  static const std::vector<std::string> names = {"a", "b", "c", "d",
-                                                 "e", "f", "g", "h"};
-  return names;
-}
-
-// A writer (W=2, N=2) that keeps what acknowledged writes say.
-class Writer {
- public:
-  Writer(Simulator* sim, testing::KnownModel* model, uint64_t seed)
-      : sim_(sim), model_(model), rng_(seed) {}
-
-  void Op() {
-    const auto& names = SetNames();
-    const std::string& set = names[Uniform(rng_, 0, names.size() - 1)];
-    const std::string element = absl::StrCat("x", Uniform(rng_, 0, 40));
-    Known& known =
-        model_->sets[set].try_emplace(element, Known::kAbsent).first->second;
-    const NodeId via = Up();
-    ClusterWriteOptions wo;
-    wo.w = 2;
-    wo.timeout_micros = 3'000'000;
-    if (Uniform(rng_, 0, 3) > 0) {
-      absl::StatusOr<Delta> d =
-          sim_->Update(via, set, {UpdateOp::Add(element)}, wo);
-      if (d.ok()) {
-        known = Known::kPresent;
-      } else if (known != Known::kPresent) {
-        known = Known::kUnknown;
-      }
-      return;
-    }
-    ClusterReadOptions ro;
-    ro.r = 2;
-    ro.read_repair = false;
-    absl::StatusOr<Membership> m = sim_->ContainsAll(via, set, {element}, ro);
-    if (!m.ok()) return;
-    if (known == Known::kPresent) CHECK(m->all_present);
-    std::vector<Dot> context;
-    for (const ElementDots& e : m->elements) {
-      context.insert(context.end(), e.dots.begin(), e.dots.end());
-    }
-    absl::StatusOr<Delta> d =
-        sim_->Update(via, set, {UpdateOp::Remove(element, context)}, wo);
-    if (!d.ok()) {
-      known = Known::kUnknown;
-    } else if (known != Known::kUnknown) {
-      known = Known::kAbsent;
-    }
-  }
-
-  NodeId Up() {
-    std::vector<NodeId> up;
-    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
-      if (sim_->IsUp(id)) up.push_back(id);
-    }
-    REQUIRE(!up.empty());
-    return up[Uniform(rng_, 0, up.size() - 1)];
-  }
-
- private:
-  Simulator* sim_;
-  testing::KnownModel* model_;
-  Rng rng_;
-};
-
 uint64_t Sum(Simulator& sim, std::string_view field) {
   uint64_t total = 0;
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
@@ -295,7 +204,7 @@ void SettleAndCheck(Simulator& sim, const testing::KnownModel& model,
   ClusterReadOptions all;
   all.r = ring.n();
   all.read_repair = true;
-  for (const std::string& set : SetNames()) {
+  for (const std::string& set : WriterSets()) {
     absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
     REQUIRE(r.ok());
     testing::CheckKnown(set, r->elements, model);
@@ -372,10 +281,11 @@ TEST_CASE(
   uint64_t delivered = 0, decodable = 0, runs = 0;
   for (uint64_t seed : Seeds(3)) {
     CAPTURE(seed);
-    auto sim_owner = MakeSim(seed, /*sync_writes=*/true);
+    auto sim_owner =
+        SmallMovingCluster(seed, /*sync_writes=*/true, /*late=*/false);
     Simulator& sim = *sim_owner;
     testing::KnownModel model;
-    Writer writer(&sim, &model, seed * 7 + 1);
+    KnownWriter writer(&sim, &model, seed * 7 + 1, /*w=*/2);
     Rng rng(seed);
     for (int i = 0; i < 60; ++i) writer.Op();
     REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
@@ -442,10 +352,11 @@ TEST_CASE(
   for (uint64_t seed : Seeds(2)) {
     for (int attack = 0; attack < 7; ++attack) {
       CAPTURE(seed, attack);
-      auto sim_owner = MakeSim(seed * 8 + attack, /*sync_writes=*/true);
+      auto sim_owner = SmallMovingCluster(seed * 8 + attack,
+                                          /*sync_writes=*/true, /*late=*/false);
       Simulator& sim = *sim_owner;
       testing::KnownModel model;
-      Writer writer(&sim, &model, seed * 5 + 3);
+      KnownWriter writer(&sim, &model, seed * 5 + 3, /*w=*/2);
       for (int i = 0; i < 40; ++i) writer.Op();
       REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
       sim.RunFor(20'000);  // The change under way.
@@ -1315,7 +1226,7 @@ TEST_CASE(
     // writes' answers with it).
     std::map<int, NodeId> pending;
     auto write = [&](int i) {
-      const std::string set = SetNames()[Uniform(rng, 0, 7)];
+      const std::string set = WriterSets()[Uniform(rng, 0, 7)];
       const std::string e = absl::StrCat("e", i);
       const NodeId via = static_cast<NodeId>(Uniform(rng, 1, 5));
       ClusterWriteOptions wo;
@@ -1459,11 +1370,12 @@ TEST_CASE(
         for (bool power : {false, true}) {
           CAPTURE(seed, phases[phase], receiver, power);
           // Unsynced writes: a power loss takes what was not synced.
-          auto sim_owner = MakeSim(seed * 64 + phase * 4 + receiver * 2 + power,
-                                   /*sync_writes=*/false);
+          auto sim_owner =
+              SmallMovingCluster(seed * 64 + phase * 4 + receiver * 2 + power,
+                                 /*sync_writes=*/false, /*late=*/false);
           Simulator& sim = *sim_owner;
           testing::KnownModel model;
-          Writer writer(&sim, &model, seed * 3 + phase);
+          KnownWriter writer(&sim, &model, seed * 3 + phase, /*w=*/2);
           for (int i = 0; i < 80; ++i) writer.Op();
           REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
           NodeId from = 0, to = 0;
@@ -1496,7 +1408,7 @@ TEST_CASE(
             if (i % 500 == 0) writer.Op();
             if (i % 25 == 0 && sim.node(1) != nullptr) {
               // Writes in flight while the transfer runs (forwards).
-              const std::string set = SetNames()[i % 8];
+              const std::string set = WriterSets()[i % 8];
               const std::string e = absl::StrCat("async", ++async);
               model.sets[set][e] = Known::kUnknown;
               ClusterWriteOptions wo;

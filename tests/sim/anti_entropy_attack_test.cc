@@ -842,17 +842,9 @@ TEST_CASE(
 enum class Stage { kAfterDigest, kAfterSets, kMidPush, kLastChunk };
 
 const char* StageName(Stage s) {
-  switch (s) {
-    case Stage::kAfterDigest:
-      return "after AeDigest";
-    case Stage::kAfterSets:
-      return "after AeSets";
-    case Stage::kMidPush:
-      return "mid-push";
-    case Stage::kLastChunk:
-      return "after the last chunk";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"after AeDigest", "after AeSets",
+                                           "mid-push", "after the last chunk"};
+  return kNames[static_cast<int>(s)];
 }
 
 // The latest message of `type` to or from `node` in the trace, after time

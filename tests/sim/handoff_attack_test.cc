@@ -30,111 +30,9 @@ namespace {
 
 using Model = testing::KnownModel;
 
-const std::vector<std::string>& SetNames() {
-  static const std::vector<std::string> names = {"a", "b", "c", "d",
-                                                 "e", "f", "g", "h"};
-  return names;
-}
-
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
-  RingOptions ro;
-  ro.ring_size = 8;
-  ro.n = 2;
-  ro.epoch = epoch;
-  ro.placement = Placement::kRendezvous;
-  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
-  REQUIRE(ring.ok());
-  return *ring;
+  return RendezvousRing(std::move(nodes), epoch, 8, 2);
 }
-
-std::unique_ptr<Simulator> MakeSim(uint64_t seed, bool late) {
-  SimOptions o;
-  o.seed = seed;
-  o.nodes = 3;
-  o.ring.ring_size = 8;
-  o.ring.n = 2;
-  o.ring.epoch = 1;
-  o.ring.placement = Placement::kRendezvous;
-  o.node.service.max_chunk_elements = 3;
-  o.node.handoff.chunk_elements = 3;
-  o.node.anti_entropy.chunk_elements = 3;
-  o.node.handoff.max_running = 1;
-  o.node.replica.sync_writes = true;  // Power losses take nothing acknowledged.
-  o.min_latency_micros = 500;
-  o.max_latency_micros = 3000;
-  o.trace_capacity = 100;
-  if (late) {
-    // Messages now and then seconds late: old chunks, acknowledgements,
-    // proposals and notices arrive after what replaced them.
-    o.stall = 0.03;
-    o.stall_max_micros = 3'000'000;
-    o.duplicate = 0.05;
-    o.shuffle_ties = true;
-  }
-  auto created = Simulator::Create(o);
-  REQUIRE(created.ok());
-  return std::move(*created);
-}
-
-// A writer that keeps the model: W=1 (writes go on with a node down), an
-// element's state unknown when a write's outcome is.
-class Writer {
- public:
-  Writer(Simulator* sim, Model* model, uint64_t seed)
-      : sim_(sim), model_(model), rng_(seed) {}
-
-  void Op() {
-    const auto& names = SetNames();
-    const std::string& set = names[Uniform(rng_, 0, names.size() - 1)];
-    const std::string element = absl::StrCat("x", Uniform(rng_, 0, 40));
-    Known& known =
-        model_->sets[set].try_emplace(element, Known::kAbsent).first->second;
-    const NodeId via = Up();
-    ClusterWriteOptions wo;
-    wo.w = 1;
-    wo.timeout_micros = 3'000'000;
-    if (Uniform(rng_, 0, 3) > 0) {
-      absl::StatusOr<Delta> d =
-          sim_->Update(via, set, {UpdateOp::Add(element)}, wo);
-      known = d.ok() ? Known::kPresent : Known::kUnknown;
-      return;
-    }
-    // The remove's context from every serving replica (R=N): it sees every
-    // acknowledged add (with a replica down it fails, and nothing is
-    // removed).
-    ClusterReadOptions ro;
-    ro.r = 2;
-    ro.read_repair = false;
-    absl::StatusOr<Membership> m = sim_->ContainsAll(via, set, {element}, ro);
-    if (!m.ok()) return;
-    if (known == Known::kPresent) CHECK(m->all_present);
-    std::vector<Dot> context;
-    for (const ElementDots& e : m->elements) {
-      context.insert(context.end(), e.dots.begin(), e.dots.end());
-    }
-    absl::StatusOr<Delta> d =
-        sim_->Update(via, set, {UpdateOp::Remove(element, context)}, wo);
-    if (!d.ok()) {
-      known = Known::kUnknown;
-    } else if (known != Known::kUnknown) {
-      known = Known::kAbsent;
-    }
-  }
-
-  NodeId Up() {
-    std::vector<NodeId> up;
-    for (NodeId id = 1; id <= sim_->node_count(); ++id) {
-      if (sim_->IsUp(id)) up.push_back(id);
-    }
-    REQUIRE(!up.empty());
-    return up[Uniform(rng_, 0, up.size() - 1)];
-  }
-
- private:
-  Simulator* sim_;
-  Model* model_;
-  Rng rng_;
-};
 
 // Settles the change, then checks everything the header promises.
 void SettleAndCheck(Simulator& sim, const Model& model) {
@@ -154,13 +52,13 @@ void SettleAndCheck(Simulator& sim, const Model& model) {
   ClusterReadOptions all;
   all.r = ring.n();
   all.read_repair = true;
-  for (const std::string& set : SetNames()) {
+  for (const std::string& set : WriterSets()) {
     absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
     REQUIRE(r.ok());
     CheckKnown(set, r->elements, model);
   }
   sim.RunUntilIdle();
-  for (const std::string& set : SetNames()) {
+  for (const std::string& set : WriterSets()) {
     const uint32_t p = ring.PartitionOf(set);
     for (NodeId id : ring.PreferenceList(p)) {
       CAPTURE(set, id);
@@ -299,10 +197,11 @@ struct GarbageTotals {
 // messages, then settle and check.
 void RunGarbage(uint64_t seed, GarbageTotals* totals) {
   CAPTURE(seed);
-  auto sim_owner = MakeSim(seed, /*late=*/true);
+  auto sim_owner =
+      SmallMovingCluster(seed, /*sync_writes=*/true, /*late=*/true);
   Simulator& sim = *sim_owner;
   Model model;
-  Writer writer(&sim, &model, seed * 31 + 7);
+  KnownWriter writer(&sim, &model, seed * 31 + 7, /*w=*/1);
   Rng rng(seed);
   for (int i = 0; i < 120; ++i) writer.Op();
   // Join node 4, then (some runs) take node 2 out before it finished.
@@ -371,19 +270,10 @@ TEST_CASE("handoff: a notice waits for the move of its target",
 enum class Stage { kStart, kMidSet, kSetDone, kCompleted, kReleasing };
 
 const char* Name(Stage s) {
-  switch (s) {
-    case Stage::kStart:
-      return "before the first chunk";
-    case Stage::kMidSet:
-      return "mid-set";
-    case Stage::kSetDone:
-      return "after a set's last chunk";
-    case Stage::kCompleted:
-      return "after a completion";
-    case Stage::kReleasing:
-      return "mid-release";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"before the first chunk", "mid-set",
+                                           "after a set's last chunk",
+                                           "after a completion", "mid-release"};
+  return kNames[static_cast<int>(s)];
 }
 
 TEST_CASE("handoff attack: a sender or the receiver dies at each stage") {
@@ -394,10 +284,11 @@ TEST_CASE("handoff attack: a sender or the receiver dies at each stage") {
       for (bool receiver : {false, true}) {
         for (bool power : {false, true}) {
           CAPTURE(seed, Name(stage), receiver, power);
-          auto sim_owner = MakeSim(seed, /*late=*/false);
+          auto sim_owner =
+              SmallMovingCluster(seed, /*sync_writes=*/true, /*late=*/false);
           Simulator& sim = *sim_owner;
           Model model;
-          Writer writer(&sim, &model, seed * 17 + 3);
+          KnownWriter writer(&sim, &model, seed * 17 + 3, /*w=*/1);
           for (int i = 0; i < 150; ++i) writer.Op();
           REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 2)).ok());
           auto reached = [&]() {
@@ -452,7 +343,7 @@ TEST_CASE("handoff attack: a sender or the receiver dies at each stage") {
 }
 
 TEST_CASE("handoff attack: rings a node refuses") {
-  auto sim_owner = MakeSim(1, /*late=*/false);
+  auto sim_owner = SmallMovingCluster(1, /*sync_writes=*/true, /*late=*/false);
   Simulator& sim = *sim_owner;
   Node* node = sim.node(1);
   REQUIRE(node->InstallRing(MakeRing({1, 2, 3}, 2)).ok());

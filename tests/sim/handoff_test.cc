@@ -40,30 +40,13 @@ using Model = testing::KnownModel;
 enum class Change { kJoin, kLeave, kReplace, kTwoInARow, kBackAndForth };
 
 const char* Name(Change c) {
-  switch (c) {
-    case Change::kJoin:
-      return "join";
-    case Change::kLeave:
-      return "leave";
-    case Change::kReplace:
-      return "replace";
-    case Change::kTwoInARow:
-      return "two in a row";
-    case Change::kBackAndForth:
-      return "back and forth";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"join", "leave", "replace",
+                                           "two in a row", "back and forth"};
+  return kNames[static_cast<int>(c)];
 }
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
-  RingOptions ro;
-  ro.ring_size = 16;
-  ro.n = 3;
-  ro.epoch = epoch;
-  ro.placement = Placement::kRendezvous;
-  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
-  REQUIRE(ring.ok());
-  return *ring;
+  return RendezvousRing(std::move(nodes), epoch, 16, 3);
 }
 
 void DumpTrace(const Simulator& sim) {

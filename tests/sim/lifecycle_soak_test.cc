@@ -77,14 +77,7 @@ struct Totals {
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
   std::sort(nodes.begin(), nodes.end());
-  RingOptions ro;
-  ro.ring_size = 16;
-  ro.n = 3;
-  ro.epoch = epoch;
-  ro.placement = Placement::kRendezvous;
-  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
-  REQUIRE(ring.ok());
-  return *ring;
+  return RendezvousRing(std::move(nodes), epoch, 16, 3);
 }
 
 std::string Describe(Simulator& sim) {

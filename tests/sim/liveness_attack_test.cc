@@ -450,17 +450,10 @@ enum class Fault {
 };
 
 const char* FaultName(Fault f) {
-  switch (f) {
-    case Fault::kPowerLossYielder:
-      return "power loss of the yielding twin 5";
-    case Fault::kPowerLossReceiver:
-      return "power loss of the receiving twin 6";
-    case Fault::kCrashYielder:
-      return "crash of the yielding twin 5";
-    case Fault::kRestartGiver:
-      return "power loss of the giver L";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {
+      "power loss of the yielding twin 5", "power loss of the receiving twin 6",
+      "crash of the yielding twin 5", "power loss of the giver L"};
+  return kNames[static_cast<int>(f)];
 }
 
 TEST_CASE(

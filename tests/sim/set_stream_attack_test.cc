@@ -33,14 +33,7 @@ namespace {
 constexpr uint64_t kSecond = 1'000'000;
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
-  RingOptions ro;
-  ro.ring_size = 8;
-  ro.n = 3;
-  ro.epoch = epoch;
-  ro.placement = Placement::kRendezvous;
-  absl::StatusOr<Ring> ring = Ring::Create(std::move(nodes), ro);
-  REQUIRE(ring.ok());
-  return *ring;
+  return RendezvousRing(std::move(nodes), epoch, 8, 3);
 }
 
 SimOptions BaseOptions(uint64_t seed) {
@@ -231,17 +224,9 @@ std::vector<SeenChunk> SniffChunks(Simulator& sim, uint32_t partition) {
 enum class Fault { kCrash, kPowerLoss, kFullDisk, kGarbage };
 
 const char* Name(Fault f) {
-  switch (f) {
-    case Fault::kCrash:
-      return "crash";
-    case Fault::kPowerLoss:
-      return "power loss";
-    case Fault::kFullDisk:
-      return "full disk";
-    case Fault::kGarbage:
-      return "garbage";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"crash", "power loss", "full disk",
+                                           "garbage"};
+  return kNames[static_cast<int>(f)];
 }
 
 // Node 4 joins and receives a set of 400 keys in chunks of 4; in the

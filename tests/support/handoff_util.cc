@@ -25,6 +25,92 @@ void CheckKnown(const std::string& set, const std::vector<ElementDots>& read,
   }
 }
 
+std::unique_ptr<Simulator> SmallMovingCluster(uint64_t seed, bool sync_writes,
+                                              bool late) {
+  SimOptions o;
+  o.seed = seed;
+  o.nodes = 3;
+  o.ring = RingOptions{8, 2, 1, Placement::kRendezvous};
+  o.node.service.max_chunk_elements = 3;
+  o.node.handoff.chunk_elements = 3;
+  o.node.anti_entropy.chunk_elements = 3;
+  o.node.handoff.max_running = 1;
+  o.node.replica.sync_writes = sync_writes;
+  o.min_latency_micros = 500;
+  o.max_latency_micros = 3000;
+  o.trace_capacity = 100;
+  if (late) {
+    o.stall = 0.03;
+    o.stall_max_micros = 3'000'000;
+    o.duplicate = 0.05;
+    o.shuffle_ties = true;
+  }
+  auto created = Simulator::Create(o);
+  REQUIRE(created.ok());
+  return std::move(*created);
+}
+
+const std::vector<std::string>& WriterSets() {
+  static const std::vector<std::string> names = {"a", "b", "c", "d",
+                                                 "e", "f", "g", "h"};
+  return names;
+}
+
+KnownWriter::KnownWriter(Simulator* sim, KnownModel* model, uint64_t seed,
+                         int w)
+    : sim_(sim), model_(model), rng_(seed), w_(w) {}
+
+void KnownWriter::Op() {
+  const auto& names = WriterSets();
+  const std::string& set = names[Uniform(rng_, 0, names.size() - 1)];
+  const std::string element = absl::StrCat("x", Uniform(rng_, 0, 40));
+  Known& known =
+      model_->sets[set].try_emplace(element, Known::kAbsent).first->second;
+  const NodeId via = Up();
+  ClusterWriteOptions wo;
+  wo.w = w_;
+  wo.timeout_micros = 3'000'000;
+  if (Uniform(rng_, 0, 3) > 0) {
+    absl::StatusOr<Delta> d =
+        sim_->Update(via, set, {UpdateOp::Add(element)}, wo);
+    if (d.ok()) {
+      known = Known::kPresent;
+    } else if (known != Known::kPresent) {
+      known = Known::kUnknown;
+    }
+    return;
+  }
+  // The remove's context from every serving replica (R = N = 2): it sees
+  // every acknowledged add (with a replica down it fails, and nothing is
+  // removed).
+  ClusterReadOptions ro;
+  ro.r = 2;
+  ro.read_repair = false;
+  absl::StatusOr<Membership> m = sim_->ContainsAll(via, set, {element}, ro);
+  if (!m.ok()) return;
+  if (known == Known::kPresent) CHECK(m->all_present);
+  std::vector<Dot> context;
+  for (const ElementDots& e : m->elements) {
+    context.insert(context.end(), e.dots.begin(), e.dots.end());
+  }
+  absl::StatusOr<Delta> d =
+      sim_->Update(via, set, {UpdateOp::Remove(element, context)}, wo);
+  if (!d.ok()) {
+    known = Known::kUnknown;
+  } else if (known != Known::kUnknown) {
+    known = Known::kAbsent;
+  }
+}
+
+NodeId KnownWriter::Up() {
+  std::vector<NodeId> up;
+  for (NodeId id = 1; id <= sim_->node_count(); ++id) {
+    if (sim_->IsUp(id)) up.push_back(id);
+  }
+  REQUIRE(!up.empty());
+  return up[Uniform(rng_, 0, up.size() - 1)];
+}
+
 std::string Unsettled(Simulator& sim) {
   std::string out;
   const Ring& ring = sim.ring();

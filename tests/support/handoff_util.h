@@ -1,17 +1,21 @@
 // Helpers shared by the membership-change tests (handoff_test,
-// handoff_attack_test): a model of what acknowledged writes say of each
-// element, and whether a simulated cluster has finished its hand-offs.
+// handoff_attack_test, membership_attack_test): a model of what
+// acknowledged writes say of each element, a writer that keeps it, a small
+// cluster whose transfers faults can hit in the middle, and whether a
+// simulated cluster has finished its hand-offs.
 
 #ifndef BIGSET_TESTS_HANDOFF_UTIL_H_
 #define BIGSET_TESTS_HANDOFF_UTIL_H_
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "bigset/core/element_dots.h"
 #include "bigset/testing/sim.h"
+#include "test_util.h"
 
 namespace bigset::testing {
 
@@ -35,6 +39,39 @@ struct KnownModel {
 // may_return) is not.
 void CheckKnown(const std::string& set, const std::vector<ElementDots>& read,
                 const KnownModel& model);
+
+// A 3-node cluster, N = 2 on a rendezvous ring of 8 partitions, whose
+// transfers go in chunks of 3 elements, one at a time, so that faults hit
+// them in the middle. `late`: messages now and then seconds late and
+// duplicated, ties shuffled (old chunks, acknowledgements and notices
+// arrive after what replaced them). REQUIREs that it starts.
+std::unique_ptr<Simulator> SmallMovingCluster(uint64_t seed, bool sync_writes,
+                                              bool late);
+
+// The sets a KnownWriter writes to: "a" to "h".
+const std::vector<std::string>& WriterSets();
+
+// Random adds (three in four) and removes of elements "x0".."x40" in the
+// WriterSets, each through a random running node with quorum `w`, kept in
+// `model`: an acknowledged add makes the element present, an acknowledged
+// remove (its context read with R = 2) absent, a failed one unknown (a
+// failed add leaves a present element present). Not thread-safe; the
+// simulator and model must outlive it.
+class KnownWriter {
+ public:
+  KnownWriter(Simulator* sim, KnownModel* model, uint64_t seed, int w);
+
+  // One operation, run to its end.
+  void Op();
+  // A random running node (REQUIREs one).
+  NodeId Up();
+
+ private:
+  Simulator* sim_;
+  KnownModel* model_;
+  Rng rng_;
+  int w_;
+};
 
 // Empty when every running node has the simulator's latest ring with no
 // partition moving, no transfer pending or running and no release under
