@@ -163,20 +163,8 @@ uint64_t Sum(Simulator& sim, std::string_view field) {
 // (= N = 2) distinct replicas before any read repairs it.
 void SettleAndCheck(Simulator& sim, const testing::KnownModel& model,
                     bool copies) {
-  sim.Heal();
-  sim.SetLoss(0);
-  sim.SetDuplicate(0);
-  sim.SetCorruption(0);
-  sim.SetStall(0);
-  for (NodeId id = 1; id <= sim.node_count(); ++id) {
-    if (!sim.IsUp(id)) REQUIRE(sim.Restart(id, /*clock_back=*/true).ok());
-  }
-  const uint64_t deadline = sim.NowMicros() + 900 * kSecond;
-  while (!testing::Settled(sim) && sim.NowMicros() < deadline) {
-    sim.RunFor(100'000);
-  }
-  INFO(testing::Unsettled(sim));
-  REQUIRE(testing::Settled(sim));
+  HealAndRestartAll(sim);
+  SettleOrFail(sim, 900 * kSecond);
   const Ring& ring = sim.ring();
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
     for (uint32_t p = 0; p < ring.ring_size(); ++p) {

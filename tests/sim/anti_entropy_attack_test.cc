@@ -57,18 +57,6 @@ std::string Diff(const Value& got, const Value& want) {
   return absl::StrCat(n, " differences: ", s);
 }
 
-// Runs the simulator until pred() holds, at most `max_micros` of virtual
-// time (rounds never stop, so RunUntil alone could run for ever).
-bool StepUntil(Simulator& sim, uint64_t max_micros,
-               const std::function<bool()>& pred) {
-  const uint64_t until = sim.NowMicros() + max_micros;
-  while (!pred()) {
-    if (sim.NowMicros() >= until) return false;
-    if (!sim.Step()) return pred();
-  }
-  return true;
-}
-
 uint64_t Stat(Simulator& sim, NodeId id, std::string_view field) {
   if (!sim.IsUp(id)) return 0;
   return testing::Stat(sim.node(id)->stats(), field);

@@ -36,18 +36,8 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
 
 // Settles the change, then checks everything the header promises.
 void SettleAndCheck(Simulator& sim, const Model& model) {
-  sim.Heal();
-  sim.SetLoss(0);
-  sim.SetDuplicate(0);
-  sim.SetCorruption(0);
-  sim.SetStall(0);
-  for (NodeId id = 1; id <= sim.node_count(); ++id) {
-    if (!sim.IsUp(id)) REQUIRE(sim.Restart(id, /*clock_back=*/true).ok());
-  }
-  const uint64_t deadline = sim.NowMicros() + 900'000'000;
-  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
-  INFO(Unsettled(sim));
-  REQUIRE(Settled(sim));
+  HealAndRestartAll(sim);
+  SettleOrFail(sim, 900'000'000);
   const Ring& ring = sim.ring();
   ClusterReadOptions all;
   all.r = ring.n();
@@ -67,28 +57,7 @@ void SettleAndCheck(Simulator& sim, const Model& model) {
       CheckKnown(set, testing::ReadAll(*replica, set), model);
     }
   }
-  for (NodeId id = 1; id <= sim.node_count(); ++id) {
-    Node* node = sim.node(id);
-    REQUIRE(node != nullptr);
-    for (uint32_t p = 0; p < ring.ring_size(); ++p) {
-      CAPTURE(id, p);
-      const auto& list = ring.PreferenceList(p);
-      CHECK(node->ServingList(p) == list);
-      if (std::find(list.begin(), list.end(), id) != list.end()) {
-        Replica* replica = node->LocalReplica(p);
-        REQUIRE(replica != nullptr);
-        absl::StatusOr<VerifyReport> v = replica->Verify();
-        REQUIRE(v.ok());
-        CHECK(v->ok());
-      } else {
-        CHECK(node->LocalReplica(p) == nullptr);
-        std::unique_ptr<Iterator> it =
-            sim.store(id)->NewIterator(ReadOptions(), KeyspaceRange(p));
-        it->SeekToFirst();
-        CHECK_FALSE(it->Valid());
-      }
-    }
-  }
+  CheckPlacedAsRingSays(sim);
 }
 
 uint64_t Sum(Simulator& sim, std::string_view field) {

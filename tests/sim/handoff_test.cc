@@ -269,11 +269,8 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   sim.SetDuplicate(0);
   sim.SetCorruption(0);
   if (down != 0) REQUIRE(sim.Restart(down).ok());
-  const uint64_t deadline = sim.NowMicros() + 600'000'000;
-  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
-  if (!Settled(sim)) DumpTrace(sim);
-  INFO(Unsettled(sim));
-  REQUIRE(Settled(sim));
+  if (!SettleWithin(sim, 600'000'000)) DumpTrace(sim);
+  SettleOrFail(sim, 0);
   for (int i = 0; i < 20; ++i) op();
 
   const Ring& ring = sim.ring();
@@ -313,26 +310,8 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
     totals->proxied += Stat(s, "handoff.deltas_proxied");
     totals->keys_sent += Stat(s, "handoff.keys_sent");
     totals->released += Stat(s, "handoff.partitions_released");
-    for (uint32_t p = 0; p < ring.ring_size(); ++p) {
-      CAPTURE(id, p);
-      const auto& list = ring.PreferenceList(p);
-      const bool owns = std::find(list.begin(), list.end(), id) != list.end();
-      CHECK(node->ServingList(p) == list);
-      if (owns) {
-        Replica* replica = node->LocalReplica(p);
-        REQUIRE(replica != nullptr);
-        absl::StatusOr<VerifyReport> v = replica->Verify();
-        REQUIRE(v.ok());
-        CHECK(v->ok());
-      } else {
-        CHECK(node->LocalReplica(p) == nullptr);
-        std::unique_ptr<Iterator> it =
-            sim.store(id)->NewIterator(ReadOptions(), KeyspaceRange(p));
-        it->SeekToFirst();
-        CHECK_FALSE(it->Valid());
-      }
-    }
   }
+  CheckPlacedAsRingSays(sim);
   ++totals->runs;
 }
 

@@ -27,13 +27,6 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
   return testing::RendezvousRing(std::move(nodes), epoch, size, n);
 }
 
-void SettleOrFail(Simulator& sim, uint64_t bound = 600 * kSecond) {
-  const uint64_t deadline = sim.NowMicros() + bound;
-  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
-  INFO(Unsettled(sim));
-  REQUIRE(Settled(sim));
-}
-
 TEST_CASE(
     "handoff: a receiver that lost power mid-run accepts the run without the "
     "sets it lost",

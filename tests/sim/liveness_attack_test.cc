@@ -32,12 +32,6 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, int n = 3) {
 }
 
 // Runs until the cluster settled or `bound` of virtual time passed.
-bool SettleWithin(Simulator& sim, uint64_t bound) {
-  const uint64_t deadline = sim.NowMicros() + bound;
-  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
-  return Settled(sim);
-}
-
 std::string MovesOf(Simulator& sim, uint32_t p) {
   std::string out;
   for (NodeId id = 1; id <= sim.node_count(); ++id) {

@@ -59,16 +59,6 @@ uint64_t NodeStat(Simulator& sim, NodeId id, std::string_view name) {
   return Stat(sim.node(id)->stats(), name);
 }
 
-bool StepUntil(Simulator& sim, uint64_t max_micros,
-               const std::function<bool()>& pred) {
-  const uint64_t until = sim.NowMicros() + max_micros;
-  while (!pred()) {
-    if (sim.NowMicros() >= until) return false;
-    if (!sim.Step()) return pred();
-  }
-  return true;
-}
-
 // A partition ring `r2` places on node 4 (the joiner), and a set name of it.
 std::pair<uint32_t, std::string> MovingSet(const Ring& r2) {
   for (uint32_t p = 0; p < r2.ring_size(); ++p) {
@@ -170,10 +160,7 @@ TEST_CASE(
     REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 4), {4}).ok());
     sim.RunFor(100'000);
     REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 4}, 4), {1, 2, 3}).ok());
-    const uint64_t deadline = sim.NowMicros() + 300 * kSecond;
-    while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
-    INFO(Unsettled(sim));
-    REQUIRE(Settled(sim));
+    SettleOrFail(sim, 300 * kSecond);
     if (NodeStat(sim, 4, "handoff.keys_received") > received_before) ++hit;
     const int bad = MissingOnReplicas(sim, set, added);
     CHECK(bad == 0);
@@ -336,10 +323,9 @@ void FaultRun(uint64_t seed, Fault fault, uint64_t at, int* lost_runs,
       break;
     }
   }
-  const uint64_t deadline = sim.NowMicros() + 300 * kSecond;
-  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
+  const bool settled = SettleWithin(sim, 300 * kSecond);
   INFO(Unsettled(sim));
-  CHECK(Settled(sim));
+  CHECK(settled);
   const int bad = MissingOnReplicas(sim, set, added);
   CHECK(bad == 0);
   *lost_runs += bad > 0;

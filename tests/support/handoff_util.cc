@@ -1,5 +1,6 @@
 #include "handoff_util.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -111,6 +112,57 @@ NodeId KnownWriter::Up() {
   return up[Uniform(rng_, 0, up.size() - 1)];
 }
 
+bool StepUntil(Simulator& sim, uint64_t max_micros,
+               const std::function<bool()>& pred) {
+  const uint64_t until = sim.NowMicros() + max_micros;
+  while (!pred()) {
+    if (sim.NowMicros() >= until) return false;
+    if (!sim.Step()) return pred();
+  }
+  return true;
+}
+
+void QuietNetwork(Simulator& sim) {
+  sim.SetLoss(0);
+  sim.SetDuplicate(0);
+  sim.SetCorruption(0);
+  sim.SetStall(0);
+}
+
+void HealAndRestartAll(Simulator& sim) {
+  sim.Heal();
+  QuietNetwork(sim);
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    if (!sim.IsUp(id)) REQUIRE(sim.Restart(id, /*clock_back=*/true).ok());
+  }
+}
+
+void CheckPlacedAsRingSays(Simulator& sim) {
+  const Ring& ring = sim.ring();
+  for (NodeId id = 1; id <= sim.node_count(); ++id) {
+    Node* node = sim.node(id);
+    REQUIRE(node != nullptr);
+    for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+      CAPTURE(id, p);
+      const auto& list = ring.PreferenceList(p);
+      CHECK(node->ServingList(p) == list);
+      if (std::find(list.begin(), list.end(), id) != list.end()) {
+        Replica* replica = node->LocalReplica(p);
+        REQUIRE(replica != nullptr);
+        absl::StatusOr<VerifyReport> v = replica->Verify();
+        REQUIRE(v.ok());
+        CHECK(v->ok());
+      } else {
+        CHECK(node->LocalReplica(p) == nullptr);
+        std::unique_ptr<Iterator> it =
+            sim.store(id)->NewIterator(ReadOptions(), KeyspaceRange(p));
+        it->SeekToFirst();
+        CHECK_FALSE(it->Valid());
+      }
+    }
+  }
+}
+
 std::string Unsettled(Simulator& sim) {
   std::string out;
   const Ring& ring = sim.ring();
@@ -139,6 +191,18 @@ std::string Unsettled(Simulator& sim) {
     }
   }
   return out;
+}
+
+bool SettleWithin(Simulator& sim, uint64_t bound) {
+  const uint64_t deadline = sim.NowMicros() + bound;
+  while (!Settled(sim) && sim.NowMicros() < deadline) sim.RunFor(100'000);
+  return Settled(sim);
+}
+
+void SettleOrFail(Simulator& sim, uint64_t bound) {
+  const bool settled = SettleWithin(sim, bound);
+  INFO(Unsettled(sim));
+  REQUIRE(settled);
 }
 
 }  // namespace bigset::testing

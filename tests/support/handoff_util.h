@@ -1,12 +1,14 @@
 // Helpers shared by the membership-change tests (handoff_test,
 // handoff_attack_test, membership_attack_test): a model of what
 // acknowledged writes say of each element, a writer that keeps it, a small
-// cluster whose transfers faults can hit in the middle, and whether a
-// simulated cluster has finished its hand-offs.
+// cluster whose transfers faults can hit in the middle, whether a
+// simulated cluster has finished its hand-offs, and the steps that end an
+// attack (quieting the network, restarting the nodes down).
 
 #ifndef BIGSET_TESTS_HANDOFF_UTIL_H_
 #define BIGSET_TESTS_HANDOFF_UTIL_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -73,12 +75,35 @@ class KnownWriter {
   int w_;
 };
 
+// Runs `sim` step by step until pred() holds, at most `max_micros` of
+// virtual time (rounds never stop, so running until idle could run for
+// ever). Returns whether pred() holds.
+bool StepUntil(Simulator& sim, uint64_t max_micros,
+               const std::function<bool()>& pred);
+
+// No more loss, duplicates, corruption or stalls from now on.
+void QuietNetwork(Simulator& sim);
+
+// Heals every partition, quiets the network and restarts every node that
+// is down (its clock set back, as after a reboot).
+void HealAndRestartAll(Simulator& sim);
+
+// CHECKs that every node's serving lists are the ring's, that each replica
+// the ring places on it verifies, and that it holds nothing (no replica, no
+// key) of the partitions the ring places elsewhere.
+void CheckPlacedAsRingSays(Simulator& sim);
+
 // Empty when every running node has the simulator's latest ring with no
 // partition moving, no transfer pending or running and no release under
 // way; otherwise, per node, what is still under way and which serving
 // lists differ from the ring.
 std::string Unsettled(Simulator& sim);
 inline bool Settled(Simulator& sim) { return Unsettled(sim).empty(); }
+// Runs `sim` in steps of 100 ms until it is settled, at most `bound` of
+// virtual time; returns Settled(sim).
+bool SettleWithin(Simulator& sim, uint64_t bound);
+// SettleWithin, REQUIRing it settled (what is not, in the failure).
+void SettleOrFail(Simulator& sim, uint64_t bound = 600'000'000);
 
 }  // namespace bigset::testing
 
