@@ -189,14 +189,7 @@ void SettleAndCheck(Simulator& sim, const testing::KnownModel& model,
       }
     }
   }
-  ClusterReadOptions all;
-  all.r = ring.n();
-  all.read_repair = true;
-  for (const std::string& set : WriterSets()) {
-    absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
-    REQUIRE(r.ok());
-    testing::CheckKnown(set, r->elements, model);
-  }
+  CheckReadsKnown(sim, WriterSets(), model);
 }
 
 // ---- 1. Bad bytes.

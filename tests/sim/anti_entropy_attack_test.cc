@@ -68,29 +68,11 @@ uint64_t SumStat(Simulator& sim, std::string_view field) {
   return sum;
 }
 
-// An anti-entropy message seen in the simulator's trace.
-struct Sniffed {
-  uint64_t time = 0;
-  NodeId from = 0;
-  NodeId to = 0;
-  std::string type;
-  uint64_t id = 0;
-  uint32_t partition = 0;
-};
-
 // The anti-entropy messages in the trace's tail, oldest first.
-std::vector<Sniffed> Sniff(Simulator& sim) {
-  std::vector<Sniffed> out;
-  for (const std::string& line : sim.TraceTail()) {
-    unsigned long long t = 0, id = 0;
-    unsigned from = 0, to = 0, p = 0;
-    char type[32] = {0};
-    if (std::sscanf(line.c_str(), "t=%llu %u->%u %31s #%llu p%u", &t, &from,
-                    &to, type, &id, &p) != 6) {
-      continue;
-    }
-    if (type[0] != 'A' || type[1] != 'e') continue;
-    out.push_back({t, from, to, type, id, p});
+std::vector<TracedMessage> Sniff(Simulator& sim) {
+  std::vector<TracedMessage> out;
+  for (TracedMessage& m : TracedMessages(sim)) {
+    if (m.type.rfind("Ae", 0) == 0) out.push_back(std::move(m));
   }
   return out;
 }
@@ -646,7 +628,7 @@ struct HostileTotals {
 };
 
 // A hostile message aimed at a live push or round seen in the trace.
-std::string Aimed(Simulator& sim, Rng& rng, const Sniffed& s,
+std::string Aimed(Simulator& sim, Rng& rng, const TracedMessage& s,
                   const std::vector<std::string>& sets, NodeId* to,
                   NodeId* from, bool* value_safe) {
   *value_safe = true;
@@ -730,11 +712,12 @@ TEST_CASE(
       for (int k = static_cast<int>(Uniform(rng, 0, 10)); k > 0; --k) {
         sim.Step();
       }
-      std::vector<Sniffed> seen = Sniff(sim);
+      std::vector<TracedMessage> seen = Sniff(sim);
       if (seen.empty()) continue;
       // The latest messages most of the time: a push in progress.
       const size_t back = std::min<size_t>(seen.size(), 30);
-      const Sniffed& s = seen[seen.size() - 1 - Uniform(rng, 0, back - 1)];
+      const TracedMessage& s =
+          seen[seen.size() - 1 - Uniform(rng, 0, back - 1)];
       NodeId to = 0, from = 0;
       bool safe = true;
       const std::string bytes = Aimed(sim, rng, s, sets, &to, &from, &safe);
@@ -787,10 +770,11 @@ TEST_CASE(
       for (int k = static_cast<int>(Uniform(rng, 0, 10)); k > 0; --k) {
         sim.Step();
       }
-      std::vector<Sniffed> seen = Sniff(sim);
+      std::vector<TracedMessage> seen = Sniff(sim);
       if (seen.empty()) continue;
       const size_t back = std::min<size_t>(seen.size(), 30);
-      const Sniffed& s = seen[seen.size() - 1 - Uniform(rng, 0, back - 1)];
+      const TracedMessage& s =
+          seen[seen.size() - 1 - Uniform(rng, 0, back - 1)];
       std::string bytes;
       NodeId to = s.to, from = s.from;
       if (s.type == "AePush") {
@@ -837,10 +821,10 @@ const char* StageName(Stage s) {
 
 // The latest message of `type` to or from `node` in the trace, after time
 // `since`.
-std::optional<Sniffed> LatestWith(Simulator& sim, const std::string& type,
-                                  NodeId node, uint64_t since) {
-  std::optional<Sniffed> out;
-  for (const Sniffed& s : Sniff(sim)) {
+std::optional<TracedMessage> LatestWith(Simulator& sim, const std::string& type,
+                                        NodeId node, uint64_t since) {
+  std::optional<TracedMessage> out;
+  for (const TracedMessage& s : Sniff(sim)) {
     if (s.type == type && s.time >= since && (s.from == node || s.to == node)) {
       out = s;
     }
@@ -924,7 +908,8 @@ void CrashRun(uint64_t seed, Stage stage, bool kill_receiver, bool power_loss,
         return LatestWith(sim, "AeDigest", receiver, healed_at).has_value();
       });
       if (reached) {
-        const Sniffed s = *LatestWith(sim, "AeDigest", receiver, healed_at);
+        const TracedMessage s =
+            *LatestWith(sim, "AeDigest", receiver, healed_at);
         pusher = s.from == receiver ? s.to : s.from;
       }
       break;
@@ -934,7 +919,7 @@ void CrashRun(uint64_t seed, Stage stage, bool kill_receiver, bool power_loss,
       const int want = static_cast<int>(Uniform(rng, 1, 2));
       reached = StepUntil(sim, 40 * kSecond, [&] {
         int n = 0;
-        for (const Sniffed& s : Sniff(sim)) {
+        for (const TracedMessage& s : Sniff(sim)) {
           if (s.type == "AeSets" && s.time >= healed_at &&
               (s.from == receiver || s.to == receiver)) {
             ++n;
@@ -943,7 +928,7 @@ void CrashRun(uint64_t seed, Stage stage, bool kill_receiver, bool power_loss,
         return n >= want;
       });
       if (reached) {
-        const Sniffed s = *LatestWith(sim, "AeSets", receiver, healed_at);
+        const TracedMessage s = *LatestWith(sim, "AeSets", receiver, healed_at);
         pusher = s.from == receiver ? s.to : s.from;
       }
       break;

@@ -39,14 +39,7 @@ void SettleAndCheck(Simulator& sim, const Model& model) {
   HealAndRestartAll(sim);
   SettleOrFail(sim, 900'000'000);
   const Ring& ring = sim.ring();
-  ClusterReadOptions all;
-  all.r = ring.n();
-  all.read_repair = true;
-  for (const std::string& set : WriterSets()) {
-    absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
-    REQUIRE(r.ok());
-    CheckKnown(set, r->elements, model);
-  }
+  CheckReadsKnown(sim, WriterSets(), model);
   sim.RunUntilIdle();
   for (const std::string& set : WriterSets()) {
     const uint32_t p = ring.PartitionOf(set);

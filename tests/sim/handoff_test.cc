@@ -49,14 +49,6 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
   return RendezvousRing(std::move(nodes), epoch, 16, 3);
 }
 
-void DumpTrace(const Simulator& sim) {
-  auto tail = sim.TraceTail();
-  for (size_t i = tail.size() > 30 ? tail.size() - 30 : 0; i < tail.size();
-       ++i) {
-    UNSCOPED_INFO(tail[i]);
-  }
-}
-
 struct Totals {
   uint64_t runs = 0, ops = 0, acked = 0, failed = 0, crashes = 0;
   uint64_t power_losses = 0;
@@ -68,18 +60,9 @@ constexpr uint64_t kWriteback = 500'000;
 
 void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   CAPTURE(seed, Name(change), faults);
-  SimOptions o;
-  o.seed = seed;
-  o.nodes = 5;
-  o.ring.ring_size = 16;
-  o.ring.n = 3;
-  o.ring.epoch = 1;
-  o.ring.placement = Placement::kRendezvous;
   // Many small chunks and few transfers at once: the changes take long
   // enough for crashes and partitions to hit them mid-transfer.
-  o.node.service.max_chunk_elements = 2;
-  o.node.handoff.chunk_elements = 2;
-  o.node.anti_entropy.chunk_elements = 2;
+  SimOptions o = ChunkedClusterOptions(seed, 5, 16, 3, 2);
   o.node.handoff.max_running = 1;
   o.min_latency_micros = 1000;
   o.max_latency_micros = 6000;
@@ -269,7 +252,7 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   sim.SetDuplicate(0);
   sim.SetCorruption(0);
   if (down != 0) REQUIRE(sim.Restart(down).ok());
-  if (!SettleWithin(sim, 600'000'000)) DumpTrace(sim);
+  if (!SettleWithin(sim, 600'000'000)) DumpTrace(sim, 30);
   SettleOrFail(sim, 0);
   for (int i = 0; i < 20; ++i) op();
 

@@ -158,13 +158,7 @@ TEST_CASE(
   // every acknowledged write is on W distinct replicas.
   for (uint64_t seed : testing::Seeds(6)) {
     CAPTURE(seed);
-    SimOptions o;
-    o.seed = seed;
-    o.nodes = 5;
-    o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
-    o.node.service.max_chunk_elements = 2;
-    o.node.handoff.chunk_elements = 2;
-    o.node.anti_entropy.chunk_elements = 2;
+    SimOptions o = ChunkedClusterOptions(seed, 5, 8, 3, 2);
     o.min_latency_micros = 1000;
     o.max_latency_micros = 4000;
     auto created = Simulator::Create(o);

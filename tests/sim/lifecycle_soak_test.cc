@@ -123,16 +123,7 @@ class History {
         rng_(seed * 31 + power),
         slow_rng_(seed * 37 + 11),
         split_rng_(seed * 41 + 7) {
-    SimOptions o;
-    o.seed = seed;
-    o.nodes = 5;
-    o.ring.ring_size = 16;
-    o.ring.n = 3;
-    o.ring.epoch = 1;
-    o.ring.placement = Placement::kRendezvous;
-    o.node.service.max_chunk_elements = 4;
-    o.node.handoff.chunk_elements = 4;
-    o.node.anti_entropy.chunk_elements = 4;
+    SimOptions o = ChunkedClusterOptions(seed, 5, 16, 3, 4);
     o.node.handoff.max_running = 2;
     o.node.anti_entropy.interval_micros = 300'000;
     o.min_latency_micros = 1000;

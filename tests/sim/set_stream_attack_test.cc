@@ -191,19 +191,10 @@ struct SeenChunk {
 };
 std::vector<SeenChunk> SniffChunks(Simulator& sim, uint32_t partition) {
   std::vector<SeenChunk> out;
-  for (const std::string& line : sim.TraceTail()) {
-    unsigned long long t = 0, id = 0;
-    unsigned from = 0, to = 0, p = 0;
-    char type[32] = {0};
-    if (std::sscanf(line.c_str(), "t=%llu %u->%u %31s #%llu p%u", &t, &from,
-                    &to, type, &id, &p) != 6) {
-      continue;
+  for (const TracedMessage& m : TracedMessages(sim)) {
+    if (m.to == 4 && m.partition == partition && m.type == "TransferChunk") {
+      out.push_back({m.from, m.id});
     }
-    if (to != 4 || p != partition ||
-        std::string_view(type) != "TransferChunk") {
-      continue;
-    }
-    out.push_back({static_cast<NodeId>(from), id});
   }
   return out;
 }

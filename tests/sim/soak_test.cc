@@ -44,6 +44,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bigset/testing/sim.h"
+#include "handoff_util.h"
 #include "orswot_model.h"
 #include "test_util.h"
 
@@ -75,15 +76,6 @@ struct SoakResult {
   uint64_t read_removes_checked = 0;
   uint64_t stalled = 0;
 };
-
-// Prints the last events of the simulation (on a failure).
-void DumpTrace(const Simulator& sim) {
-  auto tail = sim.TraceTail();
-  for (size_t i = tail.size() > 40 ? tail.size() - 40 : 0; i < tail.size();
-       ++i) {
-    UNSCOPED_INFO(tail[i]);
-  }
-}
 
 SoakResult RunSoak(uint64_t seed, int ops) {
   SimOptions o;
@@ -181,7 +173,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     all.r = 3;
     for (const std::string& set : sets) {
       auto read = sim.Read(1, set, all);
-      if (!read.ok()) DumpTrace(sim);
+      if (!read.ok()) DumpTrace(sim, 40);
       REQUIRE(read.ok());
     }
     sim.RunUntilIdle();
@@ -237,7 +229,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
     for (const std::string& set : sets) {
       INFO("set " << set);
       auto read = sim.Read(via, set, ro);
-      if (!read.ok()) DumpTrace(sim);
+      if (!read.ok()) DumpTrace(sim, 40);
       REQUIRE(read.ok());
       ModelValue got = ToModel(read->elements);
       ModelValue want = model[set].Value();
@@ -249,7 +241,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
         std::set<Dot> gd = g == got.end() ? std::set<Dot>() : g->second;
         std::set<Dot> wd = w == want.end() ? std::set<Dot>() : w->second;
         if (gd != wd) {
-          DumpTrace(sim);
+          DumpTrace(sim, 40);
           std::string g_str, w_str;
           for (Dot d : gd) absl::StrAppend(&g_str, DotToString(d), " ");
           for (Dot d : wd) absl::StrAppend(&w_str, DotToString(d), " ");
@@ -288,7 +280,7 @@ SoakResult RunSoak(uint64_t seed, int ops) {
       REQUIRE(read.ok());
       const uint64_t took = sim.NowMicros() - start;
       INFO("read of " << set << " took " << took << " us");
-      if (took >= 100'000) DumpTrace(sim);
+      if (took >= 100'000) DumpTrace(sim, 40);
       REQUIRE(took < 100'000);
       ++result.latency_checks;
     }

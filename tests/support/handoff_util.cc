@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -26,15 +27,21 @@ void CheckKnown(const std::string& set, const std::vector<ElementDots>& read,
   }
 }
 
-std::unique_ptr<Simulator> SmallMovingCluster(uint64_t seed, bool sync_writes,
-                                              bool late) {
+SimOptions ChunkedClusterOptions(uint64_t seed, int nodes, uint32_t ring_size,
+                                 int n, size_t chunk_elements) {
   SimOptions o;
   o.seed = seed;
-  o.nodes = 3;
-  o.ring = RingOptions{8, 2, 1, Placement::kRendezvous};
-  o.node.service.max_chunk_elements = 3;
-  o.node.handoff.chunk_elements = 3;
-  o.node.anti_entropy.chunk_elements = 3;
+  o.nodes = nodes;
+  o.ring = RingOptions{ring_size, n, 1, Placement::kRendezvous};
+  o.node.service.max_chunk_elements = chunk_elements;
+  o.node.handoff.chunk_elements = chunk_elements;
+  o.node.anti_entropy.chunk_elements = chunk_elements;
+  return o;
+}
+
+std::unique_ptr<Simulator> SmallMovingCluster(uint64_t seed, bool sync_writes,
+                                              bool late) {
+  SimOptions o = ChunkedClusterOptions(seed, 3, 8, 2, 3);
   o.node.handoff.max_running = 1;
   o.node.replica.sync_writes = sync_writes;
   o.min_latency_micros = 500;
@@ -134,6 +141,42 @@ void HealAndRestartAll(Simulator& sim) {
   QuietNetwork(sim);
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
     if (!sim.IsUp(id)) REQUIRE(sim.Restart(id, /*clock_back=*/true).ok());
+  }
+}
+
+std::vector<TracedMessage> TracedMessages(const Simulator& sim) {
+  std::vector<TracedMessage> out;
+  for (const std::string& line : sim.TraceTail()) {
+    unsigned long long t = 0, id = 0;
+    unsigned from = 0, to = 0, p = 0;
+    char type[32] = {0};
+    if (std::sscanf(line.c_str(), "t=%llu %u->%u %31s #%llu p%u", &t, &from,
+                    &to, type, &id, &p) != 6) {
+      continue;
+    }
+    out.push_back({t, from, to, type, id, p});
+  }
+  return out;
+}
+
+void DumpTrace(const Simulator& sim, size_t lines) {
+  const std::vector<std::string> tail = sim.TraceTail();
+  for (size_t i = tail.size() > lines ? tail.size() - lines : 0;
+       i < tail.size(); ++i) {
+    UNSCOPED_INFO(tail[i]);
+  }
+}
+
+void CheckReadsKnown(Simulator& sim, const std::vector<std::string>& sets,
+                     const KnownModel& model) {
+  const Ring& ring = sim.ring();
+  ClusterReadOptions all;
+  all.r = ring.n();
+  all.read_repair = true;
+  for (const std::string& set : sets) {
+    absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
+    REQUIRE(r.ok());
+    CheckKnown(set, r->elements, model);
   }
 }
 

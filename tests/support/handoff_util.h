@@ -42,6 +42,13 @@ struct KnownModel {
 void CheckKnown(const std::string& set, const std::vector<ElementDots>& read,
                 const KnownModel& model);
 
+// Options of a simulated cluster of `nodes` on a rendezvous ring of
+// `ring_size` partitions, N = `n`, epoch 1, whose transfers (hand-off,
+// anti-entropy, the service's answers) go in chunks of `chunk_elements`:
+// small chunks make a transfer long enough for faults to hit it midway.
+SimOptions ChunkedClusterOptions(uint64_t seed, int nodes, uint32_t ring_size,
+                                 int n, size_t chunk_elements);
+
 // A 3-node cluster, N = 2 on a rendezvous ring of 8 partitions, whose
 // transfers go in chunks of 3 elements, one at a time, so that faults hit
 // them in the middle. `late`: messages now and then seconds late and
@@ -88,10 +95,30 @@ void QuietNetwork(Simulator& sim);
 // is down (its clock set back, as after a reboot).
 void HealAndRestartAll(Simulator& sim);
 
+// CHECKs what an R = N read (with read repair) of each of `sets` through
+// the ring's first node returns against `model` (REQUIREs that it reads).
+void CheckReadsKnown(Simulator& sim, const std::vector<std::string>& sets,
+                     const KnownModel& model);
+
 // CHECKs that every node's serving lists are the ring's, that each replica
 // the ring places on it verifies, and that it holds nothing (no replica, no
 // key) of the partitions the ring places elsewhere.
 void CheckPlacedAsRingSays(Simulator& sim);
+
+// A message sent, as the simulator's trace shows it.
+struct TracedMessage {
+  uint64_t time = 0;
+  NodeId from = 0;
+  NodeId to = 0;
+  std::string type;
+  uint64_t id = 0;
+  uint32_t partition = 0;
+};
+// The messages in the trace's tail, oldest first (other lines skipped).
+std::vector<TracedMessage> TracedMessages(const Simulator& sim);
+// The trace's last `lines` lines, as UNSCOPED_INFO (shown with the next
+// failure).
+void DumpTrace(const Simulator& sim, size_t lines);
 
 // Empty when every running node has the simulator's latest ring with no
 // partition moving, no transfer pending or running and no release under
