@@ -16,6 +16,11 @@ import subprocess
 import sys
 import time
 
+# The loopback ports of the other process tests (tests/bigsetd/harness.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "bigsetd"))
+from harness import free_port  # noqa: E402
+
 LOAD = sys.argv[1]
 COLUMNS = ["elapsed_s", "ops", "ops_per_s", "mean_us", "p95_us", "p99_us",
            "max_us", "errors", "adds", "rss_bytes"]
@@ -41,14 +46,6 @@ def run(*args):
             raise SystemExit("FAIL %s: percentiles out of order %r" %
                              (args, row))
     return total
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main():

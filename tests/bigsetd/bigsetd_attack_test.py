@@ -223,11 +223,7 @@ class Node:
             self.proc.wait(timeout=30)
 
     def rss_kb(self):
-        with open("/proc/%d/status" % self.proc.pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
+        return harness.rss_kb(self.proc.pid)
 
     def client(self, timeout=15):
         return Resp(self.cport, timeout=timeout,
@@ -239,11 +235,7 @@ class Node:
                            socket_timeout=kw.pop("socket_timeout", 15), **kw)
 
     def log_text(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return harness.file_text(self.log_path)
 
     def log_tail(self, n=15):
         return "\n".join(self.log_text().splitlines()[-n:])
@@ -301,6 +293,13 @@ def seed_data(node, key="keep", n=50):
     return set(members)
 
 
+def seeded(cluster):
+    """Starts `cluster` and writes the seed data on its first node: (the
+    cluster, the seed's members)."""
+    cluster.start()
+    return cluster, seed_data(cluster[0])
+
+
 def smembers(node, key, timeout=15):
     c = node.client(timeout=timeout)
     got = c.command("SMEMBERS", key)
@@ -340,21 +339,9 @@ def raw_exchange(port, data, timeout=3, password=None):
         s.sendall(data)
     except (BrokenPipeError, ConnectionResetError):
         pass
-    got = bytearray()
-    closed = False
-    try:
-        while True:
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                closed = True
-                break
-            got += chunk
-    except (ConnectionResetError, BrokenPipeError):
-        closed = True
-    except socket.timeout:
-        pass
+    got, closed = harness.read_until_closed(s)
     s.close()
-    return bytes(got), closed
+    return got, closed
 
 
 # ---- Hashes the daemon uses, for forged contexts and cluster maps.
@@ -533,8 +520,7 @@ BAD_FRAMES = [
 def test_bad_frames():
     """Every malformed frame gets a protocol error and the connection is
     closed; the daemon keeps serving, data intact."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     for data, want in BAD_FRAMES:
         got, closed = raw_exchange(c[0].cport, data, timeout=5)
         check(got.startswith(want), "reply to %s: got %s, expected %s..." %
@@ -587,8 +573,7 @@ FUZZ_COMMANDS = [
 def test_fuzz_frames():
     """Thousands of random, truncated and mutated frames over many
     connections: no crash, no hang, data intact, VERIFY OK."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     rng = random.Random(SEED)
     port = c[0].cport
     deadline = time.time() + 40
@@ -664,8 +649,7 @@ def test_fuzz_frames():
 # (--max-clients 10000 of them: unbounded).
 @test
 def test_argument_memory_bounded():
-    c = Cluster(extra=["--max-query-buffer-bytes", "65536"]).start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster(extra=["--max-query-buffer-bytes", "65536"]))
     before = c[0].rss_kb()
     socks = []
     n = 1 << 20
@@ -698,8 +682,7 @@ def test_max_clients_and_half_open():
     """Over --max-clients: refused with an error, the others keep working;
     half-open connections (connected, silent, or sent half a command) hold
     their slots only while open."""
-    c = Cluster(extra=["--max-clients", "8"]).start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster(extra=["--max-clients", "8"]))
     held = []
     try:
         for i in range(8):
@@ -736,8 +719,7 @@ def test_max_clients_and_half_open():
 def test_pipeline_never_read():
     """A client pipelines 100k commands and never reads: memory stays
     bounded and other clients keep working."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     before = c[0].rss_kb()
     s = socket.create_connection(("127.0.0.1", c[0].cport), timeout=5)
     s.setblocking(False)
@@ -768,8 +750,7 @@ def test_pipeline_never_read():
 def test_slow_client():
     """A client that sends one byte every 10 ms gets the right replies, and
     does not slow down anyone else."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     data = encode("SADD", "slow", "a", "b") + b"PING\r\n" + \
         encode("SMEMBERS", "slow")
     s = socket.create_connection(("127.0.0.1", c[0].cport), timeout=10)
@@ -1249,8 +1230,7 @@ def test_quit_mid_pipeline():
 def test_hello_and_auth_abuse():
     """HELLO with bad versions and options, AUTH brute force: errors,
     nothing before AUTH, the right password still works."""
-    c = Cluster(password="s3cret").start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster(password="s3cret"))
     s = Resp(c[0].cport)
     check(s.command("SMEMBERS", "keep").startswith("NOAUTH"),
           "SMEMBERS before AUTH")
@@ -1368,8 +1348,7 @@ def test_sscan_garbage():
 def test_odd_elements():
     """Empty keys and elements, binary elements with CR, LF and NUL, a 1 MB
     element, and BIGSET.* with malformed arguments."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     r = c[0].client(timeout=30)
     odd = [b"", b"\r\n", b"\x00", b"a\x00b\r\nc", b"\xff" * 3, b"*1\r\n$4\r\n",
            b" ", b"\n"]
@@ -1547,8 +1526,7 @@ def cluster_map(node):
 def test_install_bad_maps():
     """BIGSET.CLUSTER with bad arguments, INSTALL of corrupted, stale,
     conflicting and inconsistent maps: refused, nothing changes."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     r = c[0].client()
     m = cluster_map(c[0])
     ring, nodes = parse_map(m)
@@ -1627,8 +1605,7 @@ def test_install_bad_maps():
 # leaves no room for the next change) refused.
 @test
 def test_install_max_epoch():
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     r = c[0].client()
     ring, nodes = parse_map(cluster_map(c[0]))
     ring = list(ring)
@@ -1649,8 +1626,7 @@ def test_join_never_started():
     """JOIN of a node that never starts is refused (no peer handshake with
     it); with FORCE it is made: reads and writes of existing and new data
     keep working; LEAVE it again; nothing lost."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     r = c[0].client(timeout=30)
     p4, c4 = free_port(), free_port()
     got = r.command("BIGSET.CLUSTER", "JOIN", "4", "127.0.0.1:%d" % p4,
@@ -1710,8 +1686,7 @@ def pipelined_sadds(node, key, count, acked, stop=None):
 def test_kill9_during_pipeline():
     """kill -9 of the node a client pipelines SADDs through: every
     acknowledged SADD is there, on every node, also after its restart."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     acked = []
     th = threading.Thread(target=pipelined_sadds,
                           args=(c[0], "kp", 200000, acked))
@@ -1740,8 +1715,7 @@ def test_kill9_during_del():
     """kill -9 of the node running a DEL of a large set: afterwards the set
     is either whole or gone (no half state reported as an error by
     VERIFY), other keys intact, and DEL works again."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     r = c[0].client(timeout=60)
     for start in range(0, 20000, 1000):
         r.send(encode("SADD", "bigdel", *["b%06d" % i for i in
@@ -1773,8 +1747,7 @@ def test_kill9_during_join():
     """kill -9 of the coordinating node while a JOIN runs (and of the
     joining node while it receives hand-offs): the cluster settles on one
     epoch, serves, and loses nothing."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     r = c[0].client()
     for i in range(0, 2000, 500):
         eq(r.command("SADD", "jk", *["j%05d" % k for k in range(i, i + 500)]),
@@ -2180,8 +2153,7 @@ def test_batch_wait_bounded():
 def test_sigstop_node():
     """SIGSTOP a node for 5 s while clients write through another: the
     writes succeed (W=2 of the other two), the stopped node catches up."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     os.kill(c[1].proc.pid, signal.SIGSTOP)
     acked = []
     try:
@@ -2292,8 +2264,7 @@ def test_sigterm_while_starting():
     at once. (The store's round depends on timing: a SIGTERM that lands
     once the node serves passes without the fix too; most rounds land
     before.)"""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     # Joining through a port nobody listens on: it retries for 30 s.
     n4 = c.new_node(4)
     n4.start(join=free_port(), wait=False)
@@ -2332,8 +2303,7 @@ def test_restart_behind_peers():
     newest map on disk. (Regression: the starting map was saved beside the
     lock the fetch's save takes; the node exited at start with "rename
     CLUSTER.tmp", or kept the older map, found by bigsetd_membership.)"""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     n4 = c.new_node(4)
     n4.start(join=c[0].cport)
     lagging = c[2]
@@ -2372,8 +2342,7 @@ def test_corrupt_cluster_map():
     """A stopped node whose CLUSTER file is corrupted refuses to start
     (exit code 2, a clear error), and starts with its data once the file
     is back."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     c[2].stop()
     path = os.path.join(c[2].data, "CLUSTER")
     with open(path, "rb") as f:
@@ -2419,8 +2388,7 @@ def test_restart_other_node_list():
     """Restarting nodes with --node lists other than the stored map (other
     ring size, a node missing, an extra node, other addresses for the
     others): the stored map wins."""
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     m = cluster_map(c[0])
     c[2].stop()
     fake = free_port()
@@ -2460,8 +2428,7 @@ def test_restart_other_node_list():
 # map's address (the stored map wins), or a refusal to start.
 @test
 def test_restart_own_address_changed():
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     before = parse_map(cluster_map(c[0]))[1]
     c[2].stop()
     lst = [c[0].addr(), c[1].addr(),
@@ -2526,8 +2493,7 @@ def test_out_of_descriptors():
     if shutil.which("prlimit") is None:
         print("(prlimit missing: test skipped)")
         return
-    c = Cluster().start()
-    keep = seed_data(c[0])
+    c, keep = seeded(Cluster())
     subprocess.run(["prlimit", "--pid", str(c[0].proc.pid),
                     "--nofile=160:160"], check=True)
     socks = []

@@ -47,8 +47,9 @@ import redis
 # The shared harness (tests/bigsetd/harness.py); the etcd tests reach it
 # through this module too.
 from harness import (AT_CLEANUP, Err, Failure, RSet, Resp, Skip, check,
-                     encode, eq, flat_pairs, free_port, run_tests, short,
-                     spawn, stop_process, tmpdir, wait_for)
+                     encode, eq, file_text, flat_pairs, free_port,
+                     read_until_closed, run_tests, short, spawn,
+                     stop_process, tmpdir, wait_for)
 
 BIGSETD = None
 MAKE_CERTS = None
@@ -184,11 +185,7 @@ class Node:
                     password=self.cluster.password if auth else None)
 
     def tail_log(self, n=3000):
-        try:
-            with open(self.log, "rb") as f:
-                return f.read()[-n:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return file_text(self.log, last=n)
 
 
 class Cluster:
@@ -559,6 +556,26 @@ def test_basic():
     eq(raw.command("SCARD", "s"), 3, "another client after QUIT")
 
 
+def paged(raw, args, limit):
+    """Runs `args` (BIGSET.RANGE or BIGSET.PREFIX) with LIMIT `limit`,
+    following its CURSOR for at most 20 pages, each checked for its shape:
+    (the members, the pages, the last cursor: b"0" if the paging ended)."""
+    got, pages, cursor = [], 0, None
+    for _ in range(20):
+        page_args = list(args) + ["LIMIT", str(limit)]
+        if cursor is not None:
+            page_args += ["CURSOR", cursor]
+        v = raw.command(*page_args)
+        check(isinstance(v, list) and len(v) == 2 and len(v[1]) <= limit,
+              "%s page: %s" % (args[0], short(v)))
+        got += v[1]
+        pages += 1
+        cursor = v[0]
+        if cursor == b"0":
+            break
+    return got, pages, cursor
+
+
 def bigset_commands(c, raw, r):
     """The BIGSET.* commands on node 1 (and contexts across nodes)."""
     n2, n3 = c.nodes[2].raw(), c.nodes[3].raw()
@@ -577,20 +594,8 @@ def bigset_commands(c, raw, r):
     is_err(raw.command("BIGSET.RANGE", "rg", "c", "f"), "ERR",
            "BIGSET.RANGE with bounds without [ or (")
     # Paging with LIMIT and CURSOR.
-    got, cursor, pages = [], None, 0
-    while True:
-        args = ["BIGSET.RANGE", "rg", "[b", "+", "LIMIT", "3"]
-        if cursor is not None:
-            args += ["CURSOR", cursor]
-        v = raw.command(*args)
-        check(isinstance(v, list) and len(v) == 2 and len(v[1]) <= 3,
-              "BIGSET.RANGE page: %s" % short(v))
-        got += v[1]
-        pages += 1
-        cursor = v[0]
-        if cursor == b"0":
-            break
-        check(pages < 20, "BIGSET.RANGE paging does not end")
+    got, pages, cursor = paged(raw, ["BIGSET.RANGE", "rg", "[b", "+"], 3)
+    check(cursor == b"0", "BIGSET.RANGE paging does not end")
     eq(got, letters[1:], "BIGSET.RANGE with LIMIT 3, paged")
     check(pages >= 3, "BIGSET.RANGE LIMIT 3 gave %d pages" % pages)
     names = [b"admin:1", b"user:1", b"user:10", b"user:2", b"usr", b"zz"]
@@ -599,18 +604,7 @@ def bigset_commands(c, raw, r):
        [b"0", [b"user:1", b"user:10", b"user:2"]], "BIGSET.PREFIX")
     eq(raw.command("BIGSET.PREFIX", "px", "nothing"), [b"0", []],
        "BIGSET.PREFIX nothing")
-    got, cursor = [], None
-    for _ in range(20):
-        args = ["BIGSET.PREFIX", "px", "u", "LIMIT", "1"]
-        if cursor is not None:
-            args += ["CURSOR", cursor]
-        v = raw.command(*args)
-        check(isinstance(v, list) and len(v) == 2 and len(v[1]) <= 1,
-              "BIGSET.PREFIX page: %s" % short(v))
-        got += v[1]
-        cursor = v[0]
-        if cursor == b"0":
-            break
+    got, _, _ = paged(raw, ["BIGSET.PREFIX", "px", "u"], 1)
     eq(got, [b"user:1", b"user:10", b"user:2", b"usr"],
        "BIGSET.PREFIX LIMIT 1, paged")
 
@@ -1208,21 +1202,8 @@ def overflow(node, payload, what):
             s.send(payload[off:off + 4096])
     except OSError:
         pass
-    got = b""
     s.sock.settimeout(10)
-    deadline = time.time() + 10
-    closed = False
-    try:
-        while time.time() < deadline:
-            chunk = s.sock.recv(4096)
-            if not chunk:
-                closed = True
-                break
-            got += chunk
-    except (ConnectionResetError, BrokenPipeError):
-        closed = True
-    except socket.timeout:
-        pass
+    got, closed = read_until_closed(s.sock, time.time() + 10)
     s.close()
     check(closed, "%s: still open after 10 s (the server replied %r)" %
           (what, got[:200]))
@@ -2120,6 +2101,17 @@ def test_rotating_faults():
     for t in threads:
         t.start()
     recoveries = []
+
+    def recovered(n, kind, after):
+        """Waits until n coordinates writes again, records how long that
+        took, then lets the cluster settle for 2 s."""
+        t0 = time.time()
+        wait_for(lambda: coordinates(n, "probe%d" % n.id), 60,
+                 "node %d coordinating after %s" % (n.id, after),
+                 interval=0.05)
+        recoveries.append((kind, n.id, time.time() - t0))
+        time.sleep(2)
+
     start = time.time()
     r0 = retransmits()
     try:
@@ -2130,23 +2122,13 @@ def test_rotating_faults():
             time.sleep(2)
             print("  %.2f s: restart node %d" % (time.time() - start, n.id))
             n.start(wait=False)
-            t0 = time.time()
-            wait_for(lambda: coordinates(n, "probe%d" % n.id), 60,
-                     "node %d coordinating after its restart" % n.id,
-                     interval=0.05)
-            recoveries.append(("restart", n.id, time.time() - t0))
-            time.sleep(2)
+            recovered(n, "restart", "its restart")
         for n in nodes:  # frozen, then woken, in turn
             print("  %.2f s: SIGSTOP node %d" % (time.time() - start, n.id))
             n.send_signal(signal.SIGSTOP)
             time.sleep(4)
             n.send_signal(signal.SIGCONT)
-            t0 = time.time()
-            wait_for(lambda: coordinates(n, "probe%d" % n.id), 60,
-                     "node %d coordinating after SIGCONT" % n.id,
-                     interval=0.05)
-            recoveries.append(("wake", n.id, time.time() - t0))
-            time.sleep(2)
+            recovered(n, "wake", "SIGCONT")
     finally:
         stop.set()
         for n in nodes:

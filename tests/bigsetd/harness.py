@@ -1,7 +1,9 @@
 """The harness the process tests of bigsetd share (bigsetd_test.py,
 bigsetd_attack_test.py and the etcd tests): checks, loopback ports,
-processes stopped by pid, temporary directories, a raw RESP2/RESP3 client,
-and the loop that runs named tests and reports each one.
+processes stopped by pid, temporary directories, logs and memory of
+processes, a raw RESP2/RESP3 client, and the loop that runs named tests
+and reports each one. The network and bigset-load tests take their ports
+and process helpers from here too.
 
 Every process started through `spawn` (or added to PROCS) and every
 directory from `tmpdir` is stopped or removed by `cleanup`, which the test
@@ -111,6 +113,30 @@ def stop_process(p, sig=signal.SIGTERM, timeout=10):
             p.kill()
             p.wait(timeout=30)
     return p.returncode
+
+
+def rss_kb(pid):
+    """The resident memory of process `pid` in KiB (0 if not found)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def file_text(path, last=None, offset=0):
+    """The text of the file at `path` (a process's log) from byte `offset`,
+    or its `last` bytes; "" if it cannot be read: a log read to explain a
+    failure must not fail itself."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return ""
+    if last is not None:
+        data = data[-last:]
+    return data.decode("utf-8", "replace")
 
 
 def cleanup():
@@ -275,6 +301,24 @@ class Resp:
         except socket.timeout:
             return False
         return False
+
+
+def read_until_closed(sock, deadline=None):
+    """What `sock` receives until the peer closes it, its timeout passes
+    without a byte, or time.time() passes `deadline`: (the bytes, whether
+    the peer closed; a reset counts as closed)."""
+    got = bytearray()
+    try:
+        while deadline is None or time.time() < deadline:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                return bytes(got), True
+            got += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        return bytes(got), True
+    except socket.timeout:
+        pass
+    return bytes(got), False
 
 
 def flat_pairs(v):

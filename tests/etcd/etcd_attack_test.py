@@ -71,6 +71,7 @@ uses fixed seeds, and stops what it started by pid, also when it fails.
 """
 
 import base64
+import contextlib
 import functools
 import os
 import random
@@ -92,7 +93,8 @@ from bigsetd_test import Failure, check, eq, wait_for  # noqa: E402
 import etcd_membership_test as em  # noqa: E402 (Etcd, helpers)
 from etcd_membership_test import (Etcd, command, status, join_args,  # noqa
                                   spare, converged, installed_rings,
-                                  Writer, check_acked, PREFIX)
+                                  Writer, check_acked, PREFIX, etcd_cluster,
+                                  etcd_and_cluster)
 
 SEED = 20261201
 ETCDCTL = "/usr/bin/etcdctl"
@@ -179,11 +181,8 @@ def ring_of(n):
 
 
 def log_text(n):
-    try:
-        with open(n.log, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    """Node n's whole log."""
+    return bt.file_text(n.log)
 
 
 def one_ring_per_epoch(nodes, what):
@@ -213,21 +212,11 @@ def no_crash(nodes):
               (n.id, n.proc.returncode, n.tail_log()))
 
 
-def etcd_cluster(etcd, count=3, prefix=PREFIX, extra=()):
-    args = ["--membership", "etcd", "--etcd-endpoints", etcd.endpoint(),
-            "--etcd-prefix", prefix, "--ring-size", "8",
-            "--ae-interval-ms", "1000"]
-    return bt.Cluster(count, extra=args + list(extra))
-
-
-def etcd_and_cluster():
-    """etcd, and a three-node cluster on it, both started: (etcd, the
-    cluster, its three members)."""
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
-    return etcd, c, [c.nodes[i] for i in (1, 2, 3)]
+def with_spares(c, members, ids):
+    """Spare nodes `ids` of cluster c (see spare): (them, the members and
+    them)."""
+    spares = [spare(c, i) for i in ids]
+    return spares, members + spares
 
 
 def set_endpoints(node, endpoints):
@@ -235,18 +224,40 @@ def set_endpoints(node, endpoints):
     node.extra[i + 1] = endpoints
 
 
+@contextlib.contextmanager
+def cluster_through(proxy_class, node_id):
+    """etcd, a proxy_class to it, and a three-node cluster on etcd whose
+    node `node_id` reaches etcd through the proxy, started, epoch 1
+    recorded, and a spare node 4: (etcd, the proxy, the cluster, its three
+    members, node 4). The proxy is stopped when the block ends."""
+    etcd = Etcd()
+    etcd.start()
+    proxy = proxy_class(etcd.port)
+    try:
+        c = etcd_cluster(etcd)
+        set_endpoints(c.nodes[node_id], proxy.endpoint())
+        c.start()
+        n4 = spare(c, 4)
+        members = [c.nodes[i] for i in (1, 2, 3)]
+        wait_for(lambda: etcd.records().keys() == {1}, 30,
+                 "epoch 1 recorded")
+        time.sleep(1)  # node_id's watch established through the proxy
+        yield etcd, proxy, c, members, n4
+    finally:
+        proxy.stop()
+
+
 class Toggler:
     """Picks JOIN or LEAVE of spare nodes against the ring a node shows."""
 
-    def __init__(self, c, spare_ids, rng):
-        self.c = c
-        self.spares = spare_ids
+    def __init__(self, spares, rng):
+        self.spares = spares
         self.rng = rng
 
     def next(self, through):
         st = status(through)
         ring = set(int(x) for x in st.get("ring_nodes", "").split(",") if x)
-        n = self.c.nodes[self.rng.choice(self.spares)]
+        n = self.rng.choice(self.spares)
         if n.id in ring:
             return ("BIGSET.CLUSTER", "LEAVE", str(n.id))
         return join_args(n)
@@ -317,14 +328,21 @@ class Proxy:
                 continue
             try:
                 a, _ = self.lsock.accept()
-                b = socket.create_connection(("127.0.0.1", self.target), 5)
             except OSError:
                 continue
-            entry = [a, b, False]
-            with self.lock:
-                self.conns.append(entry)
-            threading.Thread(target=self._pump, args=(entry,),
-                             daemon=True).start()
+            self._take(a)
+
+    def _take(self, a):
+        """Relays the accepted connection `a` to the target."""
+        try:
+            b = socket.create_connection(("127.0.0.1", self.target), 5)
+        except OSError:
+            return
+        entry = [a, b, False]
+        with self.lock:
+            self.conns.append(entry)
+        threading.Thread(target=self._pump, args=(entry,),
+                         daemon=True).start()
 
     def _pump(self, entry):
         a, b = entry[0], entry[1]
@@ -376,24 +394,16 @@ class ScriptedProxy(Proxy):
         with self.lock:
             self.actions = list(actions)
 
-    def _accept(self):
-        while not self.stopping:
-            r, _, _ = select.select([self.lsock], [], [], 0.2)
-            if not r:
-                continue
-            try:
-                a, _ = self.lsock.accept()
-            except OSError:
-                continue
-            with self.lock:
-                if self.actions is None:
-                    action = "pass"
-                elif self.actions:
-                    action = self.actions.pop(0)
-                else:
-                    action = "refuse"
-            threading.Thread(target=self._serve, args=(a, action),
-                             daemon=True).start()
+    def _take(self, a):
+        with self.lock:
+            if self.actions is None:
+                action = "pass"
+            elif self.actions:
+                action = self.actions.pop(0)
+            else:
+                action = "refuse"
+        threading.Thread(target=self._serve, args=(a, action),
+                         daemon=True).start()
 
     def _serve(self, a, action):
         if action == "refuse":
@@ -451,14 +461,11 @@ class ScriptedProxy(Proxy):
 def test_coordinator_kill9():
     rng = random.Random(SEED)
     etcd, c, members = etcd_and_cluster()
-    spares = [spare(c, i).id for i in (4, 5)]
-    everyone = members + [c.nodes[i] for i in spares]
+    spares, everyone = with_spares(c, members, (4, 5))
     coord = c.nodes[3]
-    writer = Writer([c.nodes[1], c.nodes[2]])
-    writer.start()
-    toggler = Toggler(c, spares, rng)
+    toggler = Toggler(spares, rng)
     answered = []  # (epoch, ring) of replies received before the kill
-    try:
+    with Writer([c.nodes[1], c.nodes[2]]) as writer:
         for rnd in range(12):
             cmd = toggler.next(c.nodes[1])
             box = {}
@@ -482,16 +489,13 @@ def test_coordinator_kill9():
                      (rnd, latest_epoch(etcd)), interval=0.2)
         wait_for(lambda: converged(everyone), 60, "moves settled",
                  interval=0.5)
-    finally:
-        writer.stop()
     contiguous_epochs(etcd, "after 12 kills")
     rings = one_ring_per_epoch(everyone, "after 12 kills")
     for epoch, ring in answered:
         eq(rings.get(epoch), ring, "the ring a reply named for epoch %d" %
            epoch)
     check(writer.acked, "no write was acknowledged")
-    for n in members:
-        check_acked(writer, n)
+    check_acked(writer, members)
     print("  %d epochs, %d replies before the kill" %
           (latest_epoch(etcd), len(answered)))
 
@@ -500,9 +504,7 @@ def test_coordinator_kill9():
 def test_etcd_sigstop():
     etcd, c, members = etcd_and_cluster()
     n4 = spare(c, 4)
-    writer = Writer(members)
-    writer.start()
-    try:
+    with Writer(members) as writer:
         os.kill(etcd.proc.pid, signal.SIGSTOP)
         t0 = time.time()
         reply = command(c.nodes[2], *join_args(n4), timeout=60)
@@ -524,10 +526,7 @@ def test_etcd_sigstop():
         wait_for(lambda: converged(everyone, 2, moves=False), 40,
                  "every node on epoch 2")
         eq(ring_of(c.nodes[1])[1], "1,2,3,4", "the ring")
-    finally:
-        writer.stop()
-    for n in members:
-        check_acked(writer, n)
+    check_acked(writer, members)
     contiguous_epochs(etcd, "after the freeze")
     one_ring_per_epoch(members + [n4], "after the freeze")
 
@@ -612,18 +611,7 @@ def test_frozen_member():
 
 @bounded
 def test_watch_half_open():
-    etcd = Etcd()
-    etcd.start()
-    proxy = Proxy(etcd.port)
-    try:
-        c = etcd_cluster(etcd)
-        set_endpoints(c.nodes[3], proxy.endpoint())
-        c.start()
-        n4 = spare(c, 4)
-        members = [c.nodes[i] for i in (1, 2, 3)]
-        wait_for(lambda: etcd.records().keys() == {1}, 30,
-                 "epoch 1 recorded")
-        time.sleep(1)  # node 3's watch established through the proxy
+    with cluster_through(Proxy, 3) as (etcd, proxy, c, members, n4):
         frozen = proxy.freeze()
         check(frozen >= 1, "no connection through the proxy to freeze")
         reply = command(c.nodes[1], *join_args(n4))
@@ -640,24 +628,12 @@ def test_watch_half_open():
                            [ln for ln in log_text(c.nodes[3]).splitlines()
                             if "etcd" in ln][-2:]))
         check(converged(members + [n4], 2, moves=False), "converged")
-    finally:
-        proxy.stop()
 
 
 @bounded
 def test_late_txn():
-    etcd = Etcd()
-    etcd.start()
-    proxy = ScriptedProxy(etcd.port)
-    try:
-        c = etcd_cluster(etcd)
-        set_endpoints(c.nodes[1], proxy.endpoint())
-        c.start()
-        n4 = spare(c, 4)
-        members = [c.nodes[i] for i in (1, 2, 3)]
-        wait_for(lambda: etcd.records().keys() == {1}, 30,
-                 "epoch 1 recorded")
-        time.sleep(1)  # node 1's watch established (passes)
+    # The proxy passes all until script(): node 1's watch is set up.
+    with cluster_through(ScriptedProxy, 1) as (etcd, proxy, c, members, n4):
         # The change's read passes, its transaction reaches etcd 6 s late
         # (after the 5 s deadline), the read after the timeout passes, then
         # etcd cannot be reached from node 1 for a while.
@@ -680,8 +656,6 @@ def test_late_txn():
         proxy.actions = None  # everything passes again
         wait_for(lambda: all_on_latest(etcd, members + [n4]), 30,
                  "every node on etcd's latest epoch")
-    finally:
-        proxy.stop()
 
 
 def wipe(etcd):
@@ -693,9 +667,7 @@ def wipe(etcd):
 @bounded
 def test_etcd_wiped():
     etcd, c, members = etcd_and_cluster()
-    n4 = spare(c, 4)
-    n5 = spare(c, 5)
-    everyone = members + [n4, n5]
+    (n4, n5), everyone = with_spares(c, members, (4, 5))
     for cmd in (join_args(n4), ("BIGSET.CLUSTER", "LEAVE", "4")):
         reply = command(c.nodes[1], *cmd)
         check(is_ok(reply), "%s: %s" % (cmd[1], bt.short(reply)))
@@ -773,9 +745,7 @@ def test_wiped_stale_node():
 @bounded
 def test_garbage_ring():
     etcd, c, members = etcd_and_cluster()
-    n4 = spare(c, 4)
-    n5 = spare(c, 5)
-    everyone = members + [n4, n5]
+    (n4, n5), everyone = with_spares(c, members, (4, 5))
     reply = command(c.nodes[1], *join_args(n4))
     check(is_ok(reply), "JOIN 4: %s" % bt.short(reply))
     wait_for(lambda: converged(everyone, 2, moves=False), 30, "epoch 2")
@@ -836,10 +806,7 @@ def test_garbage_epoch():
 @bounded
 def test_change_storm():
     etcd, c, members = etcd_and_cluster()
-    spares = [spare(c, i).id for i in (4, 5, 6)]
-    everyone = members + [c.nodes[i] for i in spares]
-    writer = Writer(members)
-    writer.start()
+    spares, everyone = with_spares(c, members, (4, 5, 6))
     replies = []
     lock = threading.Lock()
     stop_at = time.time() + 30
@@ -849,7 +816,7 @@ def test_change_storm():
         r = random.Random(SEED + k)
         while time.time() < stop_at:
             through = r.choice(members)
-            n = c.nodes[r.choice(spares)]
+            n = r.choice(spares)
             cmd = (join_args(n) if r.random() < 0.5 else
                    ("BIGSET.CLUSTER", "LEAVE", str(n.id)))
             try:
@@ -863,7 +830,7 @@ def test_change_storm():
                 replies.append((cmd[1], reply))
     threads = [threading.Thread(target=client, args=(k,), daemon=True)
                for k in range(5)]
-    try:
+    with Writer(members) as writer:
         for t in threads:
             t.start()
         for t in threads:
@@ -871,8 +838,6 @@ def test_change_storm():
         check(not bad, "clients failed: %s" % bad[:3])
         wait_for(lambda: all_on_latest(etcd, everyone), 30,
                  "every node on etcd's latest epoch %d" % latest_epoch(etcd))
-    finally:
-        writer.stop()
     oks = [r for _, r in replies if is_ok(r)]
     errs = [r for _, r in replies if isinstance(r, bt.Err)]
     others = [r for _, r in replies if not is_ok(r) and
@@ -896,17 +861,15 @@ def test_change_storm():
     print("  %d changes, %d errors (%d lost-race), %d epochs" %
           (len(oks), len(errs), sum("races in a row" in e for e in errs),
            len(recs)))
-    for n in members:
-        check_acked(writer, n)
+    check_acked(writer, members)
 
 
 @bounded
 def test_restart_loop():
     rng = random.Random(SEED)
     etcd, c, members = etcd_and_cluster()
-    spares = [spare(c, i).id for i in (4, 5)]
-    everyone = members + [c.nodes[i] for i in spares]
-    toggler = Toggler(c, spares, random.Random(SEED + 1))
+    spares, everyone = with_spares(c, members, (4, 5))
+    toggler = Toggler(spares, random.Random(SEED + 1))
     stop = threading.Event()
     results = []
 
@@ -966,8 +929,7 @@ def test_etcd_down_at_start():
 @bounded
 def test_compaction():
     etcd, c, members = etcd_and_cluster()
-    spares = [spare(c, i) for i in (4, 5)]
-    everyone = members + spares
+    spares, everyone = with_spares(c, members, (4, 5))
     n3 = c.nodes[3]
     # Frozen node: its watch's connection stays open, unread.
     n3.send_signal(signal.SIGSTOP)
@@ -1118,12 +1080,5 @@ TESTS = {
 }
 
 
-def main():
-    bt.TESTS.clear()
-    bt.TESTS.update(TESTS)
-    bt.SEED = SEED
-    return bt.main()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(em.run(TESTS, SEED))

@@ -154,19 +154,10 @@ class Etcd:
         return out
 
     def tail_since(self, offset):
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(offset)
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return bt.file_text(self.log, offset=offset)
 
     def tail(self, n=2000):
-        try:
-            with open(self.log, "rb") as f:
-                return f.read()[-n:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return bt.file_text(self.log, last=n)
 
 
 def b64(b):
@@ -205,13 +196,23 @@ def decode_record(raw):
     return epoch, change
 
 
-def etcd_cluster(etcd, count=3, extra=(), tls_dir=None):
+def etcd_cluster(etcd, count=3, extra=(), tls_dir=None, prefix=PREFIX):
     args = ["--membership", "etcd", "--etcd-endpoints", etcd.endpoint(),
-            "--etcd-prefix", PREFIX, "--ring-size", "8",
+            "--etcd-prefix", prefix, "--ring-size", "8",
             "--ae-interval-ms", "1000"]
     if tls_dir:
         args += ["--etcd-tls-dir", tls_dir]
     return bt.Cluster(count, extra=args + list(extra))
+
+
+def etcd_and_cluster():
+    """etcd, and a three-node cluster on it, both started: (etcd, the
+    cluster, its three members)."""
+    etcd = Etcd()
+    etcd.start()
+    c = etcd_cluster(etcd)
+    c.start()
+    return etcd, c, [c.nodes[i] for i in (1, 2, 3)]
 
 
 def spare(c, node_id):
@@ -247,12 +248,7 @@ def installed_rings(nodes):
     seen = {}
     pat = re.compile(r"installed ring epoch (\d+) nodes ([\d,]+)")
     for n in nodes:
-        try:
-            with open(n.log, "rb") as f:
-                text = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        for epoch, ring in pat.findall(text):
+        for epoch, ring in pat.findall(bt.file_text(n.log)):
             seen.setdefault(int(epoch), set()).add(ring)
     return seen
 
@@ -296,18 +292,29 @@ class Writer(threading.Thread):
         self.stop_flag.set()
         self.join(timeout=30)
 
+    # `with Writer(nodes) as writer:` writes while the block runs and stops
+    # when it ends, also when it fails.
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
     def acks_between(self, t0, t1):
         return sum(1 for t in self.ack_times if t0 <= t <= t1)
 
 
-def check_acked(writer, node):
-    cl = node.client(socket_timeout=30)
-    for key, members in writer.acked.items():
-        got = set(x.decode() for x in cl.smembers(key))
-        missing = members - got
-        check(not missing, "node %d %s: %d acknowledged members missing "
-              "(e.g. %s)" % (node.id, key, len(missing),
-                             sorted(missing)[:3]))
+def check_acked(writer, nodes):
+    """Every write `writer` saw acknowledged is read on each of `nodes`."""
+    for node in nodes:
+        cl = node.client(socket_timeout=30)
+        for key, members in writer.acked.items():
+            got = set(x.decode() for x in cl.smembers(key))
+            missing = members - got
+            check(not missing, "node %d %s: %d acknowledged members missing "
+                  "(e.g. %s)" % (node.id, key, len(missing),
+                                 sorted(missing)[:3]))
 
 
 def writes(node):
@@ -338,16 +345,10 @@ def converged(nodes, epoch=None, moves=True):
 
 def test_concurrent_changes():
     rng = random.Random(SEED)
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     spares = {i: spare(c, i) for i in (4, 5, 6)}
-    members = [c.nodes[i] for i in (1, 2, 3)]
     everyone = members + list(spares.values())
-    writer = Writer(members)
-    writer.start()
-    try:
+    with Writer(members) as writer:
         for rnd in range(20):
             st = status(c.nodes[1])
             ring = set(int(x) for x in st["ring_nodes"].split(","))
@@ -400,8 +401,6 @@ def test_concurrent_changes():
                      interval=0.2)
         wait_for(lambda: converged(everyone), 180,
                  "every move settled", interval=0.5)
-    finally:
-        writer.stop()
     final = int(status(c.nodes[1])["ring_epoch"])
     records = etcd.records()
     eq(sorted(records), list(range(1, final + 1)),
@@ -409,22 +408,15 @@ def test_concurrent_changes():
     for epoch, rings in installed_rings(everyone).items():
         eq(len(rings), 1, "rings the nodes installed for epoch %d" % epoch)
     check(writer.acked, "no write was acknowledged")
-    for n in members:
-        check_acked(writer, n)
+    check_acked(writer, members)
     print("  %d epochs, %d writes acknowledged, %d failed" %
           (final, sum(len(v) for v in writer.acked.values()), writer.errors))
 
 
 def test_etcd_outage():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, members = etcd_and_cluster()
     n4 = spare(c, 4)
-    members = [c.nodes[i] for i in (1, 2, 3)]
-    writer = Writer(members)
-    writer.start()
-    try:
+    with Writer(members) as writer:
         time.sleep(1)
         etcd.kill9()
         t0 = time.time()
@@ -457,18 +449,12 @@ def test_etcd_outage():
         everyone = members + [n4]
         wait_for(lambda: converged(everyone, 2), 120,
                  "every node on epoch 2, moves settled", interval=0.5)
-    finally:
-        writer.stop()
-    for n in members + [n4]:
-        check_acked(writer, n)
+    check_acked(writer, members + [n4])
     eq(sorted(etcd.records()), [1, 2], "etcd's epochs")
 
 
 def test_node_down():
-    etcd = Etcd()
-    etcd.start()
-    c = etcd_cluster(etcd)
-    c.start()
+    etcd, c, _ = etcd_and_cluster()
     n4 = spare(c, 4)
     c.nodes[1].client().sadd("before", *["b%d" % i for i in range(200)])
     c.nodes[3].kill9()
@@ -607,14 +593,15 @@ TESTS = {
 }
 
 
-def main():
-    # bigsetd_test's runner: PASS/FAIL lines, node logs of a failed test,
-    # everything stopped by pid after each test.
+def run(tests, seed):
+    """Runs the test named on the command line (or "all") of `tests` with
+    bigsetd_test's runner: PASS/FAIL lines, node logs of a failed test,
+    everything stopped by pid after each test."""
     bt.TESTS.clear()
-    bt.TESTS.update(TESTS)
-    bt.SEED = SEED
+    bt.TESTS.update(tests)
+    bt.SEED = seed
     return bt.main()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(TESTS, SEED))

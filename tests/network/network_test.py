@@ -24,6 +24,12 @@ import sys
 import tempfile
 import time
 
+# Ports and process helpers shared with the bigsetd tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "bigsetd"))
+import harness  # noqa: E402
+from harness import free_port  # noqa: E402
+
 NODE = None
 MAKE_CERTS = None
 SEED = 20261124
@@ -36,14 +42,6 @@ class Failure(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Node:
@@ -125,18 +123,10 @@ class Node:
                 self.kill()
 
     def rss_kb(self):
-        with open("/proc/%d/status" % self.proc.pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
+        return harness.rss_kb(self.proc.pid)
 
     def tail_log(self):
-        try:
-            with open(self.log, "rb") as f:
-                return f.read()[-3000:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return harness.file_text(self.log, last=3000)
 
 
 class Cluster:
@@ -187,6 +177,13 @@ class Cluster:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    # A test's cluster is cleaned up when the test ends, also on failure.
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
 
 class Model:
     """What the acknowledged writes say: set -> element -> present?"""
@@ -220,6 +217,13 @@ class Model:
                 check(e not in have, "%s: removed %s back in %s" % (what, e, s))
 
 
+def started(c, seed):
+    """Starts cluster c: (a Model of the test's writes, its random numbers
+    from `seed`)."""
+    c.start()
+    return Model(), random.Random(seed)
+
+
 def read(node, s, r=2):
     return node.ok("read %s %d" % (s, r)).split()
 
@@ -237,11 +241,8 @@ def converged_locally(cluster, model, ids):
 # ---- Tests.
 
 def test_basic(tls=True):
-    c = Cluster(3, tls=tls)
-    try:
-        c.start()
-        model = Model()
-        rng = random.Random(SEED)
+    with Cluster(3, tls=tls) as c:
+        model, rng = started(c, SEED)
         for i in range(300):
             node = c.nodes[rng.randint(1, 3)]
             s = "s%d" % rng.randint(0, 9)
@@ -260,8 +261,6 @@ def test_basic(tls=True):
             # Plain TCP is logged as a warning at start.
             check(("WARNING" in c.nodes[i].tail_log()) == (not tls),
                   "the plaintext warning on node %d" % i)
-    finally:
-        c.cleanup()
 
 
 def test_plaintext():
@@ -280,7 +279,13 @@ def tls_client(port, certs, name):
     return ctx.wrap_socket(raw)
 
 
-def drain(s):
+def exchange(s, data, timeout=None):
+    """Sends `data` on connection s, then returns what s receives until it
+    closes or fails (waiting at most `timeout` s for each read, if given),
+    and closes s."""
+    s.sendall(data)
+    if timeout is not None:
+        s.settimeout(timeout)
     got = b""
     try:
         while True:
@@ -290,12 +295,12 @@ def drain(s):
             got += chunk
     except (OSError, ValueError):
         pass
+    s.close()
     return got
 
 
 def test_tls_refusals():
-    c = Cluster(3)
-    try:
+    with Cluster(3) as c:
         # Node 4 runs with a certificate from another CA.
         other = os.path.join(c.dir, "other")
         c.make_certs(other, [4])
@@ -319,37 +324,28 @@ def test_tls_refusals():
         check(outsider.ok("local t") == "", "refused node 4 has data")
         # A valid certificate that names node 1, claiming to be node 5.
         before = int(c.nodes[2].stats()["handshakes_refused"])
-        s = tls_client(c.nodes[2].port, intruder, "node-5")
-        s.sendall(frame(1, handshake(5)))
-        got = drain(s)
-        s.close()
+        got = exchange(tls_client(c.nodes[2].port, intruder, "node-5"),
+                       frame(1, handshake(5)))
         check(b"BSHK" not in got, "an impostor got a handshake answer")
         check(int(c.nodes[2].stats()["handshakes_refused"]) > before,
               "a certificate naming another node was not refused")
         # The same certificate, claiming node 1 (what it names): accepted,
         # and answered, but never sent any data (connections carry frames
         # one way).
-        s = tls_client(c.nodes[2].port, intruder, "node-5")
-        s.sendall(frame(1, handshake(1)))
-        s.settimeout(2)
-        got = drain(s)
-        s.close()
+        got = exchange(tls_client(c.nodes[2].port, intruder, "node-5"),
+                       frame(1, handshake(1)), timeout=2)
         check(got.count(b"BSHK") == 1 and len(got) < 64,
               "a peer got more than a handshake answer: %r" % got[:80])
         # Plain TCP to a TLS port: a plaintext handshake frame.
         before = int(c.nodes[2].stats()["tls_failures"])
-        s = socket.create_connection(("127.0.0.1", c.nodes[2].port), timeout=5)
-        s.sendall(frame(1, handshake(2)))
-        got = drain(s)
-        s.close()
+        got = exchange(socket.create_connection(
+            ("127.0.0.1", c.nodes[2].port), timeout=5), frame(1, handshake(2)))
         check(b"BSHK" not in got, "a plaintext peer got a handshake answer")
         check(int(c.nodes[2].stats()["tls_failures"]) > before,
               "plain TCP to a TLS port was not refused")
         # The cluster goes on.
         check(model.add(c.nodes[2], "t", "after"), "add after the attacks")
         model.check("t", read(c.nodes[3], "t"), "read after the attacks")
-    finally:
-        c.cleanup()
 
 
 def frame(kind, payload):
@@ -361,8 +357,7 @@ def handshake(node_id, cluster=b"bigset"):
 
 
 def test_garbage_frames():
-    c = Cluster(3, tls=False)
-    try:
+    with Cluster(3, tls=False) as c:
         c.start()
         model = Model()
         check(model.add(c.nodes[1], "g", "before"), "add")
@@ -416,58 +411,55 @@ def test_garbage_frames():
         check(model.add(c.nodes[1], "g", "after"), "add after garbage")
         for i in (1, 2, 3):
             model.check("g", read(c.nodes[i], "g"), "read via %d" % i)
-    finally:
-        c.cleanup()
 
 
 def test_handshake_flood():
     # Connections that never identify themselves (no TLS handshake, or a
     # partial one) hold at most max_pending_handshakes slots; the rest are
     # closed at once. Identified peers keep working throughout.
-    c = Cluster(3)
-    pending = 8
-    c.nodes[2].extra += ["--max-pending-handshakes", str(pending)]
-    socks = []
-    try:
-        c.start()
-        model = Model()
-        rng = random.Random(SEED + 3)
-        for i in range(20):
-            check(model.add(c.nodes[1], "f", "before%d" % i, w=3), "add W=3")
-        port = c.nodes[2].port
-        for i in range(40):
-            s = socket.create_connection(("127.0.0.1", port), timeout=10)
-            if i % 2 == 0:
-                s.sendall(b"\x16\x03")  # The start of a TLS record, no more.
-            socks.append(s)
-        time.sleep(1)
-        st = c.nodes[2].stats()
-        refused = int(st["connections_refused"])
-        check(refused >= 40 - pending, "flood: %s" % st)
-        # The cluster goes on through node 2's existing connections.
-        for i in range(20):
-            check(model.add(c.nodes[1], "f", "during%d" % i, w=3),
-                  "add W=3 during the flood")
-        # The pending ones time out (5 s) and free their slots.
-        time.sleep(6)
-        st = c.nodes[2].stats()
-        check(int(st["handshake_timeouts"]) >= pending,
-              "pending handshakes not timed out: %s" % st)
-        for s in socks:
-            s.close()
+    with Cluster(3) as c:
+        pending = 8
+        c.nodes[2].extra += ["--max-pending-handshakes", str(pending)]
         socks = []
-        # A node restarted now reconnects: the slots are free again.
-        c.nodes[3].kill()
-        c.nodes[3].start(sorted(c.nodes))
-        writer(c, model, 1, 20, rng)
-        c.wait(lambda: converged_locally(c, model, [1, 2, 3]), 120,
-               "converged after the flood")
-        print("handshake flood: %d connections refused, %s pending timed out"
-              % (refused, st["handshake_timeouts"]))
-    finally:
-        for s in socks:
-            s.close()
-        c.cleanup()
+        try:
+            model, rng = started(c, SEED + 3)
+            for i in range(20):
+                check(model.add(c.nodes[1], "f", "before%d" % i, w=3),
+                      "add W=3")
+            port = c.nodes[2].port
+            for i in range(40):
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                if i % 2 == 0:
+                    # The start of a TLS record, no more.
+                    s.sendall(b"\x16\x03")
+                socks.append(s)
+            time.sleep(1)
+            st = c.nodes[2].stats()
+            refused = int(st["connections_refused"])
+            check(refused >= 40 - pending, "flood: %s" % st)
+            # The cluster goes on through node 2's existing connections.
+            for i in range(20):
+                check(model.add(c.nodes[1], "f", "during%d" % i, w=3),
+                      "add W=3 during the flood")
+            # The pending ones time out (5 s) and free their slots.
+            time.sleep(6)
+            st = c.nodes[2].stats()
+            check(int(st["handshake_timeouts"]) >= pending,
+                  "pending handshakes not timed out: %s" % st)
+            for s in socks:
+                s.close()
+            socks = []
+            # A node restarted now reconnects: the slots are free again.
+            c.nodes[3].kill()
+            c.nodes[3].start(sorted(c.nodes))
+            writer(c, model, 1, 20, rng)
+            c.wait(lambda: converged_locally(c, model, [1, 2, 3]), 120,
+                   "converged after the flood")
+            print("handshake flood: %d connections refused, %s pending "
+                  "timed out" % (refused, st["handshake_timeouts"]))
+        finally:
+            for s in socks:
+                s.close()
 
 
 def writer(cluster, model, via, count, rng, sets=8):
@@ -480,11 +472,8 @@ def writer(cluster, model, via, count, rng, sets=8):
 
 
 def test_kill9():
-    c = Cluster(3)
-    try:
-        c.start()
-        model = Model()
-        rng = random.Random(SEED)
+    with Cluster(3) as c:
+        model, rng = started(c, SEED)
         check(writer(c, model, 1, 200, rng) == 200, "writes before the kill")
         c.nodes[3].kill(signal.SIGKILL)
         # W = 2 of N = 3 keeps acknowledging, through node 2, for longer
@@ -509,20 +498,15 @@ def test_kill9():
               "anti-entropy repaired nothing")
         for s in model.sets:
             model.check(s, read(c.nodes[3], s), "R=2 read via 3")
-    finally:
-        c.cleanup()
 
 
 def test_sigstop():
-    c = Cluster(3)
-    # A small send queue toward the stopped peer, so that the bound is
-    # reached within the test: past it frames are dropped, not held.
-    queue_kib = 2048
-    c.nodes[1].extra += ["--peer-queue-kib", str(queue_kib)]
-    try:
-        c.start()
-        model = Model()
-        rng = random.Random(SEED + 1)
+    with Cluster(3) as c:
+        # A small send queue toward the stopped peer, so that the bound is
+        # reached within the test: past it frames are dropped, not held.
+        queue_kib = 2048
+        c.nodes[1].extra += ["--peer-queue-kib", str(queue_kib)]
+        model, rng = started(c, SEED + 1)
         writer(c, model, 1, 100, rng)
         sanitized = c.nodes[1].stats()["sanitized"] == "1"
         rss_before = c.nodes[1].rss_kb()
@@ -552,8 +536,6 @@ def test_sigstop():
         writer(c, model, 2, 50, rng)
         c.wait(lambda: converged_locally(c, model, [1, 2, 3]), 120,
                "node 3 caught up")
-    finally:
-        c.cleanup()
 
 
 def settled(cluster, ids, epoch):
@@ -566,67 +548,62 @@ def settled(cluster, ids, epoch):
     return True
 
 
+def join_4(c):
+    """Node 4 (its certificates made) joins the running cluster: its peers
+    learn its address, it starts with the ring they run, then all four
+    install ring 2 (1 2 3 4). Returns node 4."""
+    joiner = c.add(4)
+    for i in (1, 2, 3):
+        c.nodes[i].ok("peer 4 127.0.0.1:%d" % joiner.port)
+    joiner.start([1, 2, 3])  # Opens with the ring the cluster runs.
+    for i in (1, 2, 3, 4):
+        c.nodes[i].ok("install 2 1 2 3 4")
+    return joiner
+
+
+def settle(c, epoch, change, model, via, rng, sets=8):
+    """Writes through node `via` until nodes 1-4 settle on `epoch`, for at
+    most 120 s (then `change` did not settle)."""
+    deadline = time.time() + 120
+    while not settled(c, [1, 2, 3, 4], epoch):
+        check(time.time() < deadline, "%s did not settle" % change)
+        writer(c, model, via, 10, rng, sets=sets)
+
+
 def test_membership_change():
-    c = Cluster(3)
-    try:
+    with Cluster(3) as c:
         c.make_certs(c.certs, [4])
-        c.start()
-        model = Model()
-        rng = random.Random(SEED + 2)
+        model, rng = started(c, SEED + 2)
         writer(c, model, 1, 200, rng)
-        joiner = c.add(4)
-        for i in (1, 2, 3):
-            c.nodes[i].ok("peer 4 127.0.0.1:%d" % joiner.port)
-        joiner.start([1, 2, 3])  # Opens with the ring the cluster runs.
-        for i in (1, 2, 3, 4):
-            c.nodes[i].ok("install 2 1 2 3 4")
-        deadline = time.time() + 120
-        while not settled(c, [1, 2, 3, 4], 2):
-            check(time.time() < deadline, "the join did not settle")
-            writer(c, model, 2, 10, rng)
+        join_4(c)
+        settle(c, 2, "the join", model, 2, rng)
         for i in (1, 2, 3, 4):
             c.nodes[i].ok("install 3 2 3 4")
-        deadline = time.time() + 120
-        while not settled(c, [1, 2, 3, 4], 3):
-            check(time.time() < deadline, "the leave did not settle")
-            writer(c, model, 3, 10, rng)
+        settle(c, 3, "the leave", model, 3, rng)
         for s in model.sets:
             model.check(s, read(c.nodes[2], s), "R=2 read after the changes")
             check(c.nodes[1].ok("local " + s) == "", "node 1 kept " + s)
         st = c.nodes[4].stats()
         check(int(st["frames_in"]) > 0, "the joiner received nothing")
-    finally:
-        c.cleanup()
 
 
 def test_handoff_faults():
     # Processes killed (-9) and stopped in the middle of hand-offs, while a
     # writer keeps adding: the changes still settle, and every acknowledged
     # write is in R=3 reads afterwards.
-    c = Cluster(3)
-    try:
+    with Cluster(3) as c:
         c.make_certs(c.certs, [4])
-        c.start()
-        model = Model()
-        rng = random.Random(SEED + 4)
+        model, rng = started(c, SEED + 4)
         t0 = time.time()
         writer(c, model, 1, 3000, rng, sets=4)
         print("handoff_faults: loaded in %.1fs" % (time.time() - t0))
-        joiner = c.add(4)
-        for i in (1, 2, 3):
-            c.nodes[i].ok("peer 4 127.0.0.1:%d" % joiner.port)
-        joiner.start([1, 2, 3])
-        for i in (1, 2, 3, 4):
-            c.nodes[i].ok("install 2 1 2 3 4")
+        joiner = join_4(c)
         # The receiver dies while partitions stream to it.
         time.sleep(rng.uniform(0.02, 0.2))
         joiner.kill()
         writer(c, model, 2, 50, rng, sets=4)
         joiner.start([1, 2, 3, 4], epoch=2)
-        deadline = time.time() + 120
-        while not settled(c, [1, 2, 3, 4], 2):
-            check(time.time() < deadline, "the join did not settle")
-            writer(c, model, 2, 10, rng, sets=4)
+        settle(c, 2, "the join", model, 2, rng, sets=4)
         print("handoff_faults: join settled at %.1fs" % (time.time() - t0))
         # Node 1 leaves; it dies while it hands off, and node 3 hangs.
         for i in (1, 2, 3, 4):
@@ -657,8 +634,6 @@ def test_handoff_faults():
             check(c.nodes[1].ok("local " + s) == "", "node 1 kept " + s)
         c.wait(lambda: converged_locally(c, model, [2, 3, 4]), 120,
                "replicas converged after the faults")
-    finally:
-        c.cleanup()
 
 
 def test_restart_reconnect():
@@ -666,11 +641,8 @@ def test_restart_reconnect():
     it, backed off to seconds while it was down, connect when its own
     handshake reaches them, so writes that need every replica succeed
     right after its restart."""
-    c = Cluster(3)
-    try:
-        c.start()
-        model = Model()
-        rng = random.Random(SEED)
+    with Cluster(3) as c:
+        model, rng = started(c, SEED)
         check(model.add(c.nodes[1], "r", "before", w=3), "add W=3 before")
         c.nodes[3].kill(signal.SIGKILL)
         # Nodes 1 and 2 keep sending to node 3 for 8 s: their connection
@@ -701,8 +673,6 @@ def test_restart_reconnect():
             print("W=3 add via node %d: %.0f ms (%.0f ms after the restart)"
                   % (via, 1000 * (time.time() - t), 1000 * (time.time() - back)))
         model.check("r", read(c.nodes[3], "r", 3), "R=3 read via 3")
-    finally:
-        c.cleanup()
 
 
 TESTS = {
