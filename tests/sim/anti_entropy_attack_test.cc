@@ -38,7 +38,6 @@ namespace {
 
 using Model = testing::KnownModel;
 
-constexpr uint64_t kSecond = 1'000'000;
 constexpr uint64_t kConvergeMicros = 60 * kSecond;
 
 // A short description of how two values differ (the full ones are huge).

@@ -124,8 +124,6 @@ void operator delete[](void* p, size_t, std::align_val_t) noexcept {
 namespace bigset::testing {
 namespace {
 
-constexpr uint64_t kSecond = 1'000'000;
-
 // The most heap bytes the calling thread held at once while `fn` ran,
 // above those it held before.
 int64_t PeakGrowth(const std::function<void()>& fn) {

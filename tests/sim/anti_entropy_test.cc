@@ -39,7 +39,6 @@ struct Totals {
            keys_pushed = 0, divergences = 0;
 };
 
-constexpr uint64_t kSecond = 1'000'000;
 // After healing: every replica of every set must equal the merged value
 // within this much virtual time (rounds every 1 s, jittered to 0.5-1.5 s).
 constexpr uint64_t kConvergeMicros = 60 * kSecond;

@@ -21,8 +21,6 @@ namespace bigset::testing {
 namespace {
 
 constexpr uint64_t kMs = 1000;
-constexpr uint64_t kSecond = 1'000'000;
-
 // Clients writing unique members at a steady rate through the nodes in
 // `via` (round robin), without waiting for answers (each answer counted
 // when it comes).

@@ -38,18 +38,9 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
 void SettleAndCheck(Simulator& sim, const Model& model) {
   HealAndRestartAll(sim);
   SettleOrFail(sim, 900'000'000);
-  const Ring& ring = sim.ring();
   CheckReadsKnown(sim, WriterSets(), model);
   sim.RunUntilIdle();
-  for (const std::string& set : WriterSets()) {
-    const uint32_t p = ring.PartitionOf(set);
-    for (NodeId id : ring.PreferenceList(p)) {
-      CAPTURE(set, id);
-      Replica* replica = sim.node(id)->LocalReplica(p);
-      REQUIRE(replica != nullptr);
-      CheckKnown(set, testing::ReadAll(*replica, set), model);
-    }
-  }
+  CheckReplicasKnown(sim, WriterSets(), model);
   CheckPlacedAsRingSays(sim);
 }
 

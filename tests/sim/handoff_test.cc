@@ -257,21 +257,10 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   for (int i = 0; i < 20; ++i) op();
 
   const Ring& ring = sim.ring();
-  auto check_replicas = [&]() {
-    for (const std::string& set : sets) {
-      const uint32_t p = ring.PartitionOf(set);
-      for (NodeId id : ring.PreferenceList(p)) {
-        CAPTURE(set, id);
-        Replica* replica = sim.node(id)->LocalReplica(p);
-        REQUIRE(replica != nullptr);
-        CheckKnown(set, testing::ReadAllCounted(*replica, set), model);
-      }
-    }
-  };
   // Without faults every write reached every serving replica, and the
   // transfers and forwards brought it to the new ones: every replica holds
   // the model's value before any repair.
-  if (!faults) check_replicas();
+  if (!faults) CheckReplicasKnown(sim, sets, model);
   // Read repair with every replica, then every replica against the model.
   ClusterReadOptions all = ro;
   all.r = ring.n();
@@ -282,7 +271,7 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
     CheckKnown(set, r->elements, model);
   }
   sim.RunUntilIdle();
-  check_replicas();
+  CheckReplicasKnown(sim, sets, model);
   for (NodeId id = 1; id <= sim.node_count(); ++id) {
     Node* node = sim.node(id);
     REQUIRE(node != nullptr);

@@ -20,8 +20,6 @@
 namespace bigset::testing {
 namespace {
 
-constexpr uint64_t kSecond = 1'000'000;
-
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
               int n = 3) {
   return testing::RendezvousRing(std::move(nodes), epoch, size, n);

@@ -57,7 +57,6 @@ namespace {
 
 using Model = testing::KnownModel;
 
-constexpr uint64_t kSecond = 1'000'000;
 // What a healed cluster (every node restarted, anti-entropy every 0.3 s)
 // needs to converge: every partition moved, released and repaired. The
 // slowest of 504 histories took 2 s (BIGSET_TEST_SCALE=63).

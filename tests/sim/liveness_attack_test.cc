@@ -24,7 +24,6 @@
 namespace bigset::testing {
 namespace {
 
-constexpr uint64_t kSecond = 1'000'000;
 constexpr uint32_t kRingSize = 32;
 
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, int n = 3) {

@@ -30,8 +30,6 @@
 namespace bigset::testing {
 namespace {
 
-constexpr uint64_t kSecond = 1'000'000;
-
 Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch) {
   return RendezvousRing(std::move(nodes), epoch, 8, 3);
 }

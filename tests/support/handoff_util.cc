@@ -180,6 +180,20 @@ void CheckReadsKnown(Simulator& sim, const std::vector<std::string>& sets,
   }
 }
 
+void CheckReplicasKnown(Simulator& sim, const std::vector<std::string>& sets,
+                        const KnownModel& model) {
+  const Ring& ring = sim.ring();
+  for (const std::string& set : sets) {
+    const uint32_t p = ring.PartitionOf(set);
+    for (NodeId id : ring.PreferenceList(p)) {
+      CAPTURE(set, id);
+      Replica* replica = sim.node(id)->LocalReplica(p);
+      REQUIRE(replica != nullptr);
+      CheckKnown(set, ReadAllCounted(*replica, set), model);
+    }
+  }
+}
+
 void CheckPlacedAsRingSays(Simulator& sim) {
   const Ring& ring = sim.ring();
   for (NodeId id = 1; id <= sim.node_count(); ++id) {

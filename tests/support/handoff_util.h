@@ -100,6 +100,11 @@ void HealAndRestartAll(Simulator& sim);
 void CheckReadsKnown(Simulator& sim, const std::vector<std::string>& sets,
                      const KnownModel& model);
 
+// CHECKs each replica of each of `sets` (the ones the ring places) against
+// `model`, read directly (no read repair), with the counts checked too.
+void CheckReplicasKnown(Simulator& sim, const std::vector<std::string>& sets,
+                        const KnownModel& model);
+
 // CHECKs that every node's serving lists are the ring's, that each replica
 // the ring places on it verifies, and that it holds nothing (no replica, no
 // key) of the partitions the ring places elsewhere.

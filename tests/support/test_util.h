@@ -51,6 +51,9 @@ uint64_t Stat(const NodeStats& stats, std::string_view name);
 uint64_t Stat(const std::map<std::string, uint64_t>& stats,
               std::string_view name);
 
+// A second of the simulator's virtual time, in microseconds.
+inline constexpr uint64_t kSecond = 1'000'000;
+
 using Rng = std::mt19937_64;
 
 // Random bytes of random length in [0, max_len], biased towards the bytes
