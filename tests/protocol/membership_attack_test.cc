@@ -597,6 +597,16 @@ struct LeaverCase {
   std::string set = SetsOf(r1, move.p, 1)[0];
 };
 
+// A LeaverCase on a ManualCluster of `kNodes` nodes (ring r1), with
+// "before" written through A (W = 2): the start of the leaver tests.
+template <int kNodes>
+struct LeaverCluster : LeaverCase {
+  LeaverCluster() {
+    REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
+  }
+  ManualCluster c{kNodes, r1};
+};
+
 // A read's element names and its end.
 struct NamesRead final : ReadHandler {
   void OnClock(const Clock&) override {}
@@ -724,7 +734,8 @@ TEST_CASE(
   CHECK((*got)->all_present);
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    LeaverCluster<4>,
     "membership: a draining leaver answered reads from its replica to a "
     "coordinator that did not know who took its place",
     "[regression]") {
@@ -733,15 +744,8 @@ TEST_CASE(
   // node 4 serves: its list is {A, B, L}. A write through B reaches B and
   // (through L) node 4: W = 2. A's R = 2 query must not take L's replica,
   // frozen at the acceptance, for L's place: it would miss the write.
-  const LeaverCase k;
-  const Ring& r1 = k.r1;
-  const OneMove& move = k.move;
-  const NodeId a = k.a, b = k.b, leaver = k.leaver;
-  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
-  ManualCluster c(4, r1);
-  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
-  const auto slow = DrainUnknownToA(c, k);
+  const auto slow = DrainUnknownToA(c, *this);
   // B's write: its copy to A is slow.
   c.Hold(Or(slow, And(OfType(MessageType::kReplicate), To(a))));
   REQUIRE(ManualWrite(c, b, set, UpdateOp::Add("acked"), 2).ok());
@@ -777,11 +781,7 @@ TEST_CASE(
   // before the fix, its gone place-mate kept it from counting as alone in
   // its place, B was asked again, and the read timed out.
   const LeaverCase k;
-  const Ring& r1 = k.r1;
-  const Ring& r2 = k.r2;
-  const OneMove& move = k.move;
-  const NodeId a = k.a, b = k.b, leaver = k.leaver;
-  const std::string& set = k.set;
+  const auto& [r1, r2, move, a, b, leaver, set] = k;
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   std::set<std::string> written;
@@ -847,7 +847,8 @@ TEST_CASE(
   c.QueueMembership(false);
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    LeaverCluster<5>,
     "membership: a leaver draining a supplement applied the writes that "
     "reached it and lost them when it let go",
     "[regression]") {
@@ -857,16 +858,8 @@ TEST_CASE(
   // as a supplement. Once node 5 took it, L drains: a write that reaches L
   // must go on to node 5. Before the fix L applied it to its own replica,
   // which it then released: node 5 never had it.
-  const LeaverCase k;
-  const Ring& r1 = k.r1;
-  const Ring& r2 = k.r2;
-  const OneMove& move = k.move;
-  const NodeId a = k.a, b = k.b, leaver = k.leaver;
-  const std::string& set = k.set;
   const Ring r3 = testing::RendezvousRing({a, b, 5}, 3, 8, 3);
   CAPTURE(move.p, leaver, a, b);
-  ManualCluster c(5, r1);
-  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
   c.Settle();
   const auto done_ack_to_leaver =
       And(OfType(MessageType::kHandoffDoneAck), To(leaver));
@@ -921,7 +914,8 @@ TEST_CASE(
   CHECK(held == std::set<std::string>{"before", "while-draining"});
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    LeaverCluster<4>,
     "membership: a write counted a place through the node that took it while "
     "the leaver lacked the write, and a reader that had not heard of the taker "
     "missed it",
@@ -932,15 +926,7 @@ TEST_CASE(
   // 4; its copies to L and B are slow. Counting the place {L, 4} through
   // node 4 made W = 2, yet B's R = 2 read, answered by B and L, missed the
   // write. A place counts once every node of it has the write.
-  const LeaverCase k;
-  const Ring& r1 = k.r1;
-  const Ring& r2 = k.r2;
-  const OneMove& move = k.move;
-  const NodeId a = k.a, b = k.b, leaver = k.leaver;
-  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
-  ManualCluster c(4, r1);
-  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
   c.QueueMembership(true);
   const auto slow = Or(And(OfType(MessageType::kHandoffDoneAck), To(leaver)),
                        And(OfType(MessageType::kMembership), To(b)));
@@ -991,7 +977,8 @@ TEST_CASE(
   CHECK(got->ok());
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    LeaverCluster<4>,
     "membership: a leaver restarted while it drained answered reads from a "
     "replica that lacked what it had passed on",
     "[regression]") {
@@ -1002,16 +989,8 @@ TEST_CASE(
   // node 4 (list {A, B, L}), then answered an R = 2 query from itself and
   // L without the write. A node that committed to hand its place over
   // refuses reads.
-  const LeaverCase k;
-  const Ring& r1 = k.r1;
-  const Ring& r2 = k.r2;
-  const OneMove& move = k.move;
-  const NodeId a = k.a, b = k.b, leaver = k.leaver;
-  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
-  ManualCluster c(4, r1);
-  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
-  const auto slow = DrainUnknownToA(c, k);
+  const auto slow = DrainUnknownToA(c, *this);
   // B's write: its copy to A is slow; the one to node 4 is lost, so node 4
   // has it through L only.
   const auto to_a = And(OfType(MessageType::kReplicate), To(a));
@@ -1032,7 +1011,8 @@ TEST_CASE(
   query.Finish(c);
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    LeaverCluster<5>,
     "membership: a leaver that coordinated a given-up write answered for its "
     "place from its cache while its taker never got the chosen delta",
     "[regression]") {
@@ -1043,13 +1023,8 @@ TEST_CASE(
   // B's delta. L answered from its cache with its own delta, which counted
   // as L's place: W = 2 with B, while node 4, which holds L's place, never
   // got B's dot. The place now counts once node 4 has applied it.
-  const LeaverCase k;
-  const NodeId a = k.a, b = k.b, leaver = k.leaver;
-  const uint32_t p = k.move.p;
-  const std::string& set = k.set;
+  const uint32_t p = move.p;
   CAPTURE(p, leaver, a, b);
-  ManualCluster c(5, k.r1);
-  REQUIRE(ManualWrite(c, a, set, UpdateOp::Add("before"), 2).ok());
   c.QueueMembership(true);
   const auto gossip_to_5 = And(OfType(MessageType::kMembership), To(5));
   const auto update = OfType(MessageType::kUpdate);
@@ -1072,7 +1047,7 @@ TEST_CASE(
   // 2. Ring 2: node 4 takes L's place; L drains (its confirmation held).
   const auto proposal = And(OfType(MessageType::kHandoffDone), From(leaver));
   c.Hold(Or(Or(gossip_to_5, Or(from_5, To(5))), proposal));
-  InstallAll(c, 4, k.r2);
+  InstallAll(c, 4, r2);
   for (int i = 0; i < 400 && !Draining(c.node(leaver), p); ++i) {
     c.DeliverOne(And(proposal, OfPartition(p)));
     c.Advance(20'000);
