@@ -113,11 +113,7 @@ TEST_CASE(
   o.service.reply_cache_bytes = 1;
   Fx f(4, 3, o);
   const NodeId a = f.pl[0];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  REQUIRE(f.c.Drop(From(a)) == 1);
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")}, /*lose_reply=*/true);
   REQUIRE(f.result->ok());
   // One retransmission of the request to A is delayed in the network.
   std::vector<Sent> delayed = f.Stash(And(To(a), OfType(MessageType::kUpdate)));
@@ -224,10 +220,7 @@ TEST_CASE(
     "acks, acks after the end") {
   Fx f;
   const NodeId a = f.pl[0];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")});
   REQUIRE(f.result->ok());
   f.c.Drop(And(To(a), OfType(MessageType::kUpdate)));
   // A gets the chosen delta: answers with its own (held).
@@ -244,24 +237,15 @@ TEST_CASE(
   CHECK(Stat(st, "write.late_coordinator_replies") == 1);
   CHECK(Stat(st, "write.extra_dots") == 1);
   CHECK(f.calls == 1);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 2);
-  }
+  f.CheckDotsOnAll("x", 2);
   f.CheckClientIdle();
 }
 
 TEST_CASE("failover attack: late kUpdateReply after the AckWithDelta") {
   Fx f;
   const NodeId a = f.pl[0];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
-  f.c.Drop(And(To(a), OfType(MessageType::kUpdate)));
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
-  REQUIRE(f.c.DeliverOne(
-      And(From(a), OfType(MessageType::kReplicateAckWithDelta))));
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")});
+  f.GivenUpAnswers(a);
   REQUIRE(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
   // Extra delta fully acked before the late reply comes.
   REQUIRE(f.c.DeliverAll(Not(Or(To(a), From(a)))) > 0);
@@ -271,7 +255,7 @@ TEST_CASE("failover attack: late kUpdateReply after the AckWithDelta") {
   CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
   CHECK(Stat(f.ClientStats(), "write.extra_dots") == 1);
   CHECK(f.calls == 1);
-  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
+  f.CheckDotsOnAll("x", 2);
   f.CheckClientIdle();
 }
 
@@ -366,10 +350,7 @@ TEST_CASE("failover attack: the write cycles back to the first candidate") {
   f.c.Advance(100'000, 3);
   CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 2);
   CHECK(Stat(f.ClientStats(), "write.extra_dots") == 2);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 3);
-  }
+  f.CheckDotsOnAll("x", 3);
   CHECK(f.calls == 1);
   f.CheckClientIdle();
 }
@@ -388,10 +369,7 @@ TEST_CASE("failover attack: N = 5, two given-up candidates applied the write") {
   f.c.Unhold();
   f.c.Advance(100'000, 3);
   CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 2);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 3);
-  }
+  f.CheckDotsOnAll("x", 3);
   CHECK(f.calls == 1);
   f.CheckClientIdle();
 }
@@ -409,7 +387,7 @@ TEST_CASE("failover attack: failover off, duplicated late answers") {
   f.c.Unhold();
   f.c.Advance(100'000, 3);
   CHECK(f.calls == 1);
-  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 1);
+  f.CheckDotsOnAll("x", 1);
   CHECK(Stat(f.ClientStats(), "write.coordinator_switches") == 0);
   f.CheckClientIdle();
 }
@@ -451,14 +429,8 @@ TEST_CASE("failover attack: a clear through failover") {
 TEST_CASE("failover attack: the coordinating node restarts mid-failover") {
   Fx f;
   const NodeId a = f.pl[0];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
-  f.c.Drop(And(To(a), OfType(MessageType::kUpdate)));
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
-  REQUIRE(f.c.DeliverOne(
-      And(From(a), OfType(MessageType::kReplicateAckWithDelta))));
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")});
+  f.GivenUpAnswers(a);
   // The extra delta is on its way; the coordinating node crashes.
   f.c.Restart(f.client, f.c.Now(f.client));
   f.c.Unhold();
@@ -466,7 +438,7 @@ TEST_CASE("failover attack: the coordinating node restarts mid-failover") {
   f.CheckClientIdle();
   CHECK(f.calls == 1);
   // The extra delta's first copies went out before the crash.
-  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
+  f.CheckDotsOnAll("x", 2);
   f.Write({UpdateOp::Add("z")});
   f.AdvanceUntilAnswered();
   CHECK(f.result->ok());
@@ -475,17 +447,14 @@ TEST_CASE("failover attack: the coordinating node restarts mid-failover") {
 TEST_CASE("failover attack: the given-up replica restarts after its answer") {
   Fx f;
   const NodeId a = f.pl[0];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")});
   f.c.Drop(And(To(a), OfType(MessageType::kUpdate)));
   REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
   f.c.Restart(a, f.c.Now(a));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
   CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
-  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
+  f.CheckDotsOnAll("x", 2);
   f.CheckClientIdle();
 }
 
@@ -495,10 +464,7 @@ TEST_CASE(
   Fx f;
   const NodeId a = f.pl[0];
   const NodeId cc = f.pl[2];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")});
   REQUIRE(f.result->ok());
   // From now on C's acks are lost (A stays unreachable: the write lives).
   f.c.Hold(Or(Or(To(a), From(a)), And(From(cc), To(f.client))));
@@ -513,7 +479,7 @@ TEST_CASE(
   CHECK(Stat(f.ClientStats(), "write.failovers_unsettled") ==
         0);  // A and B acked: W reached.
   CHECK(f.calls == 1);
-  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
+  f.CheckDotsOnAll("x", 2);
 }
 
 TEST_CASE(

@@ -45,10 +45,7 @@ TEST_CASE("failover: a given-up coordinator's late reply is replicated") {
   const NodeStats st = f.ClientStats();
   CHECK(Stat(st, "write.late_coordinator_replies") == 1);
   CHECK(Stat(st, "write.extra_dots") == 1);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 2);
-  }
+  f.CheckDotsOnAll("x", 2);
   // An R = 2 read through any node sees both dots, one of them the
   // acknowledged one; a remove with that context removes x everywhere.
   std::vector<Dot> seen;
@@ -70,13 +67,9 @@ TEST_CASE(
     "over with its acknowledgement") {
   Fixture f;
   const NodeId a = f.pl[0];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
   // A's reply is lost, and A is unreachable until the write switched and
   // was acknowledged.
-  REQUIRE(f.c.Drop(From(a)) == 1);
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")}, /*lose_reply=*/true);
   REQUIRE(f.result->ok());
   f.c.Drop(Or(To(a), From(a)));  // Retransmissions of the update to A.
   f.c.Unhold();
@@ -86,10 +79,7 @@ TEST_CASE(
   const NodeStats st = f.ClientStats();
   CHECK(Stat(st, "write.late_coordinator_replies") == 1);
   CHECK(Stat(st, "write.extra_dots") == 1);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 2);
-  }
+  f.CheckDotsOnAll("x", 2);
 }
 
 TEST_CASE(
@@ -109,10 +99,7 @@ TEST_CASE(
   f.c.Unhold();
   f.c.Advance(100'000, 3);
   CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 0);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 1);
-  }
+  f.CheckDotsOnAll("x", 1);
 }
 
 TEST_CASE("failover: refused, the write fails instead of switching") {
@@ -131,10 +118,7 @@ TEST_CASE("failover: refused, the write fails instead of switching") {
   // for a late answer, replicates it, so no dot stays on A alone.
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 1);
-  }
+  f.CheckDotsOnAll("x", 1);
 }
 
 TEST_CASE("failover: a remove through failover is idempotent") {
@@ -146,10 +130,7 @@ TEST_CASE("failover: a remove through failover is idempotent") {
   f.c.Advance(100'000, 3);
   const std::vector<Dot> ctx = f.QuorumDots(kClient, "x");
   REQUIRE(ctx.size() == 1);
-  f.Write({UpdateOp::Remove("x", ctx)});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Remove("x", ctx)});
   REQUIRE(f.result->ok());
   f.c.Unhold();
   f.c.Advance(100'000, 3);
@@ -176,10 +157,7 @@ TEST_CASE("failover: an extra delta the chosen coordinator missed gets a hint",
   Fixture f(4, 3, o);
   const NodeId a = f.pl[0];
   const NodeId b = f.pl[1];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")});
   REQUIRE(f.result->ok());
   REQUIRE(Stat(f.ClientStats(), "write.coordinator_switches") == 1);
   REQUIRE(f.DotsOn(b, "x").size() == 1);  // B coordinated the write.
@@ -200,20 +178,14 @@ TEST_CASE("failover: an extra delta the chosen coordinator missed gets a hint",
   CHECK(Stat(f.ClientStats(), "anti_entropy.hints") == 1);
   f.c.Unhold();
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
-  for (NodeId n : f.pl) {
-    INFO("node " << n);
-    CHECK(f.DotsOn(n, "x").size() == 2);
-  }
+  f.CheckDotsOnAll("x", 2);
   CHECK(Stat(f.ClientStats(), "anti_entropy.hints") == 0);  // Acknowledged.
 }
 
 TEST_CASE("failover: a given-up replica silent past the deadline is counted") {
   Fixture f;
   const NodeId a = f.pl[0];
-  f.Write({UpdateOp::Add("x")});
-  REQUIRE(f.c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
-  f.c.Hold(Or(To(a), From(a)));
-  f.AdvanceUntilAnswered();
+  f.WriteWhileCutOff(a, {UpdateOp::Add("x")});
   REQUIRE(f.result->ok());
   CHECK(Stat(f.ClientStats(), "write.failovers_unsettled") == 0);
   for (int i = 0; i < 30; ++i) f.c.Advance(100'000);
@@ -232,7 +204,7 @@ TEST_CASE("failover: a given-up replica silent past the deadline is counted") {
   REQUIRE(got->ok());
   CHECK((*got)->elements.at(0).dots.size() == 2);
   f.c.Advance(100'000, 3);
-  for (NodeId n : f.pl) CHECK(f.DotsOn(n, "x").size() == 2);
+  f.CheckDotsOnAll("x", 2);
 }
 
 }  // namespace

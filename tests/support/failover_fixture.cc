@@ -33,6 +33,29 @@ void FailoverFixture::Write(std::vector<UpdateOp> ops) {
                         });
 }
 
+void FailoverFixture::WriteWhileCutOff(NodeId a, std::vector<UpdateOp> ops,
+                                       bool lose_reply) {
+  Write(std::move(ops));
+  REQUIRE(c.DeliverOne(And(To(a), OfType(MessageType::kUpdate))));
+  if (lose_reply) REQUIRE(c.Drop(From(a)) == 1);
+  c.Hold(Or(To(a), From(a)));
+  AdvanceUntilAnswered();
+}
+
+void FailoverFixture::CheckDotsOnAll(const std::string& element, size_t count) {
+  for (NodeId n : pl) {
+    INFO("node " << n);
+    CHECK(DotsOn(n, element).size() == count);
+  }
+}
+
+void FailoverFixture::GivenUpAnswers(NodeId a) {
+  c.Drop(And(To(a), OfType(MessageType::kUpdate)));
+  REQUIRE(c.DeliverOne(And(To(a), OfType(MessageType::kReplicateGivenUp))));
+  REQUIRE(
+      c.DeliverOne(And(From(a), OfType(MessageType::kReplicateAckWithDelta))));
+}
+
 void FailoverFixture::AdvanceUntilAnswered(int max_steps) {
   for (int i = 0; i < max_steps && !result.has_value(); ++i) {
     c.Advance(100'000);

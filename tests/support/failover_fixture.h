@@ -26,11 +26,24 @@ struct FailoverFixture {
   // Starts a write of `ops` through the client; its result lands in
   // `result`, and `calls` counts the callbacks.
   void Write(std::vector<UpdateOp> ops);
+  // Writes `ops` through the client, lets the first candidate `a` get the
+  // request and then cuts it off (nothing to or from it is delivered until
+  // c.Unhold()), and advances until the client has its answer: the write
+  // went on through another coordinator while `a` may have applied it.
+  // With `lose_reply`, a's reply (sent as it applied the write) is lost.
+  void WriteWhileCutOff(NodeId a, std::vector<UpdateOp> ops,
+                        bool lose_reply = false);
+  // After WriteWhileCutOff: a's retransmitted requests are dropped, a gets
+  // the chosen delta and its answer (its own delta) reaches the client.
+  void GivenUpAnswers(NodeId a);
   // Advances time in 100 ms steps until the client has its answer.
   void AdvanceUntilAnswered(int max_steps = 60);
   // The dots of `element` in `set` (or `other_set`) on replica `node`.
   std::vector<Dot> DotsOn(NodeId node, const std::string& element,
                           const std::string* other_set = nullptr);
+  // CHECKs that each replica of the set's preference list holds `count`
+  // dots of `element`.
+  void CheckDotsOnAll(const std::string& element, size_t count);
   // An R-quorum membership query of `element` through node `via`.
   std::vector<Dot> QuorumDots(NodeId via, const std::string& element,
                               int r = 2);
