@@ -256,20 +256,12 @@ void RunChange(uint64_t seed, Change change, bool faults, Totals* totals) {
   SettleOrFail(sim, 0);
   for (int i = 0; i < 20; ++i) op();
 
-  const Ring& ring = sim.ring();
   // Without faults every write reached every serving replica, and the
   // transfers and forwards brought it to the new ones: every replica holds
   // the model's value before any repair.
   if (!faults) CheckReplicasKnown(sim, sets, model);
   // Read repair with every replica, then every replica against the model.
-  ClusterReadOptions all = ro;
-  all.r = ring.n();
-  all.read_repair = true;
-  for (const std::string& set : sets) {
-    absl::StatusOr<SimReadResult> r = sim.Read(ring.nodes().front(), set, all);
-    REQUIRE(r.ok());
-    CheckKnown(set, r->elements, model);
-  }
+  CheckReadsKnown(sim, sets, model, ro);
   sim.RunUntilIdle();
   CheckReplicasKnown(sim, sets, model);
   for (NodeId id = 1; id <= sim.node_count(); ++id) {

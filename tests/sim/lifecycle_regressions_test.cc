@@ -558,13 +558,7 @@ TEST_CASE(
   }
   // Cut node 5 off the moment it accepts the leaver's place.
   bool accepted = false;
-  sim.SetSendObserver([&](NodeId from, NodeId to, std::string_view bytes) {
-    if (from != 5 || to != leaver) return;
-    absl::StatusOr<Message> m = DecodeMessage(bytes);
-    if (!m.ok() || m->header.partition != p) return;
-    const auto* ack = m->As<msg::HandoffDoneAck>();
-    if (ack != nullptr && ack->status.ok()) accepted = true;
-  });
+  OnAcceptance(sim, 5, leaver, p, [&] { accepted = true; });
   REQUIRE(sim.InstallRing(second).ok());
   const uint64_t bound = sim.NowMicros() + 120 * kSecond;
   while (!accepted && sim.NowMicros() < bound) REQUIRE(sim.Step());

@@ -164,16 +164,10 @@ void MakeTwins(Twins* t, const SimOptions& o,
     }
   }
   bool accepted = false;
-  sim.SetSendObserver([&](NodeId from, NodeId to, std::string_view bytes) {
-    if (from != 5 || to != leaver) return;
-    absl::StatusOr<Message> m = DecodeMessage(bytes);
-    if (!m.ok() || m->header.partition != p) return;
-    const auto* ack = m->As<msg::HandoffDoneAck>();
-    if (ack != nullptr && ack->status.ok()) {
-      accepted = true;
-      // Before this message is routed: it is late too.
-      if (slow_acceptance > 0) sim.SlowLink(5, leaver, slow_acceptance);
-    }
+  OnAcceptance(sim, 5, leaver, p, [&] {
+    accepted = true;
+    // Before this message is routed: it is late too.
+    if (slow_acceptance > 0) sim.SlowLink(5, leaver, slow_acceptance);
   });
   REQUIRE(sim.InstallRing(t->second).ok());
   const uint64_t bound = sim.NowMicros() + 120 * kSecond;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "net/message.h"
 #include "test_util.h"
 
 namespace bigset::testing {
@@ -168,9 +169,9 @@ void DumpTrace(const Simulator& sim, size_t lines) {
 }
 
 void CheckReadsKnown(Simulator& sim, const std::vector<std::string>& sets,
-                     const KnownModel& model) {
+                     const KnownModel& model, const ClusterReadOptions& base) {
   const Ring& ring = sim.ring();
-  ClusterReadOptions all;
+  ClusterReadOptions all = base;
   all.r = ring.n();
   all.read_repair = true;
   for (const std::string& set : sets) {
@@ -178,6 +179,17 @@ void CheckReadsKnown(Simulator& sim, const std::vector<std::string>& sets,
     REQUIRE(r.ok());
     CheckKnown(set, r->elements, model);
   }
+}
+
+void OnAcceptance(Simulator& sim, NodeId taker, NodeId giver, uint32_t p,
+                  std::function<void()> on_accept) {
+  sim.SetSendObserver([=](NodeId from, NodeId to, std::string_view bytes) {
+    if (from != taker || to != giver) return;
+    absl::StatusOr<Message> m = DecodeMessage(bytes);
+    if (!m.ok() || m->header.partition != p) return;
+    const auto* ack = m->As<msg::HandoffDoneAck>();
+    if (ack != nullptr && ack->status.ok()) on_accept();
+  });
 }
 
 void CheckReplicasKnown(Simulator& sim, const std::vector<std::string>& sets,

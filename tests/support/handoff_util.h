@@ -95,10 +95,18 @@ void QuietNetwork(Simulator& sim);
 // is down (its clock set back, as after a reboot).
 void HealAndRestartAll(Simulator& sim);
 
-// CHECKs what an R = N read (with read repair) of each of `sets` through
-// the ring's first node returns against `model` (REQUIREs that it reads).
+// CHECKs what an R = N read (with read repair; the rest of its options
+// from `base`) of each of `sets` through the ring's first node returns
+// against `model` (REQUIREs that it reads).
 void CheckReadsKnown(Simulator& sim, const std::vector<std::string>& sets,
-                     const KnownModel& model);
+                     const KnownModel& model,
+                     const ClusterReadOptions& base = {});
+
+// Calls `on_accept` when `taker` sends `giver` its acceptance of the place
+// in partition `p` (an ok HandoffDoneAck), before that message is routed;
+// replaces the simulator's send observer.
+void OnAcceptance(Simulator& sim, NodeId taker, NodeId giver, uint32_t p,
+                  std::function<void()> on_accept);
 
 // CHECKs each replica of each of `sets` (the ones the ring places) against
 // `model`, read directly (no read repair), with the counts checked too.
