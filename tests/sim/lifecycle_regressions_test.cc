@@ -25,19 +25,34 @@ Ring MakeRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size = 8,
   return testing::RendezvousRing(std::move(nodes), epoch, size, n);
 }
 
+// Writes element "e<i>" to set "s<i>" for i in [0, count), through nodes 1
+// to `nodes` in turn (REQUIREs that each write succeeds).
+void WriteOneElementEach(Simulator& sim, int count, int nodes) {
+  for (int i = 0; i < count; ++i) {
+    REQUIRE(sim.Update(1 + i % nodes, absl::StrCat("s", i),
+                       {UpdateOp::Add(absl::StrCat("e", i))})
+                .ok());
+  }
+}
+
+// REQUIREs that a read of each of the sets "s0" to "s<count - 1>" through
+// node 1 returns one element.
+void CheckOneElementEach(Simulator& sim, int count) {
+  for (int i = 0; i < count; ++i) {
+    CAPTURE(i);
+    absl::StatusOr<SimReadResult> r = sim.Read(1, absl::StrCat("s", i));
+    REQUIRE(r.ok());
+    REQUIRE(r->elements.size() == 1);
+  }
+}
+
 TEST_CASE(
     "handoff: a receiver that lost power mid-run accepts the run without the "
     "sets it lost",
     "[regression]") {
   // sync_writes off (the default); no hints, no anti-entropy rounds, no
   // read repair: nothing but the hand-off can bring the element back.
-  SimOptions o;
-  o.seed = 7;
-  o.nodes = 3;
-  o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
-  o.node.service.max_chunk_elements = 2;
-  o.node.handoff.chunk_elements = 2;
-  o.node.anti_entropy.chunk_elements = 2;
+  SimOptions o = ChunkedClusterOptions(7, 3, 8, 3, 2);
   o.node.handoff.max_running = 1;
   o.node.anti_entropy.hint_bytes = 0;
   auto created = Simulator::Create(o);
@@ -228,13 +243,7 @@ TEST_CASE(
   // Its views must end at the latest lists, whatever it heard when.
   for (uint64_t seed : testing::Seeds(4)) {
     CAPTURE(seed);
-    SimOptions o;
-    o.seed = seed;
-    o.nodes = 3;
-    o.ring = RingOptions{8, 3, 1, Placement::kRendezvous};
-    o.node.service.max_chunk_elements = 4;
-    o.node.handoff.chunk_elements = 4;
-    o.node.anti_entropy.chunk_elements = 4;
+    SimOptions o = ChunkedClusterOptions(seed, 3, 8, 3, 4);
     auto created = Simulator::Create(o);
     REQUIRE(created.ok());
     Simulator& sim = **created;
@@ -382,11 +391,7 @@ std::unique_ptr<Simulator> FlapCluster() {
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
-  for (int i = 0; i < 16; ++i) {
-    REQUIRE(sim.Update(1 + i % 4, absl::StrCat("s", i),
-                       {UpdateOp::Add(absl::StrCat("e", i))})
-                .ok());
-  }
+  WriteOneElementEach(sim, 16, 4);
   REQUIRE(sim.InstallRing(MakeRing({1, 2, 3, 5}, 2), {4}).ok());
   return std::move(*created);
 }
@@ -401,11 +406,7 @@ void CheckJoinerSettles(Simulator& sim) {
     CHECK(std::find(list.begin(), list.end(), 5) == list.end());
   }
   SettleOrFail(sim, 60 * kSecond);
-  for (int i = 0; i < 16; ++i) {
-    absl::StatusOr<SimReadResult> r = sim.Read(1, absl::StrCat("s", i));
-    REQUIRE(r.ok());
-    REQUIRE(r->elements.size() == 1);
-  }
+  CheckOneElementEach(sim, 16);
 }
 
 TEST_CASE(
@@ -464,11 +465,7 @@ TEST_CASE(
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
-  for (int i = 0; i < 8; ++i) {
-    REQUIRE(sim.Update(1 + i % 3, absl::StrCat("s", i),
-                       {UpdateOp::Add(absl::StrCat("e", i))})
-                .ok());
-  }
+  WriteOneElementEach(sim, 8, 3);
   REQUIRE(sim.InstallRing(MakeRing({1, 2, 4}, 2, 4)).ok());
   auto serves = [&](NodeId id, uint32_t p) {
     const std::vector<NodeId> l = sim.node(id)->ServingList(p);
@@ -487,11 +484,7 @@ TEST_CASE(
   REQUIRE(sim.InstallRing(MakeRing({1, 2, 6}, 4, 4), {3}).ok());
   sim.Heal();
   SettleOrFail(sim, 60 * kSecond);
-  for (int i = 0; i < 8; ++i) {
-    absl::StatusOr<SimReadResult> r = sim.Read(1, absl::StrCat("s", i));
-    REQUIRE(r.ok());
-    CHECK(r->elements.size() == 1);
-  }
+  CheckOneElementEach(sim, 8);
 }
 
 TEST_CASE(
@@ -506,13 +499,7 @@ TEST_CASE(
   // joiner to pair with"), its serving list n + 1 long on every node
   // (issue "Liveness", second finding). Now it gives its data to its twin
   // 6 as a supplement and lets go.
-  SimOptions o;
-  o.seed = 11;
-  o.nodes = 4;
-  o.ring = RingOptions{32, 3, 1, Placement::kRendezvous};
-  o.node.service.max_chunk_elements = 2;
-  o.node.handoff.chunk_elements = 2;
-  o.node.anti_entropy.chunk_elements = 2;
+  SimOptions o = ChunkedClusterOptions(11, 4, 32, 3, 2);
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
