@@ -233,11 +233,7 @@ TEST_CASE(
     f.DuplicateQueue();
     f.c.Advance(100'000);
   }
-  const NodeStats st = f.ClientStats();
-  CHECK(Stat(st, "write.late_coordinator_replies") == 1);
-  CHECK(Stat(st, "write.extra_dots") == 1);
-  CHECK(f.calls == 1);
-  f.CheckDotsOnAll("x", 2);
+  f.CheckLateReplyReplicated("x");
   f.CheckClientIdle();
 }
 
@@ -252,10 +248,7 @@ TEST_CASE("failover attack: late kUpdateReply after the AckWithDelta") {
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  CHECK(Stat(f.ClientStats(), "write.late_coordinator_replies") == 1);
-  CHECK(Stat(f.ClientStats(), "write.extra_dots") == 1);
-  CHECK(f.calls == 1);
-  f.CheckDotsOnAll("x", 2);
+  f.CheckLateReplyReplicated("x");
   f.CheckClientIdle();
 }
 

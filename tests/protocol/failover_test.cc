@@ -42,10 +42,7 @@ TEST_CASE("failover: a given-up coordinator's late reply is replicated") {
   REQUIRE(f.c.DeliverOne(And(From(a), OfType(MessageType::kUpdateReply))));
   f.c.Unhold();
   f.c.Advance(100'000, 3);
-  const NodeStats st = f.ClientStats();
-  CHECK(Stat(st, "write.late_coordinator_replies") == 1);
-  CHECK(Stat(st, "write.extra_dots") == 1);
-  f.CheckDotsOnAll("x", 2);
+  f.CheckLateReplyReplicated("x");
   // An R = 2 read through any node sees both dots, one of them the
   // acknowledged one; a remove with that context removes x everywhere.
   std::vector<Dot> seen;
@@ -76,10 +73,7 @@ TEST_CASE(
   // The write retransmits its delta to A as kReplicateGivenUp; A answers
   // with its own delta, which the write replicates.
   f.c.Advance(100'000, 3);
-  const NodeStats st = f.ClientStats();
-  CHECK(Stat(st, "write.late_coordinator_replies") == 1);
-  CHECK(Stat(st, "write.extra_dots") == 1);
-  f.CheckDotsOnAll("x", 2);
+  f.CheckLateReplyReplicated("x");
 }
 
 TEST_CASE(

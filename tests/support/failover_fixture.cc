@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "test_util.h"
 
 namespace bigset::testing {
 
@@ -47,6 +48,14 @@ void FailoverFixture::CheckDotsOnAll(const std::string& element, size_t count) {
     INFO("node " << n);
     CHECK(DotsOn(n, element).size() == count);
   }
+}
+
+void FailoverFixture::CheckLateReplyReplicated(const std::string& element) {
+  const NodeStats st = ClientStats();
+  CHECK(Stat(st, "write.late_coordinator_replies") == 1);
+  CHECK(Stat(st, "write.extra_dots") == 1);
+  CHECK(calls == 1);
+  CheckDotsOnAll(element, 2);
 }
 
 void FailoverFixture::GivenUpAnswers(NodeId a) {

@@ -44,6 +44,9 @@ struct FailoverFixture {
   // CHECKs that each replica of the set's preference list holds `count`
   // dots of `element`.
   void CheckDotsOnAll(const std::string& element, size_t count);
+  // CHECKs that the client counted one late reply and replicated its extra
+  // dot, answering once: every replica holds two dots of `element`.
+  void CheckLateReplyReplicated(const std::string& element);
   // An R-quorum membership query of `element` through node `via`.
   std::vector<Dot> QuorumDots(NodeId via, const std::string& element,
                               int r = 2);
