@@ -230,6 +230,34 @@ void Report(const char* name, const Totals& t) {
             << t.keys_pushed << " keys pushed; divergences: " << t.divergences);
 }
 
+// `nodes` nodes each holding the one partition (N = nodes), anti-entropy
+// every second and no hints: only the rounds repair what a replica missed.
+SimOptions OnePartition(uint64_t seed, int nodes) {
+  SimOptions o;
+  o.seed = seed;
+  o.nodes = nodes;
+  o.ring.ring_size = 1;
+  o.ring.n = nodes;
+  o.node.anti_entropy.interval_micros = kSecond;
+  o.node.anti_entropy.hint_bytes = 0;
+  return o;
+}
+
+// On a OnePartition cluster of 3: removes "gone" (which every replica
+// holds) from `set` through node 1 with W = 2 while node 3 is cut off,
+// past the remove's deadline, then heals; node 3 still holds "gone".
+void MissRemoveOnNode3(Simulator& sim, const std::string& set) {
+  ClusterWriteOptions two;
+  two.w = 2;
+  sim.Partition({{1, 2}, {3}});
+  UpdateOp remove = UpdateOp::Remove("gone", {});
+  remove.context_from_replica = true;
+  REQUIRE(sim.Update(1, set, {remove}, two).ok());
+  sim.RunFor(3 * kSecond);  // The remove's deadline passes.
+  sim.Heal();
+  REQUIRE(View(sim, 3, set).value.contains("gone"));
+}
+
 TEST_CASE("anti-entropy: replicas converge with no read, under every fault") {
   Totals totals;
   for (uint64_t seed : Seeds(30)) RunFaults(seed, /*hints=*/true, &totals);
@@ -424,13 +452,7 @@ TEST_CASE(
   // the middle of a round: with more differing sets per round than that,
   // every set's first sighting was gone by its second, and nothing was ever
   // repaired. (64 buckets: every round looks at every set.)
-  SimOptions o;
-  o.seed = 0x5eed0004;
-  o.nodes = 2;
-  o.ring.ring_size = 1;
-  o.ring.n = 2;
-  o.node.anti_entropy.interval_micros = kSecond;
-  o.node.anti_entropy.hint_bytes = 0;
+  SimOptions o = OnePartition(0x5eed0004, 2);
   o.node.replica.digest_buckets = 64;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
@@ -453,27 +475,14 @@ TEST_CASE(
   // repaired by a full exchange only when two rounds in a row saw the same
   // pair of keys digests; an add between the rounds changes both, so a set
   // written to more often than the rounds run was never repaired.
-  SimOptions o;
-  o.seed = 0x5eed0005;
-  o.nodes = 3;
-  o.ring.ring_size = 1;
-  o.node.anti_entropy.interval_micros = kSecond;
-  o.node.anti_entropy.hint_bytes = 0;
+  SimOptions o = OnePartition(0x5eed0005, 3);
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
   ClusterWriteOptions all;
   all.w = 3;
-  ClusterWriteOptions two;
-  two.w = 2;
   REQUIRE(sim.Update(1, "s", {UpdateOp::Add("gone")}, all).ok());
-  sim.Partition({{1, 2}, {3}});
-  UpdateOp remove = UpdateOp::Remove("gone", {});
-  remove.context_from_replica = true;
-  REQUIRE(sim.Update(1, "s", {remove}, two).ok());
-  sim.RunFor(3 * kSecond);  // The remove's deadline passes.
-  sim.Heal();
-  REQUIRE(View(sim, 3, "s").value.contains("gone"));
+  MissRemoveOnNode3(sim, "s");
   // An add every 0.2 s, acknowledged by every replica, for 40 rounds.
   for (int i = 0; i < 200; ++i) {
     REQUIRE(
@@ -501,30 +510,17 @@ TEST_CASE("anti-entropy: a missed remove on a set cleared often is repaired",
   // here use an old context (they never cover "gone"), as a client
   // clearing what it read long ago does; each leaves a tombstone, and the
   // sweeper, busy elsewhere, gets to it every 5 s.
-  SimOptions o;
-  o.seed = 0x5eed0006;
-  o.nodes = 3;
-  o.ring.ring_size = 1;
-  o.node.anti_entropy.interval_micros = kSecond;
-  o.node.anti_entropy.hint_bytes = 0;
+  SimOptions o = OnePartition(0x5eed0006, 3);
   o.node.sweep.tick_micros = 5 * kSecond;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
   Simulator& sim = **created;
   ClusterWriteOptions all;
   all.w = 3;
-  ClusterWriteOptions two;
-  two.w = 2;
   REQUIRE(sim.Update(1, "c", {UpdateOp::Add("old")}, all).ok());
   const Clock old_context = View(sim, 1, "c").clock;
   REQUIRE(sim.Update(1, "c", {UpdateOp::Add("gone")}, all).ok());
-  sim.Partition({{1, 2}, {3}});
-  UpdateOp remove = UpdateOp::Remove("gone", {});
-  remove.context_from_replica = true;
-  REQUIRE(sim.Update(1, "c", {remove}, two).ok());
-  sim.RunFor(3 * kSecond);
-  sim.Heal();
-  REQUIRE(View(sim, 3, "c").value.contains("gone"));
+  MissRemoveOnNode3(sim, "c");
   // A clear every 50 ms for 30 rounds: a tombstone is there almost all the
   // time on each replica.
   int tombstones_seen = 0;
@@ -548,13 +544,7 @@ TEST_CASE(
   // set's digest has its tombstone's emptiness, not its dots): the rounds
   // see nothing until the sweeps delete the covered keys, which turns the
   // difference into one of keys. Reads merge tombstones meanwhile.
-  SimOptions o;
-  o.seed = 0x5eed0007;
-  o.nodes = 2;
-  o.ring.ring_size = 1;
-  o.ring.n = 2;
-  o.node.anti_entropy.interval_micros = kSecond;
-  o.node.anti_entropy.hint_bytes = 0;
+  SimOptions o = OnePartition(0x5eed0007, 2);
   o.node.sweep.tick_micros = 10 * kSecond;
   auto created = Simulator::Create(o);
   REQUIRE(created.ok());
