@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "range_answer.h"
 #include "test_util.h"
 
 namespace bigset::server {
@@ -21,21 +22,6 @@ namespace {
 using bigset::testing::Rng;
 using bigset::testing::Seeds;
 using bigset::testing::Uniform;
-
-RangeResult Answer(const std::set<std::string>& set, const RangeQuery& q) {
-  RangeResult r;
-  auto it = q.start.has_value() ? set.lower_bound(*q.start) : set.begin();
-  for (; it != set.end() && !q.PastEnd(*it); ++it) {
-    if (r.elements.size() == q.limit) {
-      r.continuation = r.elements.back().element;
-      break;
-    }
-    ElementDots e;
-    e.element = *it;
-    r.elements.push_back(std::move(e));
-  }
-  return r;
-}
 
 std::shared_ptr<Skeleton> Build(const std::set<std::string>& set) {
   auto sk = std::make_shared<Skeleton>();
@@ -55,7 +41,7 @@ std::vector<std::string> DrawOnce(std::shared_ptr<Skeleton> sk,
       sk, k, seed,
       [&set](RangeQuery q,
              std::function<void(absl::StatusOr<RangeResult>)> cb) {
-        cb(Answer(set, q));
+        cb(bigset::testing::AnswerRange(set, q));
       },
       [&](absl::StatusOr<std::vector<ElementDots>> r) {
         REQUIRE(r.ok());

@@ -6,10 +6,12 @@
 
 #include <catch2/catch.hpp>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -290,12 +292,27 @@ TEST_CASE("set batcher: any interleaving answers as submission order") {
   }
 }
 
-TEST_CASE("set batcher: commands that wait share one read and one write") {
+// A fixture: a batcher (made by Start) over a FakeBackend, and `keep`,
+// which keeps the batcher's answers in `got`, in order.
+class Batching {
+ protected:
+  SetBatcher& Start(SetBatcherOptions options) {
+    return batcher_.emplace(&backend, std::move(options));
+  }
+
   FakeBackend backend;
-  SetBatcher batcher(&backend, OneAtATime());
-  backend.sets["s"]["x"] = {Dot{7, 1}};
   std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+  const std::function<void(SetCommandResult)> keep =
+      [this](SetCommandResult r) { got.push_back(std::move(r)); };
+
+ private:
+  std::optional<SetBatcher> batcher_;  // Last: goes first.
+};
+
+TEST_CASE_METHOD(
+    Batching, "set batcher: commands that wait share one read and one write") {
+  SetBatcher& batcher = Start(OneAtATime());
+  backend.sets["s"]["x"] = {Dot{7, 1}};
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x"}}, keep);
   REQUIRE(backend.calls.size() == 1);  // The first runs at once.
   // These wait for it, then run as one batch.
@@ -339,15 +356,14 @@ TEST_CASE("set batcher: commands that wait share one read and one write") {
   REQUIRE(stats.largest_batch == 4);
 }
 
-TEST_CASE("set batcher: only a large batch that only asks hedges its read") {
+TEST_CASE_METHOD(
+    Batching,
+    "set batcher: only a large batch that only asks hedges its read") {
   SetBatcherOptions o = OneAtATime();
   o.bulk_read_hedge_micros = 7'000;
   o.bulk_read_members = 3;
-  FakeBackend backend;
-  SetBatcher batcher(&backend, o);
+  SetBatcher& batcher = Start(o);
   backend.sets["s"]["b"] = {Dot{7, 1}};
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   // Alone and small: every replica is asked at once.
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a"}}, keep);
   REQUIRE(backend.calls.size() == 1);
@@ -414,12 +430,10 @@ TEST_CASE("set batcher: other quorums or sets are other batches") {
   REQUIRE(answered == 4);
 }
 
-TEST_CASE("set batcher: a failed read fails its batch and writes nothing") {
-  FakeBackend backend;
-  SetBatcher batcher(&backend, OneAtATime());
+TEST_CASE_METHOD(
+    Batching, "set batcher: a failed read fails its batch and writes nothing") {
+  SetBatcher& batcher = Start(OneAtATime());
   backend.sets["s"]["x"] = {Dot{7, 1}};
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
   REQUIRE(backend.calls.size() == 1);  // An SREM's write waits for its read.
@@ -438,12 +452,10 @@ TEST_CASE("set batcher: a failed read fails its batch and writes nothing") {
   REQUIRE(backend.sets["s"].count("x") == 0);
 }
 
-TEST_CASE("set batcher: an SADD's read and write go together") {
-  FakeBackend backend;
-  SetBatcher batcher(&backend, OneAtATime());
+TEST_CASE_METHOD(Batching,
+                 "set batcher: an SADD's read and write go together") {
+  SetBatcher& batcher = Start(OneAtATime());
   backend.sets["s"]["x"] = {Dot{7, 1}};
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x", "y"}}, keep);
   // Both at once: the read first (a replica takes them in that order).
   REQUIRE(backend.calls.size() == 2);
@@ -483,12 +495,10 @@ TEST_CASE("set batcher: an SADD's read and write go together") {
   REQUIRE(got[3].write_failed);
 }
 
-TEST_CASE("set batcher: a failed write fails only what depends on it") {
-  FakeBackend backend;
-  SetBatcher batcher(&backend, OneAtATime());
+TEST_CASE_METHOD(Batching,
+                 "set batcher: a failed write fails only what depends on it") {
+  SetBatcher& batcher = Start(OneAtATime());
   backend.sets["s"]["p"] = {Dot{7, 1}};
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"q"}}, keep);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"x", "p"}}, keep);
@@ -520,14 +530,12 @@ TEST_CASE("set batcher: a failed write fails only what depends on it") {
   REQUIRE(got[6].count == 1);
 }
 
-TEST_CASE("set batcher: without the read, the replica's dots count") {
-  FakeBackend backend;
+TEST_CASE_METHOD(Batching,
+                 "set batcher: without the read, the replica's dots count") {
   SetBatcherOptions options = OneAtATime();
   options.read_before_add = false;
-  SetBatcher batcher(&backend, options);
+  SetBatcher& batcher = Start(options);
   backend.sets["s"]["x"] = {Dot{7, 1}};
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x", "y"}}, keep);
   REQUIRE(backend.calls.size() == 1);
   REQUIRE_FALSE(backend.calls[0].is_read);
@@ -547,26 +555,34 @@ TEST_CASE("set batcher: without the read, the replica's dots count") {
   REQUIRE(backend.sets["s"]["x"].size() == 1);
 }
 
-TEST_CASE("set batcher: a command larger than the bound runs alone") {
+// Submits an SMISMEMBER of each of `asks` under `options` (one batch at a
+// time): the first runs alone; completing each batch, the next asks for
+// `sizes` members, in order; then every command has answered.
+void CheckBatchSizes(const SetBatcherOptions& options,
+                     const std::vector<std::vector<std::string>>& asks,
+                     const std::vector<size_t>& sizes) {
   FakeBackend backend;
+  SetBatcher batcher(&backend, options);
+  size_t answered = 0;
+  auto count = [&answered](SetCommandResult) { ++answered; };
+  for (const std::vector<std::string>& members : asks) {
+    batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, members}, count);
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(i);
+    backend.Complete(0);
+    REQUIRE(backend.calls[0].elements.size() == sizes[i]);
+  }
+  backend.Complete(0);
+  REQUIRE(answered == asks.size());
+}
+
+TEST_CASE("set batcher: a command larger than the bound runs alone") {
   SetBatcherOptions options = OneAtATime();
   options.max_batch_members = 3;
-  SetBatcher batcher(&backend, options);
-  int answered = 0;
-  auto count = [&answered](SetCommandResult) { ++answered; };
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a"}}, count);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b"}}, count);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a", "b", "c", "d"}},
-                 count);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"e"}}, count);
-  backend.Complete(0);
-  REQUIRE(backend.calls[0].elements.size() == 2);  // a, b
-  backend.Complete(0);
-  REQUIRE(backend.calls[0].elements.size() == 4);  // alone
-  backend.Complete(0);
-  REQUIRE(backend.calls[0].elements.size() == 1);
-  backend.Complete(0);
-  REQUIRE(answered == 4);
+  // a, b; then a, b, c, d alone; then e.
+  CheckBatchSizes(options, {{"a"}, {"a", "b"}, {"a", "b", "c", "d"}, {"e"}},
+                  {2, 4, 1});
 }
 
 TEST_CASE("set batcher: an answer may submit more; a dead batcher is inert") {
@@ -591,20 +607,13 @@ TEST_CASE("set batcher: an answer may submit more; a dead batcher is inert") {
   REQUIRE(counts.size() == 1);
 }
 
-}  // namespace
-}  // namespace bigset::server
-
-namespace bigset::server {
-namespace {
-
-TEST_CASE("set batcher: a read ahead of a write sees that write laid over") {
-  FakeBackend backend;
+TEST_CASE_METHOD(
+    Batching,
+    "set batcher: a read ahead of a write sees that write laid over") {
   SetBatcherOptions options;
   options.max_batches = 3;
-  SetBatcher batcher(&backend, options);
+  SetBatcher& batcher = Start(options);
   backend.sets["s"]["y"] = {Dot{7, 1}};
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   // A first batch runs: what comes meanwhile gathers for the next.
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"q"}}, keep);
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
@@ -647,11 +656,9 @@ TEST_CASE("set batcher: a read ahead of a write sees that write laid over") {
   REQUIRE(batcher.stats().reads_repeated == 0);
 }
 
-TEST_CASE("set batcher: a read ahead of a failed write is made again") {
-  FakeBackend backend;
-  SetBatcher batcher(&backend, {});
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
+TEST_CASE_METHOD(Batching,
+                 "set batcher: a read ahead of a failed write is made again") {
+  SetBatcher& batcher = Start({});
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
   backend.Complete(0);  // Its read; its write is made.
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kAdd, {"x"}}, keep);
@@ -672,23 +679,15 @@ TEST_CASE("set batcher: a read ahead of a failed write is made again") {
   REQUIRE(backend.sets["s"]["x"].size() == 1);
 }
 
-}  // namespace
-}  // namespace bigset::server
-
-namespace bigset::server {
-namespace {
-
-TEST_CASE(
+TEST_CASE_METHOD(
+    Batching,
     "set batcher: a batch that waited past its deadline fails unwritten") {
-  FakeBackend backend;
   uint64_t now = 1000;
   SetBatcherOptions options;
   options.timeout_micros = 100;
   options.now = [&now]() { return now; };
-  SetBatcher batcher(&backend, options);
+  SetBatcher& batcher = Start(options);
   backend.sets["s"]["x"] = {Dot{7, 1}};
-  std::vector<SetCommandResult> got;
-  auto keep = [&got](SetCommandResult r) { got.push_back(std::move(r)); };
   batcher.Submit("s", 2, 2, {SetCommand::Kind::kRemove, {"x"}}, keep);
   backend.Complete(0);  // Its read: its write goes, with what time is left.
   REQUIRE(backend.calls.size() == 1);
@@ -719,26 +718,12 @@ TEST_CASE(
 }
 
 TEST_CASE("set batcher: batches are bounded in bytes") {
-  FakeBackend backend;
   SetBatcherOptions options = OneAtATime();
   options.max_batch_bytes = 10;
-  SetBatcher batcher(&backend, options);
-  int answered = 0;
-  auto count = [&answered](SetCommandResult) { ++answered; };
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"a"}}, count);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"12345"}}, count);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"67890"}}, count);
-  batcher.Submit("s", 2, 2,
-                 {SetCommand::Kind::kIsMember, {std::string(30, 'x')}}, count);
-  batcher.Submit("s", 2, 2, {SetCommand::Kind::kIsMember, {"b"}}, count);
-  backend.Complete(0);
-  REQUIRE(backend.calls[0].elements.size() == 2);  // 10 bytes
-  backend.Complete(0);
-  REQUIRE(backend.calls[0].elements.size() == 1);  // 30 bytes: alone
-  backend.Complete(0);
-  REQUIRE(backend.calls[0].elements.size() == 1);
-  backend.Complete(0);
-  REQUIRE(answered == 5);
+  // 10 bytes; then 30 bytes alone; then b.
+  CheckBatchSizes(options,
+                  {{"a"}, {"12345"}, {"67890"}, {std::string(30, 'x')}, {"b"}},
+                  {2, 1, 1});
 }
 
 TEST_CASE("set batcher: adds go with the read only when allowed and small") {

@@ -14,43 +14,19 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "range_answer.h"
 #include "test_util.h"
 
 namespace bigset::server {
 namespace {
 
 using bigset::testing::Rng;
-using bigset::testing::Seeds;
 using bigset::testing::Uniform;
 
 // Uniform in [0, n). REQUIRES: n > 0.
 uint64_t Pick(Rng& rng, uint64_t n) { return Uniform(rng, 0, n - 1); }
 
 using Sets = std::map<std::string, std::set<std::string>>;
-
-// Answers range reads from `sets` the way Node::Range does: elements within
-// the bounds, after the continuation, at most `limit`; a continuation iff
-// the page is full (it may then be followed by nothing).
-RangeResult Answer(const std::set<std::string>& set, const RangeQuery& q) {
-  RangeResult r;
-  auto it = set.begin();
-  if (!q.continuation.empty()) {
-    it = set.upper_bound(q.continuation);
-  } else if (q.start.has_value()) {
-    it = q.start_inclusive ? set.lower_bound(*q.start)
-                           : set.upper_bound(*q.start);
-  }
-  for (; it != set.end() && !q.PastEnd(*it); ++it) {
-    if (q.limit != 0 && r.elements.size() == q.limit) {
-      r.continuation = r.elements.back().element;
-      break;
-    }
-    ElementDots e;
-    e.element = *it;
-    r.elements.push_back(std::move(e));
-  }
-  return r;
-}
 
 std::vector<std::string> Expected(SetOp op, const Sets& sets,
                                   const std::vector<std::string>& names) {
@@ -96,7 +72,7 @@ struct Harness {
         if (n == fail_after) {
           cb(absl::UnavailableError("replica down"));
         } else {
-          cb(Answer(sets[set], q));
+          cb(bigset::testing::AnswerRange(sets[set], q));
         }
       };
       if (deferred) {
@@ -121,13 +97,21 @@ std::string RandomElement(Rng& rng, int universe) {
   return absl::StrCat("e", Pick(rng, static_cast<uint64_t>(universe)));
 }
 
-TEST_CASE("set merge: union, intersection and difference as std::set's") {
-  for (uint64_t seed : Seeds(300)) {
-    CAPTURE(seed);
-    Rng rng(seed);
+// Runs `body(h, rng)` once for each of Seeds(seed_count), the seed
+// captured: `rng` seeded with it, and `h` a Harness drawing from it whose
+// pages are answered at once or later (its first draw).
+template <typename Body>
+void ForEachSeedHarness(int seed_count, Body body) {
+  bigset::testing::ForEachSeed(seed_count, [&](Rng& rng) {
     Harness h;
     h.rng = &rng;
     h.deferred = Pick(rng, 2) == 1;
+    body(h, rng);
+  });
+}
+
+TEST_CASE("set merge: union, intersection and difference as std::set's") {
+  ForEachSeedHarness(300, [](Harness& h, Rng& rng) {
     const int universe = 1 + static_cast<int>(Pick(rng, 300));
     const int nsets = 1 + static_cast<int>(Pick(rng, 4));
     std::vector<std::string> names;
@@ -171,7 +155,7 @@ TEST_CASE("set merge: union, intersection and difference as std::set's") {
     REQUIRE(h.done.has_value());
     REQUIRE(h.done->ok());
     REQUIRE(h.got == Expected(op, h.sets, names));
-  }
+  });
 }
 
 TEST_CASE("set merge: an intersection seeks past what it cannot match") {
@@ -223,12 +207,7 @@ TEST_CASE("set merge: runs to its end with no owner but its reads") {
 }
 
 TEST_CASE("set merge: a failed read ends the merge with its error") {
-  for (uint64_t seed : Seeds(100)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    Harness h;
-    h.rng = &rng;
-    h.deferred = Pick(rng, 2) == 1;
+  ForEachSeedHarness(100, [](Harness& h, Rng& rng) {
     for (int i = 0; i < 200; ++i) {
       h.sets["a"].insert(RandomElement(rng, 400));
       h.sets["b"].insert(RandomElement(rng, 400));
@@ -258,7 +237,7 @@ TEST_CASE("set merge: a failed read ends the merge with its error") {
       REQUIRE(done->ok());  // It ended before that read.
     }
     REQUIRE(std::is_sorted(got.begin(), got.end()));
-  }
+  });
 }
 
 TEST_CASE("set merge: many sets, some named twice, a few reads at a time") {

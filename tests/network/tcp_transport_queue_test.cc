@@ -310,12 +310,17 @@ void Connect(Peer& s, Peer& r) {
   r.arrivals = 0;
 }
 
-void ResetConnectionWhileBacklogged(TcpTransportOptions o, bool restart) {
-  auto book = std::make_shared<AddressBook>();
-  Peer s(kSender, book, o), r(kReceiver, book, o);
+// Starts both and connects s to r.
+void StartAndConnect(Peer& s, Peer& r) {
   s.Start();
   r.Start();
   Connect(s, r);
+}
+
+void ResetConnectionWhileBacklogged(TcpTransportOptions o, bool restart) {
+  auto book = std::make_shared<AddressBook>();
+  Peer s(kSender, book, o), r(kReceiver, book, o);
+  StartAndConnect(s, r);
   constexpr int kN = 1500;  // About 6 MiB.
   std::vector<std::string> want;
   for (int i = 1; i <= kN; ++i) {
@@ -379,9 +384,7 @@ TEST_CASE(
     "ones too") {
   auto book = std::make_shared<AddressBook>();
   Peer s(kSender, book, Plain()), r(kReceiver, book, Plain());
-  s.Start();
-  r.Start();
-  Connect(s, r);
+  StartAndConnect(s, r);
   r.frozen = true;
   constexpr int kN = 1500;
   std::vector<std::string> requests, answers;
@@ -467,9 +470,7 @@ void DistinctRequests(uint64_t seed, size_t unsent_bytes, bool frozen) {
   TcpTransportOptions o = Plain();
   o.unsent_bytes = unsent_bytes;
   Peer s(kSender, book, o), r(kReceiver, book, o);
-  s.Start();
-  r.Start();
-  Connect(s, r);
+  StartAndConnect(s, r);
   r.frozen = frozen;
   for (int round = 0; round < 3; ++round) {
     for (const std::string& m : want) s.Send(r.id, m);
@@ -519,11 +520,11 @@ TEST_CASE("tcp transport: unsent_bytes 1 GiB delivers everything") {
 // once.
 constexpr uint64_t kBackoffMicros = 8'000'000;
 
-// Options whose reconnect back-off is always kBackoffMicros.
-TcpTransportOptions FixedBackoff() {
+// Options whose reconnect back-off is always `micros`.
+TcpTransportOptions FixedBackoff(uint64_t micros = kBackoffMicros) {
   TcpTransportOptions o = Plain();
-  o.reconnect_min_micros = kBackoffMicros;
-  o.reconnect_max_micros = kBackoffMicros;
+  o.reconnect_min_micros = micros;
+  o.reconnect_max_micros = micros;
   return o;
 }
 
@@ -531,9 +532,7 @@ TcpTransportOptions FixedBackoff() {
 // sender saw its connection go (it now waits out a back-off). Returns the
 // receiver's port, for a restart on it.
 uint16_t ConnectThenStopReceiver(Peer& s, Peer& r) {
-  s.Start();
-  r.Start();
-  Connect(s, r);
+  StartAndConnect(s, r);
   const uint16_t port = r.t->port();
   r.Stop();
   REQUIRE(RunAll({&s}, 2000, [&] { return !s.StatsOf(r.id).connected; }));
@@ -631,14 +630,10 @@ TEST_CASE(
 TEST_CASE(
     "tcp transport: a peer that restarts ten times quickly is connected to a "
     "bounded number of times") {
-  TcpTransportOptions o = Plain();
-  o.reconnect_min_micros = 2'000'000;
-  o.reconnect_max_micros = 2'000'000;
+  const TcpTransportOptions o = FixedBackoff(2'000'000);
   auto book = std::make_shared<AddressBook>();
   Peer s(kSender, book, o), r(kReceiver, book, o);
-  s.Start();
-  r.Start();
-  Connect(s, r);
+  StartAndConnect(s, r);
   std::string last;
   for (int i = 1; i <= 10; ++i) {
     r.Restart();
@@ -665,9 +660,7 @@ TEST_CASE(
   // it looks for node 1, node 2 finds node 1 where it looks for node 3:
   // every connection is refused by its maker after the other end accepted
   // its handshake.
-  TcpTransportOptions o = Plain();
-  o.reconnect_min_micros = 1'000'000;
-  o.reconnect_max_micros = 1'000'000;
+  const TcpTransportOptions o = FixedBackoff(1'000'000);
   auto book1 = std::make_shared<AddressBook>();
   auto book2 = std::make_shared<AddressBook>();
   auto book3 = std::make_shared<AddressBook>();

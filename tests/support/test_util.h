@@ -107,4 +107,22 @@ bool Has(const std::vector<NodeId>& list, NodeId node);
 
 }  // namespace bigset::testing
 
+// For ForEachSeed's CAPTURE.
+#include <catch2/catch.hpp>
+
+namespace bigset::testing {
+
+// Runs `body(rng)` once for each of Seeds(base_count), the seed captured
+// (CAPTURE, so that a failure prints it) and `rng` seeded with it.
+template <typename Body>
+void ForEachSeed(int base_count, Body body) {
+  for (uint64_t seed : Seeds(base_count)) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    body(rng);
+  }
+}
+
+}  // namespace bigset::testing
+
 #endif  // BIGSET_TESTS_TEST_UTIL_H_

@@ -102,6 +102,23 @@ std::vector<std::string> RandomNames(Rng& rng, int n) {
   return names;
 }
 
+// Runs `body(rng, names)` once for each of Seeds(seed_count), the seed
+// captured: `rng` seeded with it and `names` RandomNames(rng, name_count).
+template <typename Body>
+void ForEachSeedNames(int seed_count, int name_count, Body body) {
+  ForEachSeed(seed_count,
+              [&](Rng& rng) { body(rng, RandomNames(rng, name_count)); });
+}
+
+// `n` RandomKeys over `names`.
+std::vector<LogicalKey> RandomKeys(Rng& rng,
+                                   const std::vector<std::string>& names,
+                                   int n) {
+  std::vector<LogicalKey> keys;
+  for (int i = 0; i < n; ++i) keys.push_back(RandomKey(rng, names));
+  return keys;
+}
+
 void CheckDecodesTo(const LogicalKey& k, const std::string& enc) {
   ParsedKey p;
   REQUIRE(DecodeKey(enc, &p).ok());
@@ -141,24 +158,17 @@ bool InRange(const KeyRange& r, const std::string& k) {
 }
 
 TEST_CASE("keys: encode/decode round trip of random adversarial tuples") {
-  for (uint64_t seed : Seeds(20)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    auto names = RandomNames(rng, 20);
+  ForEachSeedNames(20, 20, [](Rng& rng, const std::vector<std::string>& names) {
     for (int i = 0; i < 2000; ++i) {
       LogicalKey k = RandomKey(rng, names);
       CheckDecodesTo(k, k.Encode());
     }
-  }
+  });
 }
 
 TEST_CASE("keys: comparator order over encodings equals logical order") {
-  for (uint64_t seed : Seeds(20)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    auto names = RandomNames(rng, 10);
-    std::vector<LogicalKey> keys;
-    for (int i = 0; i < 3000; ++i) keys.push_back(RandomKey(rng, names));
+  ForEachSeedNames(20, 10, [](Rng& rng, const std::vector<std::string>& names) {
+    const std::vector<LogicalKey> keys = RandomKeys(rng, names, 3000);
     std::vector<LogicalKey> logical = keys;
     std::sort(logical.begin(), logical.end());
     std::vector<std::pair<std::string, size_t>> encoded;
@@ -177,16 +187,12 @@ TEST_CASE("keys: comparator order over encodings equals logical order") {
       bool same_tuple = keys[encoded[i].second] == keys[encoded[i - 1].second];
       REQUIRE((encoded[i].first == encoded[i - 1].first) == same_tuple);
     }
-  }
+  });
 }
 
 TEST_CASE("keys: ranges contain exactly their keys") {
-  for (uint64_t seed : Seeds(10)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    auto names = RandomNames(rng, 8);
-    std::vector<LogicalKey> keys;
-    for (int i = 0; i < 1500; ++i) keys.push_back(RandomKey(rng, names));
+  ForEachSeedNames(10, 8, [](Rng& rng, const std::vector<std::string>& names) {
+    const std::vector<LogicalKey> keys = RandomKeys(rng, names, 1500);
     for (int probe = 0; probe < 20; ++probe) {
       const LogicalKey& target = keys[Uniform(rng, 0, keys.size() - 1)];
       KeyspaceId ks = target.keyspace;
@@ -219,7 +225,7 @@ TEST_CASE("keys: ranges contain exactly their keys") {
         }
       }
     }
-  }
+  });
 }
 
 TEST_CASE("keys: NUL and 0xFF bytes in names keep sets apart") {
@@ -299,10 +305,7 @@ TEST_CASE("keys: decoding is zero-copy without NUL bytes") {
 }
 
 TEST_CASE("keys: truncated keys and garbage decode to an error") {
-  for (uint64_t seed : Seeds(10)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    auto names = RandomNames(rng, 10);
+  ForEachSeedNames(10, 10, [](Rng& rng, const std::vector<std::string>& names) {
     for (int i = 0; i < 500; ++i) {
       LogicalKey k = RandomKey(rng, names);
       if (k.section == 0) continue;  // Any prefix of metadata is metadata.
@@ -351,7 +354,7 @@ TEST_CASE("keys: truncated keys and garbage decode to an error") {
       }
       REQUIRE(re == junk);
     }
-  }
+  });
   ParsedKey p;
   CHECK_FALSE(DecodeKey("", &p).ok());
   CHECK_FALSE(DecodeKey("plain embedder key", &p).ok());

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -48,12 +49,24 @@ Delta Add(Replica& r, std::string_view set, std::string element) {
   return *d;
 }
 
+// Adds `prefix`0 .. `prefix`(n - 1) to `set` on `r`.
+void AddNumbered(Replica& r, std::string_view set, const std::string& prefix,
+                 int n) {
+  for (int i = 0; i < n; ++i) Add(r, set, absl::StrCat(prefix, i));
+}
+
+// The clock of `set` on `r` (REQUIREs that it reads).
+Clock ClockOf(Replica& r, std::string_view set) {
+  auto clock = r.GetClock(set);
+  REQUIRE(clock.ok());
+  return *clock;
+}
+
 // Moves every element of `set` from `from` to `to` as a hand-off does, in
 // chunks of `chunk` elements (shuffled if `shuffle`).
 void Transfer(Replica& from, Replica& to, std::string_view set, size_t chunk,
               bool shuffle, Rng& rng) {
-  auto clock = from.GetClock(set);
-  REQUIRE(clock.ok());
+  const Clock clock = ClockOf(from, set);
   std::vector<ElementDots> all = ReadAll(from, set);
   if (shuffle) std::shuffle(all.begin(), all.end(), rng);
   Clock tracker;
@@ -62,7 +75,7 @@ void Transfer(Replica& from, Replica& to, std::string_view set, size_t chunk,
         all.begin() + i, all.begin() + std::min(all.size(), i + chunk));
     REQUIRE(to.ApplyTransferChunk(set, part, &tracker).ok());
   }
-  REQUIRE(to.FinishTransfer(set, *clock, tracker).ok());
+  REQUIRE(to.FinishTransfer(set, clock, tracker).ok());
 }
 
 TEST_CASE("count: concurrent adds of one element from different replicas") {
@@ -118,13 +131,12 @@ TEST_CASE("count: a remove of an element with several dots") {
 TEST_CASE("count: a clear with a partial context is counted once, exactly") {
   MemStore mem;
   auto a = Open(mem.store.get(), Options(1));
-  for (int i = 0; i < 100; ++i) Add(*a, "s", absl::StrCat("old", i));
-  auto seen = a->GetClock("s");
-  REQUIRE(seen.ok());
-  for (int i = 0; i < 30; ++i) Add(*a, "s", absl::StrCat("new", i));
+  AddNumbered(*a, "s", "old", 100);
+  const Clock seen = ClockOf(*a, "s");
+  AddNumbered(*a, "s", "new", 30);
   Add(*a, "s", "old7");  // A second dot the clear did not see: survives.
   REQUIRE(CountOf(*a, "s") == 131 - 1);
-  REQUIRE(a->Clear("s", *seen).ok());
+  REQUIRE(a->Clear("s", seen).ok());
   const uint64_t scans = a->stats().count_scans;
   CHECK(CountOf(*a, "s") == 31);
   CHECK(a->stats().count_scans == scans + 1);  // The one scan.
@@ -132,9 +144,7 @@ TEST_CASE("count: a clear with a partial context is counted once, exactly") {
   CHECK(a->stats().count_scans == scans + 1);  // Known again.
   CHECK(ReadAllCounted(*a, "s").size() == 31);
   // A clear of everything seen: 0, with no scan.
-  auto all = a->GetClock("s");
-  REQUIRE(all.ok());
-  REQUIRE(a->Clear("s", *all).ok());
+  REQUIRE(a->Clear("s", ClockOf(*a, "s")).ok());
   CHECK(CountOf(*a, "s") == 0);
   CHECK(a->stats().count_scans == scans + 1);
   // The sweep deletes covered keys: the count does not move.
@@ -267,7 +277,7 @@ TEST_CASE("count: a shared filter budget bounds the replicas' filters") {
 TEST_CASE("count: no scan builds a filter the budget cannot hold") {
   MemStore mem;
   auto r = Open(mem.store.get(), Options(1, 16 << 10));
-  for (int i = 0; i < 40000; ++i) Add(*r, "s", absl::StrCat("e", i));
+  AddNumbered(*r, "s", "e", 40000);
   CHECK(CountOf(*r, "s") == 40000);
   CHECK(r->stats().presence_filter_bytes <= (16 << 10));
   // The filter was dropped near 5,000 elements; past 6,553 (16 KiB at 20
@@ -282,7 +292,7 @@ TEST_CASE("count: stored, reloaded, and counted once for an old store") {
     ReplicaOptions o = Options(1);
     o.keep_counts = false;  // As a store written before counts.
     auto a = Open(mem.store.get(), o);
-    for (int i = 0; i < 50; ++i) Add(*a, "s", absl::StrCat("e", i));
+    AddNumbered(*a, "s", "e", 50);
     REQUIRE(a->Close().ok());
   }
   {
@@ -304,11 +314,10 @@ TEST_CASE("count: Verify reports a wrong stored count and Repair fixes it") {
   MemStore mem;
   {
     auto a = Open(mem.store.get(), Options(1));
-    for (int i = 0; i < 20; ++i) Add(*a, "s", absl::StrCat("e", i));
+    AddNumbered(*a, "s", "e", 20);
     // An element key written behind the replica's back (its dot seen by
     // the clock: a next counter of the replica's own actor would not be).
-    auto clock = a->GetClock("s");
-    REQUIRE(clock.ok());
+    ClockOf(*a, "s");
     WriteBatch b;
     b.Put(ElementKey(1, "s", "ghost", Dot{a->actor(), 3}), "");
     REQUIRE(mem.store->Write(WriteOptions(), b).ok());

@@ -280,77 +280,82 @@ RepairReport RepairAndCheck(Store* store, KeyspaceId ks = kKs) {
   return *first;
 }
 
-TEST_CASE("repair: an undamaged keyspace loses nothing") {
+// A store Populated from Rng(seed), changed by `damage(store, rng)` with
+// that Rng, then repaired (RepairAndCheck).
+template <typename Damage>
+RepairReport RepairDamaged(uint64_t seed, Damage damage) {
   MapStore store;
-  Rng rng(1);
+  Rng rng(seed);
   Populate(&store, rng);
-  RepairReport r = RepairAndCheck(&store);
+  damage(store, rng);
+  return RepairAndCheck(&store);
+}
+
+// Runs `body(store, rng)` once for each of Seeds(seed_count), the seed
+// captured: `rng` seeded with it and `store` Populated from it.
+template <typename Body>
+void ForEachPopulatedSeed(int seed_count, Body body) {
+  ForEachSeed(seed_count, [&](Rng& rng) {
+    MapStore store;
+    Populate(&store, rng);
+    body(store, rng);
+  });
+}
+
+TEST_CASE("repair: an undamaged keyspace loses nothing") {
+  RepairReport r = RepairDamaged(1, [](MapStore&, Rng&) {});
   CHECK(r.loss_count == 0);
   CHECK(r.old_actor != 0);
 }
 
 TEST_CASE("repair: random damage to every kind of key") {
-  for (uint64_t seed : Seeds(40)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    MapStore store;
-    Populate(&store, rng);
+  ForEachPopulatedSeed(40, [](MapStore& store, Rng& rng) {
     Populate(&store, rng, kOtherKs);
     const KV other = Dump(store, KeyspaceRange(kOtherKs));
     Damage(store, rng, static_cast<int>(Uniform(rng, 1, 12)));
     RepairAndCheck(&store);
     // Another keyspace is never touched.
     CHECK(Dump(store, KeyspaceRange(kOtherKs)) == other);
-  }
+  });
 }
 
 TEST_CASE(
     "repair: keys of the keyspace outside its metadata and set "
     "sections are deleted (Verify reports them)") {
-  MapStore store;
-  Rng rng(2);
-  Populate(&store, rng);
-  const std::string p = KeyspacePrefix(kKs);
-  PutKey(store, p, "bare prefix");
-  PutKey(store, p + std::string("\x00", 1) + "x", "section 0");
-  PutKey(store, p + "\x03garbage", "section 3");
-  PutKey(store, p + "\xff\xff", "section ff");
-  RepairReport r = RepairAndCheck(&store);
+  RepairReport r = RepairDamaged(2, [](MapStore& store, Rng&) {
+    const std::string p = KeyspacePrefix(kKs);
+    PutKey(store, p, "bare prefix");
+    PutKey(store, p + std::string("\x00", 1) + "x", "section 0");
+    PutKey(store, p + "\x03garbage", "section 3");
+    PutKey(store, p + "\xff\xff", "section ff");
+  });
   CHECK(r.keys_deleted == 4);
   CHECK(r.loss_count >= 4);
 }
 
 TEST_CASE("repair: an element key with counter 0 (never a dot)") {
-  MapStore store;
-  Rng rng(3);
-  Populate(&store, rng);
-  PutKey(store, ElementKey(kKs, "a", "zero", Dot{42, 0}), "");
-  RepairReport r = RepairAndCheck(&store);
+  RepairReport r = RepairDamaged(3, [](MapStore& store, Rng&) {
+    PutKey(store, ElementKey(kKs, "a", "zero", Dot{42, 0}), "");
+  });
   CHECK(r.loss_count > 0);
 }
 
 TEST_CASE("repair: every clock key of a set deleted") {
-  MapStore store;
-  Rng rng(4);
-  Populate(&store, rng);
-  for (const char* set : {"a", "b", "c"}) {
-    WriteBatch b;
-    for (const auto& [k, v] : Dump(store, SetClocksRange(kKs, set))) {
-      b.Delete(k);
+  RepairReport r = RepairDamaged(4, [](MapStore& store, Rng&) {
+    for (const char* set : {"a", "b", "c"}) {
+      WriteBatch b;
+      for (const auto& [k, v] : Dump(store, SetClocksRange(kKs, set))) {
+        b.Delete(k);
+      }
+      REQUIRE(store.Write(WriteOptions(), b).ok());
     }
-    REQUIRE(store.Write(WriteOptions(), b).ok());
-  }
-  RepairReport r = RepairAndCheck(&store);
+  });
   CHECK(r.clocks_rebuilt == 3);
   CHECK(r.loss_count >= 3);
 }
 
 TEST_CASE("repair: garbage in every clock, tombstone and sweep value") {
-  for (uint64_t seed : Seeds(10)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    MapStore store;
-    Populate(&store, rng);
+  ForEachPopulatedSeed(10, [](MapStore& store, Rng& rng) {
     for (const auto& [k, v] : Dump(store, KeyspaceRange(kKs))) {
       ParsedKey pk;
       REQUIRE(DecodeKey(k, &pk).ok());
@@ -358,19 +363,17 @@ TEST_CASE("repair: garbage in every clock, tombstone and sweep value") {
       PutKey(store, k, AdversarialBytes(rng, 30));
     }
     RepairAndCheck(&store);
-  }
+  });
 }
 
 TEST_CASE("repair: an actor id of 0 is a loss (Open rejects it)") {
-  MapStore store;
-  Rng rng(5);
-  Populate(&store, rng);
-  PutKey(store, MetadataKey(kKs, replica_internal::kActorMetadata),
-         replica_internal::ActorValue(0));
-  // Open refuses it as undecodable.
-  auto open = Replica::Open(&store, Options());
-  CHECK(absl::IsDataLoss(open.status()));
-  RepairReport r = RepairAndCheck(&store);
+  RepairReport r = RepairDamaged(5, [](MapStore& store, Rng&) {
+    PutKey(store, MetadataKey(kKs, replica_internal::kActorMetadata),
+           replica_internal::ActorValue(0));
+    // Open refuses it as undecodable.
+    auto open = Replica::Open(&store, Options());
+    CHECK(absl::IsDataLoss(open.status()));
+  });
   CHECK(r.old_actor == 0);
   CHECK(r.loss_count == 1);
 }
@@ -429,11 +432,7 @@ class CrashingStore final : public testing::ForwardingStore {
 };
 
 TEST_CASE("repair: interrupted at every write, then run again") {
-  for (uint64_t seed : Seeds(6)) {
-    CAPTURE(seed);
-    Rng rng(seed);
-    MapStore base;
-    Populate(&base, rng);
+  ForEachPopulatedSeed(6, [](MapStore& base, Rng& rng) {
     Damage(base, rng, 10);
     const KV damaged = Dump(base, KeyspaceRange(kKs));
     for (int n = 1; n < 100; ++n) {
@@ -455,7 +454,7 @@ TEST_CASE("repair: interrupted at every write, then run again") {
       }
       RepairAndCheck(&store);
     }
-  }
+  });
 }
 
 TEST_CASE("repair: refuses read-only options and a null store") {

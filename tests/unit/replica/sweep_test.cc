@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,12 +29,18 @@ namespace {
 
 constexpr KeyspaceId kKs = testing::kSweepKs;
 
+// Elements [0, cleared) of `set` added and cleared (a sweep entry for
+// them), then [cleared, end) added: end - cleared live ones.
+void AddClearAdd(Replica& r, std::string_view set, int cleared, int end) {
+  AddRange(r, set, 0, cleared);
+  ClearAll(r, set);
+  AddRange(r, set, cleared, end);
+}
+
 TEST_CASE("sweep: a full sweep deletes the cleared keys and the tombstone") {
   MemStore mem;
   auto r = OpenSweepReplica(mem.store.get());
-  AddRange(*r, "s", 0, 500);
-  ClearAll(*r, "s");
-  AddRange(*r, "s", 500, 550);
+  AddClearAdd(*r, "s", 500, 550);
   REQUIRE(ElementKeys(*mem.store, "s") == 550);
   REQUIRE(*r->Count("s") == 50);
   REQUIRE(r->stats().sweep_queue_length == 1);
@@ -116,9 +123,7 @@ TEST_CASE("sweep: dots cleared during a sweep stay in the tombstone") {
 TEST_CASE("sweep: an interrupted sweep resumes from its cursor") {
   MemStore mem;
   auto r = OpenSweepReplica(mem.store.get());
-  AddRange(*r, "s", 0, 1000);
-  ClearAll(*r, "s");
-  AddRange(*r, "s", 1000, 1010);
+  AddClearAdd(*r, "s", 1000, 1010);
   auto p = r->SweepSome(351);  // The entry and 350 keys.
   REQUIRE(p.ok());
   REQUIRE(p->keys_read == 350);
@@ -278,9 +283,7 @@ TEST_CASE("sweep: random and truncated sweep state never deletes a live key") {
     Rng rng(seed);
     MemStore mem;
     auto r = OpenSweepReplica(mem.store.get());
-    AddRange(*r, "s", 0, 60);
-    ClearAll(*r, "s");
-    AddRange(*r, "s", 60, 80);
+    AddClearAdd(*r, "s", 60, 80);
     auto p = r->SweepSome(Uniform(rng, 1, 50));
     REQUIRE(p.ok());
     // Damage the snapshot or the cursor: random bytes, or a truncation or

@@ -108,6 +108,16 @@ TEST_CASE("store: kept iterators see every write made before them") {
   }
 }
 
+// Runs `reader` on two threads while `writer` runs on this one; returns
+// when all three are done.
+template <typename Reader, typename Writer>
+void WriteWhileTwoRead(Reader reader, Writer writer) {
+  std::thread r1(reader), r2(reader);
+  writer();
+  r1.join();
+  r2.join();
+}
+
 // One writer, two readers: a reader that learns a write returned (through
 // an atomic the writer sets after Write) and then opens an iterator must
 // find that write's key, and its deletion of the key before.
@@ -135,16 +145,15 @@ TEST_CASE(
       if (p == kWrites) return;
     }
   };
-  std::thread r1(reader), r2(reader);
-  for (uint64_t i = 1; i <= kWrites; ++i) {
-    WriteBatch batch;
-    if (i > 1) batch.Delete(key(i - 1));
-    batch.Put(key(i), "");
-    if (!store.Write(WriteOptions(), batch).ok()) failures.fetch_add(1);
-    published.store(i, std::memory_order_release);
-  }
-  r1.join();
-  r2.join();
+  WriteWhileTwoRead(reader, [&] {
+    for (uint64_t i = 1; i <= kWrites; ++i) {
+      WriteBatch batch;
+      if (i > 1) batch.Delete(key(i - 1));
+      batch.Put(key(i), "");
+      if (!store.Write(WriteOptions(), batch).ok()) failures.fetch_add(1);
+      published.store(i, std::memory_order_release);
+    }
+  });
   CHECK(failures.load() == 0);
   CHECK(reads.load() > 2);
 }
@@ -258,15 +267,14 @@ TEST_CASE("store: an iterator never shows less than a Get before it") {
       checks.fetch_add(1);
     }
   };
-  std::thread r1(reader), r2(reader);
-  for (uint64_t i = 1; i <= kWrites; ++i) {
-    WriteBatch batch;
-    batch.Put(key, std::to_string(i));
-    if (!store.Write(WriteOptions(), batch).ok()) failures.fetch_add(1);
-  }
-  stop.store(true, std::memory_order_release);
-  r1.join();
-  r2.join();
+  WriteWhileTwoRead(reader, [&] {
+    for (uint64_t i = 1; i <= kWrites; ++i) {
+      WriteBatch batch;
+      batch.Put(key, std::to_string(i));
+      if (!store.Write(WriteOptions(), batch).ok()) failures.fetch_add(1);
+    }
+    stop.store(true, std::memory_order_release);
+  });
   CHECK(failures.load() == 0);
   CHECK(checks.load() > 2);
 }
