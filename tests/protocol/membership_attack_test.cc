@@ -781,7 +781,13 @@ TEST_CASE(
   // before the fix, its gone place-mate kept it from counting as alone in
   // its place, B was asked again, and the read timed out.
   const LeaverCase k;
-  const auto& [r1, r2, move, a, b, leaver, set] = k;
+  // Not structured bindings: the lambdas below capture these, which clang
+  // does not allow of bindings yet.
+  const Ring& r1 = k.r1;
+  const Ring& r2 = k.r2;
+  const OneMove& move = k.move;
+  const NodeId a = k.a, b = k.b, leaver = k.leaver;
+  const std::string& set = k.set;
   CAPTURE(move.p, leaver, a, b);
   ManualCluster c(4, r1);
   std::set<std::string> written;
