@@ -705,10 +705,13 @@ TEST_CASE(
     // shuffled and duplicated, sweeping in small steps all along.
     std::vector<MemStore> mems(4);
     std::vector<std::unique_ptr<Replica>> src;
+    // Seeded actor ids: two runs of one seed are the same run.
     for (int i = 0; i < 3; ++i) {
-      src.push_back(OpenSweepReplica(mems[i].store.get(), false, 20 + i));
+      src.push_back(OpenSweepReplica(mems[i].store.get(), false, 20 + i,
+                                     SeededActorIds(seed * 4 + i)));
     }
-    auto target = OpenSweepReplica(mems[3].store.get());
+    auto target = OpenSweepReplica(mems[3].store.get(), false, kSweepKs,
+                                   SeededActorIds(seed * 4 + 3));
     OrswotModel model;
     std::vector<Delta> deltas;
     const std::vector<std::string> elems = {"a", "b", "c", "d", "e", "f"};

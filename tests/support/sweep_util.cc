@@ -10,9 +10,11 @@
 namespace bigset::testing {
 
 std::unique_ptr<Replica> OpenSweepReplica(Store* store, bool sync,
-                                          KeyspaceId ks) {
+                                          KeyspaceId ks,
+                                          std::function<ActorId()> actor_ids) {
   ReplicaOptions o;
   o.keyspace = ks;
+  o.actor_id_source = std::move(actor_ids);
   o.sync_writes = sync;
   auto r = Replica::Open(store, o);
   REQUIRE(r.ok());

@@ -6,6 +6,7 @@
 #define BIGSET_TESTS_SWEEP_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,9 +20,11 @@ namespace bigset::testing {
 
 inline constexpr KeyspaceId kSweepKs = 7;
 
-// Opens the replica of keyspace `ks` (REQUIREs success).
-std::unique_ptr<Replica> OpenSweepReplica(Store* store, bool sync = false,
-                                          KeyspaceId ks = kSweepKs);
+// Opens the replica of keyspace `ks` (REQUIREs success); its new actor
+// ids from `actor_ids` (random if empty: see SeededActorIds).
+std::unique_ptr<Replica> OpenSweepReplica(
+    Store* store, bool sync = false, KeyspaceId ks = kSweepKs,
+    std::function<ActorId()> actor_ids = nullptr);
 // Element keys of `set` in kSweepKs, live or covered.
 uint64_t ElementKeys(Store& store, std::string_view set);
 // Adds elements "e<100000 + i>" for i in [from, to), 100 per update.

@@ -79,6 +79,15 @@ MemStore::MemStore(size_t write_buffer_bytes)
   store = std::move(*s);
 }
 
+std::function<ActorId()> SeededActorIds(uint64_t seed) {
+  auto rng = std::make_shared<Rng>(seed);
+  return [rng] {
+    ActorId a = 0;
+    while (a == 0) a = (*rng)();
+    return a;
+  };
+}
+
 MemStore::~MemStore() { store.reset(); }
 
 MemReplica::MemReplica(ActorId actor) {

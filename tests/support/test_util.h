@@ -14,6 +14,7 @@
 #define BIGSET_TESTS_TEST_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -59,6 +60,13 @@ using Rng = std::mt19937_64;
 // Random bytes of random length in [0, max_len], biased towards the bytes
 // that break naive encodings (0x00, 0x01, 0xFF) and towards shared prefixes.
 std::string AdversarialBytes(Rng& rng, size_t max_len);
+
+// An actor_id_source (ReplicaOptions) drawing from an Rng seeded with
+// `seed`, for tests that open replicas more than once: with the default
+// (std::random_device) a replica that restarts uncleanly takes a random
+// actor id, dots sort differently, and two runs of one seed differ.
+// Copies of the function share one sequence, so each call gives a new id.
+std::function<ActorId()> SeededActorIds(uint64_t seed);
 
 // Uniform integer in [lo, hi].
 uint64_t Uniform(Rng& rng, uint64_t lo, uint64_t hi);

@@ -31,10 +31,13 @@
 namespace bigset::testing {
 namespace {
 
-std::unique_ptr<Replica> OpenReplica(Store* store, KeyspaceId ks,
-                                     size_t cache_bytes = 1 << 20) {
+// `actor_ids`: where new actor ids come from (random if empty).
+std::unique_ptr<Replica> OpenReplica(
+    Store* store, KeyspaceId ks, size_t cache_bytes = 1 << 20,
+    std::function<ActorId()> actor_ids = nullptr) {
   ReplicaOptions o;
   o.keyspace = ks;
+  o.actor_id_source = std::move(actor_ids);
   o.clock_cache_bytes = cache_bytes;
   o.lock_stripes = 4;
   auto r = Replica::Open(store, o);
@@ -165,7 +168,9 @@ struct Harness {
     }
     for (int i = 0; i < n; ++i) {
       // A small clock cache forces evictions and reloads.
-      replicas.push_back(OpenReplica(store, 10 + i, 4096));
+      // Seeded actor ids: two runs of one seed are the same run.
+      replicas.push_back(
+          OpenReplica(store, 10 + i, 4096, SeededActorIds(10 + i)));
       delivered.emplace_back();
       inbox.emplace_back();
     }
