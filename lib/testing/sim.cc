@@ -608,36 +608,38 @@ absl::Status Simulator::AwaitAnswer(const std::function<bool()>& answered,
   return absl::OkStatus();
 }
 
+template <typename T, typename StartFn>
+absl::StatusOr<T> Simulator::Ask(NodeId via, const char* what,
+                                 std::string_view set, uint64_t timeout_micros,
+                                 StartFn start_request) {
+  Node* n = node(via);
+  if (n == nullptr) return NodeDown(via);
+  std::optional<absl::StatusOr<T>> result;
+  const uint64_t start = now_;
+  start_request(*n, [&result](absl::StatusOr<T> r) { result = std::move(r); });
+  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
+                               [&]() { return start + timeout_micros; },
+                               Request(what, set, via), start);
+  if (!s.ok()) return s;
+  return std::move(*result);
+}
+
 absl::StatusOr<Delta> Simulator::Update(NodeId via, std::string_view set,
                                         std::vector<UpdateOp> ops,
                                         const ClusterWriteOptions& options) {
-  Node* n = node(via);
-  if (n == nullptr) return NodeDown(via);
-  std::optional<absl::StatusOr<Delta>> result;
-  const uint64_t start = now_;
-  n->Update(set, std::move(ops), options,
-            [&result](absl::StatusOr<Delta> r) { result = std::move(r); });
-  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
-                               [&]() { return start + options.timeout_micros; },
-                               Request("update", set, via), start);
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return Ask<Delta>(via, "update", set, options.timeout_micros,
+                    [&](Node& n, auto done) {
+                      n.Update(set, std::move(ops), options, std::move(done));
+                    });
 }
 
 absl::StatusOr<Delta> Simulator::Clear(NodeId via, std::string_view set,
                                        const Clock& context,
                                        const ClusterWriteOptions& options) {
-  Node* n = node(via);
-  if (n == nullptr) return NodeDown(via);
-  std::optional<absl::StatusOr<Delta>> result;
-  const uint64_t start = now_;
-  n->Clear(set, context, options,
-           [&result](absl::StatusOr<Delta> r) { result = std::move(r); });
-  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
-                               [&]() { return start + options.timeout_micros; },
-                               Request("clear", set, via), start);
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return Ask<Delta>(via, "clear", set, options.timeout_micros,
+                    [&](Node& n, auto done) {
+                      n.Clear(set, context, options, std::move(done));
+                    });
 }
 
 namespace {
@@ -699,49 +701,27 @@ absl::StatusOr<SimReadResult> Simulator::Read(NodeId via, std::string_view set,
 absl::StatusOr<Membership> Simulator::ContainsAll(
     NodeId via, std::string_view set, std::vector<std::string> elements,
     const ClusterReadOptions& options) {
-  Node* n = node(via);
-  if (n == nullptr) return NodeDown(via);
-  std::optional<absl::StatusOr<Membership>> result;
-  const uint64_t start = now_;
-  n->ContainsAll(
-      set, std::move(elements), options,
-      [&result](absl::StatusOr<Membership> r) { result = std::move(r); });
-  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
-                               [&]() { return start + options.timeout_micros; },
-                               Request("membership query", set, via), start);
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return Ask<Membership>(via, "membership query", set, options.timeout_micros,
+                         [&](Node& n, auto done) {
+                           n.ContainsAll(set, std::move(elements), options,
+                                         std::move(done));
+                         });
 }
 
 absl::StatusOr<RangeResult> Simulator::Range(
     NodeId via, std::string_view set, const RangeQuery& query,
     const ClusterReadOptions& options) {
-  Node* n = node(via);
-  if (n == nullptr) return NodeDown(via);
-  std::optional<absl::StatusOr<RangeResult>> result;
-  const uint64_t start = now_;
-  n->Range(set, query, options,
-           [&result](absl::StatusOr<RangeResult> r) { result = std::move(r); });
-  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
-                               [&]() { return start + options.timeout_micros; },
-                               Request("range read", set, via), start);
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return Ask<RangeResult>(via, "range read", set, options.timeout_micros,
+                          [&](Node& n, auto done) {
+                            n.Range(set, query, options, std::move(done));
+                          });
 }
 
 absl::StatusOr<uint64_t> Simulator::Count(NodeId via, std::string_view set,
                                           const ClusterReadOptions& options) {
-  Node* n = node(via);
-  if (n == nullptr) return NodeDown(via);
-  std::optional<absl::StatusOr<uint64_t>> result;
-  const uint64_t start = now_;
-  n->Count(set, options,
-           [&result](absl::StatusOr<uint64_t> r) { result = std::move(r); });
-  absl::Status s = AwaitAnswer([&result]() { return result.has_value(); },
-                               [&]() { return start + options.timeout_micros; },
-                               Request("count", set, via), start);
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return Ask<uint64_t>(
+      via, "count", set, options.timeout_micros,
+      [&](Node& n, auto done) { n.Count(set, options, std::move(done)); });
 }
 
 }  // namespace bigset

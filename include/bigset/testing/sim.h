@@ -321,6 +321,13 @@ class BIGSET_EXPORT Simulator {
   absl::Status AwaitAnswer(const std::function<bool()>& answered,
                            const std::function<uint64_t()>& deadline,
                            const std::string& what, uint64_t started);
+  // The blocking calls' common part: starts a request on node `via` with
+  // `start(node, done)` and runs until `done` is called, `timeout_micros`
+  // after the start being the deadline. Its answer, or AwaitAnswer's
+  // error; `what` names the request. Defined (and used) in sim.cc.
+  template <typename T, typename StartFn>
+  absl::StatusOr<T> Ask(NodeId via, const char* what, std::string_view set,
+                        uint64_t timeout_micros, StartFn start);
   absl::Status StartNode(NodeId id);
   std::string StorePath(NodeId id) const;
   uint64_t NodeNow(const NodeSlot& slot) const;
