@@ -20,7 +20,6 @@
 namespace bigset {
 namespace {
 
-
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
   return UINT64_MAX - a < b ? UINT64_MAX : a + b;
 }
@@ -91,7 +90,8 @@ absl::Status Corrupt(std::string_view what) {
 
 absl::Status DecodeCloud(coding::Reader* r, uint64_t base, uint64_t nsegs,
                          IntervalSet* out) {
-  if (base >= UINT64_MAX - 1) return Corrupt("cloud above a base that is maximal");
+  if (base >= UINT64_MAX - 1)
+    return Corrupt("cloud above a base that is maximal");
   return cloud_codec::DecodeRuns(r, base + 2, nsegs, out);
 }
 

@@ -1,8 +1,8 @@
 #include "core/cloud_codec.h"
 
-#include <cstdint>
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -12,7 +12,6 @@
 
 namespace bigset::cloud_codec {
 namespace {
-
 
 // Bitmaps are considered per window of this many counters: big enough that
 // per-segment headers are noise, small enough that a dense patch inside a
@@ -171,7 +170,8 @@ absl::Status DecodeRuns(coding::Reader* r, uint64_t cursor, uint64_t nsegs,
         if (!r->GetVarint64(&gap) || !r->GetVarint64(&len)) {
           return Corrupt("truncated run");
         }
-        if (full || gap > UINT64_MAX - cursor) return Corrupt("counter overflow");
+        if (full || gap > UINT64_MAX - cursor)
+          return Corrupt("counter overflow");
         const uint64_t lo = cursor + gap;
         if (len > UINT64_MAX - lo) return Corrupt("counter overflow");
         const uint64_t hi = lo + len;

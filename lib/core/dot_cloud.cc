@@ -7,8 +7,6 @@
 #include "absl/strings/str_format.h"
 
 namespace bigset {
-namespace {
-}  // namespace
 
 IntervalSet& DotCloud::Mutable(ActorId actor) {
   auto it = LowerBound(actor);
