@@ -15,6 +15,8 @@ import os
 import re
 import sys
 
+from check_common import finish
+
 LAYERS = ["core", "keys", "store", "net", "replica", "cluster", "testing",
           "network", "etcd"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
@@ -96,18 +98,11 @@ def main(argv):
                               f"the higher layer '{target}'")
             if target != layer:
                 edges.setdefault(layer, set()).add(target)
-    if errors:
-        for e in errors:
-            print(e, file=sys.stderr)
-        return 1
-    if graph:
+    if graph and not errors:
         for layer in LAYERS:
             below = sorted(edges.get(layer, ()), key=RANK.get)
             print(f"{layer:>8} -> {', '.join(below) if below else '(none)'}")
-    if stamp:
-        with open(stamp, "w") as f:
-            f.write("ok\n")
-    return 0
+    return finish(errors, stamp)
 
 
 if __name__ == "__main__":

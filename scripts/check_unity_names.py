@@ -20,6 +20,8 @@ import os
 import re
 import sys
 
+from check_common import finish
+
 CONSTANT = re.compile(r"^(?:inline\s+)?(?:static\s+)?constexpr\s[^=(;\n]*?"
                       r"\b([A-Za-z_]\w*)\s*(?:=|\{|\[)", re.M)
 
@@ -40,17 +42,10 @@ def main():
     bad = [(folder, name, sorted(files))
            for folder, names in sorted(defined.items())
            for name, files in sorted(names.items()) if len(files) > 1]
-    for folder, name, files in bad:
-        print(f"{os.path.relpath(folder)}: constant {name} defined in "
-              f"{', '.join(files)}: they collide when a unity build puts "
-              "them in one unit; define it once, in a header",
-              file=sys.stderr)
-    if bad:
-        return 1
-    if args.stamp:
-        with open(args.stamp, "w", encoding="utf-8") as f:
-            f.write("ok\n")
-    return 0
+    return finish([f"{os.path.relpath(folder)}: constant {name} defined in "
+                   f"{', '.join(files)}: they collide when a unity build "
+                   "puts them in one unit; define it once, in a header"
+                   for folder, name, files in bad], args.stamp)
 
 
 if __name__ == "__main__":
