@@ -13,6 +13,7 @@
 #ifndef BIGSET_TESTS_TEST_UTIL_H_
 #define BIGSET_TESTS_TEST_UTIL_H_
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -112,13 +113,6 @@ Ring RendezvousRing(std::vector<NodeId> nodes, uint64_t epoch, uint32_t size,
                     int n);
 // Whether `list` (a serving or preference list) holds `node`.
 bool Has(const std::vector<NodeId>& list, NodeId node);
-
-}  // namespace bigset::testing
-
-// For ForEachSeed's CAPTURE.
-#include <catch2/catch.hpp>
-
-namespace bigset::testing {
 
 // Runs `body(rng)` once for each of Seeds(base_count), the seed captured
 // (CAPTURE, so that a failure prints it) and `rng` seeded with it.
