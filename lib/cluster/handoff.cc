@@ -33,27 +33,18 @@ HandoffManager::HandoffManager(NodeId self, Store* store,
 HandoffManager::~HandoffManager() = default;
 
 PartitionRoles::Entry HandoffManager::DeriveRole(uint32_t partition) const {
-  const bool serves = membership_.Serves(partition);
-  PartitionRole role = PartitionRole::kServing;
-  if (replicas_->Get(partition) == nullptr) {
-    role = PartitionRole::kReleased;
-  } else if (HandingOver(partition)) {
-    role = PartitionRole::kDraining;
-  } else if (!serves) {
-    role = PartitionRole::kReceiving;
-  } else if (Committed(partition)) {
-    role = PartitionRole::kCommitted;
-  }
-  return {role, serves};
+  PartitionHandoff::RoleFacts facts{
+      .has_replica = replicas_->Get(partition) != nullptr,
+      .serves = membership_.Serves(partition)};
+  // Read only where it decides (it walks this node's entries).
+  facts.committed = facts.has_replica && facts.serves && Committed(partition);
+  return PartitionHandoff::RoleOf(facts, HandingOver(partition));
 }
 
 void HandoffManager::SyncRoles() {
   std::vector<uint32_t> draining;
-  for (const auto& [key, t] : outgoing_) {
-    if (t.phase() == Phase::kDraining &&
-        (draining.empty() || draining.back() != key.first)) {
-      draining.push_back(key.first);
-    }
+  for (const auto& [p, ph] : partitions_) {
+    if (ph.Draining()) draining.push_back(p);
   }
   if (membership_.generation() != roles_membership_ ||
       replicas_->generation() != roles_replicas_) {
@@ -67,6 +58,32 @@ void HandoffManager::SyncRoles() {
     for (uint32_t p : roles_draining_) roles_->Set(p, DeriveRole(p));
   }
   roles_draining_ = std::move(draining);
+}
+
+PartitionHandoff* HandoffManager::Find(uint32_t partition) {
+  auto it = partitions_.find(partition);
+  return it == partitions_.end() ? nullptr : &it->second;
+}
+
+const PartitionHandoff* HandoffManager::Find(uint32_t partition) const {
+  auto it = partitions_.find(partition);
+  return it == partitions_.end() ? nullptr : &it->second;
+}
+
+PartitionHandoff& HandoffManager::Partition(uint32_t partition) {
+  return partitions_.try_emplace(partition, partition).first->second;
+}
+
+HandoffTransfer* HandoffManager::FindTransfer(uint32_t partition, NodeId to) {
+  PartitionHandoff* ph = Find(partition);
+  return ph == nullptr ? nullptr : ph->Find(to);
+}
+
+bool HandoffManager::Sending() const {
+  for (const auto& [p, ph] : partitions_) {
+    if (ph.sending()) return true;
+  }
+  return false;
 }
 
 WithOutput<absl::Status> HandoffManager::Open(uint64_t now) {
@@ -201,7 +218,7 @@ void HandoffManager::MembershipChanged() {
 void HandoffManager::EnsureGossipTick() {
   if (gossip_scheduled_) return;
   if (gossip_quiet_ticks_ <= 0 && membership_.PartitionsMoving() == 0 &&
-      outgoing_.empty()) {
+      !Sending()) {
     return;
   }
   gossip_scheduled_ = true;
@@ -289,7 +306,8 @@ std::map<HandoffManager::TransferKey, bool> HandoffManager::Plan() {
       // its data goes to every node of the ring's list, so that a write
       // it acknowledged with any one of them stays on two replicas.
       for (NodeId n : want) {
-        if (!supplied_.contains({p, n})) wanted[{p, n}] = true;
+        const PartitionHandoff* ph = Find(p);
+        if (ph == nullptr || !ph->Supplied(n)) wanted[{p, n}] = true;
       }
     }
   }
@@ -360,25 +378,21 @@ NodeId HandoffManager::YieldsTo(NodeId node, uint32_t partition) const {
 
 void HandoffManager::Replan() {
   const std::map<TransferKey, bool> wanted = Plan();
-  for (auto it = outgoing_.begin(); it != outgoing_.end();) {
-    auto w = wanted.find(it->first);
-    // A proposal in flight is answered first: the answer may be an
-    // acceptance (the commitment in this node's state makes the plan keep
-    // it anyway, unless the receiver's refusal cleared it).
-    const Phase phase = it->second.phase();
-    const bool keep =
-        phase == Phase::kProposing || phase == Phase::kDraining ||
-        (w != wanted.end() && w->second == it->second.supplement());
-    if (keep) {
-      ++it;
-      continue;
-    }
-    ++stats_->handoffs_cancelled;
-    it = outgoing_.erase(it);
+  for (auto& [p, ph] : partitions_) {
+    std::erase_if(ph.transfers(), [&](const auto& entry) {
+      const auto& [to, t] = entry;
+      auto w = wanted.find({p, to});
+      if (PartitionHandoff::Keeps(t, w == wanted.end()
+                                         ? std::nullopt
+                                         : std::optional<bool>(w->second))) {
+        return false;
+      }
+      ++stats_->handoffs_cancelled;
+      return true;
+    });
   }
   for (const auto& [key, supplement] : wanted) {
-    outgoing_.try_emplace(key, key.first, key.second, supplement, &options_,
-                          now_);
+    Partition(key.first).Add(key.second, supplement, &options_, now_);
   }
   EnsureTick();
   EnsureGossipTick();
@@ -432,16 +446,11 @@ void HandoffManager::HostingChanged() {
 }
 
 bool HandoffManager::HandingOver(uint32_t partition) const {
-  auto it = outgoing_.lower_bound({partition, 0});
-  for (; it != outgoing_.end() && it->first.first == partition; ++it) {
-    // A supplement too: the holder took its data, and what reaches this
-    // node from now on goes on to it (applied here, it would be lost when
-    // this node lets go).
-    if (it->second.phase() == Phase::kDraining) {
-      return true;
-    }
-  }
-  return false;
+  // A supplement too: the holder took its data, and what reaches this node
+  // from now on goes on to it (applied here, it would be lost when this
+  // node lets go).
+  const PartitionHandoff* ph = Find(partition);
+  return ph != nullptr && ph->Draining();
 }
 
 bool HandoffManager::Committed(uint32_t partition) const {
@@ -500,7 +509,7 @@ void HandoffManager::ReleaseTick() {
 
 void HandoffManager::EnsureTick() {
   if (tick_scheduled_) return;
-  if (outgoing_.empty() && receiver_.empty() && !proxy_.awaiting() &&
+  if (!Sending() && receiver_.empty() && !proxy_.awaiting() &&
       !hosting_retry_) {
     return;
   }
@@ -516,7 +525,8 @@ void HandoffManager::Tick() {
     HostingChanged();
   }
   Progress();
-  for (const auto& [key, t] : outgoing_) t.ResendForwards(&out_);
+  ForEachTransfer(
+      [&](uint32_t, const HandoffTransfer& t) { t.ResendForwards(&out_); });
   proxy_.Expire(now, 50 * retry);
   receiver_.Expire(now, options_.receiver_idle_micros);
   EnsureTick();
@@ -527,14 +537,14 @@ void HandoffManager::Tick() {
 void HandoffManager::FillStats(NodeCounters* stats) const {
   stats->handoffs_pending = 0;
   stats->handoffs_running = 0;
-  for (const auto& [key, t] : outgoing_) {
+  ForEachTransfer([&](uint32_t, const HandoffTransfer& t) {
     if (t.phase() == Phase::kWaiting) {
       ++stats->handoffs_pending;
     } else {
       ++stats->handoffs_running;
     }
     stats->handoff_forward_bytes += t.forward_bytes();
-  }
+  });
   stats->handoffs_incoming = receiver_.size();
   stats->partitions_releasing = release_.size();
   stats->ring_epoch = ring().epoch();
@@ -545,16 +555,16 @@ void HandoffManager::FillStats(NodeCounters* stats) const {
 std::vector<PartitionMove> HandoffManager::Moving(uint64_t now) const {
   std::vector<PartitionMove> out;
   for (uint32_t p = 0; p < ring().ring_size(); ++p) {
-    auto it = outgoing_.lower_bound({p, 0});
-    const bool sending = it != outgoing_.end() && it->first.first == p;
+    const PartitionHandoff* ph = Find(p);
+    const bool sending = ph != nullptr && ph->sending();
     if (!membership_.Moving(p) && !sending) continue;
     PartitionMove move;
     move.partition = p;
     move.serving = membership_.ServingList(p);
     move.target = ring().PreferenceList(p);
     if (sending) {
-      const HandoffTransfer& t = it->second;
-      move.peer = it->first.second;
+      const auto& [to, t] = *ph->transfers().begin();
+      move.peer = to;
       move.state = t.Describe();
       move.since_micros = now >= t.phase_since() ? now - t.phase_since() : 0;
     } else if (membership_.Serves(p) && !Contains(move.target, self_)) {

@@ -60,7 +60,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -73,6 +72,7 @@
 #include "cluster/hosted_replicas.h"
 #include "cluster/membership.h"
 #include "cluster/node_counters.h"
+#include "cluster/partition_handoff.h"
 #include "cluster/partition_release.h"
 #include "cluster/partition_roles.h"
 #include "cluster/protocol_output.h"
@@ -244,6 +244,23 @@ class HandoffManager {
   Replica* LocalNow(uint32_t partition) const {
     return HandingOver(partition) ? nullptr : replicas_->Get(partition);
   }
+  // The hand-off state of `partition`: nullptr if it has none; the second
+  // adds an empty one.
+  PartitionHandoff* Find(uint32_t partition);
+  const PartitionHandoff* Find(uint32_t partition) const;
+  PartitionHandoff& Partition(uint32_t partition);
+  // The transfer of `partition` to `to`, or nullptr.
+  HandoffTransfer* FindTransfer(uint32_t partition, NodeId to);
+  // Whether any transfer runs.
+  bool Sending() const;
+  // Calls f(partition, transfer) for every transfer, by partition, then
+  // by receiver.
+  template <typename F>
+  void ForEachTransfer(F&& f) const {
+    for (const auto& [p, ph] : partitions_) {
+      for (const auto& [to, t] : ph.transfers()) f(p, t);
+    }
+  }
   absl::Status OpenReplicas();
   void Start();
   absl::Status Install(const Ring& ring);
@@ -382,20 +399,14 @@ class HandoffManager {
   // Where deltas go for the partitions this node handed over, and the
   // answers owed for those passed on (ProxyDelta, HandleDeltaAck).
   DeltaProxy proxy_;
-  std::map<TransferKey, HandoffTransfer> outgoing_;
+  // Each partition's hand-off state (partition_handoff.h): its transfers,
+  // the supplements it gave, the proposals it took. A partition has an
+  // entry once a transfer of it started or a proposal for it came.
+  std::map<uint32_t, PartitionHandoff> partitions_;
   // The runs being received. Runs (sender, run) whose end this node
   // received are remembered there, with their partition, while it keeps
   // that replica: a proposal is accepted only for these.
   SetStreamReceiver receiver_;
-  // The latest run (request id) each sender proposed for each partition:
-  // an older proposal arriving late is refused, so that once a sender's
-  // probe was answered "not taken", no earlier proposal takes its place.
-  // Keyed by (sender, partition, the sender's episode).
-  std::map<std::tuple<NodeId, uint32_t, uint64_t>, uint64_t> latest_proposal_;
-  // Supplements an orphaned leaver (see Orphaned) completed: it lets go
-  // once every node of the ring's list has its data. In memory: after a
-  // restart it supplies them all again (they take it again).
-  std::set<TransferKey> supplied_;
   bool hosting_retry_ = false;
   std::set<uint64_t> epochs_reported_;
   bool tick_scheduled_ = false;

@@ -77,58 +77,45 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
 absl::Status HandoffManager::Accept(NodeId from, const MessageHeader& header,
                                     const msg::HandoffDone& m) {
   const uint32_t p = header.partition;
-  const NodeId me = self_;
-  uint64_t& latest = latest_proposal_[{from, p, m.episode}];
-  if (header.request_id < latest) {
+  if (!Partition(p).TakeProposal(from, m.episode, header.request_id)) {
     return absl::FailedPreconditionError(
         absl::StrCat("a later proposal of node ", from, " for partition ", p,
                      " came first"));
   }
-  latest = header.request_id;
-  const std::optional<uint32_t> run =
-      receiver_.FinishedPartition(from, header.request_id);
-  if (run != p || LocalNow(p) == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("node ", me, " did not keep run ", header.request_id,
-                     " of partition ", p, "; send the partition again"));
+  PartitionHandoff::ProposalFacts facts{
+      .self = self_,
+      .from = from,
+      .run = header.request_id,
+      .episode = m.episode,
+      .supplement = m.supplement,
+      .run_received =
+          receiver_.FinishedPartition(from, header.request_id) == p &&
+          LocalNow(p) != nullptr,
+      .serving_took = std::nullopt,
+      .took_and_handed_on = false,
+      .placed_here = Contains(ring().PreferenceList(p), self_)};
+  if (const ServeEntry* mine = membership_.Own(p)) {
+    facts.serving_took = std::make_pair(mine->took_from, mine->took_since);
   }
-  const ServeEntry* mine = membership_.Own(p);
-  if (m.supplement) {
-    // Data only, for a node whose place this node (or one before it) took.
-    if (mine == nullptr) {
-      return absl::AbortedError(
-          absl::StrCat("node ", me, " does not serve partition ", p));
-    }
-  } else if (mine != nullptr) {
-    // The same place again (the sender ran again after a restart) is
-    // accepted again; any other is not this node's to take.
-    if (mine->took_from != from || mine->took_since != m.episode) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("node ", me, " already serves partition ", p));
-    }
-  } else {
-    for (const ServeEntry& e : membership_.own().entries) {
-      if (e.partition == p && e.took_from == from &&
-          e.took_since == m.episode) {
-        // Taken before and handed on since: the sender's data goes to the
-        // holder (its state shows where).
-        return absl::AlreadyExistsError(absl::StrCat(
-            "node ", me, " took and handed on this place of partition ", p));
-      }
-    }
-    const std::vector<NodeId>& want = ring().PreferenceList(p);
-    if (std::find(want.begin(), want.end(), me) == want.end()) {
-      return absl::AbortedError(absl::StrCat(
-          "the latest ring does not place partition ", p, " on node ", me));
-    }
-    BIGSET_RETURN_IF_ERROR(membership_.BeginServing(p, from, m.episode));
-    PushOwnState(from);
-    MembershipChanged();
-    return absl::OkStatus();
+  for (const ServeEntry& e : membership_.own().entries) {
+    facts.took_and_handed_on |=
+        e.partition == p && e.took_from == from && e.took_since == m.episode;
   }
-  // Synced, so that every chunk this node acknowledged is durable before
-  // the sender lets go of its data.
-  return membership_.Sync();
+  auto [decision, status] = PartitionHandoff::Accept(p, facts);
+  switch (decision) {
+    case PartitionHandoff::AcceptDo::kRefuse:
+      return status;
+    case PartitionHandoff::AcceptDo::kBeginServing:
+      BIGSET_RETURN_IF_ERROR(membership_.BeginServing(p, from, m.episode));
+      PushOwnState(from);
+      MembershipChanged();
+      return absl::OkStatus();
+    case PartitionHandoff::AcceptDo::kSync:
+      // Synced, so that every chunk this node acknowledged is durable
+      // before the sender lets go of its data.
+      return membership_.Sync();
+  }
+  return absl::InternalError("unreachable");
 }
 
 }  // namespace bigset

@@ -21,29 +21,27 @@ TransferEnv HandoffManager::Env(uint32_t partition) {
 
 void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
                                const msg::TransferAck& m) {
-  const TransferKey key{header.partition, from};
-  auto it = outgoing_.find(key);
-  if (it == outgoing_.end()) return;
-  if (it->second.OnAck(Env(key.first), header.request_id, m) ==
+  HandoffTransfer* t = FindTransfer(header.partition, from);
+  if (t == nullptr) return;
+  if (t->OnAck(Env(header.partition), header.request_id, m) ==
       HandoffTransfer::AckResult::kSetsDone) {
-    MaybeComplete(key);
+    MaybeComplete({header.partition, from});
   }
 }
 
 void HandoffManager::Forward(uint32_t partition, const Delta& delta) {
-  auto it = outgoing_.lower_bound({partition, 0});
-  if (it == outgoing_.end() || it->first.first != partition) return;
+  PartitionHandoff* ph = Find(partition);
+  if (ph == nullptr || !ph->sending()) return;
   // Every delta the replica applies comes here: one env for the
   // partition's transfers, and none when no transfer runs.
   const TransferEnv env = Env(partition);
-  for (; it != outgoing_.end() && it->first.first == partition; ++it) {
-    it->second.Forward(env, delta);
-  }
+  for (auto& [to, t] : ph->transfers()) t.Forward(env, delta);
 }
 
 HandoffTransfer* HandoffManager::ForwardOwner(NodeId to, uint64_t request_id) {
-  for (auto& [key, t] : outgoing_) {
-    if (key.second == to && t.HasForward(request_id)) return &t;
+  for (auto& [p, ph] : partitions_) {
+    HandoffTransfer* t = ph.Find(to);
+    if (t != nullptr && t->HasForward(request_id)) return t;
   }
   return nullptr;
 }
@@ -66,18 +64,20 @@ void HandoffManager::OnDeltaAck(NodeId from, uint64_t request_id,
 }
 
 void HandoffManager::MaybeComplete(const TransferKey& key) {
-  auto it = outgoing_.find(key);
-  if (it == outgoing_.end()) return;
-  HandoffTransfer& t = it->second;
-  if (!t.forwards_empty()) return;
-  if (t.phase() == Phase::kDraining) {
-    if (t.confirmed()) {
+  HandoffTransfer* t = FindTransfer(key.first, key.second);
+  if (t == nullptr) return;
+  switch (PartitionHandoff::AfterAnswer(*t, now_)) {
+    case PartitionHandoff::AfterAnswerDo::kNothing:
+      break;
+    case PartitionHandoff::AfterAnswerDo::kPropose:
+      Propose(key, *t);
+      break;
+    case PartitionHandoff::AfterAnswerDo::kConfirm:
+      Confirm(key, *t);
+      break;
+    case PartitionHandoff::AfterAnswerDo::kComplete:
       Complete(key);
-    } else if (!t.control_in_flight()) {
-      Confirm(key, t);
-    }
-  } else if (t.phase() == Phase::kSetsDone && !t.Waiting(now_)) {
-    Propose(key, t);
+      break;
   }
 }
 
@@ -134,9 +134,9 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
   NoteEpoch(from, m.epoch);
   if (m.from_node != self_ || m.to_node != from) return;
   const TransferKey key{header.partition, from};
-  auto it = outgoing_.find(key);
-  if (it == outgoing_.end()) return;
-  HandoffTransfer& t = it->second;
+  HandoffTransfer* found = FindTransfer(key.first, key.second);
+  if (found == nullptr) return;
+  HandoffTransfer& t = *found;
   const HandoffTransfer::Answer answer = t.TakeAnswer(header.request_id);
   if (answer == HandoffTransfer::Answer::kIgnored) return;
   if (answer == HandoffTransfer::Answer::kConfirmation) {
@@ -193,17 +193,18 @@ void HandoffManager::OnMessage(NodeId from, const MessageHeader& header,
 }
 
 void HandoffManager::Complete(const TransferKey& key) {
-  auto it = outgoing_.find(key);
-  if (it == outgoing_.end()) return;
-  if (it->second.supplement()) {
+  PartitionHandoff* ph = Find(key.first);
+  const HandoffTransfer* t = ph == nullptr ? nullptr : ph->Find(key.second);
+  if (t == nullptr) return;
+  if (t->supplement()) {
     // An orphaned leaver's supplement: it lets go after the last one.
-    supplied_.insert(key);
+    ph->NoteSupplied(key.second);
     bool more = false;
     for (const auto& [k, supplement] : Plan()) {
       more |= k.first == key.first && k != key && supplement;
     }
     if (more) {
-      outgoing_.erase(it);
+      ph->Erase(key.second);
       ++stats_->handoffs_done;
       Replan();
       return;
@@ -215,9 +216,8 @@ void HandoffManager::Complete(const TransferKey& key) {
     EnsureTick();
     return;
   }
-  std::erase_if(supplied_,
-                [&](const TransferKey& k) { return k.first == key.first; });
-  outgoing_.erase(it);
+  ph->ForgetSupplied();
+  ph->Erase(key.second);
   ++stats_->handoffs_done;
   // The receiver's state (its acceptance) travels with this node's, so no
   // view loses this node's place before it sees the receiver in it.
@@ -230,61 +230,49 @@ void HandoffManager::Progress() {
   size_t running = 0;
   std::vector<TransferKey> to_complete;
   std::vector<TransferKey> given_up;
-  for (const auto& [key, t] : outgoing_)
+  ForEachTransfer([&](uint32_t, const HandoffTransfer& t) {
     running += t.phase() != Phase::kWaiting;
-  for (auto& [key, t] : outgoing_) {
-    if (!membership_.Serves(key.first)) {
-      // Nothing of its own to hand over (it completed before a restart).
-      given_up.push_back(key);
-      continue;
-    }
-    if (!t.supplement() && t.phase() != Phase::kProposing &&
-        t.phase() != Phase::kDraining &&
-        membership_.Own(key.first)->handing_to == key.second &&
-        !Contains(ring().PreferenceList(key.first), key.second) &&
-        !membership_.ReplacedBy(key.first).has_value()) {
-      // Committed to a receiver the ring no longer wants here: ask it.
-      Probe(key, t);
-      continue;
-    }
-    switch (t.phase()) {
-      case Phase::kWaiting: {
-        if (running >= options_.max_running) break;
-        const TransferEnv env = Env(key.first);
-        if (env.replica == nullptr) break;
-        ++running;
-        t.StartRun(env);
-        break;
+  });
+  const std::vector<NodeId>& members = ring().nodes();
+  for (auto& [p, ph] : partitions_) {
+    for (auto& [to, t] : ph.transfers()) {
+      // As of this transfer: one before it may have committed this node.
+      const ServeEntry* mine = membership_.Own(p);
+      const PartitionHandoff::TickFacts facts{
+          .serves = membership_.Serves(p),
+          .handing_to = mine == nullptr ? 0 : mine->handing_to,
+          .receiver_wanted = Contains(ring().PreferenceList(p), to),
+          .replaced = membership_.ReplacedBy(p).has_value(),
+          .receiver_member = Contains(members, to),
+          .may_start = running < options_.max_running,
+          .has_replica = replicas_->Get(p) != nullptr};
+      using Do = PartitionHandoff::OnTickDo;
+      switch (PartitionHandoff::OnTick(t, facts, now)) {
+        case Do::kNothing:
+          break;
+        case Do::kGiveUp:
+          given_up.push_back({p, to});
+          break;
+        case Do::kProbe:
+          Probe({p, to}, t);
+          break;
+        case Do::kStart:
+          ++running;
+          t.StartRun(Env(p));
+          break;
+        case Do::kContinue:
+          t.Continue(Env(p));
+          break;
+        case Do::kPropose:
+          Propose({p, to}, t);
+          break;
+        case Do::kResend:
+          t.Resend(Env(p));
+          break;
+        case Do::kComplete:
+          to_complete.push_back({p, to});
+          break;
       }
-      case Phase::kStreaming:
-      case Phase::kEnding:
-        t.Continue(Env(key.first));
-        break;
-      case Phase::kSetsDone:
-        if (!t.Waiting(now) && t.forwards_empty()) Propose(key, t);
-        break;
-      case Phase::kProposing: {
-        // A receiver that left the ring and has not answered for long is
-        // gone: whatever it did, this node still holds the data and keeps
-        // serving; the transfer is planned again.
-        const auto& members = ring().nodes();
-        if (t.silent() > 100 && std::find(members.begin(), members.end(),
-                                          key.second) == members.end()) {
-          given_up.push_back(key);
-        } else if (t.Due(now)) {
-          t.Resend(Env(key.first));
-        }
-        break;
-      }
-      case Phase::kDraining:
-        if (!t.forwards_empty()) break;
-        if (t.control_in_flight()) {
-          if (t.Due(now)) t.Resend(Env(key.first));
-        } else {
-          // Forwards drained, or a failed completion write: again.
-          to_complete.push_back(key);
-        }
-        break;
     }
   }
   for (const TransferKey& key : to_complete) MaybeComplete(key);
@@ -294,7 +282,7 @@ void HandoffManager::Progress() {
         !membership_.SetHandingTo(key.first, 0).ok()) {
       continue;
     }
-    outgoing_.erase(key);
+    Partition(key.first).Erase(key.second);
     ++stats_->handoffs_cancelled;
   }
   if (!given_up.empty()) MembershipChanged();
