@@ -41,7 +41,7 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   update_bytes_.clear();
   replicate_bytes_.clear();
   given_up_bytes_.clear();
-  coordinated_ = false;
+  phase_ = Phase::kIdle;
   coordinator_ = -1;
   delta_ = Delta();
   acked_.assign(preference_.size(), false);
@@ -52,7 +52,6 @@ void WriteCoordinator::Reset(uint64_t id, std::string_view set,
   places_.assign(where.places.begin(), where.places.end());
   place_acked_.assign(preference_.size(), false);
   place_acks_ = 0;
-  refused_ = false;
   extras_.clear();
   deadline_ = client_deadline_ = next_retry_ = 0;
   retransmit_rounds_ = 0;
@@ -67,8 +66,23 @@ void WriteCoordinator::Release() {
   extras_.clear();
 }
 
+const char* WriteCoordinator::PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kIdle:
+      return "idle";
+    case Phase::kAsking:
+      return "asking";
+    case Phase::kAwaitingLate:
+      return "awaiting a late delta";
+    case Phase::kReplicating:
+      return "replicating";
+  }
+  return "?";
+}
+
 RequestOutput WriteCoordinator::Start(uint64_t now) {
   RequestOutput out;
+  phase_ = Phase::kAsking;
   deadline_ = client_deadline_ = now + options_.timeout_micros;
   next_retry_ = now + options_.retry_micros;
   // A place is named by the smallest index of its nodes.
@@ -101,7 +115,7 @@ void WriteCoordinator::SendUpdate(RequestOutput* out) {
   if (to == self_) {
     // This node's own replica coordinates in-process: no message round
     // trip, and no scheduler event.
-    if (!coordinated_) out->coordinate_here = true;
+    if (!coordinated()) out->coordinate_here = true;
     return;
   }
   if (update_bytes_.empty()) {
@@ -138,7 +152,7 @@ RequestOutput WriteCoordinator::Step(NodeId from,
   const int index = IndexOf(from);
   // Only a candidate given up on, about this write's set, has a delta of
   // its own to hand over.
-  if (index < 0 || !coordinated_ || !asked_[index] || index == coordinator_ ||
+  if (index < 0 || !coordinated() || !asked_[index] || index == coordinator_ ||
       m.delta.set != set_) {
     return out;
   }
@@ -154,7 +168,7 @@ void WriteCoordinator::OnCoordinated(NodeId from, absl::StatusOr<Delta> result,
   const int index = IndexOf(from);
   if (index < 0 || !asked_[index]) return;
   heard_[index] = true;
-  if (coordinated_) {
+  if (coordinated()) {
     // A duplicate reply of the chosen candidate, or the late answer of one
     // given up on: if that one applied the write, its delta is replicated
     // too.
@@ -174,7 +188,7 @@ void WriteCoordinator::OnCoordinated(NodeId from, absl::StatusOr<Delta> result,
     return;
   }
   Ack(index);
-  coordinated_ = true;
+  phase_ = Phase::kReplicating;
   coordinator_ = index;
   delta_ = std::move(*result);
   replicate_bytes_.clear();
@@ -240,7 +254,7 @@ RequestOutput WriteCoordinator::Acknowledged(uint64_t request_id, NodeId from,
                                              NodeId applied_by,
                                              const absl::Status& status) {
   RequestOutput out;
-  if (!coordinated_ || !status.ok()) return out;
+  if (!coordinated() || !status.ok()) return out;
   int index = IndexOf(applied_by);
   if (index < 0) index = IndexOf(from);
   if (index < 0) return out;
@@ -280,7 +294,7 @@ bool WriteCoordinator::AllAcked() const {
 }
 
 void WriteCoordinator::CountUnsettled(RequestOutput* out) const {
-  if (!coordinated_) return;  // The write failed; its outcome is unknown.
+  if (!coordinated()) return;  // The write failed; its outcome is unknown.
   bool unsettled = false;
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (asked_[i] && static_cast<int>(i) != coordinator_ && !heard_[i]) {
@@ -294,7 +308,7 @@ void WriteCoordinator::CountUnsettled(RequestOutput* out) const {
 }
 
 void WriteCoordinator::LeaveHints(RequestOutput* out) const {
-  if (!coordinated_ || replicate_bytes_.empty()) return;
+  if (!coordinated() || replicate_bytes_.empty()) return;
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (acked_[i] || static_cast<int>(i) == coordinator_) continue;
     // A given-up candidate got the delta as kReplicateGivenUp, whose answer
@@ -363,12 +377,12 @@ RequestOutput WriteCoordinator::Tick(uint64_t now) {
   }
   if (now < next_retry_) return out;
   next_retry_ = now + options_.retry_micros;
-  if (!coordinated_) {
-    if (refused_) return out;  // Only a late answer is awaited.
+  if (phase_ == Phase::kAwaitingLate) return out;
+  if (phase_ == Phase::kAsking) {
     // No coordinator answered: ask again, then the next one (a late answer
     // of the one given up on is replicated too, see OnCoordinated).
     if ((attempt_ + 1) % kAttemptsPerCandidate == 0 && !options_.failover) {
-      refused_ = true;
+      phase_ = Phase::kAwaitingLate;
       ++out.failovers_refused;
       if (!replied_) {
         Reply(absl::UnavailableError(absl::StrCat(

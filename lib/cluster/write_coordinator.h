@@ -55,6 +55,28 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
  public:
   using Done = std::function<void(absl::StatusOr<Delta>)>;
 
+  // Where the write stands. Whether the client was answered is apart
+  // (answered()): a write refused while asking is answered before a late
+  // delta makes it replicate, and a replicating one is answered once W
+  // places have its delta, then goes on to the rest.
+  //
+  //   kIdle --Start--> kAsking --(a candidate's delta)--> kReplicating
+  //   kAsking --(the candidate silent, failover off)--> kAwaitingLate
+  //   kAwaitingLate --(its late delta)--> kReplicating
+  //
+  // Any phase ends (an output's `done`) at the deadline; kAsking also on a
+  // candidate's error other than Unavailable, and kReplicating once every
+  // replica acknowledged every delta.
+  enum class Phase {
+    kIdle,          // Reset, not started.
+    kAsking,        // Candidates asked in turn to coordinate; no delta yet.
+    kAwaitingLate,  // Failover off and the candidate silent: the client
+                    // has its error; a late delta is still replicated.
+    kReplicating,   // A candidate's delta (and extra deltas of candidates
+                    // given up on) going to every replica.
+  };
+  static const char* PhaseName(Phase phase);
+
   // Where a write runs: its set's partition, the nodes serving it and their
   // places (HandoffManager::ServingList, ServingPlaces), and this node.
   // Reset copies the lists into the capacity a recycled machine kept.
@@ -117,6 +139,10 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   Answer TakeAnswer();
   void Abort(const absl::Status& status) override;
 
+  Phase phase() const { return phase_; }
+  // The client's answer is decided (an output said `answered`).
+  bool answered() const { return replied_; }
+
   // What `coordinate_here` applies.
   const std::string& set() const { return set_; }
   uint32_t partition() const { return partition_; }
@@ -146,6 +172,7 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   void LeaveHints(RequestOutput* out) const;
   // The write is over: the driver drops it.
   void End(RequestOutput* out) const;
+  bool coordinated() const { return phase_ == Phase::kReplicating; }
   // The client's error when fewer than W places acknowledged: by the
   // deadline, or with every replica of the list heard.
   absl::Status TooFewPlaces(bool timed_out) const;
@@ -161,6 +188,7 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   size_t attempt_ = 0;
   ClusterWriteOptions options_;
   Done done_;
+  Phase phase_ = Phase::kIdle;
   bool replied_ = false;  // The answer is decided (answer_, then taken).
   std::optional<absl::StatusOr<Delta>> answer_;
   std::vector<UpdateOp> ops_;
@@ -168,9 +196,10 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   std::string update_bytes_;  // Encoded when first sent to another node.
   std::string replicate_bytes_;
   std::string given_up_bytes_;  // The same delta as kReplicateGivenUp.
-  bool coordinated_ = false;    // delta_ and replicate_bytes_ are set.
-  int coordinator_ = -1;        // Preference index of the chosen candidate.
-  Delta delta_;                 // Until handed to the client.
+  // Set in kReplicating: the chosen candidate's preference index, its
+  // delta (until handed to the client) and replicate_bytes_.
+  int coordinator_ = -1;
+  Delta delta_;
   // Per preference index (any N, not a fixed-width mask): acknowledged the
   // chosen delta; was asked to coordinate; answered in a way that settles
   // whether it coordinated (a reply, or an acknowledgement of the chosen
@@ -186,7 +215,6 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   absl::InlinedVector<uint32_t, 8> places_;
   absl::InlinedVector<bool, 8> place_acked_;
   int place_acks_ = 0;
-  bool refused_ = false;  // Failover refused: the client has its error.
   struct Extra {
     uint64_t id = 0;  // 0 until numbered (NumberExtra).
     int index = 0;    // The given-up candidate whose delta it is.

@@ -91,6 +91,11 @@ class MachineDriver {
 
   uint64_t NowMicros() const { return now_; }
   bool running() const { return machine_ != nullptr; }
+  // The machine, while running.
+  const Machine& machine() const {
+    REQUIRE(running());
+    return *machine_;
+  }
   // The tick the machine asked for, if one is pending.
   std::optional<uint64_t> tick_at() const { return tick_at_; }
 

@@ -21,6 +21,7 @@ namespace {
 constexpr NodeId kSelf = 1;
 constexpr uint64_t kId = 77;
 constexpr uint64_t kTick = 100'000;  // The node's write tick, here.
+using Phase = WriteCoordinator::Phase;
 
 Delta OneAdd(NodeId actor, uint64_t counter = 1) {
   Delta d;
@@ -94,6 +95,8 @@ class WriteRun {
     return n;
   }
 
+  WriteCoordinator::Phase phase() const { return driver.machine().phase(); }
+
   // What this node's replica returns when it coordinates.
   absl::StatusOr<Delta> here;
   testing::MachineDriver<WriteCoordinator> driver;
@@ -124,6 +127,8 @@ TEST_CASE(
     "answers at the first acknowledgement and ends at the last") {
   WriteRun run({1, 2, 3}, {0, 1, 2}, /*w=*/2);
   CHECK(run.coordinated_here == 1);
+  CHECK(run.phase() == Phase::kReplicating);
+  CHECK_FALSE(run.driver.machine().answered());
   CHECK(run.Sent(2, MessageType::kReplicate) == 1);
   CHECK(run.Sent(3, MessageType::kReplicate) == 1);
   CHECK(run.Sent(2, MessageType::kUpdate) == 0);
@@ -133,6 +138,8 @@ TEST_CASE(
   REQUIRE(run.answer->ok());
   CHECK((*run.answer)->ops.at(0).add == Dot{kSelf, 1});
   CHECK(run.driver.running());  // Node 2 still gets the delta.
+  CHECK(run.phase() == Phase::kReplicating);
+  CHECK(run.driver.machine().answered());
   run.driver.TickEvery(kTick, 1'000'000);
   CHECK(run.Sent(2, MessageType::kReplicate) >= 2);  // Retransmitted.
   CHECK(run.Sent(3, MessageType::kReplicate) == 1);  // Acknowledged.
@@ -212,11 +219,14 @@ TEST_CASE(
     "next; its late delta is replicated as an extra delta under an id of "
     "its own") {
   WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2);
+  CHECK(run.phase() == Phase::kAsking);
   run.driver.TickEvery(kTick, 600'000);  // Three tries of node 2.
+  CHECK(run.phase() == Phase::kAsking);
   CHECK(run.Sent(2, MessageType::kUpdate) == 3);
   CHECK(run.Sent(3, MessageType::kUpdate) == 1);  // The next candidate.
   CHECK(run.driver.totals.coordinator_switches == 1);
   run.UpdateReply(3, OneAdd(3));
+  CHECK(run.phase() == Phase::kReplicating);
   // Node 2 was given up on: it gets the chosen delta as kReplicateGivenUp.
   CHECK(run.Sent(2, MessageType::kReplicateGivenUp) == 1);
   CHECK(run.Sent(4, MessageType::kReplicate) == 1);
@@ -249,17 +259,36 @@ TEST_CASE(
 
 TEST_CASE(
     "write coordinator: with failover off, a silent coordinator fails the "
-    "write after three tries and nobody else is asked") {
+    "write after three tries and nobody else is asked; its late delta is "
+    "still replicated, the client answered once") {
   WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2, /*failover=*/false);
   run.driver.TickEvery(kTick, 600'000);
   REQUIRE(run.answer.has_value());
   CHECK(absl::IsUnavailable(run.answer->status()));
   CHECK(run.driver.totals.failovers_refused == 1);
   CHECK(run.Sent(3, MessageType::kUpdate) == 0);
-  // It waits out its deadline for a late answer, then ends.
   CHECK(run.driver.running());
-  run.driver.TickEvery(kTick, 2'000'000);
-  CHECK_FALSE(run.driver.running());
+  REQUIRE(run.phase() == Phase::kAwaitingLate);
+  SECTION("no late delta: it waits out its deadline, then ends") {
+    const size_t sent = run.driver.sent.size();
+    run.driver.TickEvery(kTick, 1'000'000);
+    CHECK(run.driver.sent.size() == sent);  // Nobody is asked again.
+    run.driver.TickEvery(kTick, 1'000'000);
+    CHECK_FALSE(run.driver.running());
+  }
+  SECTION("a late delta goes to the others") {
+    run.UpdateReply(2, OneAdd(2));
+    CHECK(run.phase() == Phase::kReplicating);
+    CHECK(run.Sent(3, MessageType::kReplicate) == 1);
+    CHECK(run.Sent(4, MessageType::kReplicate) == 1);
+    run.Ack(kId, 3);
+    run.Ack(kId, 4);
+    // Every replica has it: the write ends, its answer (the error) given
+    // once (WriteRun's callback requires it).
+    CHECK_FALSE(run.driver.running());
+    CHECK(absl::IsUnavailable(run.answer->status()));
+    CHECK(run.driver.hints.empty());
+  }
 }
 
 TEST_CASE(
