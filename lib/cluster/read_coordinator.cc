@@ -74,7 +74,7 @@ RequestOutput ReadCoordinator::FoldOpened(uint32_t i, uint64_t fold_id,
                                           uint64_t now) {
   now_ = now;
   if (i >= slots_.size() || slots_[i].state != SlotState::kOpening ||
-      finished_) {
+      phase_ == Phase::kFinished) {
     if (local == nullptr) output_.unroutes.push_back(fold_id);
     return Out();
   }
@@ -101,7 +101,7 @@ RequestOutput ReadCoordinator::LocalClock(uint64_t fold_id, uint64_t now) {
   now_ = now;
   Slot* slot = SlotOfFold(fold_id);
   if (slot == nullptr || slot->state != SlotState::kAsked ||
-      slot->local == nullptr || finished_) {
+      slot->local == nullptr || phase_ == Phase::kFinished) {
     return Out();
   }
   last_progress_ = now;
@@ -136,7 +136,7 @@ RequestOutput ReadCoordinator::Step(NodeId from, uint64_t fold_id,
                                     msg::ReadClock& m, uint64_t now) {
   now_ = now;
   Slot* slot = SlotOfFold(fold_id);
-  if (finished_ || slot == nullptr || slot->node != from ||
+  if (phase_ == Phase::kFinished || slot == nullptr || slot->node != from ||
       slot->state != SlotState::kAsked || slot->local != nullptr) {
     return Out();  // Unknown, or a duplicate.
   }
@@ -253,6 +253,7 @@ void ReadCoordinator::Begin(const std::vector<size_t>& members) {
     }
   }
   merger_ = std::make_unique<ReadMerger>(std::move(clocks));
+  if (phase_ == Phase::kGathering) phase_ = Phase::kMerging;
   output_.clock_ready = true;
   for (Slot& s : slots_) FeedEarly(s);
   Pump();
@@ -276,7 +277,7 @@ RequestOutput ReadCoordinator::Step(NodeId from, uint64_t fold_id, uint64_t seq,
                                     uint64_t now) {
   now_ = now;
   Slot* found = SlotOfFold(fold_id);
-  if (finished_ || found == nullptr || found->node != from ||
+  if (phase_ == Phase::kFinished || found == nullptr || found->node != from ||
       found->local != nullptr || seq != found->next_seq) {
     return Out();  // Unknown, old or a duplicate.
   }
@@ -356,7 +357,7 @@ void ReadCoordinator::SendRepairs() {
 }
 
 void ReadCoordinator::Pump() {
-  while (!waiting_for_client_ && !finished_) {
+  while (phase_ == Phase::kMerging) {
     // The client is done with the last chunk: recycle its storage.
     merger_->Recycle(&out_);
     if (limit_ == 0 || emitted_ < limit_) {
@@ -388,7 +389,7 @@ void ReadCoordinator::Pump() {
     if (!out_.empty()) {
       // The client takes it (the driver hands it over); the read goes on
       // with ClientNext, which finishes it if nothing is left.
-      waiting_for_client_ = true;
+      phase_ = Phase::kClientHolds;
       output_.chunk_ready = true;
       return;
     }
@@ -402,8 +403,8 @@ void ReadCoordinator::Pump() {
 
 RequestOutput ReadCoordinator::ClientNext(uint64_t now) {
   now_ = now;
-  if (!waiting_for_client_ || finished_) return Out();
-  waiting_for_client_ = false;
+  if (phase_ != Phase::kClientHolds) return Out();
+  phase_ = Phase::kMerging;
   Pump();
   return Out();
 }
@@ -445,11 +446,11 @@ void ReadCoordinator::Replace(size_t dropped, bool failed) {
 
 RequestOutput ReadCoordinator::Tick(uint64_t now) {
   now_ = now;
-  if (finished_) return Out();
+  if (phase_ == Phase::kFinished) return Out();
   // Durations are measured forwards only: a clock that went back makes a
   // timer late, never early.
   auto since = [now](uint64_t t) { return now >= t ? now - t : 0; };
-  if (!waiting_for_client_ &&
+  if (phase_ != Phase::kClientHolds &&
       since(last_progress_) >= options_.timeout_micros) {
     Finish(absl::DeadlineExceededError(
         absl::StrCat("read of set \"", set_, "\": no progress for ",
@@ -495,13 +496,12 @@ RequestOutput ReadCoordinator::Tick(uint64_t now) {
       SendToFold(s, msg::KeepFold{});
     }
   }
-  if (!finished_) output_.tick_at = now + options_.retry_micros;
+  if (phase_ != Phase::kFinished) output_.tick_at = now + options_.retry_micros;
   return Out();
 }
 
 void ReadCoordinator::Finish(absl::Status status) {
-  finished_ = true;
-  waiting_for_client_ = false;
+  phase_ = Phase::kFinished;
   // Release every fold still open (the done ones too: their replicas keep
   // the last chunk for retransmission until told).
   for (Slot& s : slots_) {
@@ -523,8 +523,7 @@ ReadCoordinator::Answer ReadCoordinator::TakeAnswer() {
 }
 
 void ReadCoordinator::Abort(const absl::Status& status) {
-  finished_ = true;
-  waiting_for_client_ = false;
+  phase_ = Phase::kFinished;
   // The replicas' folds are not released: their own timeouts end them.
   if (std::unique_ptr<ReadSink> sink = std::move(sink_)) sink->OnDone(status);
 }

@@ -55,6 +55,21 @@ namespace bigset {
 
 class ReadCoordinator : public CoordinatorOf<RequestKind::kRead> {
  public:
+  // Where the read stands:
+  //
+  //   kGathering --(R places' clocks)--> kMerging <--ClientNext-- kClientHolds
+  //                                      kMerging --(a chunk merged)--^
+  //
+  // and any phase -> kFinished (the merge ran out or reached the limit, a
+  // replica's error, no progress within the timeout, an abort).
+  enum class Phase {
+    kGathering,    // Folds asked for; fewer than R places' clocks in.
+    kMerging,      // The R streams merged as their chunks come.
+    kClientHolds,  // The client has a chunk; the merge waits for its next.
+    kFinished,     // The answer is decided (`done`).
+  };
+  Phase phase() const { return phase_; }
+
   // Where a read runs: its set's partition, the nodes serving it and their
   // places (HandoffManager::ServingList, ServingPlaces). The lists are
   // copied. (Which fold is this node's own, the driver decides.)
@@ -204,9 +219,8 @@ class ReadCoordinator : public CoordinatorOf<RequestKind::kRead> {
   std::unique_ptr<ReadMerger> merger_;
   std::vector<ElementDots> out_;  // The chunk the client holds.
   size_t emitted_ = 0;
-  bool waiting_for_client_ = false;
+  Phase phase_ = Phase::kGathering;
   uint64_t last_progress_ = 0;
-  bool finished_ = false;
   absl::Status result_;
   uint64_t now_ = 0;      // The time of the input being handled.
   RequestOutput output_;  // What the input being handled asks for.

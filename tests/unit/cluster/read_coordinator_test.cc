@@ -23,6 +23,7 @@ namespace {
 using Driver = testing::MachineDriver<ReadCoordinator>;
 
 constexpr uint64_t kA = 0xA;
+using Phase = ReadCoordinator::Phase;
 
 // What the client got. With `hold`, it takes each chunk and asks for the
 // next only when the test calls ReadRun::ClientNext().
@@ -153,6 +154,7 @@ class ReadRun {
   }
 
   Driver& driver() { return driver_; }
+  ReadCoordinator::Phase phase() const { return driver_.machine().phase(); }
   // The client asks for more; the read resumes from the scheduler.
   void ClientNext() {
     client.Next();
@@ -225,9 +227,12 @@ TEST_CASE(
   CHECK(run.FoldOf(2) != 0);
   CHECK(run.FoldOf(3) != 0);
   CHECK(run.FoldOf(1) != run.FoldOf(2));  // A fold id each.
+  CHECK(run.phase() == Phase::kGathering);
   run.Clock(1, ClockOf({{kA, 1}, {kA, 2}}));
   CHECK_FALSE(run.client.clock.has_value());
+  CHECK(run.phase() == Phase::kGathering);
   run.Clock(2, ClockOf({{kA, 1}}));
+  CHECK(run.phase() == Phase::kMerging);
   REQUIRE(run.client.clock.has_value());
   CHECK(*run.client.clock == ClockOf({{kA, 1}, {kA, 2}}));
   CHECK(run.SentTo(3, MessageType::kStopFold) == 1);
@@ -471,6 +476,7 @@ TEST_CASE(
   TwoStreamsAtA(run);
   CHECK(run.client.Names() == std::vector<std::string>{"a"});
   REQUIRE(run.client.next != nullptr);
+  CHECK(run.phase() == Phase::kClientHolds);
   // The next chunks are fetched while the client holds "a".
   CHECK(run.SentTo(1, MessageType::kChunkAck) == 1);
   CHECK(run.SentTo(2, MessageType::kChunkAck) == 1);
@@ -484,8 +490,10 @@ TEST_CASE(
   CHECK(run.SentTo(1, MessageType::kChunkAck) == 1);
   CHECK(run.SentTo(2, MessageType::kChunkAck) == 1);
   CHECK(run.client.Names() == std::vector<std::string>{"a"});
+  CHECK(run.phase() == Phase::kClientHolds);
   run.ClientNext();
   CHECK(run.client.Names() == std::vector<std::string>{"a", "b"});
+  CHECK(run.phase() == Phase::kClientHolds);  // It holds "b" now.
   CHECK(run.SentTo(1, MessageType::kChunkAck) == 2);
   run.Chunk(1, 2, true, {});
   run.Chunk(2, 2, true, {});
