@@ -378,7 +378,8 @@ NodeId HandoffManager::YieldsTo(NodeId node, uint32_t partition) const {
 
 void HandoffManager::Replan() {
   const std::map<TransferKey, bool> wanted = Plan();
-  for (auto& [p, ph] : partitions_) {
+  for (auto& [partition, ph] : partitions_) {
+    const uint32_t p = partition;  // Clang: a lambda takes no binding.
     std::erase_if(ph.transfers(), [&](const auto& entry) {
       const auto& [to, t] = entry;
       auto w = wanted.find({p, to});
