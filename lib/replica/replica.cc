@@ -17,6 +17,7 @@
 #include "replica/set_state.h"
 #include "replica/stored_clock.h"
 #include "replica/stripe_batch.h"
+#include "replica/sweeper.h"
 
 namespace bigset {
 
@@ -87,7 +88,7 @@ ReplicaImpl::ReplicaImpl(Store* store, const ReplicaOptions& options,
       actor_(actor),
       new_epoch_(new_epoch),
       write_options_{options.sync_writes},
-      sweeper_(std::make_unique<Sweeper>()),
+      sweeper_(std::make_unique<Sweeper>(this)),
       digest_buckets_(std::max<uint32_t>(1, options.digest_buckets)),
       buckets_(std::make_unique<std::atomic<uint64_t>[]>(digest_buckets_)) {
   filter_budget_ =
@@ -236,6 +237,16 @@ absl::Status ReplicaImpl::CheckOpen() const {
   }
   return absl::OkStatus();
 }
+
+absl::StatusOr<SweepProgress> ReplicaImpl::SweepSome(uint64_t budget) {
+  return sweeper_->SweepSome(budget);
+}
+
+absl::Status ReplicaImpl::StartSweeper(const SweepOptions& options) {
+  return sweeper_->Start(options);
+}
+
+void ReplicaImpl::StopSweeper() { sweeper_->Stop(); }
 
 ReplicaImpl::Stripe::Stripe(size_t cache_bytes)
     : cache(std::make_unique<ClockCache>(cache_bytes)) {}
@@ -674,7 +685,7 @@ ReplicaStats ReplicaImpl::stats() const {
   BIGSET_REPLICA_COUNTERS(BIGSET_REPLICA_COPY_COUNTER)
 #undef BIGSET_REPLICA_COPY_COUNTER
   // The gauges.
-  s.sweep_queue_length = SweepQueueLength();
+  s.sweep_queue_length = sweeper_->QueueLength();
   s.presence_filter_bytes = filter_bytes_.load();
   return s;
 }

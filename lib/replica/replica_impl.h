@@ -9,7 +9,7 @@
 //   replica_count.cc     counts and presence filters
 //   replica_digest.cc    digests and set summaries (anti-entropy)
 //   replica_transfer.cc  hand-off transfer chunks
-//   replica_sweep.cc     the sweeper
+//   sweeper.cc           the sweeper (ReplicaImpl::Sweeper, whole)
 //   replica_verify.cc    Verify
 //   replica_repair.cc    Replica::Repair (static: no ReplicaImpl)
 //
@@ -137,6 +137,8 @@ class ReplicaImpl final : public Replica {
     BIGSET_REPLICA_COUNTERS(BIGSET_REPLICA_COUNTER_FIELD)
 #undef BIGSET_REPLICA_COUNTER_FIELD
   };
+  // The sweeper (sweeper.h): a nested class, so that it reaches the
+  // stripes, the set states and Commit.
   class Sweeper;
 
   // FailedPrecondition after Close.
@@ -160,36 +162,18 @@ class ReplicaImpl final : public Replica {
   absl::StatusOr<SetState*> OpenState(Stripe& stripe, std::string_view set)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   absl::StatusOr<SetState> ReadStateFromStore(std::string_view set);
-  // Writes `batch` and the set's clock (and tombstone if `tombstone_changed`)
-  // and updates the cache; on failure drops the cached state, which was
-  // already modified, so the next access reloads it from the store.
   // What a change of a set did to its clock and tombstone.
   struct StateChanges;
-  // Entries in the sweep queue (a scan of the queue's keys).
-  uint64_t SweepQueueLength() const;
-  // Sweeps one queued set, reading at most `budget` keys; true when the set
-  // is done (its entry handled).
-  // The start of a sweep of `set`: checks that a resumed sweep's snapshot
-  // is covered by the tombstone, or persists the tombstone as a new
-  // sweep's snapshot (*snapshot) with an empty cursor. True if there is
-  // nothing to sweep (the queue entry is then gone).
-  absl::StatusOr<bool> BeginSweep(std::string_view set, bool resuming,
-                                  Clock* snapshot, SweepProgress* progress);
-  // The end of a sweep of `set`: the snapshot's dots leave the tombstone,
-  // the snapshot and cursor go, and the queue entry if nothing is left.
-  absl::Status FinishSweep(std::string_view set, const Clock& snapshot);
-  absl::StatusOr<bool> SweepSet(std::string_view set, uint64_t budget,
-                                uint64_t batch_keys, SweepProgress* progress);
+  // Apply and ApplyUnsynced (`defer_sync`: the batch is not synced).
+  absl::Status ApplyImpl(const Delta& delta, bool defer_sync);
   // Adds the clock and tombstone keys `changes` calls for to `batch`, writes
   // it and updates the cache; on failure drops the cached state, which was
   // already modified, so the next access reloads it from the store.
-  absl::Status ApplyImpl(const Delta& delta, bool defer_sync);
   absl::Status Commit(Stripe& stripe, std::string_view set, SetState* state,
                       WriteBatch* batch, const StateChanges& changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // A dot this set-clock has not seen enters it (and its digest).
   void AddNewDot(Dot dot, SetState* state, StateChanges* changes);
-  // Puts the element key of an unseen dot (clock, digests, batch).
   // CheckOwnDots for every element of a transfer chunk, and no dot 0.
   absl::Status CheckChunkDots(std::string_view set, const Clock& clock,
                               std::span<const ElementDots> chunk) const;
@@ -199,6 +183,7 @@ class ReplicaImpl final : public Replica {
                                      std::string_view first,
                                      std::string_view last,
                                      StateChanges* changes);
+  // Puts the element key of an unseen dot (clock, digests, batch).
   void PutNewKey(Stripe& stripe, std::string_view set, std::string_view element,
                  Dot dot, SetState* state, WriteBatch* batch,
                  StateChanges* changes)

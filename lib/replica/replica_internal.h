@@ -5,7 +5,7 @@
 //   replica_count.cc    counts: liveness of written elements, count scans
 //   replica_read.cc     streaming reads, membership, ranges, counts, sets
 //   replica_verify.cc   Verify
-//   replica_sweep.cc    the sweep queue and the sweeper
+//   sweeper.cc          the sweep queue and the sweeper
 
 #ifndef BIGSET_LIB_REPLICA_REPLICA_INTERNAL_H_
 #define BIGSET_LIB_REPLICA_REPLICA_INTERNAL_H_
@@ -166,28 +166,6 @@ inline absl::Status SetCorruption(std::string_view set, std::string_view what,
 }
 
 }  // namespace replica_internal
-
-// Serialises sweeps, remembers where the round-robin over shards is, and
-// runs the background sweeper.
-class ReplicaImpl::Sweeper {
- public:
-  absl::Mutex sweep_mu;  // Held by a sweep.
-  uint32_t next_shard ABSL_GUARDED_BY(sweep_mu) = 0;
-  uint64_t batch_keys ABSL_GUARDED_BY(sweep_mu) = 1000;
-
-  // Sets of each shard take turns: the last queue entry a sweep took (or
-  // failed on) per shard; the next sweep of the shard takes the entry after
-  // it, wrapping round.
-  std::string shard_last[replica_internal::kSweepShards] ABSL_GUARDED_BY(
-      sweep_mu);
-
-  absl::Mutex thread_mu;
-  // The running thread's own stop flag: a thread being stopped keeps its
-  // flag even if StartSweeper starts another meanwhile.
-  std::shared_ptr<bool> stop ABSL_GUARDED_BY(thread_mu);
-  bool running ABSL_GUARDED_BY(thread_mu) = false;
-  std::thread thread ABSL_GUARDED_BY(thread_mu);
-};
 
 }  // namespace bigset
 

@@ -1,20 +1,6 @@
-// Replica's sweeper: the targeted sweep of keys covered by set-tombstones
-// (docs/DESIGN.md, "Clear and sweep").
-//
-// Persisted state, all in the replica's metadata (replica_internal.h):
-//   a queue entry per set with tombstoned dots, written with them;
-//   per set being swept, the tombstone snapshot it sweeps with and a cursor
-//   (the last element key done), written with each batch of deletes.
-// Every step is one atomic batch:
-//   start:  put snapshot, put cursor (empty);
-//   sweep:  delete covered keys of the next batch, put cursor;
-//   finish: subtract the snapshot from the tombstone (and its stored
-//           segments), delete snapshot and cursor, delete the queue entry
-//           unless dots arrived since.
-// A crash between steps resumes from the cursor with the same snapshot.
-// Keys covered by the snapshot are never written again (the set-clock has
-// seen their dots), so deleting them needs no lock; only the finish takes
-// the set's stripe lock.
+// ReplicaImpl::Sweeper (sweeper.h), and the sweep's persisted values.
+
+#include "replica/sweeper.h"
 
 #include <algorithm>
 #include <optional>
@@ -140,17 +126,19 @@ absl::Status ReadSweepPosition(Store* store, std::string_view set,
 
 }  // namespace
 
-absl::StatusOr<bool> ReplicaImpl::SweepSet(std::string_view set,
-                                           uint64_t budget, uint64_t batch_keys,
-                                           SweepProgress* progress) {
-  const KeyspaceId ks = options_.keyspace;
+absl::StatusOr<bool> ReplicaImpl::Sweeper::SweepSet(std::string_view set,
+                                                    uint64_t budget,
+                                                    uint64_t batch_keys,
+                                                    SweepProgress* progress) {
+  ReplicaImpl& r = *replica_;
+  const KeyspaceId ks = r.options_.keyspace;
   const std::string snapshot_key = SnapshotKey(ks, set);
   const std::string cursor_key = CursorKey(ks, set);
   // 1. The snapshot this sweep of the set works with, taken at its start
   // (or persisted by an earlier, interrupted sweep).
   Clock snapshot;
   std::string cursor;
-  absl::Status s = ReadSweepPosition(store_, set, snapshot_key, cursor_key,
+  absl::Status s = ReadSweepPosition(r.store_, set, snapshot_key, cursor_key,
                                      &snapshot, &cursor);
   if (!s.ok() && !absl::IsNotFound(s)) return s;
   absl::StatusOr<bool> nothing = BeginSweep(set, s.ok(), &snapshot, progress);
@@ -169,7 +157,7 @@ absl::StatusOr<bool> ReplicaImpl::SweepSet(std::string_view set,
   // with the cursor.
   ReadOptions ro;
   ro.fill_cache = false;
-  auto it = store_->NewIterator(ro, elements);
+  auto it = r.store_->NewIterator(ro, elements);
   if (cursor.empty()) {
     it->SeekToFirst();
   } else {
@@ -205,24 +193,26 @@ absl::StatusOr<bool> ReplicaImpl::SweepSet(std::string_view set,
     BIGSET_RETURN_IF_ERROR(it->status());
     batch.Put(cursor_key, EncodeSweepValue(last));
     if (deleted == 0) {
-      BIGSET_RETURN_IF_ERROR(CheckOpen());
-      BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+      BIGSET_RETURN_IF_ERROR(r.CheckOpen());
+      BIGSET_RETURN_IF_ERROR(r.store_->Write(r.write_options_, batch));
     } else {
       // The keys digest changes with the deletes, in the same batch. Only
       // the sweeper deletes keys under the tombstone (writes leave them),
       // so these keys are still there.
-      Stripe& stripe = StripeFor(set);
+      Stripe& stripe = r.StripeFor(set);
       MutexLock lock(&stripe.mu);
-      BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
+      BIGSET_ASSIGN_OR_RETURN(SetState * state, r.OpenState(stripe, set));
       state->keys_digest -= removed_digest;
       BIGSET_RETURN_IF_ERROR(
-          Commit(stripe, set, state, &batch, StateChanges()));
+          r.Commit(stripe, set, state, &batch, StateChanges()));
     }
     progress->keys_read += in_batch;
     progress->keys_deleted += deleted;
-    counters_.sweep_keys_read.fetch_add(in_batch, std::memory_order_relaxed);
-    counters_.sweep_keys_deleted.fetch_add(deleted, std::memory_order_relaxed);
-    counters_.sweep_bytes_reclaimed.fetch_add(bytes, std::memory_order_relaxed);
+    r.counters_.sweep_keys_read.fetch_add(in_batch, std::memory_order_relaxed);
+    r.counters_.sweep_keys_deleted.fetch_add(deleted,
+                                             std::memory_order_relaxed);
+    r.counters_.sweep_bytes_reclaimed.fetch_add(bytes,
+                                                std::memory_order_relaxed);
   }
   BIGSET_RETURN_IF_ERROR(it->status());
   if (it->Valid()) return false;  // Out of budget; resumes from the cursor.
@@ -231,22 +221,24 @@ absl::StatusOr<bool> ReplicaImpl::SweepSet(std::string_view set,
   // (the set-clock has seen their dots), so its dots leave the tombstone.
   BIGSET_RETURN_IF_ERROR(FinishSweep(set, snapshot));
   ++progress->entries_done;
-  counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
+  r.counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
   // Give the space back (not for a set this sweep deleted nothing from:
   // a compaction of nothing still flushes the memtable).
   if (!fresh || progress->keys_deleted != deleted_before) {
-    BIGSET_RETURN_IF_ERROR(store_->CompactRange(elements));
+    BIGSET_RETURN_IF_ERROR(r.store_->CompactRange(elements));
   }
   return true;
 }
 
-absl::StatusOr<bool> ReplicaImpl::BeginSweep(std::string_view set,
-                                             bool resuming, Clock* snapshot,
-                                             SweepProgress* progress) {
-  const KeyspaceId ks = options_.keyspace;
-  Stripe& stripe = StripeFor(set);
+absl::StatusOr<bool> ReplicaImpl::Sweeper::BeginSweep(std::string_view set,
+                                                      bool resuming,
+                                                      Clock* snapshot,
+                                                      SweepProgress* progress) {
+  ReplicaImpl& r = *replica_;
+  const KeyspaceId ks = r.options_.keyspace;
+  Stripe& stripe = r.StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_ASSIGN_OR_RETURN(const SetState* state, OpenState(stripe, set));
+  BIGSET_ASSIGN_OR_RETURN(const SetState* state, r.OpenState(stripe, set));
   const Clock& tombstone = state->tombstone;
   if (resuming) {
     // Only the finish shrinks the tombstone, and it deletes the snapshot
@@ -261,27 +253,28 @@ absl::StatusOr<bool> ReplicaImpl::BeginSweep(std::string_view set,
     if (tombstone.empty()) {
       // Nothing to sweep (the entry outlived its dots): done.
       batch.Delete(replica_internal::SweepQueueKey(ks, set));
-      BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+      BIGSET_RETURN_IF_ERROR(r.store_->Write(r.write_options_, batch));
       ++progress->entries_done;
-      counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
+      r.counters_.sweep_entries_done.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     *snapshot = tombstone;
     batch.Put(SnapshotKey(ks, set), EncodeSweepValue(snapshot->Encode()));
     batch.Put(CursorKey(ks, set), EncodeSweepValue(""));
-    BIGSET_RETURN_IF_ERROR(store_->Write(write_options_, batch));
+    BIGSET_RETURN_IF_ERROR(r.store_->Write(r.write_options_, batch));
   }
   return false;
 }
 
-absl::Status ReplicaImpl::FinishSweep(std::string_view set,
-                                      const Clock& snapshot) {
+absl::Status ReplicaImpl::Sweeper::FinishSweep(std::string_view set,
+                                               const Clock& snapshot) {
   // Dots added since the snapshot stay, with the queue entry that came with
   // them.
-  const KeyspaceId ks = options_.keyspace;
-  Stripe& stripe = StripeFor(set);
+  ReplicaImpl& r = *replica_;
+  const KeyspaceId ks = r.options_.keyspace;
+  Stripe& stripe = r.StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, r.OpenState(stripe, set));
   StateChanges changes;
   state->tombstone.Subtract(snapshot);
   changes.tombstone.TouchClock(snapshot);
@@ -291,21 +284,23 @@ absl::Status ReplicaImpl::FinishSweep(std::string_view set,
   if (state->tombstone.empty()) {
     batch.Delete(replica_internal::SweepQueueKey(ks, set));
   }
-  return Commit(stripe, set, state, &batch, changes);
+  return r.Commit(stripe, set, state, &batch, changes);
 }
 
-absl::StatusOr<SweepProgress> ReplicaImpl::SweepSome(uint64_t budget) {
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
+absl::StatusOr<SweepProgress> ReplicaImpl::Sweeper::SweepSome(uint64_t budget) {
+  ReplicaImpl& r = *replica_;
+  BIGSET_RETURN_IF_ERROR(r.CheckOpen());
   SweepProgress progress;
-  absl::MutexLock sweep_lock(&sweeper_->sweep_mu);
+  absl::MutexLock sweep_lock(&sweep_mu_);
   // Cleared before the queue is read: an entry written after this sets it
   // again.
-  if (!sweep_pending_.exchange(false, std::memory_order_acq_rel)) {
+  if (!r.sweep_pending_.exchange(false, std::memory_order_acq_rel)) {
     progress.idle = true;
     return progress;
   }
   const absl::Time start = absl::Now();
-  const std::string queue_prefix = MetadataKey(options_.keyspace, kSweepQueue);
+  const std::string queue_prefix =
+      MetadataKey(r.options_.keyspace, kSweepQueue);
   absl::Status status = absl::OkStatus();
   // Every entry costs one unit of the budget besides the keys it reads, so
   // that a queue of sets with nothing left to delete is bounded too.
@@ -317,13 +312,13 @@ absl::StatusOr<SweepProgress> ReplicaImpl::SweepSome(uint64_t budget) {
     std::string entry_key;
     uint32_t shard = 0;
     for (uint32_t i = 0; i < kSweepShards && !set.has_value(); ++i) {
-      shard = (sweeper_->next_shard + i) % kSweepShards;
+      shard = (next_shard_ + i) % kSweepShards;
       std::string start = queue_prefix;
       start.push_back(static_cast<char>(shard));
       std::string limit = queue_prefix;
       limit.push_back(static_cast<char>(shard + 1));
-      auto it = store_->NewIterator(ReadOptions(), KeyRange{start, limit});
-      const std::string& last = sweeper_->shard_last[shard];
+      auto it = r.store_->NewIterator(ReadOptions(), KeyRange{start, limit});
+      const std::string& last = shard_last_[shard];
       if (last.empty()) {
         it->SeekToFirst();
       } else {
@@ -345,67 +340,66 @@ absl::StatusOr<SweepProgress> ReplicaImpl::SweepSome(uint64_t budget) {
       progress.idle = true;
       break;
     }
-    sweeper_->shard_last[shard] = entry_key;
+    shard_last_[shard] = entry_key;
     // The next entry comes from the next shard: one hot set does not keep
     // the others waiting, and a set that fails does not stop them.
-    sweeper_->next_shard = (shard + 1) % kSweepShards;
+    next_shard_ = (shard + 1) % kSweepShards;
     ++spent;
     const std::string proper =
-        replica_internal::SweepQueueKey(options_.keyspace, *set);
+        replica_internal::SweepQueueKey(r.options_.keyspace, *set);
     if (entry_key != proper) {
       // Not an entry this replica wrote (its shard byte is not the set's):
       // moved where it belongs, so the set is still swept, and the bad key
       // can never be taken again.
-      counters_.sweep_errors.fetch_add(1, std::memory_order_relaxed);
+      r.counters_.sweep_errors.fetch_add(1, std::memory_order_relaxed);
       WriteBatch batch;
       batch.Delete(entry_key);
       batch.Put(proper, EncodeSweepValue(""));
-      status = store_->Write(write_options_, batch);
+      status = r.store_->Write(r.write_options_, batch);
       if (!status.ok()) break;
       continue;
     }
     const uint64_t read_before = progress.keys_read;
     absl::StatusOr<bool> done =
         SweepSet(*set, std::max<uint64_t>(1, budget - std::min(budget, spent)),
-                 sweeper_->batch_keys, &progress);
+                 batch_keys_, &progress);
     spent += progress.keys_read - read_before;
     if (!done.ok()) {
-      counters_.sweep_errors.fetch_add(1, std::memory_order_relaxed);
+      r.counters_.sweep_errors.fetch_add(1, std::memory_order_relaxed);
       status = done.status();
       break;
     }
     if (!*done) break;  // Out of budget.
   }
-  counters_.sweep_micros.fetch_add(
+  r.counters_.sweep_micros.fetch_add(
       static_cast<uint64_t>(absl::ToInt64Microseconds(absl::Now() - start)),
       std::memory_order_relaxed);
   if (!status.ok() || !progress.idle) {
-    sweep_pending_.store(true, std::memory_order_release);
+    r.sweep_pending_.store(true, std::memory_order_release);
   }
   if (!status.ok()) return status;
   return progress;
 }
 
-absl::Status ReplicaImpl::StartSweeper(const SweepOptions& options) {
-  BIGSET_RETURN_IF_ERROR(CheckOpen());
+absl::Status ReplicaImpl::Sweeper::Start(const SweepOptions& options) {
+  BIGSET_RETURN_IF_ERROR(replica_->CheckOpen());
   if (options.keys_per_second == 0 || options.batch_keys == 0 ||
       options.tick_micros == 0) {
     return absl::InvalidArgumentError(
         "keys_per_second, batch_keys and tick_micros must be >= 1");
   }
-  Sweeper* sw = sweeper_.get();
-  absl::MutexLock lock(&sw->thread_mu);
-  if (sw->running) {
+  absl::MutexLock lock(&thread_mu_);
+  if (running_) {
     return absl::FailedPreconditionError("the sweeper is running");
   }
-  sw->running = true;
+  running_ = true;
   auto stop = std::make_shared<bool>(false);
-  sw->stop = stop;
+  stop_ = stop;
   {
-    absl::MutexLock sweep_lock(&sw->sweep_mu);
-    sw->batch_keys = options.batch_keys;
+    absl::MutexLock sweep_lock(&sweep_mu_);
+    batch_keys_ = options.batch_keys;
   }
-  sw->thread = std::thread([this, sw, options, stop]() {
+  thread_ = std::thread([this, options, stop]() {
     // Slices of a tick's worth of keys; after each, wait until the rate
     // allows the next (or a second when the queue is empty), waking early
     // to stop.
@@ -419,10 +413,10 @@ absl::Status ReplicaImpl::StartSweeper(const SweepOptions& options) {
                              static_cast<double>(options.keys_per_second)) -
                (absl::Now() - start);
       }
-      absl::MutexLock l(&sw->thread_mu);
+      absl::MutexLock l(&thread_mu_);
       const absl::Time until = absl::Now() + wait;
       while (!*stop && absl::Now() < until) {
-        sw->thread_mu.AwaitWithDeadline(absl::Condition(stop.get()), until);
+        thread_mu_.AwaitWithDeadline(absl::Condition(stop.get()), until);
       }
       if (*stop) return;
     }
@@ -430,24 +424,25 @@ absl::Status ReplicaImpl::StartSweeper(const SweepOptions& options) {
   return absl::OkStatus();
 }
 
-void ReplicaImpl::StopSweeper() {
+void ReplicaImpl::Sweeper::Stop() {
   std::thread thread;
-  Sweeper* sw = sweeper_.get();
   {
-    absl::MutexLock lock(&sw->thread_mu);
-    if (!sw->running) return;
-    *sw->stop = true;
-    sw->running = false;
-    thread = std::move(sw->thread);
+    absl::MutexLock lock(&thread_mu_);
+    if (!running_) return;
+    *stop_ = true;
+    running_ = false;
+    thread = std::move(thread_);
   }
   if (thread.joinable()) thread.join();
 }
 
-uint64_t ReplicaImpl::SweepQueueLength() const {
-  const std::string prefix = MetadataKey(options_.keyspace, kSweepQueue);
+uint64_t ReplicaImpl::Sweeper::QueueLength() const {
+  const std::string prefix =
+      MetadataKey(replica_->options_.keyspace, kSweepQueue);
   std::string limit = prefix;
   limit.push_back(static_cast<char>(kSweepShards));
-  auto it = store_->NewIterator(ReadOptions(), KeyRange{prefix, limit});
+  auto it =
+      replica_->store_->NewIterator(ReadOptions(), KeyRange{prefix, limit});
   uint64_t n = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
   return n;
