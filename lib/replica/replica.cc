@@ -18,6 +18,7 @@
 #include "replica/stored_clock.h"
 #include "replica/stripe_batch.h"
 #include "replica/sweeper.h"
+#include "replica/verify.h"
 
 namespace bigset {
 
@@ -247,6 +248,10 @@ absl::Status ReplicaImpl::StartSweeper(const SweepOptions& options) {
 }
 
 void ReplicaImpl::StopSweeper() { sweeper_->Stop(); }
+
+absl::StatusOr<VerifyReport> ReplicaImpl::Verify(const KeysProgress& progress) {
+  return VerifyKeyspace(store_, options_.keyspace, progress);
+}
 
 ReplicaImpl::Stripe::Stripe(size_t cache_bytes)
     : cache(std::make_unique<ClockCache>(cache_bytes)) {}

@@ -10,7 +10,7 @@
 //   replica_digest.cc    digests and set summaries (anti-entropy)
 //   replica_transfer.cc  hand-off transfer chunks
 //   sweeper.cc           the sweeper (ReplicaImpl::Sweeper, whole)
-//   replica_verify.cc    Verify
+//   verify.cc            Verify (VerifyKeyspace: the store and keyspace alone)
 //   replica_repair.cc    Replica::Repair (static: no ReplicaImpl)
 //
 // Thread-safety: as Replica; the private state is guarded as annotated.

@@ -4,7 +4,7 @@
 //   replica.cc          open, the write paths (Update, Apply, Clear), state
 //   replica_count.cc    counts: liveness of written elements, count scans
 //   replica_read.cc     streaming reads, membership, ranges, counts, sets
-//   replica_verify.cc   Verify
+//   verify.cc           VerifyKeyspace (Replica::Verify)
 //   sweeper.cc          the sweep queue and the sweeper
 
 #ifndef BIGSET_LIB_REPLICA_REPLICA_INTERNAL_H_
@@ -15,7 +15,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,7 +24,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "bigset/replica/replica.h"
 #include "core/clock_storage.h"
 #include "core/string_view_compat.h"

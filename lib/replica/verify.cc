@@ -1,5 +1,7 @@
-// Replica::Verify: a read-only scan of the whole keyspace that reports every
-// inconsistency it finds.
+// VerifyKeyspace (verify.h), and the scan of a stored clock that it shares
+// with Replica::Repair.
+
+#include "replica/verify.h"
 
 #include <functional>
 #include <map>
@@ -13,7 +15,6 @@
 #include "core/clock_storage.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
-#include "replica/replica_impl.h"
 #include "replica/replica_internal.h"
 
 namespace bigset {
@@ -244,7 +245,8 @@ class SetCheck {
 
 }  // namespace
 
-absl::StatusOr<VerifyReport> ReplicaImpl::Verify(const KeysProgress& progress) {
+absl::StatusOr<VerifyReport> VerifyKeyspace(Store* store, KeyspaceId keyspace,
+                                            const KeysProgress& progress) {
   VerifyReport report;
   auto problem = [&report](std::string text) {
     ++report.problem_count;
@@ -252,23 +254,21 @@ absl::StatusOr<VerifyReport> ReplicaImpl::Verify(const KeysProgress& progress) {
       report.problems.push_back(std::move(text));
     }
   };
-  std::unique_ptr<const Snapshot> snapshot = store_->GetSnapshot();
+  std::unique_ptr<const Snapshot> snapshot = store->GetSnapshot();
   ReadOptions ro;
   ro.snapshot = snapshot.get();
   ro.fill_cache = false;
   // Data of another key format version is never read: say so.
   {
-    auto old = store_->NewIterator(
-        ro, KeyspaceRangeOfVersion(options_.keyspace, 0x01));
+    auto old = store->NewIterator(ro, KeyspaceRangeOfVersion(keyspace, 0x01));
     old->SeekToFirst();
     if (old->Valid()) problem("keys of key format version 1 (not read)");
   }
   // The sweeper's state first: the sets' checks refer to it.
   SweepState sweep;
-  BIGSET_RETURN_IF_ERROR(
-      ReadSweepState(store_, ro, options_.keyspace, problem, &sweep));
+  BIGSET_RETURN_IF_ERROR(ReadSweepState(store, ro, keyspace, problem, &sweep));
   std::set<std::string> swept_sets_seen;
-  auto it = store_->NewIterator(ro, KeyspaceRange(options_.keyspace));
+  auto it = store->NewIterator(ro, KeyspaceRange(keyspace));
   // Keys of one set are contiguous: clock keys, then tombstone keys, then
   // elements.
   std::optional<SetCheck> current;
@@ -311,7 +311,7 @@ absl::StatusOr<VerifyReport> ReplicaImpl::Verify(const KeysProgress& progress) {
   // The actor id itself.
   std::string value;
   absl::Status s =
-      store_->Get(ro, MetadataKey(options_.keyspace, kActorMetadata), &value);
+      store->Get(ro, MetadataKey(keyspace, kActorMetadata), &value);
   if (!s.ok()) problem(absl::StrCat("actor id: ", s.message()));
   return report;
 }
