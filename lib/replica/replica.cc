@@ -18,6 +18,7 @@
 #include "replica/stored_clock.h"
 #include "replica/stripe_batch.h"
 #include "replica/sweeper.h"
+#include "replica/transfer_receiver.h"
 #include "replica/verify.h"
 
 namespace bigset {
@@ -248,6 +249,18 @@ absl::Status ReplicaImpl::StartSweeper(const SweepOptions& options) {
 }
 
 void ReplicaImpl::StopSweeper() { sweeper_->Stop(); }
+
+absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
+                                             std::span<const ElementDots> chunk,
+                                             Clock* tracker) {
+  return TransferReceiver(this).ApplyChunk(set, chunk, tracker);
+}
+
+absl::Status ReplicaImpl::FinishTransfer(std::string_view set,
+                                         const Clock& sender_clock,
+                                         const Clock& tracker) {
+  return TransferReceiver(this).Finish(set, sender_clock, tracker);
+}
 
 absl::StatusOr<VerifyReport> ReplicaImpl::Verify(const KeysProgress& progress) {
   return VerifyKeyspace(store_, options_.keyspace, progress);

@@ -8,7 +8,7 @@
 //   replica_read.cc      reads and queries (SetReader, Contains, Range)
 //   replica_count.cc     counts and presence filters
 //   replica_digest.cc    digests and set summaries (anti-entropy)
-//   replica_transfer.cc  hand-off transfer chunks
+//   transfer_receiver.cc transfer chunks (ReplicaImpl::TransferReceiver)
 //   sweeper.cc           the sweeper (ReplicaImpl::Sweeper, whole)
 //   verify.cc            Verify (VerifyKeyspace: the store and keyspace alone)
 //   replica_repair.cc    Replica::Repair (static: no ReplicaImpl)
@@ -137,9 +137,11 @@ class ReplicaImpl final : public Replica {
     BIGSET_REPLICA_COUNTERS(BIGSET_REPLICA_COUNTER_FIELD)
 #undef BIGSET_REPLICA_COUNTER_FIELD
   };
-  // The sweeper (sweeper.h): a nested class, so that it reaches the
-  // stripes, the set states and Commit.
+  // The sweeper (sweeper.h) and the receiving side of a transfer
+  // (transfer_receiver.h): nested classes, so that they reach the stripes,
+  // the set states and Commit.
   class Sweeper;
+  class TransferReceiver;
 
   // FailedPrecondition after Close.
   absl::Status CheckOpen() const;
@@ -174,15 +176,6 @@ class ReplicaImpl final : public Replica {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // A dot this set-clock has not seen enters it (and its digest).
   void AddNewDot(Dot dot, SetState* state, StateChanges* changes);
-  // CheckOwnDots for every element of a transfer chunk, and no dot 0.
-  absl::Status CheckChunkDots(std::string_view set, const Clock& clock,
-                              std::span<const ElementDots> chunk) const;
-  // Whether the store holds no element key of `set` from element `first`
-  // to element `last` (both included), as of the write's iterator.
-  absl::StatusOr<bool> SpanHasNoKeys(std::string_view set,
-                                     std::string_view first,
-                                     std::string_view last,
-                                     StateChanges* changes);
   // Puts the element key of an unseen dot (clock, digests, batch).
   void PutNewKey(Stripe& stripe, std::string_view set, std::string_view element,
                  Dot dot, SetState* state, WriteBatch* batch,

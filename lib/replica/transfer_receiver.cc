@@ -1,5 +1,6 @@
-// The receiving side of a set transfer (hand-off): ApplyTransferChunk and
-// FinishTransfer (docs/DESIGN.md, "Membership changes and hand-off").
+// ReplicaImpl::TransferReceiver (transfer_receiver.h).
+
+#include "replica/transfer_receiver.h"
 
 #include <algorithm>
 #include <string>
@@ -71,26 +72,26 @@ std::vector<uint64_t> ElementHashes(std::span<const ElementDots> chunk) {
 
 }  // namespace
 
-absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
-                                             std::span<const ElementDots> chunk,
-                                             Clock* tracker) {
+absl::Status ReplicaImpl::TransferReceiver::ApplyChunk(
+    std::string_view set, std::span<const ElementDots> chunk, Clock* tracker) {
   if (tracker == nullptr) return absl::InvalidArgumentError("tracker is null");
-  Stripe& stripe = StripeFor(set);
+  Stripe& stripe = replica_->StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, replica_->OpenState(stripe, set));
   BIGSET_RETURN_IF_ERROR(CheckChunkDots(set, state->clock, chunk));
   // A chunk's keys are new here as a rule: their dots enter the clock, its
   // digest and the stored-clock changes in bulk (sorted, per actor, a window
   // at a time), not one btree update each.
   WriteBatch batch;
   StateChanges changes;
-  BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, state, &changes));
+  BIGSET_RETURN_IF_ERROR(
+      replica_->PrepareLiveness(stripe, set, state, &changes));
   const bool ascending = Ascending(chunk);
   // An ascending chunk whose span holds no element key here (a replica
   // receiving a set it lacks) holds no present element: one seek instead of
   // a filter probe (a cache miss per layer) or a seek per element.
   absl::StatusOr<bool> none_present = false;
-  if (ascending && options_.keep_counts && !chunk.empty()) {
+  if (ascending && replica_->options_.keep_counts && !chunk.empty()) {
     none_present = SpanHasNoKeys(set, chunk.front().element,
                                  chunk.back().element, &changes);
   }
@@ -104,11 +105,11 @@ absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
   uint64_t dots_digest = 0;
   // Every key is the set's element-key prefix, then the element and dot:
   // the prefix is escaped once per chunk. Reused: one allocation per chunk.
-  std::string key = ElementsRange(options_.keyspace, set).start;
+  std::string key = ElementsRange(replica_->options_.keyspace, set).start;
   const size_t prefix_len = key.size();
   batch.Reserve(ChunkBatchBytes(chunk, prefix_len));
   std::vector<uint64_t> hashes;
-  if (options_.keep_counts) hashes = ElementHashes(chunk);
+  if (replica_->options_.keep_counts) hashes = ElementHashes(chunk);
   constexpr size_t kPrefetchAhead = 8;
   for (size_t i = 0; i < chunk.size(); ++i) {
     const ElementDots& e = chunk[i];
@@ -122,7 +123,7 @@ absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
       if (!seen.empty() && std::binary_search(seen.begin(), seen.end(), dot)) {
         continue;
       }
-      if (first && options_.keep_counts) {
+      if (first && replica_->options_.keep_counts) {
         // The element gains a live key: present from now on; was it?
         first = false;
         bool was_present = false;
@@ -130,13 +131,15 @@ absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
         if (ascending) {
           if (!*none_present &&
               (changes.filter == nullptr || changes.filter->MayContain(hash))) {
-            counters_.presence_seeks.fetch_add(1, std::memory_order_relaxed);
+            replica_->counters_.presence_seeks.fetch_add(
+                1, std::memory_order_relaxed);
             ++state->presence_seeks;
             if (changes.elements_it == nullptr) {
-              changes.elements_it = store_->NewIterator(
-                  ReadOptions(), ElementsRange(options_.keyspace, set));
+              changes.elements_it = replica_->store_->NewIterator(
+                  ReadOptions(),
+                  ElementsRange(replica_->options_.keyspace, set));
             }
-            absl::StatusOr<std::vector<Dot>> dots = CurrentDots(
+            absl::StatusOr<std::vector<Dot>> dots = replica_->CurrentDots(
                 changes.elements_it.get(), set, e.element, state->tombstone);
             if (!dots.ok()) {
               stripe.cache->Erase(set);
@@ -146,7 +149,7 @@ absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
           }
         } else {
           absl::StatusOr<std::vector<Dot>*> live =
-              LiveDots(set, e.element, state, &changes);
+              replica_->LiveDots(set, e.element, state, &changes);
           if (!live.ok()) {
             stripe.cache->Erase(set);
             return live.status();
@@ -154,13 +157,13 @@ absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
           was_present = !(*live)->empty();
           (*live)->push_back(dot);  // Present from now on.
         }
-        NotePresent(stripe, set, hash, &changes);
-        Recount(was_present, true, state);
+        replica_->NotePresent(stripe, set, hash, &changes);
+        replica_->Recount(was_present, true, state);
       }
       key.resize(prefix_len);
       internal::AppendElementKeyAfterPrefix(&key, e.element, dot);
       batch.Put(key, "");
-      if (options_.keep_digests) {
+      if (replica_->options_.keep_digests) {
         state->keys_digest += digest::KeyDigest(e.element, dot);
         dots_digest =
             digest::AddClockDigests(dots_digest, digest::DotDigest(dot));
@@ -175,23 +178,24 @@ absl::Status ReplicaImpl::ApplyTransferChunk(std::string_view set,
         "a transfer chunk holds one dot under two elements");
   }
   state->clock.AddDots(fresh);
-  if (options_.keep_digests) {
+  if (replica_->options_.keep_digests) {
     state->clock_digest =
         digest::AddClockDigests(state->clock_digest, dots_digest);
   }
   changes.clock.TouchSorted(fresh);
-  BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
-  counters_.keys_written.fetch_add(batch.Count(), std::memory_order_relaxed);
+  BIGSET_RETURN_IF_ERROR(replica_->Commit(stripe, set, state, &batch, changes));
+  replica_->counters_.keys_written.fetch_add(batch.Count(),
+                                             std::memory_order_relaxed);
   tracker->AddDots(fresh);
   tracker->AddDots(seen);
   return absl::OkStatus();
 }
 
-absl::Status ReplicaImpl::CheckChunkDots(
+absl::Status ReplicaImpl::TransferReceiver::CheckChunkDots(
     std::string_view set, const Clock& clock,
     std::span<const ElementDots> chunk) const {
   for (const ElementDots& e : chunk) {
-    BIGSET_RETURN_IF_ERROR(CheckOwnDots(set, clock, e.dots));
+    BIGSET_RETURN_IF_ERROR(replica_->CheckOwnDots(set, clock, e.dots));
     for (Dot dot : e.dots) {
       if (!dot.valid()) {
         return absl::InvalidArgumentError("a transfer chunk holds dot 0");
@@ -201,29 +205,30 @@ absl::Status ReplicaImpl::CheckChunkDots(
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> ReplicaImpl::SpanHasNoKeys(std::string_view set,
-                                                std::string_view first,
-                                                std::string_view last,
-                                                StateChanges* changes) {
+absl::StatusOr<bool> ReplicaImpl::TransferReceiver::SpanHasNoKeys(
+    std::string_view set, std::string_view first, std::string_view last,
+    StateChanges* changes) {
   if (changes->elements_it == nullptr) {
-    changes->elements_it = store_->NewIterator(
-        ReadOptions(), ElementsRange(options_.keyspace, set));
+    changes->elements_it = replica_->store_->NewIterator(
+        ReadOptions(), ElementsRange(replica_->options_.keyspace, set));
   }
   Iterator* it = changes->elements_it.get();
-  it->Seek(ElementSeekKey(options_.keyspace, set, first));
+  it->Seek(ElementSeekKey(replica_->options_.keyspace, set, first));
   BIGSET_RETURN_IF_ERROR(it->status());
   // Bigset keys compare bytewise.
   return !it->Valid() ||
-         it->key() >= ElementRange(options_.keyspace, set, last).limit;
+         it->key() >=
+             ElementRange(replica_->options_.keyspace, set, last).limit;
 }
 
-absl::Status ReplicaImpl::FinishTransfer(std::string_view set,
-                                         const Clock& sender_clock,
-                                         const Clock& tracker) {
-  Stripe& stripe = StripeFor(set);
+absl::Status ReplicaImpl::TransferReceiver::Finish(std::string_view set,
+                                                   const Clock& sender_clock,
+                                                   const Clock& tracker) {
+  Stripe& stripe = replica_->StripeFor(set);
   MutexLock lock(&stripe.mu);
-  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
-  if (sender_clock.MaxCounter(actor_) > state->clock.MaxCounter(actor_)) {
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, replica_->OpenState(stripe, set));
+  if (sender_clock.MaxCounter(replica_->actor_) >
+      state->clock.MaxCounter(replica_->actor_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "set \"", replica_internal::Printable(set),
         "\": the sender's set-clock claims events of this replica's actor "
@@ -236,11 +241,12 @@ absl::Status ReplicaImpl::FinishTransfer(std::string_view set,
   WriteBatch batch;
   StateChanges changes;
   if (!state->tombstone.Descends(to_tombstone)) {
-    if (options_.keep_counts) {
-      BIGSET_RETURN_IF_ERROR(PrepareLiveness(stripe, set, state, &changes));
+    if (replica_->options_.keep_counts) {
+      BIGSET_RETURN_IF_ERROR(
+          replica_->PrepareLiveness(stripe, set, state, &changes));
       Clock covered = state->tombstone;
       covered.Merge(to_tombstone);
-      TombstoneGrew(covered.Descends(state->clock), state, &changes);
+      replica_->TombstoneGrew(covered.Descends(state->clock), state, &changes);
     }
     state->tombstone.Merge(to_tombstone);
     changes.tombstone.TouchClock(to_tombstone);
@@ -248,12 +254,12 @@ absl::Status ReplicaImpl::FinishTransfer(std::string_view set,
   }
   if (!state->clock.Descends(sender_clock)) {
     state->clock.Merge(sender_clock);
-    if (options_.keep_digests) {
+    if (replica_->options_.keep_digests) {
       state->clock_digest = digest::ClockDigest(state->clock);
     }
     changes.clock.TouchClock(sender_clock);
   }
-  return Commit(stripe, set, state, &batch, changes);
+  return replica_->Commit(stripe, set, state, &batch, changes);
 }
 
 }  // namespace bigset
