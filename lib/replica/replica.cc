@@ -1,7 +1,6 @@
 #include "bigset/replica/replica.h"
 
 #include <algorithm>
-#include <random>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -23,8 +22,6 @@
 
 namespace bigset {
 
-using replica_internal::kActorFormatVersion;
-using replica_internal::kActorMetadata;
 using replica_internal::Printable;
 using replica_internal::SetCorruption;
 
@@ -43,44 +40,8 @@ const std::string& PutElementKey(std::string* scratch, KeyspaceId keyspace,
 
 }  // namespace
 
-namespace replica_internal {
-
-absl::StatusOr<bool> HoldsKeyFormatV1(Store* store, KeyspaceId keyspace) {
-  auto old =
-      store->NewIterator(ReadOptions(), KeyspaceRangeOfVersion(keyspace, 0x01));
-  old->SeekToFirst();
-  BIGSET_RETURN_IF_ERROR(old->status());
-  return old->Valid();
-}
-
-ActorId NewActorId(const ReplicaOptions& options) {
-  if (options.actor_id_source) return options.actor_id_source();
-  std::random_device rd;
-  ActorId a = 0;
-  while (a == 0) {
-    a = (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
-  }
-  return a;
-}
-
-std::string ShutdownValue(ShutdownState state) {
-  return std::string{static_cast<char>(kShutdownFormatVersion),
-                     static_cast<char>(state)};
-}
-
-std::string ActorValue(ActorId actor) {
-  return coding::VersionedFixed64(kActorFormatVersion, actor);
-}
-
-}  // namespace replica_internal
-
-using replica_internal::ActorValue;
 using replica_internal::kClosedCleanly;
-using replica_internal::kOpenSynced;
-using replica_internal::kOpenUnsynced;
-using replica_internal::kShutdownFormatVersion;
 using replica_internal::kShutdownMetadata;
-using replica_internal::NewActorId;
 using replica_internal::ShutdownValue;
 
 ReplicaImpl::ReplicaImpl(Store* store, const ReplicaOptions& options,
@@ -108,105 +69,6 @@ ReplicaImpl::~ReplicaImpl() {
   StopSweeper();
   // A shared budget outlives this replica's filters.
   filter_budget_->Release(filter_bytes_.load());
-}
-
-Replica::~Replica() = default;
-
-absl::StatusOr<std::unique_ptr<Replica>> Replica::Open(
-    Store* store, const ReplicaOptions& options) {
-  if (store == nullptr) return absl::InvalidArgumentError("store is null");
-  if (options.lock_stripes < 1) {
-    return absl::InvalidArgumentError("lock_stripes must be >= 1");
-  }
-  if (options.digest_buckets < 1) {
-    return absl::InvalidArgumentError("digest_buckets must be >= 1");
-  }
-  // Data of the previous key format (one key per set-clock) would be
-  // misread: refuse it rather than guess.
-  BIGSET_ASSIGN_OR_RETURN(const bool v1, replica_internal::HoldsKeyFormatV1(
-                                             store, options.keyspace));
-  if (v1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "keyspace ", options.keyspace,
-        " holds data in bigset key format version 1; this version reads "
-        "key format version ",
-        kKeyFormatVersion, " only"));
-  }
-  const std::string actor_key = MetadataKey(options.keyspace, kActorMetadata);
-  const std::string shutdown_key =
-      MetadataKey(options.keyspace, kShutdownMetadata);
-  std::string value;
-  absl::Status s = store->Get(ReadOptions(), actor_key, &value);
-  ActorId actor = 0;
-  bool new_epoch = false;
-  if (options.read_only) {
-    // Inspect whatever is there; Verify reports a missing or bad actor id.
-    if (!s.ok() && !absl::IsNotFound(s)) return s;
-    if (s.ok() &&
-        !coding::DecodeVersionedFixed64(value, kActorFormatVersion, &actor)) {
-      actor = 0;
-    }
-    return std::unique_ptr<Replica>(
-        new ReplicaImpl(store, options, actor, false));
-  }
-  if (s.ok()) {
-    if (!coding::DecodeVersionedFixed64(value, kActorFormatVersion, &actor)) {
-      return absl::DataLossError(absl::StrCat("keyspace ", options.keyspace,
-                                              ": undecodable actor id"));
-    }
-    // Keep the actor only if the last run provably lost nothing it wrote:
-    // it was closed cleanly, or it synced every write. Otherwise its
-    // unsynced tail may be gone (power loss) while its peers saw it, and its
-    // next counters would name events they already know: start a new epoch.
-    s = store->Get(ReadOptions(), shutdown_key, &value);
-    if (!s.ok() && !absl::IsNotFound(s)) return s;
-    const bool lossless =
-        s.ok() && value.size() == 2 &&
-        static_cast<uint8_t>(value[0]) == kShutdownFormatVersion &&
-        (value[1] == kClosedCleanly || value[1] == kOpenSynced);
-    new_epoch = !lossless;
-  } else if (absl::IsNotFound(s)) {
-    // A keyspace that holds sets but no actor id lost its identity; starting
-    // a new actor over its clocks could not be told apart from the old one
-    // reusing counters, so refuse.
-    auto it = store->NewIterator(ReadOptions(), AllSetsRange(options.keyspace));
-    it->SeekToFirst();
-    BIGSET_RETURN_IF_ERROR(it->status());
-    if (it->Valid()) {
-      return absl::DataLossError(absl::StrCat(
-          "keyspace ", options.keyspace, " holds set data but no actor id"));
-    }
-    new_epoch = true;
-  } else {
-    return s;
-  }
-  WriteBatch batch;
-  if (new_epoch) {
-    const ActorId previous = actor;
-    actor = NewActorId(options);
-    if (actor == 0) return absl::InvalidArgumentError("actor id 0 is invalid");
-    if (actor == previous) {
-      // The epoch exists to stop the old actor's counters being issued
-      // again: a source that repeats it (a fixed id) would defeat it.
-      return absl::FailedPreconditionError(absl::StrCat(
-          "keyspace ", options.keyspace,
-          ": actor_id_source returned the actor of the epoch it replaces"));
-    }
-    batch.Put(actor_key, ActorValue(actor));
-  }
-  // From now until Close, the replica is open; synced, so that the marker
-  // is on disk before any write it describes.
-  batch.Put(shutdown_key,
-            ShutdownValue(options.sync_writes ? kOpenSynced : kOpenUnsynced));
-  WriteOptions sync;
-  sync.sync = true;
-  BIGSET_RETURN_IF_ERROR(store->Write(sync, batch));
-  auto replica =
-      std::make_unique<ReplicaImpl>(store, options, actor, new_epoch);
-  if (options.keep_digests) {
-    BIGSET_RETURN_IF_ERROR(replica->BuildDigests());
-  }
-  return replica;
 }
 
 absl::Status ReplicaImpl::Close() {
@@ -668,6 +530,108 @@ absl::StatusOr<Delta> ReplicaImpl::Clear(std::string_view set,
   counters_.clears.fetch_add(1, std::memory_order_relaxed);
   delta.clear = clock;
   return delta;
+}
+
+// ---- Deltas from other replicas: each applied in one atomic batch.
+
+absl::Status ReplicaImpl::Apply(const Delta& delta) {
+  return ApplyImpl(delta, /*defer_sync=*/false);
+}
+
+absl::Status ReplicaImpl::ApplyUnsynced(const Delta& delta) {
+  return ApplyImpl(delta, /*defer_sync=*/true);
+}
+
+absl::Status ReplicaImpl::Sync() {
+  BIGSET_RETURN_IF_ERROR(CheckOpen());
+  if (!options_.sync_writes) return absl::OkStatus();
+  WriteOptions sync;
+  sync.sync = true;
+  return store_->Write(sync, WriteBatch());
+}
+
+absl::Status ReplicaImpl::ApplyImpl(const Delta& delta, bool defer_sync) {
+  const std::string_view set = delta.set;
+  Stripe& stripe = StripeFor(set);
+  MutexLock lock(&stripe.mu);
+  BIGSET_ASSIGN_OR_RETURN(SetState * state, OpenState(stripe, set));
+  // A delta claiming events of this replica's actor that it never generated
+  // is refused whole (applying it would block every later add).
+  if (delta.clear.has_value() &&
+      delta.clear->MaxCounter(actor_) > state->clock.MaxCounter(actor_)) {
+    counters_.deltas_rejected.fetch_add(1, std::memory_order_relaxed);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "set \"", Printable(set),
+        "\": clear clock claims events of this replica's actor that it never "
+        "generated"));
+  }
+  for (const DeltaOp& op : delta.ops) {
+    absl::Status s = CheckOwnDots(set, state->clock, op.context);
+    if (s.ok() && op.add.has_value()) {
+      s = CheckOwnDots(set, state->clock, std::span(&*op.add, 1));
+    }
+    if (!s.ok()) {
+      counters_.deltas_rejected.fetch_add(1, std::memory_order_relaxed);
+      return s;
+    }
+  }
+
+  StripeBatch lent(&stripe.batch_scratch);
+  WriteBatch& batch = lent.get();
+  StateChanges changes;
+  changes.defer_sync = defer_sync;
+  changes.track_keys = delta.ops.size() > 1 && !options_.keep_counts;
+  changes.one_element = delta.ops.size() == 1;
+  if (absl::Status s = PrepareLiveness(stripe, set, state, &changes); !s.ok()) {
+    stripe.cache->Erase(set);
+    return s;
+  }
+  if (options_.keep_counts && changes.one_element) {
+    StartPresenceProbe(delta.ops.front().element, &changes);
+  }
+  uint64_t puts = 0;
+  if (delta.clear.has_value() && !delta.clear->empty())
+    ApplyClear(*delta.clear, state, &changes);
+  if (options_.keep_counts && !changes.one_element &&
+      changes.filter != nullptr) {
+    std::vector<std::string_view> elements;
+    elements.reserve(delta.ops.size());
+    for (const DeltaOp& op : delta.ops) elements.push_back(op.element);
+    HashForPresence(elements, &changes);
+  }
+  for (size_t i = 0; i < delta.ops.size(); ++i) {
+    const DeltaOp& op = delta.ops[i];
+    std::vector<Dot>* live = nullptr;
+    if (options_.keep_counts) {
+      BIGSET_ASSIGN_OR_RETURN(
+          live, LiveDotsOfOp(stripe, set, i, op.element, state, &changes));
+    }
+    const bool was_present = live != nullptr && !live->empty();
+    // The context part first, always, even if the add's dot was seen.
+    if (absl::Status s = ApplyContext(set, op.element, op.context, state,
+                                      &batch, &changes, live);
+        !s.ok()) {
+      stripe.cache->Erase(set);
+      return s;
+    }
+    // Never rewrite a seen dot: its key may have been removed.
+    if (op.add.has_value() && op.add->valid() && !state->clock.Seen(*op.add)) {
+      PutNewKey(stripe, set, op.element, *op.add, state, &batch, &changes);
+      if (live != nullptr) live->push_back(*op.add);
+      NotePresent(stripe, set, changes.element_hash, &changes);
+      ++puts;
+    }
+    if (live != nullptr) Recount(was_present, !live->empty(), state);
+  }
+  const uint64_t deletes = batch.Count() - puts;
+  if (!changes.clock.empty() || !changes.tombstone.empty() ||
+      batch.Count() > 0) {
+    BIGSET_RETURN_IF_ERROR(Commit(stripe, set, state, &batch, changes));
+    counters_.keys_written.fetch_add(puts, std::memory_order_relaxed);
+    counters_.keys_deleted.fetch_add(deletes, std::memory_order_relaxed);
+  }
+  counters_.deltas_applied.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Clock> ReplicaImpl::GetClock(std::string_view set) {

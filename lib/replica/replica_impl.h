@@ -2,9 +2,11 @@
 // Internal header. Its methods are defined by concern, one source file
 // each:
 //
-//   replica.cc           open, close, the stripes, writes (Update, Clear),
-//                        the commit of a change, stats
-//   replica_apply.cc     Apply and its group-commit form
+//   replica.cc           close, the stripes, writes (Update, Clear, Apply),
+//                        the commit of a change, stats, and the calls the
+//                        nested classes below take
+//   replica_open.cc      Replica::Open (the actor and epoch; no ReplicaImpl
+//                        method)
 //   replica_read.cc      reads and queries (SetReader, Contains, Range)
 //   replica_count.cc     counts and presence filters
 //   replica_digest.cc    digests and set summaries (anti-entropy)
