@@ -52,8 +52,7 @@ ReplicaImpl::ReplicaImpl(Store* store, const ReplicaOptions& options,
       new_epoch_(new_epoch),
       write_options_{options.sync_writes},
       sweeper_(std::make_unique<Sweeper>(this)),
-      digest_buckets_(std::max<uint32_t>(1, options.digest_buckets)),
-      buckets_(std::make_unique<std::atomic<uint64_t>[]>(digest_buckets_)) {
+      digests_(options.digest_buckets) {
   filter_budget_ =
       options.presence_filter_budget != nullptr
           ? options.presence_filter_budget
@@ -144,7 +143,7 @@ absl::StatusOr<SetState> ReplicaImpl::ReadStateFromStore(std::string_view set) {
   SetState state;
   if (options_.keep_digests) {
     state.name_hash = digest::SetNameHash(set);
-    state.bucket = digest::BucketOf(set, digest_buckets_);
+    state.bucket = digests_.BucketOf(set);
   }
   bool found = false;
   absl::Status s = ReadClockAndTombstone(
@@ -365,8 +364,7 @@ void ReplicaImpl::AccountDigest(SetState* state) {
       digest::SetDigestOfHash(state->name_hash, state->keys_digest,
                               state->clock_digest, state->tombstone.empty());
   if (now == state->set_digest) return;
-  buckets_[state->bucket].fetch_add(now - state->set_digest,
-                                    std::memory_order_relaxed);
+  digests_.Add(state->bucket, now - state->set_digest);
   state->set_digest = now;
 }
 

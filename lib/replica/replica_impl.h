@@ -7,9 +7,9 @@
 //                        nested classes below take
 //   replica_open.cc      Replica::Open (the actor and epoch; no ReplicaImpl
 //                        method)
-//   replica_read.cc      reads and queries (SetReader, Contains, Range)
+//   replica_read.cc      reads and queries (SetReader, Contains, Range),
+//                        set summaries and the digests' build at Open
 //   replica_count.cc     counts and presence filters
-//   replica_digest.cc    digests and set summaries (anti-entropy)
 //   transfer_receiver.cc transfer chunks (ReplicaImpl::TransferReceiver)
 //   sweeper.cc           the sweeper (ReplicaImpl::Sweeper, whole)
 //   verify.cc            Verify (VerifyKeyspace: the store and keyspace alone)
@@ -35,6 +35,7 @@
 #include "bigset/core/memory_budget.h"
 #include "bigset/core/mutex.h"
 #include "bigset/replica/replica.h"
+#include "replica/digest_buckets.h"
 
 namespace bigset {
 
@@ -94,9 +95,13 @@ class ReplicaImpl final : public Replica {
       const KeysProgress& progress = nullptr) override;
   ReplicaStats stats() const override;
   absl::StatusOr<SetStats> GetSetStats(std::string_view set) override;
-  uint32_t digest_buckets() const override { return digest_buckets_; }
-  std::vector<uint64_t> BucketDigests() const override;
-  uint64_t PartitionDigest() const override;
+  uint32_t digest_buckets() const override { return digests_.size(); }
+  std::vector<uint64_t> BucketDigests() const override {
+    return digests_.Values();
+  }
+  uint64_t PartitionDigest() const override {
+    return digests_.PartitionDigest();
+  }
   absl::Status ForEachSetSummary(
       std::span<const uint32_t> buckets,
       const std::function<bool(SetSummary&)>& fn) override;
@@ -280,9 +285,8 @@ class ReplicaImpl final : public Replica {
   // sweep before it looks at the queue, so an entry is never missed.
   std::atomic<bool> sweep_pending_{true};
   std::vector<std::unique_ptr<Stripe>> stripes_;
-  const uint32_t digest_buckets_;
-  // Sum (mod 2^64) of the set digests of each bucket's sets.
-  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
+  // The anti-entropy digests, a sum of set digests per bucket of sets.
+  DigestBuckets digests_;
   // Bytes of this replica's presence filters, reserved from
   // `filter_budget_` (its own, or one it shares).
   std::atomic<size_t> filter_bytes_{0};
