@@ -343,6 +343,48 @@ def converged(nodes, epoch=None, moves=True):
     return True
 
 
+def explain(nodes):
+    """Each node's view for a failure's message: its ring and the hand-off
+    lines of BIGSET.CLUSTER STATUS (every partition still moving, and its
+    state), so that a move that never settles says where it stopped."""
+    out = []
+    for n in nodes:
+        try:
+            r = n.raw(timeout=10)
+            try:
+                text = r.command("BIGSET.CLUSTER", "STATUS")
+            finally:
+                r.close()
+        except (OSError, EOFError) as e:
+            out.append("node %d: down (%s)" % (n.id, e))
+            continue
+        if not isinstance(text, bytes):
+            out.append("node %d: %r" % (n.id, text))
+            continue
+        lines = [ln for ln in text.decode().splitlines()
+                 if ln.startswith(("ring_epoch", "ring_nodes", "handoff.",
+                                   "moving:"))]
+        try:
+            info = n.client().info("all")
+        except Exception as e:  # noqa: BLE001 (only for the message)
+            info = {"info": str(e)}
+        lines += ["%s=%s" % (k, v) for k, v in sorted(info.items())
+                  if k.startswith(("node_membership_messages",
+                                   "node_node_malformed", "node_membership_changes",
+                                   "node_handoff_rings"))]
+        out.append("node %d: %s" % (n.id, "; ".join(lines[:48])))
+    return "\n".join(out)
+
+
+def wait_converged(nodes, timeout, what, epoch=None, moves=True):
+    """wait_for(converged(...)), failing with every node's view."""
+    try:
+        wait_for(lambda: converged(nodes, epoch, moves), timeout, what,
+                 interval=0.5)
+    except Failure as e:
+        raise Failure("%s\n%s" % (e, explain(nodes))) from None
+
+
 def test_concurrent_changes():
     rng = random.Random(SEED)
     etcd, c, members = etcd_and_cluster()
@@ -399,8 +441,7 @@ def test_concurrent_changes():
             wait_for(lambda: converged(everyone, final, moves=False), 60,
                      "round %d: every node on epoch %d" % (rnd, final),
                      interval=0.2)
-        wait_for(lambda: converged(everyone), 180,
-                 "every move settled", interval=0.5)
+        wait_converged(everyone, 180, "every move settled")
     final = int(status(c.nodes[1])["ring_epoch"])
     records = etcd.records()
     eq(sorted(records), list(range(1, final + 1)),
@@ -447,8 +488,8 @@ def test_etcd_outage():
         check(isinstance(reply, bytes) and reply.startswith(b"epoch 2:"),
               "JOIN once etcd is back: %s" % bt.short(reply))
         everyone = members + [n4]
-        wait_for(lambda: converged(everyone, 2), 120,
-                 "every node on epoch 2, moves settled", interval=0.5)
+        wait_converged(everyone, 120, "every node on epoch 2, moves settled",
+                       epoch=2)
     check_acked(writer, members + [n4])
     eq(sorted(etcd.records()), [1, 2], "etcd's epochs")
 
@@ -466,8 +507,8 @@ def test_node_down():
           "LEAVE 1: %s" % bt.short(reply))
     c.nodes[3].start()
     everyone = [c.nodes[i] for i in (1, 2, 3, 4)]
-    wait_for(lambda: converged(everyone, 3), 120,
-             "every node on epoch 3, moves settled", interval=0.5)
+    wait_converged(everyone, 120, "every node on epoch 3, moves settled",
+                   epoch=3)
     eq(status(c.nodes[3]).get("ring_nodes"), "2,3,4", "node 3's ring")
     # Node 3 restarted a moment ago: its peers may still wait out their
     # reconnect back-off to it, and a count that asked it answers TRYAGAIN
