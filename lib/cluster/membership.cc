@@ -285,6 +285,15 @@ absl::Status MembershipState::InstallRing(const Ring& ring) {
   return absl::OkStatus();
 }
 
+bool MembershipState::GuessesFromBase() const {
+  // The base ring is the cluster's first only for a node it places: every
+  // node of it began with that ring's placement as its own state. A node
+  // opened with a later ring that leaves it out (a joiner) cannot tell
+  // which of that ring's nodes began with it: one may itself have been a
+  // joiner then, only receiving, that later took another's place.
+  return Contains(base_->nodes(), self_);
+}
+
 bool MembershipState::NodeServes(NodeId node, uint32_t partition) const {
   auto it = states_.find(node);
   if (it != states_.end()) return FindEntry(it->second, partition) != nullptr;
@@ -344,6 +353,22 @@ std::vector<uint32_t> MembershipState::PlacesOf(
   // share it, one place's writes split between them until one hands its
   // data to the other.
   const std::vector<NodeId>& ring_list = latest_->PreferenceList(partition);
+  if (!GuessesFromBase()) {
+    // A joiner's guesses (nodes it has no state of) are one place: two of
+    // them may be a leaver and the node that took its place, and counting
+    // one place twice costs a quorum (a write acknowledged by a leaver and
+    // its taker alone, found by the lifecycle soak). Their states, once
+    // heard, tell the places apart.
+    int first = -1;
+    for (uint32_t i = 0; i < list.size(); ++i) {
+      if (list[i] == self_ || states_.count(list[i]) > 0) continue;
+      if (first < 0) {
+        first = static_cast<int>(i);
+      } else {
+        place[i] = static_cast<uint32_t>(first);
+      }
+    }
+  }
   std::map<std::pair<NodeId, uint64_t>, uint32_t> taken;  // Episode -> node.
   for (uint32_t i = 0; i < list.size(); ++i) {
     const std::optional<ServeEntry> e = EntryOf(list[i], partition);

@@ -13,9 +13,12 @@
 // The serving list of a partition is every node whose state lists it: the
 // latest ring's nodes first in its order, then the others by id. A node this
 // node has never heard of is taken to serve what the base ring (the ring
-// this store was first opened with) gives it; every node's own state
-// starts as that, so the guess holds until the node changes it, and then
-// its state is gossiped.
+// this store was first opened with) gives it; every node of that ring
+// began with that placement as its own state, so the guess holds until the
+// node changes it, and then its state is gossiped. A joiner (opened with a
+// ring that leaves it out) cannot tell which nodes of its ring began with
+// it (one may have been only receiving then, and later taken another's
+// place): its guesses count as one place until their states arrive.
 //
 // Own changes are persisted with a synced write before they are used (a
 // node's account of itself must survive a power loss); other nodes' states
@@ -194,6 +197,11 @@ class MembershipState {
   // this view does not know), following chains up to `depth` steps.
   NodeId HolderAfter(uint32_t partition, NodeId node, uint64_t since,
                      size_t depth) const;
+
+  // Whether this node is one of the base ring's: then the base ring is the
+  // one every node of it began with, and each guess from it is its own
+  // place; a joiner's guesses share one place (PlacesOf).
+  bool GuessesFromBase() const;
 
   const NodeId self_;
   Store* const store_;

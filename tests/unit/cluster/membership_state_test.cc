@@ -54,6 +54,56 @@ TEST_CASE("membership: a new store serves what the ring gives it") {
   CHECK(joiner.PartitionsMoving() == 0);
 }
 
+// Defect (lifecycle soak, history 1592620396): a joiner opened with a ring
+// that left it out took each node that ring placed, of which it had no
+// state, for a place of its own. That ring's list for a partition held a
+// node that was then only receiving and later took another listed node's
+// place: the joiner coordinated a write, those two acknowledged it, and it
+// answered with the dot in one place of W = 2.
+TEST_CASE(
+    "membership: a joiner's guesses from its ring share one place until "
+    "their states arrive") {
+  const Ring ring = MakeRing({1, 2, 3, 4, 5}, 7);
+  // An original member: each node its ring places is a place.
+  MemStore m;
+  MembershipState member(2, m.store.get());
+  REQUIRE(member.Load(ring).ok());
+  // A joiner (node 6, not in the ring it was opened with).
+  MemStore m6;
+  MembershipState joiner(6, m6.store.get());
+  REQUIRE(joiner.Load(ring).ok());
+  for (uint32_t p = 0; p < ring.ring_size(); ++p) {
+    const std::vector<uint32_t>& places = member.ServingPlaces(p);
+    REQUIRE(places.size() == 3);
+    CHECK(places[0] != places[1]);
+    CHECK(places[1] != places[2]);
+    CHECK(places[0] != places[2]);
+    // The joiner lists the same nodes (the guess), as one place.
+    CHECK(joiner.ServingList(p) == ring.PreferenceList(p));
+    const std::vector<uint32_t>& guessed = joiner.ServingPlaces(p);
+    REQUIRE(guessed.size() == 3);
+    CHECK(guessed[0] == guessed[1]);
+    CHECK(guessed[1] == guessed[2]);
+  }
+  // Once it has a node's state, that node is a place of its own; the
+  // nodes it still guesses share one.
+  const uint32_t p = PartitionWith(ring, 1, 6);
+  const std::vector<NodeId> list = ring.PreferenceList(p);
+  const NodeId heard = list[0];
+  bool raised = false;
+  NodeServing st{heard, 5, {}};
+  for (uint32_t q = 0; q < ring.ring_size(); ++q) {
+    if (Has(ring.PreferenceList(q), heard)) {
+      st.entries.push_back(ServeEntry{q, 5, 0, 0, 0, false});
+    }
+  }
+  REQUIRE(joiner.Merge({st}, &raised));
+  const std::vector<uint32_t>& places = joiner.ServingPlaces(p);
+  REQUIRE(joiner.ServingList(p) == list);
+  CHECK(places[0] != places[1]);
+  CHECK(places[1] == places[2]);
+}
+
 TEST_CASE(
     "membership: higher versions win; a node stays the authority on "
     "itself") {
