@@ -2180,8 +2180,9 @@ TESTS = {
 }
 
 
-def cluster_status(node):
-    """BIGSET.CLUSTER STATUS of `node` as a dict (None if it is down)."""
+def cluster_status_text(node):
+    """BIGSET.CLUSTER STATUS of `node` as text (None if it is down or the
+    reply is not a status)."""
     try:
         r = node.raw(timeout=10)
         try:
@@ -2192,8 +2193,16 @@ def cluster_status(node):
         return None
     if not isinstance(text, bytes):
         return None
+    return text.decode()
+
+
+def cluster_status(node):
+    """BIGSET.CLUSTER STATUS of `node` as a dict (None if it is down)."""
+    text = cluster_status_text(node)
+    if text is None:
+        return None
     out = {}
-    for line in text.decode().splitlines():
+    for line in text.splitlines():
         k, _, v = line.partition(":")
         out.setdefault(k, v)
     return out

@@ -349,19 +349,11 @@ def explain(nodes):
     state), so that a move that never settles says where it stopped."""
     out = []
     for n in nodes:
-        try:
-            r = n.raw(timeout=10)
-            try:
-                text = r.command("BIGSET.CLUSTER", "STATUS")
-            finally:
-                r.close()
-        except (OSError, EOFError) as e:
-            out.append("node %d: down (%s)" % (n.id, e))
+        text = bt.cluster_status_text(n)
+        if text is None:
+            out.append("node %d: down" % n.id)
             continue
-        if not isinstance(text, bytes):
-            out.append("node %d: %r" % (n.id, text))
-            continue
-        lines = [ln for ln in text.decode().splitlines()
+        lines = [ln for ln in text.splitlines()
                  if ln.startswith(("ring_epoch", "ring_nodes", "handoff.",
                                    "moving:"))]
         try:
