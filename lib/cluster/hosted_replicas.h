@@ -136,6 +136,11 @@ inline void HostedReplicas::FillStats(NodeCounters* s) const {
     s->sweep_keys_deleted += rs.sweep_keys_deleted;
     s->sweep_bytes_reclaimed += rs.sweep_bytes_reclaimed;
     s->sweep_micros += rs.sweep_micros;
+    s->presence_seeks += rs.presence_seeks;
+    s->presence_seeks_saved += rs.presence_seeks_saved;
+    s->count_scans += rs.count_scans;
+    s->presence_filter_bytes += rs.presence_filter_bytes;
+    s->presence_filters_dropped += rs.presence_filters_dropped;
   }
 }
 

@@ -77,6 +77,14 @@ struct NodeCounters {
   uint64_t sweep_keys_deleted = 0;
   uint64_t sweep_bytes_reclaimed = 0;
   uint64_t sweep_micros = 0;
+  // The counts' presence filters of the node's replicas, summed (see
+  // ReplicaStats): seeks a write made and seeks a query saved, count
+  // scans, the filters' bytes now (a gauge) and filters dropped.
+  uint64_t presence_seeks = 0;
+  uint64_t presence_seeks_saved = 0;
+  uint64_t count_scans = 0;
+  uint64_t presence_filter_bytes = 0;
+  uint64_t presence_filters_dropped = 0;
   // Membership (gauges first): the latest ring's epoch; partitions whose
   // serving list is not yet the latest ring's; transfers this node must
   // send that wait their turn, and that run; transfers it receives;

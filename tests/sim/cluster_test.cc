@@ -97,6 +97,16 @@ TEST_CASE("cluster: writes, streaming reads and queries") {
   CHECK_FALSE(m->all_present);
   CHECK(m->elements[0].dots.size() == 1);
   CHECK(m->elements[1].dots.empty());
+  // The replicas asked knew "nope" absent from their presence filters,
+  // without a seek; the nodes' counters show it.
+  uint64_t saved = 0;
+  uint64_t filter_bytes = 0;
+  for (NodeId n : sim->node_ids()) {
+    saved += Stat(sim->node(n)->stats(), "presence.seeks_saved");
+    filter_bytes += Stat(sim->node(n)->stats(), "presence.filter_bytes");
+  }
+  CHECK(saved >= 2);
+  CHECK(filter_bytes > 0);
   // Remove with the context the query returned.
   auto rm =
       sim->Update(5, "s", {UpdateOp::Remove("e1001", m->elements[0].dots)});
