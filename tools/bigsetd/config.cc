@@ -40,8 +40,8 @@ ParsedConfig ParseConfig(int argc, char** argv) {
 
   DaemonConfig c;
   std::string listen = "127.0.0.1:6379", peer_listen, tls_dir, join,
-              log_level = "info", sadd_reply = "quorum", membership = "builtin",
-              etcd_endpoints, etcd_prefix, etcd_tls_dir;
+              log_level = "info", sadd_reply = "quorum", compression = "none",
+              membership = "builtin", etcd_endpoints, etcd_prefix, etcd_tls_dir;
   std::vector<std::string> nodes;
   uint64_t timeout_ms = 2000, clock_cache_mib = 64, ae_interval_ms = 10'000;
   uint64_t block_cache_mib = 32, write_buffer_mib = 4, filter_mib = 16;
@@ -137,6 +137,11 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       ->group("Storage");
   app.add_option("--write-buffer-mib", write_buffer_mib,
                  "LevelDB's memtable; two at most are held (default 4)")
+      ->group("Storage");
+  app.add_option("--compression", compression,
+                 "how table blocks are stored: none (default: a block read "
+                 "from disk is not decompressed, so a seek costs about a "
+                 "tenth less) or snappy (about 0.6 of the disk)")
       ->group("Storage");
   app.add_option("--presence-filter-mib", filter_mib,
                  "memory for the sets' presence filters, 3 to 10 bytes per "
@@ -323,6 +328,11 @@ ParsedConfig ParseConfig(int argc, char** argv) {
   }
   c.block_cache_bytes = block_cache_mib << 20;
   c.write_buffer_bytes = write_buffer_mib << 20;
+  if (compression != "none" && compression != "snappy") {
+    return Fail(
+        absl::StrCat("bad --compression '", compression, "': none or snappy"));
+  }
+  c.snappy_compression = compression == "snappy";
   c.presence_filter_bytes = filter_mib << 20;
   if (c.max_clients == 0) return Fail("--max-clients must be > 0");
   if (c.limits.max_args == 0 || c.limits.max_bulk_bytes == 0) {

@@ -62,6 +62,10 @@ struct DaemonConfig {
   // cache and memtable, and the presence filters of the node's sets.
   size_t block_cache_bytes = 32 << 20;
   size_t write_buffer_bytes = 4 << 20;
+  // Snappy for table blocks (--compression). Off by default: a member's
+  // seek reads a block of every sorted run, and decompressing the ones the
+  // block cache lacks costs more than the disk it saves (docs/BENCHMARKS.md).
+  bool snappy_compression = false;
   size_t presence_filter_bytes = 16 << 20;
   uint64_t anti_entropy_interval_micros = 10'000'000;
 

@@ -190,6 +190,7 @@ void Session::CmdInfo(Args& a) {
       line("clock_cache_bytes", c.clock_cache_bytes);
       line("block_cache_bytes", c.block_cache_bytes);
       line("write_buffer_bytes", c.write_buffer_bytes);
+      line("compression", c.snappy_compression ? "snappy" : "none");
       line("presence_filter_budget_bytes", c.presence_filter_bytes);
       line("sscan_cursors", ctx_->cursors->size());
       line("sscan_cursor_bytes", ctx_->cursors->bytes());

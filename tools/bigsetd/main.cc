@@ -208,6 +208,7 @@ int Run(const DaemonConfig& c) {
   o.node.replica.presence_filter_bytes = c.presence_filter_bytes;
   o.store.block_cache_bytes = c.block_cache_bytes;
   o.store.write_buffer_bytes = c.write_buffer_bytes;
+  o.store.snappy_compression = c.snappy_compression;
   // Bigset finds elements by seeks, which LevelDB's Bloom filters do not
   // serve; they would only cost 10 bits per key of memory.
   o.store.bloom_bits_per_key = 0;
