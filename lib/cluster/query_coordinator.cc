@@ -72,11 +72,13 @@ void QueryCoordinator::OnTick(uint64_t now, RequestOutput* out) {
   if (now >= hedge_at_) AskTheRest(out);
 }
 
+uint64_t QueryCoordinator::DerivedTickAt() const {
+  return phase() == Phase::kAskingSome ? hedge_at_ : UINT64_MAX;
+}
+
 void QueryCoordinator::AskTheRest(RequestOutput* out) {
-  hedge_at_ = UINT64_MAX;
-  if (std::all_of(asked_.begin(), asked_.end(), [](bool a) { return a; })) {
-    return;
-  }
+  if (phase() != Phase::kAskingSome) return;
+  AskedAll();
   ++out->queries_hedged;
   // A replica is slow or down: the queries of the next while ask everyone
   // at once rather than each waiting for its hedge.

@@ -46,7 +46,7 @@ class QueryCoordinator final
  private:
   std::string RequestBytes() const override;
   void OnTick(uint64_t now, RequestOutput* out) override;
-  uint64_t DerivedTickAt() const override { return hedge_at_; }
+  uint64_t DerivedTickAt() const override;
   // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros).
   void AskTheRest(RequestOutput* out);
   // Merges `replies` (R places' worth) and answers.
@@ -54,7 +54,7 @@ class QueryCoordinator final
               RequestOutput* out);
 
   std::vector<std::string> elements_;
-  // When the replicas not asked first are asked (UINT64_MAX: asked).
+  // When the replicas not asked first are asked (in kAskingSome).
   uint64_t hedge_at_ = UINT64_MAX;
 };
 

@@ -15,10 +15,12 @@
 // bigsetd of pipelined 100,000-member SMISMEMBERs: 158 retransmissions for
 // 50 commands on a loaded machine, ten per query under the sanitizers).
 //
-// The machines do no I/O: Start, Step (a reply) and Tick return what the
-// driver is to do (request_output.h). Once an output says `done`, the
-// driver takes the answer (TakeAnswer), drops the machine, and runs the
-// answer, which calls the client's callback.
+// Its phase is explicit (Phase): idle until Start; asking some replicas
+// (R places, the others held back until a query's hedge); asking all of
+// them; answered. The machines do no I/O: Start, Step (a reply) and Tick
+// return what the driver is to do (request_output.h). Once an output says
+// `done`, the driver takes the answer (TakeAnswer), drops the machine, and runs
+// the answer, which calls the client's callback.
 //
 // Thread-safety: runs on the node's thread.
 
@@ -60,6 +62,14 @@ class QuorumReadCoordinator : public CoordinatorOf<K> {
  public:
   using Done = std::function<void(absl::StatusOr<Result>)>;
 
+  // Where the request is. kIdle: not started. kAskingSome: R places asked,
+  // the others held back until the hedge (a query's; see its Start).
+  // kAskingAll: every replica asked; waiting for R places' answers.
+  // kAnswered: the answer is ready (an output said `done`); every later
+  // input is ignored.
+  enum class Phase { kIdle, kAskingSome, kAskingAll, kAnswered };
+  Phase phase() const { return phase_; }
+
   void Abort(const absl::Status& status) override {
     if (!done_) return;
     Done done = std::move(done_);
@@ -70,7 +80,7 @@ class QuorumReadCoordinator : public CoordinatorOf<K> {
   // The time has come for a tick that an output asked for (or later).
   RequestOutput Tick(uint64_t now) {
     RequestOutput out;
-    if (result_.has_value()) return out;
+    if (phase_ == Phase::kIdle || phase_ == Phase::kAnswered) return out;
     if (now >= deadline_) {
       Finish(absl::DeadlineExceededError(
                  absl::StrCat(what_, " of set \"", set_, "\": timed out")),
@@ -129,7 +139,11 @@ class QuorumReadCoordinator : public CoordinatorOf<K> {
   virtual uint64_t DerivedTickAt() const { return UINT64_MAX; }
 
   // Starts the deadline and the retransmissions; asks for the first tick.
+  // REQUIRES: `asked_` says whom Start asked.
   void StartTimer(uint64_t now, RequestOutput* out) {
+    phase_ = std::all_of(asked_.begin(), asked_.end(), [](bool a) { return a; })
+                 ? Phase::kAskingAll
+                 : Phase::kAskingSome;
     deadline_ = now + options_.timeout_micros;
     next_retry_ = now + options_.retry_micros;
     out->tick_at = NextTick();
@@ -140,7 +154,7 @@ class QuorumReadCoordinator : public CoordinatorOf<K> {
   // the list, one that answered before, or any once answered.
   size_t Record(NodeId from, Reply&& m, const absl::Status& status,
                 QuorumReply kind) {
-    if (result_.has_value()) return npos;
+    if (phase_ == Phase::kIdle || phase_ == Phase::kAnswered) return npos;
     const auto it = std::find(preference_.begin(), preference_.end(), from);
     if (it == preference_.end()) return npos;
     const size_t index = static_cast<size_t>(it - preference_.begin());
@@ -166,8 +180,14 @@ class QuorumReadCoordinator : public CoordinatorOf<K> {
     return pick;
   }
 
+  // Every replica has been asked now (after kAskingSome).
+  void AskedAll() {
+    if (phase_ == Phase::kAskingSome) phase_ = Phase::kAskingAll;
+  }
+
   // The request's answer; the output says it is done.
   void Finish(absl::StatusOr<Result> result, RequestOutput* out) {
+    phase_ = Phase::kAnswered;
     result_ = std::move(result);
     out->done = true;
     out->tick_at = 0;
@@ -193,6 +213,7 @@ class QuorumReadCoordinator : public CoordinatorOf<K> {
   }
 
   const char* const what_;
+  Phase phase_ = Phase::kIdle;
   Done done_;
   std::optional<absl::StatusOr<Result>> result_;
   uint64_t deadline_ = 0;

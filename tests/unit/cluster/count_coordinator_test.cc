@@ -286,8 +286,11 @@ TEST_CASE("count coordinator: the output of each input") {
   holds.count = 5;
   holds.set_digest = 77;
 
+  using Phase = CountCoordinator::Phase;
+  CHECK(c.phase() == Phase::kIdle);
   // Start: every replica asked; the first tick at the first retry.
   const RequestOutput start = c.Start(1'000'000);
+  CHECK(c.phase() == Phase::kAskingAll);
   CHECK(to(start) == std::vector<NodeId>{1, 2, 3});
   CHECK(start.tick_at == 1'200'000);
   CHECK_FALSE(start.done);
@@ -309,7 +312,9 @@ TEST_CASE("count coordinator: the output of each input") {
   CHECK(early.sends.empty());
   CHECK(early.tick_at == 1'600'000);
   // R agreeing answers: done, no tick; the answer runs when taken.
+  CHECK(c.phase() == Phase::kAskingAll);
   const RequestOutput last = c.Step(3, holds);
+  CHECK(c.phase() == Phase::kAnswered);
   CHECK(last.done);
   CHECK(last.tick_at == 0);
   CHECK_FALSE(answer.has_value());
@@ -321,6 +326,7 @@ TEST_CASE("count coordinator: the output of each input") {
   CHECK(c.Tick(3'000'000).sends.empty());
   CHECK_FALSE(c.Tick(3'000'000).done);
   CHECK(c.Step(1, holds).sends.empty());
+  CHECK(c.phase() == Phase::kAnswered);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -276,6 +277,93 @@ TEST_CASE(
   run.host().Advance(1);
   REQUIRE_FALSE(run.pending());
   CHECK(absl::IsDeadlineExceeded(run.result().status()));
+}
+
+// The machine's phase and outputs, input by input (no driver).
+TEST_CASE("query coordinator: the phase after each input") {
+  using Phase = QueryCoordinator::Phase;
+  ClusterReadOptions o = Options(2, 20'000);
+  o.timeout_micros = 2'000'000;
+  o.retry_micros = 200'000;
+  auto make = [&o](bool* answered) {
+    return std::make_unique<QueryCoordinator>(
+        7, "s",
+        QuorumReadSetup{.partition = 3,
+                        .serving = {1, kSelf, 2},
+                        .places = {0, 1, 2},
+                        .self = kSelf,
+                        .now = 0},
+        std::vector<std::string>{"a"}, o,
+        [answered](absl::StatusOr<Membership> r) {
+          CHECK(r.ok());
+          *answered = true;
+        });
+  };
+  auto to = [](const RequestOutput& out) {
+    std::vector<NodeId> nodes;
+    for (const RequestOutput::Send& s : out.sends) nodes.push_back(s.to);
+    return nodes;
+  };
+  msg::QueryReply reply;
+  reply.elements.resize(1);
+  reply.elements[0].element = "a";
+
+  SECTION("R places, the hedge, the answer") {
+    bool answered = false;
+    std::unique_ptr<QueryCoordinator> q = make(&answered);
+    CHECK(q->phase() == Phase::kIdle);
+    CHECK(q->Tick(0).sends.empty());  // Not started: nothing.
+    const RequestOutput start = q->Start(0, /*ask_all=*/false);
+    CHECK(q->phase() == Phase::kAskingSome);
+    CHECK(to(start) == std::vector<NodeId>{1, kSelf});
+    CHECK(start.tick_at == 20'000);  // The hedge, before the first retry.
+    msg::QueryReply r1 = reply;
+    CHECK_FALSE(q->Step(1, r1).done);
+    CHECK(q->phase() == Phase::kAskingSome);
+    const RequestOutput hedge = q->Tick(20'000);
+    CHECK(q->phase() == Phase::kAskingAll);
+    CHECK(to(hedge) == std::vector<NodeId>{2});
+    CHECK(hedge.queries_hedged == 1);
+    CHECK(hedge.tick_at == 200'000);  // Now the retry.
+    // Asked all: another tick at the hedge's time asks nobody again.
+    CHECK(q->Tick(20'001).sends.empty());
+    msg::QueryReply r2 = reply;
+    const RequestOutput last = q->Step(2, r2);
+    CHECK(last.done);
+    CHECK(q->phase() == Phase::kAnswered);
+    q->TakeAnswer()();
+    CHECK(answered);
+    msg::QueryReply late = reply;
+    CHECK(q->Step(kSelf, late).sends.empty());
+    CHECK(q->Tick(3'000'000).sends.empty());
+    CHECK(q->phase() == Phase::kAnswered);
+  }
+  SECTION("asked to ask all: every replica at once, no hedge") {
+    bool answered = false;
+    std::unique_ptr<QueryCoordinator> q = make(&answered);
+    const RequestOutput start = q->Start(0, /*ask_all=*/true);
+    CHECK(q->phase() == Phase::kAskingAll);
+    CHECK(to(start).size() == 3);
+    CHECK(start.tick_at == 200'000);
+  }
+  SECTION("a failed reply asks the rest at once") {
+    bool answered = false;
+    std::unique_ptr<QueryCoordinator> q = make(&answered);
+    q->Start(0, /*ask_all=*/false);
+    msg::QueryReply failed;
+    failed.status = absl::UnavailableError("closing");
+    const RequestOutput out = q->Step(1, failed);
+    CHECK(q->phase() == Phase::kAskingAll);
+    CHECK(to(out) == std::vector<NodeId>{2});
+  }
+  SECTION("the deadline") {
+    bool answered = false;
+    std::unique_ptr<QueryCoordinator> q = make(&answered);
+    q->Start(0, /*ask_all=*/true);
+    const RequestOutput out = q->Tick(2'000'000);
+    CHECK(out.done);
+    CHECK(q->phase() == Phase::kAnswered);
+  }
 }
 
 }  // namespace
