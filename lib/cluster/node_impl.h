@@ -49,6 +49,7 @@
 #include "cluster/replica_service.h"
 #include "cluster/request_ids.h"
 #include "cluster/request_registry.h"
+#include "cluster/slow_replicas.h"
 #include "cluster/write_coordinator.h"
 
 namespace bigset {
@@ -273,10 +274,8 @@ class Node::Impl final {
   std::shared_ptr<Impl*> alive_;
   RequestIds request_ids_;
 
-  // Queries ask every replica at once until this time: one of them
-  // recently had to ask beyond R (a replica slow or down), and the next
-  // would wait for its hedge too (RequestOutput::ask_all_for_micros).
-  uint64_t ask_all_until_ = 0;
+  // The peers hedged queries found slow lately: the next ask them last.
+  SlowReplicas slow_replicas_;
   // The replicas this node keeps; the hand-off opens and retires them.
   HostedReplicas replicas_;
   // What this node is to each partition: set by the hand-off, read by the

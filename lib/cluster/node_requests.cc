@@ -108,9 +108,8 @@ void Node::Impl::CarrySends(RequestOutput& out) {
                                       hint.bytes, scheduler_->NowMicros()));
   }
   for (uint64_t sub : out.unroutes) requests_.Unroute(sub);
-  if (out.ask_all_for_micros > 0) {
-    ask_all_until_ = scheduler_->NowMicros() + out.ask_all_for_micros;
-  }
+  for (NodeId node : out.slow)
+    slow_replicas_.Mark(node, scheduler_->NowMicros());
 }
 
 template <typename T>
@@ -266,7 +265,7 @@ void Node::Impl::ContainsAll(
   QueryCoordinator* op = requests_.Add(std::make_unique<QueryCoordinator>(
       id, std::string(set), std::move(setup), std::move(elements), options,
       std::move(done)));
-  Carry<QueryCoordinator>(id, op->Start(now, now < ask_all_until_));
+  Carry<QueryCoordinator>(id, op->Start(now, slow_replicas_));
 }
 
 void Node::Impl::Count(std::string_view set, const ClusterReadOptions& options,

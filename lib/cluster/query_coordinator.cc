@@ -7,13 +7,6 @@
 #include "cluster/read_merger.h"
 
 namespace bigset {
-namespace {
-
-// How long after a query had to ask beyond R places the others ask every
-// replica at once.
-constexpr uint64_t kAskAllMicros = 1'000'000;
-
-}  // namespace
 
 QueryCoordinator::QueryCoordinator(
     uint64_t id, std::string set, QuorumReadSetup setup,
@@ -23,21 +16,28 @@ QueryCoordinator::QueryCoordinator(
                             "query", std::move(done)),
       elements_(std::move(elements)) {}
 
-RequestOutput QueryCoordinator::Start(uint64_t now, bool ask_all) {
+RequestOutput QueryCoordinator::Start(uint64_t now, const SlowReplicas& slow) {
   RequestOutput out;
   const size_t n = preference_.size();
-  const bool all_at_once = options_.query_hedge_micros == 0 || ask_all;
+  const bool all_at_once = options_.query_hedge_micros == 0;
   asked_.assign(n, all_at_once);
   if (!all_at_once) {
-    // R places first: this node's own (no message), then the list's order,
-    // each place with all its nodes.
+    // R places first: this node's own (no message), then the peers not
+    // found slow lately in the list's order, then those found slow, the
+    // longest ago first; each place with all its nodes.
     std::vector<size_t> candidates;
     for (size_t i = 0; i < n; ++i) {
       if (preference_[i] == self_) candidates.push_back(i);
     }
+    const size_t own = candidates.size();
     for (size_t i = 0; i < n; ++i) {
       if (preference_[i] != self_) candidates.push_back(i);
     }
+    std::stable_sort(candidates.begin() + static_cast<ptrdiff_t>(own),
+                     candidates.end(), [&](size_t a, size_t b) {
+                       return slow.Rank(preference_[a], now) <
+                              slow.Rank(preference_[b], now);
+                     });
     std::vector<uint32_t> chosen;
     for (size_t i : candidates) {
       if (chosen.size() >= static_cast<size_t>(options_.r)) break;
@@ -76,13 +76,18 @@ uint64_t QueryCoordinator::DerivedTickAt() const {
   return phase() == Phase::kAskingSome ? hedge_at_ : UINT64_MAX;
 }
 
-void QueryCoordinator::AskTheRest(RequestOutput* out) {
+void QueryCoordinator::AskTheRest(RequestOutput* out, size_t index) {
   if (phase() != Phase::kAskingSome) return;
   AskedAll();
   ++out->queries_hedged;
-  // A replica is slow or down: the queries of the next while ask everyone
-  // at once rather than each waiting for its hedge.
-  out->ask_all_for_micros = kAskAllMicros;
+  // A replica is slow or down: the node's next queries ask it last
+  // rather than each waiting for its hedge (slow_replicas.h).
+  for (size_t i = 0; i < preference_.size(); ++i) {
+    const bool slow = index == npos
+                          ? asked_[i] && kinds_[i] == QuorumReply::kNone
+                          : i == index;
+    if (slow && preference_[i] != self_) out->slow.push_back(preference_[i]);
+  }
   const std::string bytes = RequestBytes();
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (asked_[i]) continue;
@@ -106,7 +111,7 @@ RequestOutput QueryCoordinator::Step(NodeId from, msg::QueryReply& m) {
   if (index == npos) return out;
   // One asked can no longer help (or, without notfound_ok, may not): the
   // others are asked now rather than after the hedge.
-  if (kinds_[index] != QuorumReply::kFound) AskTheRest(&out);
+  if (kinds_[index] != QuorumReply::kFound) AskTheRest(&out, index);
   const QuorumPick pick = Pick(&out);
   if (pick.outcome != QuorumPick::Outcome::kChosen) return out;
   std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;

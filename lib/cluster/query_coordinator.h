@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "cluster/quorum_read_coordinator.h"
 #include "cluster/request_output.h"
+#include "cluster/slow_replicas.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -36,10 +37,10 @@ class QueryCoordinator final
                    std::vector<std::string> elements,
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);
-  // Asks the replicas: every one if `ask_all` (the node's queries ask all
-  // for a while after one had to hedge) or no hedge is set, else R places
-  // first.
-  RequestOutput Start(uint64_t now, bool ask_all);
+  // Asks the replicas: every one if no hedge is set, else R places first
+  // (this node's own, then the peers `slow` ranks first at `now`, in the
+  // serving list's order among equals).
+  RequestOutput Start(uint64_t now, const SlowReplicas& slow);
   // A replica's answer.
   RequestOutput Step(NodeId from, msg::QueryReply& m);
 
@@ -47,8 +48,10 @@ class QueryCoordinator final
   std::string RequestBytes() const override;
   void OnTick(uint64_t now, RequestOutput* out) override;
   uint64_t DerivedTickAt() const override;
-  // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros).
-  void AskTheRest(RequestOutput* out);
+  // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros),
+  // marking slow (RequestOutput::slow) the nodes asked that have not
+  // answered (on the hedge's tick) or that at `index` (a failed reply).
+  void AskTheRest(RequestOutput* out, size_t index = npos);
   // Merges `replies` (R places' worth) and answers.
   void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies,
               RequestOutput* out);

@@ -89,9 +89,9 @@ struct RequestOutput {
   uint64_t failovers_refused = 0;
   uint64_t malformed_messages = 0;
   uint64_t read_replica_switches = 0;
-  // Queries of this node ask every replica at once for this long from now
-  // (0: as they did; see Node::Impl::ask_all_until_).
-  uint64_t ask_all_for_micros = 0;
+  // Peers a hedged query found slow (no answer as its hedge ran out, or
+  // a failed one): the node's next queries ask them last (slow_replicas.h).
+  std::vector<NodeId> slow;
 
   void Add(NodeId to, std::string bytes, bool first_ = false) {
     sends.push_back(Send{to, std::move(bytes), first_});

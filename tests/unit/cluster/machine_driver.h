@@ -24,6 +24,7 @@
 
 #include "bigset/replica/set_reader.h"
 #include "cluster/request_output.h"
+#include "cluster/slow_replicas.h"
 #include "net/message.h"
 
 namespace bigset {
@@ -114,7 +115,7 @@ class MachineDriver {
   std::vector<uint64_t> folds_opened;  // Read folds' ids, in order.
   uint64_t next_id = 1000;             // Extra deltas' and folds' request ids.
   RequestOutput totals;                // The counters, added up.
-  uint64_t ask_all_until = 0;
+  SlowReplicas slow;  // As the node keeps them (RequestOutput::slow).
 
   // The elements of the repairs sent to `node`, in order.
   std::vector<std::string> RepairedAt(NodeId node) const {
@@ -148,9 +149,7 @@ class MachineDriver {
     totals.read_replica_switches += out.read_replica_switches;
     for (RequestOutput::Hint& h : out.hints) hints.push_back(std::move(h));
     for (uint64_t id : out.unroutes) unrouted.push_back(id);
-    if (out.ask_all_for_micros > 0) {
-      ask_all_until = now_ + out.ask_all_for_micros;
-    }
+    for (NodeId node : out.slow) slow.Mark(node, now_);
     // As in the node: the answer is taken first and runs last, after the
     // machine is gone if it is done.
     if constexpr (requires(Machine & m) { m.ClientNext(1); }) {

@@ -54,7 +54,7 @@ class QueryRun {
                       }),
                   [this](QueryCoordinator& q) {
                     const uint64_t now = driver_.NowMicros();
-                    return q.Start(now, now < driver_.ask_all_until);
+                    return q.Start(now, driver_.slow);
                   });
   }
 
@@ -143,11 +143,50 @@ TEST_CASE(
   run.host().Advance(1'000);
   CHECK(run.Asked() == std::vector<NodeId>{1, kSelf, 2});
   CHECK(run.host().totals.queries_hedged == 1);
-  // The next second's queries ask everyone at once.
-  CHECK(run.host().ask_all_until == run.host().NowMicros() + 1'000'000);
+  // 1 had not answered: for the next second, queries ask it last. They
+  // still ask only R places.
+  CHECK(run.host().slow.Rank(1, run.host().NowMicros()) > 0);
+  CHECK(run.host().slow.Rank(2, run.host().NowMicros()) == 0);
   run.host().sent.clear();
   run.Begin(Options(2, 20'000));
-  CHECK(run.Asked().size() == 3);
+  CHECK(run.Asked() == std::vector<NodeId>{2, kSelf});
+  // After that second, the list's order again.
+  run.host().Advance(SlowReplicas::kSlowMicros);
+  run.host().sent.clear();
+  run.Begin(Options(2, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf});
+}
+
+TEST_CASE(
+    "query coordinator: a replica slow lately is asked last; of two, the "
+    "one slow longest ago first") {
+  QueryRun run({1, 2, 3, kSelf}, {0, 1, 2, 3}, Options(2, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf});
+  // The hedge runs out with 1 silent: 2 and 3 are asked, 1 marked.
+  run.host().Advance(20'000);
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf, 2, 3});
+  Clock clock;
+  run.Reply(kSelf, clock, {});
+  run.Reply(2, clock, {});
+  CHECK_FALSE(run.pending());
+  run.host().Advance(100'000);
+  run.host().sent.clear();
+  run.Begin(Options(2, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{2, kSelf});
+  // 2 fails at once: it is marked too, later than 1; 3 answers.
+  msg::QueryReply failed;
+  failed.status = absl::UnavailableError("closing");
+  run.Deliver(2, failed);
+  CHECK(run.Asked() == std::vector<NodeId>{2, kSelf, 1, 3});
+  run.Reply(kSelf, clock, {});
+  run.Reply(3, clock, {});
+  CHECK_FALSE(run.pending());
+  // 3 first (never slow); then 1, marked before 2.
+  run.host().sent.clear();
+  run.Begin(Options(3, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{1, 3, kSelf});
+  // This node itself is never marked, whatever it answers.
+  CHECK(run.host().slow.Rank(kSelf, run.host().NowMicros()) == 0);
 }
 
 TEST_CASE("query coordinator: a hedge asks a leaver's place whole") {
@@ -313,7 +352,7 @@ TEST_CASE("query coordinator: the phase after each input") {
     std::unique_ptr<QueryCoordinator> q = make(&answered);
     CHECK(q->phase() == Phase::kIdle);
     CHECK(q->Tick(0).sends.empty());  // Not started: nothing.
-    const RequestOutput start = q->Start(0, /*ask_all=*/false);
+    const RequestOutput start = q->Start(0, SlowReplicas());
     CHECK(q->phase() == Phase::kAskingSome);
     CHECK(to(start) == std::vector<NodeId>{1, kSelf});
     CHECK(start.tick_at == 20'000);  // The hedge, before the first retry.
@@ -324,6 +363,7 @@ TEST_CASE("query coordinator: the phase after each input") {
     CHECK(q->phase() == Phase::kAskingAll);
     CHECK(to(hedge) == std::vector<NodeId>{2});
     CHECK(hedge.queries_hedged == 1);
+    CHECK(hedge.slow.empty());  // 1 answered, and this node is not marked.
     CHECK(hedge.tick_at == 200'000);  // Now the retry.
     // Asked all: another tick at the hedge's time asks nobody again.
     CHECK(q->Tick(20'001).sends.empty());
@@ -338,10 +378,21 @@ TEST_CASE("query coordinator: the phase after each input") {
     CHECK(q->Tick(3'000'000).sends.empty());
     CHECK(q->phase() == Phase::kAnswered);
   }
-  SECTION("asked to ask all: every replica at once, no hedge") {
+  SECTION("a peer slow lately: the other asked instead, still R places") {
     bool answered = false;
     std::unique_ptr<QueryCoordinator> q = make(&answered);
-    const RequestOutput start = q->Start(0, /*ask_all=*/true);
+    SlowReplicas slow;
+    slow.Mark(1, 0);
+    const RequestOutput start = q->Start(500'000, slow);
+    CHECK(q->phase() == Phase::kAskingSome);
+    CHECK(to(start) == std::vector<NodeId>{2, kSelf});
+    CHECK(start.tick_at == 520'000);
+  }
+  SECTION("no hedge: every replica at once") {
+    bool answered = false;
+    o.query_hedge_micros = 0;
+    std::unique_ptr<QueryCoordinator> q = make(&answered);
+    const RequestOutput start = q->Start(0, SlowReplicas());
     CHECK(q->phase() == Phase::kAskingAll);
     CHECK(to(start).size() == 3);
     CHECK(start.tick_at == 200'000);
@@ -349,17 +400,18 @@ TEST_CASE("query coordinator: the phase after each input") {
   SECTION("a failed reply asks the rest at once") {
     bool answered = false;
     std::unique_ptr<QueryCoordinator> q = make(&answered);
-    q->Start(0, /*ask_all=*/false);
+    q->Start(0, SlowReplicas());
     msg::QueryReply failed;
     failed.status = absl::UnavailableError("closing");
     const RequestOutput out = q->Step(1, failed);
     CHECK(q->phase() == Phase::kAskingAll);
     CHECK(to(out) == std::vector<NodeId>{2});
+    CHECK(out.slow == std::vector<NodeId>{1});
   }
   SECTION("the deadline") {
     bool answered = false;
     std::unique_ptr<QueryCoordinator> q = make(&answered);
-    q->Start(0, /*ask_all=*/true);
+    q->Start(0, SlowReplicas());
     const RequestOutput out = q->Tick(2'000'000);
     CHECK(out.done);
     CHECK(q->phase() == Phase::kAnswered);
