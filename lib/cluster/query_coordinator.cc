@@ -69,25 +69,18 @@ RequestOutput QueryCoordinator::Start(uint64_t now, const SlowReplicas& slow) {
 }
 
 void QueryCoordinator::OnTick(uint64_t now, RequestOutput* out) {
-  if (now >= hedge_at_) AskTheRest(out);
+  if (now >= hedge_at_) AskTheRest(out, /*hedge_ran_out=*/true);
 }
 
 uint64_t QueryCoordinator::DerivedTickAt() const {
   return phase() == Phase::kAskingSome ? hedge_at_ : UINT64_MAX;
 }
 
-void QueryCoordinator::AskTheRest(RequestOutput* out, size_t index) {
+void QueryCoordinator::AskTheRest(RequestOutput* out, bool hedge_ran_out) {
   if (phase() != Phase::kAskingSome) return;
   AskedAll();
   ++out->queries_hedged;
-  // A replica is slow or down: the node's next queries ask it last
-  // rather than each waiting for its hedge (slow_replicas.h).
-  for (size_t i = 0; i < preference_.size(); ++i) {
-    const bool slow = index == npos
-                          ? asked_[i] && kinds_[i] == QuorumReply::kNone
-                          : i == index;
-    if (slow && preference_[i] != self_) out->slow.push_back(preference_[i]);
-  }
+  if (hedge_ran_out) asked_first_ = asked_;
   const std::string bytes = RequestBytes();
   for (size_t i = 0; i < preference_.size(); ++i) {
     if (asked_[i]) continue;
@@ -111,9 +104,27 @@ RequestOutput QueryCoordinator::Step(NodeId from, msg::QueryReply& m) {
   if (index == npos) return out;
   // One asked can no longer help (or, without notfound_ok, may not): the
   // others are asked now rather than after the hedge.
-  if (kinds_[index] != QuorumReply::kFound) AskTheRest(&out, index);
+  if (kinds_[index] != QuorumReply::kFound) {
+    AskTheRest(&out, /*hedge_ran_out=*/false);
+  }
+  // A peer that failed: the node's next hedged queries ask it last
+  // (slow_replicas.h).
+  if (kinds_[index] == QuorumReply::kFailed && from != self_ &&
+      options_.query_hedge_micros > 0) {
+    out.slow.push_back(from);
+  }
   const QuorumPick pick = Pick(&out);
   if (pick.outcome != QuorumPick::Outcome::kChosen) return out;
+  // The hedge ran out and the answer is in before a peer asked first
+  // answered: one asked after it was faster, so it is slow, not merely
+  // behind a busy moment (then it answers first, having started first),
+  // and the node's next queries ask it last.
+  for (size_t i = 0; i < asked_first_.size(); ++i) {
+    if (asked_first_[i] && kinds_[i] == QuorumReply::kNone &&
+        preference_[i] != self_) {
+      out.slow.push_back(preference_[i]);
+    }
+  }
   std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;
   for (size_t i : pick.members)
     quorum.emplace_back(preference_[i], &replies_[i]);

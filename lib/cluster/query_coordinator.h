@@ -48,10 +48,9 @@ class QueryCoordinator final
   std::string RequestBytes() const override;
   void OnTick(uint64_t now, RequestOutput* out) override;
   uint64_t DerivedTickAt() const override;
-  // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros),
-  // marking slow (RequestOutput::slow) the nodes asked that have not
-  // answered (on the hedge's tick) or that at `index` (a failed reply).
-  void AskTheRest(RequestOutput* out, size_t index = npos);
+  // Asks the replicas not asked yet (ClusterReadOptions::query_hedge_micros):
+  // the hedge ran out, or a reply cannot help.
+  void AskTheRest(RequestOutput* out, bool hedge_ran_out);
   // Merges `replies` (R places' worth) and answers.
   void Answer(std::vector<std::pair<NodeId, msg::QueryReply*>> replies,
               RequestOutput* out);
@@ -59,6 +58,8 @@ class QueryCoordinator final
   std::vector<std::string> elements_;
   // When the replicas not asked first are asked (in kAskingSome).
   uint64_t hedge_at_ = UINT64_MAX;
+  // Once the hedge ran out: whom Start asked (by preference index).
+  std::vector<bool> asked_first_;
 };
 
 }  // namespace bigset

@@ -2,9 +2,11 @@
 // that its next queries ask them last. Internal header.
 //
 // A hedged query (ClusterReadOptions::query_hedge_micros) asks R places
-// first. When one it asked has not answered as the hedge runs out, or
-// fails, the query asks the rest and the node marks that peer slow for
-// kSlowMicros; its next queries put it behind the others when they choose
+// first, and the rest if the hedge runs out. When its answer is then in
+// before a peer asked first answered (a peer asked later beat it: it is
+// slow, not merely behind a busy moment, when it would answer first), or
+// when a peer fails, the node marks that peer slow for kSlowMicros; its
+// next queries put it behind the others when they choose
 // their R places, so that a replica down or stalled costs one hedge, not
 // one per query. They still ask only R places. (Asking every replica for a
 // while instead, as the node once did, added the third replica's work to

@@ -107,8 +107,9 @@ struct ClusterReadOptions {
   // pass without R answers, or at once when a replica it asked fails or
   // holds nothing (without notfound_ok): N - R fewer replicas do the work
   // (`read.queries_hedged` counts the queries that asked more). For a
-  // second after a query had to ask more, the node's queries ask the
-  // replica that was slow (or failed) last, still R places in all, so that
+  // second after a replica failed, or a query that asked more got its
+  // answer before a replica asked first answered, the node's queries ask
+  // that replica last, still R places in all, so that
   // a replica down or stalled costs one hedge, not one per query, and a
   // loaded cluster is not asked for more work than R places' each time.
   uint64_t query_hedge_micros = 0;

@@ -143,8 +143,14 @@ TEST_CASE(
   run.host().Advance(1'000);
   CHECK(run.Asked() == std::vector<NodeId>{1, kSelf, 2});
   CHECK(run.host().totals.queries_hedged == 1);
-  // 1 had not answered: for the next second, queries ask it last. They
-  // still ask only R places.
+  // Nobody is marked slow yet: 1 may still answer first.
+  CHECK(run.host().slow.Rank(1, run.host().NowMicros()) == 0);
+  Clock clock;
+  run.Reply(kSelf, clock, {});
+  run.Reply(2, clock, {});
+  CHECK_FALSE(run.pending());
+  // 2, asked after 1, answered before it: for the next second, queries
+  // ask 1 last. They still ask only R places.
   CHECK(run.host().slow.Rank(1, run.host().NowMicros()) > 0);
   CHECK(run.host().slow.Rank(2, run.host().NowMicros()) == 0);
   run.host().sent.clear();
@@ -187,6 +193,23 @@ TEST_CASE(
   CHECK(run.Asked() == std::vector<NodeId>{1, 3, kSelf});
   // This node itself is never marked, whatever it answers.
   CHECK(run.host().slow.Rank(kSelf, run.host().NowMicros()) == 0);
+}
+
+TEST_CASE(
+    "query coordinator: a peer asked first that answers before those asked "
+    "at the hedge is not marked slow (a busy moment, not a slow replica)") {
+  QueryRun run({1, kSelf, 2}, {0, 1, 2}, Options(2, 20'000));
+  run.host().Advance(20'000);
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf, 2});
+  Clock clock;
+  run.Reply(1, clock, {});
+  run.Reply(kSelf, clock, {});
+  CHECK_FALSE(run.pending());
+  CHECK(run.host().slow.Rank(1, run.host().NowMicros()) == 0);
+  CHECK(run.host().slow.Rank(2, run.host().NowMicros()) == 0);
+  run.host().sent.clear();
+  run.Begin(Options(2, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf});
 }
 
 TEST_CASE("query coordinator: a hedge asks a leaver's place whole") {
@@ -370,6 +393,7 @@ TEST_CASE("query coordinator: the phase after each input") {
     msg::QueryReply r2 = reply;
     const RequestOutput last = q->Step(2, r2);
     CHECK(last.done);
+    CHECK(last.slow.empty());  // 1, asked first, answered first.
     CHECK(q->phase() == Phase::kAnswered);
     q->TakeAnswer()();
     CHECK(answered);
