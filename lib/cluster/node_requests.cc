@@ -108,8 +108,14 @@ void Node::Impl::CarrySends(RequestOutput& out) {
                                       hint.bytes, scheduler_->NowMicros()));
   }
   for (uint64_t sub : out.unroutes) requests_.Unroute(sub);
-  for (NodeId node : out.slow)
-    slow_replicas_.Mark(node, scheduler_->NowMicros());
+  for (const RequestOutput::SlowPeer& peer : out.slow) {
+    if (peer.every_partition) {
+      slow_replicas_.Mark(peer.node, scheduler_->NowMicros());
+    } else {
+      slow_replicas_.MarkFailed(peer.node, peer.partition,
+                                scheduler_->NowMicros());
+    }
+  }
 }
 
 template <typename T>

@@ -22,31 +22,37 @@ RequestOutput QueryCoordinator::Start(uint64_t now, const SlowReplicas& slow) {
   const bool all_at_once = options_.query_hedge_micros == 0;
   asked_.assign(n, all_at_once);
   if (!all_at_once) {
-    // R places first: this node's own (no message), then the peers not
-    // found slow lately in the list's order, then those found slow, the
-    // longest ago first; each place with all its nodes.
-    std::vector<size_t> candidates;
-    for (size_t i = 0; i < n; ++i) {
-      if (preference_[i] == self_) candidates.push_back(i);
-    }
-    const size_t own = candidates.size();
-    for (size_t i = 0; i < n; ++i) {
-      if (preference_[i] != self_) candidates.push_back(i);
-    }
-    std::stable_sort(candidates.begin() + static_cast<ptrdiff_t>(own),
-                     candidates.end(), [&](size_t a, size_t b) {
-                       return slow.Rank(preference_[a], now) <
-                              slow.Rank(preference_[b], now);
-                     });
-    std::vector<uint32_t> chosen;
-    for (size_t i : candidates) {
-      if (chosen.size() >= static_cast<size_t>(options_.r)) break;
-      if (std::find(chosen.begin(), chosen.end(), places_[i]) != chosen.end()) {
-        continue;
+    // R places first, each with all its nodes: this node's own place (its
+    // own replica answers without a message), then the list's order;
+    // ranked by the slowest marked peer each holds, the lowest first.
+    std::vector<uint32_t> order;
+    auto consider = [&order](uint32_t place) {
+      if (std::find(order.begin(), order.end(), place) == order.end()) {
+        order.push_back(place);
       }
-      chosen.push_back(places_[i]);
-      for (size_t j = 0; j < n; ++j) {
-        if (places_[j] == places_[i]) asked_[j] = true;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      if (preference_[i] == self_) consider(places_[i]);
+    }
+    for (size_t i = 0; i < n; ++i) consider(places_[i]);
+    std::vector<std::pair<uint64_t, uint32_t>> ranked;  // (rank, place)
+    for (uint32_t place : order) {
+      uint64_t rank = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (places_[i] == place && preference_[i] != self_) {
+          rank = std::max(rank, slow.Rank(preference_[i], partition_, now));
+        }
+      }
+      ranked.emplace_back(rank, place);
+    }
+    std::stable_sort(
+        ranked.begin(), ranked.end(),
+        [](const auto& a, const auto& b) { return a.first < b.first; });
+    const size_t chosen =
+        std::min(ranked.size(), static_cast<size_t>(std::max(options_.r, 0)));
+    for (size_t k = 0; k < chosen; ++k) {
+      for (size_t i = 0; i < n; ++i) {
+        if (places_[i] == ranked[k].second) asked_[i] = true;
       }
     }
     hedge_at_ = now + options_.query_hedge_micros;
@@ -111,7 +117,7 @@ RequestOutput QueryCoordinator::Step(NodeId from, msg::QueryReply& m) {
   // (slow_replicas.h).
   if (kinds_[index] == QuorumReply::kFailed && from != self_ &&
       options_.query_hedge_micros > 0) {
-    out.slow.push_back(from);
+    out.slow.push_back({.node = from, .partition = partition_});
   }
   const QuorumPick pick = Pick(&out);
   if (pick.outcome != QuorumPick::Outcome::kChosen) return out;
@@ -122,7 +128,9 @@ RequestOutput QueryCoordinator::Step(NodeId from, msg::QueryReply& m) {
   for (size_t i = 0; i < asked_first_.size(); ++i) {
     if (asked_first_[i] && kinds_[i] == QuorumReply::kNone &&
         preference_[i] != self_) {
-      out.slow.push_back(preference_[i]);
+      out.slow.push_back({.node = preference_[i],
+                          .partition = partition_,
+                          .every_partition = true});
     }
   }
   std::vector<std::pair<NodeId, msg::QueryReply*>> quorum;

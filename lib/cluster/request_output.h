@@ -89,9 +89,17 @@ struct RequestOutput {
   uint64_t failovers_refused = 0;
   uint64_t malformed_messages = 0;
   uint64_t read_replica_switches = 0;
-  // Peers a hedged query found slow (no answer as its hedge ran out, or
-  // a failed one): the node's next queries ask them last (slow_replicas.h).
-  std::vector<NodeId> slow;
+  // Peers a hedged query found slow: still silent when it answered after
+  // its hedge ran out (for every partition), or failed (for the query's
+  // partition only). The node's next queries ask them last
+  // (slow_replicas.h).
+  struct SlowPeer {
+    NodeId node = 0;
+    uint32_t partition = 0;
+    bool every_partition = false;
+    bool operator==(const SlowPeer&) const = default;
+  };
+  std::vector<SlowPeer> slow;
 
   void Add(NodeId to, std::string bytes, bool first_ = false) {
     sends.push_back(Send{to, std::move(bytes), first_});

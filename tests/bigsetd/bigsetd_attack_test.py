@@ -1787,7 +1787,7 @@ def test_hedged_sadd_of_new_members():
     sent the read to the third replica after the adds, which it had then
     applied, so the read found the member: 0. Found by a helper's attack.)
     The SADDs are spaced past the second after a hedge in which reads ask
-    every replica at once."""
+    the frozen replica last, so that each hedges again."""
     c = Cluster(extra=["--query-hedge-ms", "100"]).start()
     r = c[0].client(timeout=30)
     eq(r.command("SADD", "warm", "x"), 1, "SADD before")

@@ -1902,8 +1902,8 @@ def test_bulk_hedged_reads():
 
 def test_hedged_reads():
     """--query-hedge-ms: reads ask R replicas first; with one of them
-    frozen, reads and SADD/SREM still answer right, within a bound, and
-    for a second after a hedge every read asks all replicas at once."""
+    frozen, reads and SADD/SREM still answer right, within a bound (for a
+    second after a hedge, reads ask the frozen one last)."""
     if EMULATED:
         raise Skip("bigsetd's own option")
     c = Cluster(3, extra=["--query-hedge-ms", "200", "--timeout-ms", "3000"])

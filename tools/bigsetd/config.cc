@@ -189,8 +189,8 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       ->group("Clients");
   app.add_option("--query-hedge-ms", query_hedge_ms,
                  "membership reads ask R replicas, the others after this "
-                 "long (or at once for a second after that was needed): N - "
-                 "R fewer replicas work, but a read waits for the replicas "
+                 "long (a replica found slow is asked last for a second): N "
+                 "- R fewer replicas work, but a read waits for the replicas "
                  "it asked rather than the fastest; 0 asks all N at once "
                  "(default 0)")
       ->group("Clients");
@@ -200,8 +200,8 @@ ParsedConfig ParseConfig(int argc, char** argv) {
       ->group("Clients");
   app.add_option("--bulk-read-hedge-ms", bulk_read_hedge_ms,
                  "a batch of SISMEMBER/SMISMEMBER naming 32 members or more "
-                 "asks R replicas, the others after this long (or at once "
-                 "for a second after that was needed): under load N - R "
+                 "asks R replicas, the others after this long (a replica "
+                 "found slow is asked last for a second): under load N - R "
                  "fewer replicas work for it; 0 asks all N at once "
                  "(default 20)")
       ->group("Clients");

@@ -103,15 +103,16 @@ struct ClusterReadOptions {
   // Membership queries (ContainsAll): 0 asks every replica of the set at
   // once and merges the first R places that answer. Otherwise the query
   // asks only R places at first (this node's own replica first, then the
-  // serving list in order), and the others once this many microseconds
-  // pass without R answers, or at once when a replica it asked fails or
-  // holds nothing (without notfound_ok): N - R fewer replicas do the work
-  // (`read.queries_hedged` counts the queries that asked more). For a
-  // second after a replica failed, or a query that asked more got its
-  // answer before a replica asked first answered, the node's queries ask
-  // that replica last, still R places in all, so that
-  // a replica down or stalled costs one hedge, not one per query, and a
-  // loaded cluster is not asked for more work than R places' each time.
+  // serving list in order, those with a replica found slow lately last),
+  // and the others once this many microseconds pass without R answers, or
+  // at once when a replica it asked fails or holds nothing (without
+  // notfound_ok): N - R fewer replicas do the work (`read.queries_hedged`
+  // counts the queries that asked more). A replica is found slow for a
+  // second when a query that asked more got its answer before that
+  // replica, asked first, answered (for every set), or when it fails a
+  // query (for the sets of that partition): a replica down or stalled
+  // costs one hedge, not one per query, and a loaded cluster is never
+  // asked for more than R places' work at first.
   uint64_t query_hedge_micros = 0;
 };
 

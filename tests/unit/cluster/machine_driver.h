@@ -149,7 +149,13 @@ class MachineDriver {
     totals.read_replica_switches += out.read_replica_switches;
     for (RequestOutput::Hint& h : out.hints) hints.push_back(std::move(h));
     for (uint64_t id : out.unroutes) unrouted.push_back(id);
-    for (NodeId node : out.slow) slow.Mark(node, now_);
+    for (const RequestOutput::SlowPeer& peer : out.slow) {
+      if (peer.every_partition) {
+        slow.Mark(peer.node, now_);
+      } else {
+        slow.MarkFailed(peer.node, peer.partition, now_);
+      }
+    }
     // As in the node: the answer is taken first and runs last, after the
     // machine is gone if it is done.
     if constexpr (requires(Machine & m) { m.ClientNext(1); }) {

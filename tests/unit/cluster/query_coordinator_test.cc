@@ -144,15 +144,15 @@ TEST_CASE(
   CHECK(run.Asked() == std::vector<NodeId>{1, kSelf, 2});
   CHECK(run.host().totals.queries_hedged == 1);
   // Nobody is marked slow yet: 1 may still answer first.
-  CHECK(run.host().slow.Rank(1, run.host().NowMicros()) == 0);
+  CHECK(run.host().slow.Rank(1, 3, run.host().NowMicros()) == 0);
   Clock clock;
   run.Reply(kSelf, clock, {});
   run.Reply(2, clock, {});
   CHECK_FALSE(run.pending());
   // 2, asked after 1, answered before it: for the next second, queries
   // ask 1 last. They still ask only R places.
-  CHECK(run.host().slow.Rank(1, run.host().NowMicros()) > 0);
-  CHECK(run.host().slow.Rank(2, run.host().NowMicros()) == 0);
+  CHECK(run.host().slow.Rank(1, 3, run.host().NowMicros()) > 0);
+  CHECK(run.host().slow.Rank(2, 3, run.host().NowMicros()) == 0);
   run.host().sent.clear();
   run.Begin(Options(2, 20'000));
   CHECK(run.Asked() == std::vector<NodeId>{2, kSelf});
@@ -191,8 +191,73 @@ TEST_CASE(
   run.host().sent.clear();
   run.Begin(Options(3, 20'000));
   CHECK(run.Asked() == std::vector<NodeId>{1, 3, kSelf});
-  // This node itself is never marked, whatever it answers.
-  CHECK(run.host().slow.Rank(kSelf, run.host().NowMicros()) == 0);
+  // 1's mark (silent) holds for every partition; 2's (a failure) for this
+  // query's partition only: another may be served there.
+  const uint64_t now = run.host().NowMicros();
+  CHECK(run.host().slow.Rank(1, 4, now) > 0);
+  CHECK(run.host().slow.Rank(2, 3, now) > 0);
+  CHECK(run.host().slow.Rank(2, 4, now) == 0);
+}
+
+TEST_CASE(
+    "query coordinator: this node is never marked slow, silent or failing") {
+  // Itself and 1 asked first; both silent when the hedge's 2 and 3 answer.
+  QueryRun run({1, kSelf, 2, 3}, {0, 1, 2, 3}, Options(2, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{1, kSelf});
+  run.host().Advance(20'000);
+  Clock clock;
+  run.Reply(2, clock, {});
+  run.Reply(3, clock, {});
+  CHECK_FALSE(run.pending());
+  const uint64_t now = run.host().NowMicros();
+  CHECK(run.host().slow.Rank(1, 3, now) > 0);
+  CHECK(run.host().slow.Rank(kSelf, 3, now) == 0);
+  // Its own replica fails: the others are asked, nobody is marked.
+  run.host().sent.clear();
+  run.Begin(Options(2, 20'000));
+  CHECK(run.Asked() == std::vector<NodeId>{2, kSelf});
+  msg::QueryReply failed;
+  failed.status = absl::UnavailableError("closing");
+  run.Deliver(kSelf, failed);
+  CHECK(run.Asked() == std::vector<NodeId>{2, kSelf, 1, 3});
+  CHECK(run.host().slow.Rank(kSelf, 3, run.host().NowMicros()) == 0);
+}
+
+// A place with two nodes (a leaver and the node that took its place)
+// counts once both answered: it ranks as its slowest marked node.
+TEST_CASE(
+    "query coordinator: a place ranks as its slowest marked node, this "
+    "node's own place too") {
+  auto start = [](std::vector<NodeId> serving, std::vector<uint32_t> places,
+                  const SlowReplicas& slow) {
+    QueryCoordinator q(7, "s",
+                       QuorumReadSetup{.partition = 3,
+                                       .serving = std::move(serving),
+                                       .places = std::move(places),
+                                       .self = kSelf,
+                                       .now = 0},
+                       std::vector<std::string>{"a"}, Options(2, 20'000),
+                       [](absl::StatusOr<Membership>) {});
+    std::vector<NodeId> to;
+    for (const RequestOutput::Send& s : q.Start(500'000, slow).sends) {
+      to.push_back(s.to);
+    }
+    return to;
+  };
+  SlowReplicas none;
+  SlowReplicas one_marked;
+  one_marked.Mark(1, 0);
+  // 2 took 1's place; this node holds none of the partition.
+  CHECK(start({2, 3, 4, 1}, {0, 1, 2, 0}, none) ==
+        std::vector<NodeId>{2, 3, 1});
+  CHECK(start({2, 3, 4, 1}, {0, 1, 2, 0}, one_marked) ==
+        std::vector<NodeId>{3, 4});
+  // This node took 1's place (1 still serves until it lets go): its own
+  // place goes first unless 1 is marked.
+  CHECK(start({kSelf, 2, 3, 1}, {0, 1, 2, 0}, none) ==
+        std::vector<NodeId>{2, 1, kSelf});
+  CHECK(start({kSelf, 2, 3, 1}, {0, 1, 2, 0}, one_marked) ==
+        std::vector<NodeId>{2, 3});
 }
 
 TEST_CASE(
@@ -205,8 +270,8 @@ TEST_CASE(
   run.Reply(1, clock, {});
   run.Reply(kSelf, clock, {});
   CHECK_FALSE(run.pending());
-  CHECK(run.host().slow.Rank(1, run.host().NowMicros()) == 0);
-  CHECK(run.host().slow.Rank(2, run.host().NowMicros()) == 0);
+  CHECK(run.host().slow.Rank(1, 3, run.host().NowMicros()) == 0);
+  CHECK(run.host().slow.Rank(2, 3, run.host().NowMicros()) == 0);
   run.host().sent.clear();
   run.Begin(Options(2, 20'000));
   CHECK(run.Asked() == std::vector<NodeId>{1, kSelf});
@@ -386,7 +451,7 @@ TEST_CASE("query coordinator: the phase after each input") {
     CHECK(q->phase() == Phase::kAskingAll);
     CHECK(to(hedge) == std::vector<NodeId>{2});
     CHECK(hedge.queries_hedged == 1);
-    CHECK(hedge.slow.empty());  // 1 answered, and this node is not marked.
+    CHECK(hedge.slow.empty());        // A hedge's tick marks nobody.
     CHECK(hedge.tick_at == 200'000);  // Now the retry.
     // Asked all: another tick at the hedge's time asks nobody again.
     CHECK(q->Tick(20'001).sends.empty());
@@ -430,7 +495,8 @@ TEST_CASE("query coordinator: the phase after each input") {
     const RequestOutput out = q->Step(1, failed);
     CHECK(q->phase() == Phase::kAskingAll);
     CHECK(to(out) == std::vector<NodeId>{2});
-    CHECK(out.slow == std::vector<NodeId>{1});
+    CHECK(out.slow ==
+          std::vector<RequestOutput::SlowPeer>{{.node = 1, .partition = 3}});
   }
   SECTION("the deadline") {
     bool answered = false;
