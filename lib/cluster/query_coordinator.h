@@ -37,9 +37,10 @@ class QueryCoordinator final
                    std::vector<std::string> elements,
                    const ClusterReadOptions& options,
                    std::function<void(absl::StatusOr<Membership>)> done);
-  // Asks the replicas: every one if no hedge is set, else R places first
-  // (this node's own, then the peers `slow` ranks first at `now`, in the
-  // serving list's order among equals).
+  // Asks the replicas: every one if no hedge is set, else R places first,
+  // each with all its nodes: each place ranked by the slowest of its peers
+  // that `slow` marks at `now`, the lowest first; among equals this node's
+  // own place, then the serving list's order.
   RequestOutput Start(uint64_t now, const SlowReplicas& slow);
   // A replica's answer.
   RequestOutput Step(NodeId from, msg::QueryReply& m);
