@@ -233,12 +233,7 @@ std::string MetadataKey(KeyspaceId keyspace, std::string_view name) {
 }
 
 KeyRange KeyspaceRange(KeyspaceId keyspace) {
-  std::string start;
-  start.push_back(static_cast<char>(kKeyMagic));
-  start.push_back(static_cast<char>(kKeyFormatVersion));
-  coding::PutFixed32BE(&start, keyspace);
-  std::string limit = PrefixSuccessor(start);
-  return {std::move(start), std::move(limit)};
+  return KeyspaceRangeOfVersion(keyspace, kKeyFormatVersion);
 }
 
 KeyRange MetadataRange(KeyspaceId keyspace) {

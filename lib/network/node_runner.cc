@@ -117,6 +117,15 @@ class NodeRunner::Impl {
     }
     closed();
   }
+  // Runs fn(node, done) on the runner's thread, or done(Closed()) if the
+  // runner is closed; `done` is called once either way.
+  template <typename Done, typename F>
+  void PostDone(Done done, F fn) {
+    auto shared = std::make_shared<Done>(std::move(done));
+    Post(
+        [shared, fn = std::move(fn)](Node& node) mutable { fn(node, *shared); },
+        [shared]() { (*shared)(Closed()); });
+  }
   // Runs fn(node) on the runner's thread and waits for its result.
   template <typename T>
   absl::StatusOr<T> Call(std::function<absl::StatusOr<T>(Node&)> fn) {
@@ -266,23 +275,19 @@ absl::Status NodeRunner::Close() { return impl_->Close(); }
 void NodeRunner::Update(std::string set, std::vector<UpdateOp> ops,
                         const ClusterWriteOptions& options,
                         std::function<void(absl::StatusOr<Delta>)> done) {
-  auto shared = std::make_shared<decltype(done)>(std::move(done));
-  impl_->Post(
-      [set = std::move(set), ops = std::move(ops), options,
-       shared](Node& node) mutable {
-        node.Update(set, std::move(ops), options, std::move(*shared));
-      },
-      [shared]() { (*shared)(Closed()); });
+  impl_->PostDone(std::move(done), [set = std::move(set), ops = std::move(ops),
+                                    options](Node& node, auto& done) mutable {
+    node.Update(set, std::move(ops), options, std::move(done));
+  });
 }
 
 void NodeRunner::Clear(std::string set, Clock context,
                        const ClusterWriteOptions& options,
                        std::function<void(absl::StatusOr<Delta>)> done) {
-  auto shared = std::make_shared<decltype(done)>(std::move(done));
-  impl_->Post(
-      [set = std::move(set), context = std::move(context), options,
-       shared](Node& node) { node.Clear(set, context, options, *shared); },
-      [shared]() { (*shared)(Closed()); });
+  impl_->PostDone(
+      std::move(done),
+      [set = std::move(set), context = std::move(context), options](
+          Node& node, auto& done) { node.Clear(set, context, options, done); });
 }
 
 void NodeRunner::Read(std::string set, const ClusterReadOptions& options,
@@ -302,30 +307,28 @@ void NodeRunner::ContainsAll(
     std::string set, std::vector<std::string> elements,
     const ClusterReadOptions& options,
     std::function<void(absl::StatusOr<Membership>)> done) {
-  auto shared = std::make_shared<decltype(done)>(std::move(done));
-  impl_->Post(
-      [set = std::move(set), elements = std::move(elements), options,
-       shared](Node& node) mutable {
-        node.ContainsAll(set, std::move(elements), options, *shared);
-      },
-      [shared]() { (*shared)(Closed()); });
+  impl_->PostDone(std::move(done),
+                  [set = std::move(set), elements = std::move(elements),
+                   options](Node& node, auto& done) mutable {
+                    node.ContainsAll(set, std::move(elements), options, done);
+                  });
 }
 
 void NodeRunner::Range(std::string set, RangeQuery query,
                        const ClusterReadOptions& options,
                        std::function<void(absl::StatusOr<RangeResult>)> done) {
-  auto shared = std::make_shared<decltype(done)>(std::move(done));
-  impl_->Post([set = std::move(set), query = std::move(query), options, shared](
-                  Node& node) { node.Range(set, query, options, *shared); },
-              [shared]() { (*shared)(Closed()); });
+  impl_->PostDone(
+      std::move(done),
+      [set = std::move(set), query = std::move(query), options](
+          Node& node, auto& done) { node.Range(set, query, options, done); });
 }
 
 void NodeRunner::Count(std::string set, const ClusterReadOptions& options,
                        std::function<void(absl::StatusOr<uint64_t>)> done) {
-  auto shared = std::make_shared<decltype(done)>(std::move(done));
-  impl_->Post([set = std::move(set), options,
-               shared](Node& node) { node.Count(set, options, *shared); },
-              [shared]() { (*shared)(Closed()); });
+  impl_->PostDone(std::move(done),
+                  [set = std::move(set), options](Node& node, auto& done) {
+                    node.Count(set, options, done);
+                  });
 }
 
 absl::StatusOr<Delta> NodeRunner::UpdateAndWait(
