@@ -21,6 +21,14 @@ extern "C" const char* __asan_default_options() {
   return "quarantine_size_mb=0";
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define BIGSET_READ_MEMORY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BIGSET_READ_MEMORY_ASAN 1
+#endif
+#endif
+
 namespace bigset::testing {
 namespace {
 
@@ -61,6 +69,9 @@ TEST_CASE("read: streaming a 1,000,000-element set uses O(batch) memory") {
       }
     }
     const uint64_t set_bytes = kElements * (16 + sizeof(Dot));
+    // Compacted first: the writes' background compactions, running during
+    // the read, would count their buffers and new tables as its growth.
+    REQUIRE((*store)->CompactRange(KeyRange{}).ok());
 
     SetReadOptions ro;
     ro.batch_size = 1000;
@@ -102,9 +113,16 @@ TEST_CASE("read: streaming a 1,000,000-element set uses O(batch) memory") {
         static_cast<unsigned long long>(growth / 1024),
         static_cast<unsigned long long>(set_bytes / 1024));
     CHECK(seen == kElements);
-    // Far below the set: less than a tenth of it, while the remaining 95% of
-    // the set streamed.
+    // Far below the set, while the remaining 95% of it streamed: less than
+    // a tenth of it (0.2-0.6 MiB measured), or a fifth under
+    // AddressSanitizer, whose allocator touches more pages for the same
+    // buffers (1.4-3.0 MiB measured). Memory that grew with the set would
+    // be about 30 MiB.
+#ifdef BIGSET_READ_MEMORY_ASAN
+    CHECK(growth < set_bytes / 5);
+#else
     CHECK(growth < set_bytes / 10);
+#endif
   }
   std::filesystem::remove_all(dir);
 }
