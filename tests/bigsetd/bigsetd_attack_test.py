@@ -1782,25 +1782,33 @@ def test_kill9_during_join():
 
 @test
 def test_hedged_sadd_of_new_members():
-    """With --query-hedge-ms, an SADD of a new member answers 1 while a
-    peer is frozen. (An SADD batch sent its adds with its read; the hedge
-    sent the read to the third replica after the adds, which it had then
-    applied, so the read found the member: 0. Found by a helper's attack.)
-    The SADDs are spaced past the second after a hedge in which reads ask
-    the frozen replica last, so that each hedges again."""
-    c = Cluster(extra=["--query-hedge-ms", "100"]).start()
-    r = c[0].client(timeout=30)
-    eq(r.command("SADD", "warm", "x"), 1, "SADD before")
-    os.kill(c[1].proc.pid, signal.SIGSTOP)
-    try:
+    """With --query-hedge-ms, an SADD of a new member answers 1, and of a
+    member there before 0, while a peer is frozen (and the same without
+    the hedge). (An SADD batch sent its adds with its read; the hedge sent
+    the read to the third replica after the adds, which it had then
+    applied, so the read found the member: 0. Found by a helper's attack;
+    with hedged reads an SADD now reads before it adds.) The SADDs are
+    spaced past the second after a hedge in which reads ask the frozen
+    replica last, so that each hedges again."""
+    for extra in ([], ["--query-hedge-ms", "100"]):
+        c = Cluster(extra=extra).start()
+        r = c[0].client(timeout=30)
+        eq(r.command("SADD", "warm", "x"), 1, "SADD before %r" % extra)
         for i in range(3):
-            time.sleep(1.2)
-            eq(r.command("SADD", "hs%d" % i, "new"), 1,
-               "SADD of a new member to hs%d with node 2 frozen" % i)
-    finally:
-        os.kill(c[1].proc.pid, signal.SIGCONT)
-    r.close()
-    c.verify_all()
+            eq(r.command("SADD", "hs%d" % i, "old"), 1, "SADD of old")
+        os.kill(c[1].proc.pid, signal.SIGSTOP)
+        try:
+            for i in range(3):
+                time.sleep(1.2)
+                eq(r.command("SADD", "hs%d" % i, "new", "old"), 1,
+                   "SADD of a new and an old member to hs%d with node 2 "
+                   "frozen (%r)" % (i, extra))
+        finally:
+            os.kill(c[1].proc.pid, signal.SIGCONT)
+        r.close()
+        c.verify_all()
+        for n in c.nodes:
+            n.stop()
 
 
 @test

@@ -28,7 +28,9 @@ using bigset::testing::Uniform;
 // queued call can be made to fail. Adds replace their context's dots;
 // removes take out exactly theirs (observed-remove), as Replica does. A
 // read answers what the writes applied before it was made left (a replica
-// takes a node's messages in order). A write is applied when it
+// takes a node's messages in order), or, with `late_reads` (an Rng),
+// sometimes what they left when it completes (a replica a hedged read asks
+// late, after writes made since reached it). A write is applied when it
 // completes, or, with `early_writes` (an Rng), sometimes as soon as it is
 // made (reads made meanwhile see it, as reads behind a real write may).
 class FakeBackend final : public BatchBackend {
@@ -60,14 +62,8 @@ class FakeBackend final : public BatchBackend {
     c.read_done = std::move(done);
     // A replica takes a node's messages in order: the read sees what the
     // writes made before it left, never one made after it (whenever it
-    // completes).
-    auto& held = sets[c.set];
-    for (const std::string& e : c.elements) {
-      ElementDots& ed = c.answer.elements.emplace_back();
-      ed.element = e;
-      auto it = held.find(e);
-      if (it != held.end()) ed.dots = it->second;
-    }
+    // completes), unless it is answered late (Complete).
+    c.answer = Held(c.set, c.elements);
     calls.push_back(std::move(c));
   }
   void Update(std::string set, std::vector<UpdateOp> ops, int w,
@@ -95,6 +91,8 @@ class FakeBackend final : public BatchBackend {
     if (c.is_read) {
       if (!error.ok()) {
         c.read_done(error);
+      } else if (late_reads != nullptr && Uniform(*late_reads, 0, 1) == 0) {
+        c.read_done(Held(c.set, c.elements));
       } else {
         c.read_done(std::move(c.answer));
       }
@@ -115,8 +113,23 @@ class FakeBackend final : public BatchBackend {
   std::map<std::string, std::map<std::string, std::vector<Dot>>> sets;
   uint64_t counter = 0;
   Rng* early_writes = nullptr;
+  Rng* late_reads = nullptr;
 
  private:
+  // What the set holds of `elements` now.
+  Membership Held(const std::string& set,
+                  const std::vector<std::string>& elements) {
+    Membership m;
+    auto& held = sets[set];
+    for (const std::string& e : elements) {
+      ElementDots& ed = m.elements.emplace_back();
+      ed.element = e;
+      auto it = held.find(e);
+      if (it != held.end()) ed.dots = it->second;
+    }
+    return m;
+  }
+
   Delta Apply(const Call& c) {
     auto& set = sets[c.set];
     Delta delta;
@@ -223,8 +236,17 @@ TEST_CASE("set batcher: any interleaving answers as submission order") {
     const bool failed_writes_apply = Uniform(rng, 0, 1) == 0;
     // A write applied when it is made and then failing was applied.
     if (!failures || failed_writes_apply) backend.early_writes = &rng;
+    // Some reads answered as of when they complete, as a hedged read's
+    // replicas asked late answer: bigsetd then reads before it adds
+    // (read_with_write off), since such a replica may have applied the
+    // adds sent with the read, and its clock covers the dots they replaced.
+    const bool late_reads = Uniform(rng, 0, 1) == 0;
+    if (late_reads) {
+      backend.late_reads = &rng;
+      options.read_with_write = false;
+    }
     CAPTURE(options.read_before_add, options.max_batch_members,
-            options.max_batches, failures, failed_writes_apply);
+            options.max_batches, failures, failed_writes_apply, late_reads);
     SetBatcher batcher(&backend, options);
     const std::vector<std::string> pool = {"a", "b", "c",
                                            "d", "",  std::string("e\0f", 3)};
