@@ -47,6 +47,7 @@ std::optional<DeltaProxy::Outgoing> DeltaProxy::PassOn(
 
 bool DeltaProxy::OnAck(NodeId from, uint64_t request_id,
                        const absl::Status& status, NodeId applied_by,
+                       const msg::PlaceTaken& taken,
                        std::optional<Outgoing>* answer) {
   answer->reset();
   auto p = passed_.find(request_id);
@@ -65,7 +66,7 @@ bool DeltaProxy::OnAck(NodeId from, uint64_t request_id,
     // one: one replica acknowledges once however it is reached.
     EncodeStatusReply(MessageHeader{p->second.reply, p->second.request_id,
                                     p->second.partition},
-                      status, applied_by, &out.bytes);
+                      status, applied_by, taken, &out.bytes);
   }
   *answer = std::move(out);
   passed_.erase(p);

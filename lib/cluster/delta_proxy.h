@@ -74,9 +74,11 @@ class DeltaProxy {
   // An acknowledgement from `from` of request `request_id`: false if that
   // is no delta this node passed on. Else true, and *answer is the answer
   // to its coordinator if `from` is where its partition goes (the answer
-  // is owed once; an acknowledgement from any other node is ignored).
+  // is owed once; an acknowledgement from any other node is ignored). The
+  // answer names the node that applied the delta and the place it took.
   bool OnAck(NodeId from, uint64_t request_id, const absl::Status& status,
-             NodeId applied_by, std::optional<Outgoing>* answer);
+             NodeId applied_by, const msg::PlaceTaken& taken,
+             std::optional<Outgoing>* answer);
   // Drops what was passed on at least `max_age` before `now`, or after
   // `now` (the clock went back).
   void Expire(uint64_t now, uint64_t max_age);

@@ -189,9 +189,9 @@ class HandoffManager {
   // The acknowledgement of a delta this node forwarded or passed on.
   ProtocolOutput HandleDeltaAck(NodeId from, uint64_t request_id,
                                 const absl::Status& status, NodeId applied_by,
-                                uint64_t now) {
-    return Input(now,
-                 [&] { OnDeltaAck(from, request_id, status, applied_by); });
+                                const msg::PlaceTaken& taken, uint64_t now) {
+    return Input(
+        now, [&] { OnDeltaAck(from, request_id, status, applied_by, taken); });
   }
   // A message carried the sender's ring epoch (no effect but the embedder's
   // HandoffOptions::on_stale_ring, called before this returns).
@@ -272,7 +272,7 @@ class HandoffManager {
   void Forward(uint32_t partition, const Delta& delta);
   void SendOwnState(NodeId to, uint32_t partition);
   void OnDeltaAck(NodeId from, uint64_t request_id, const absl::Status& status,
-                  NodeId applied_by);
+                  NodeId applied_by, const msg::PlaceTaken& taken);
   // The messages (see Step): chunks, completion notices, their
   // acknowledgements, gossip.
   void OnMessage(NodeId from, const MessageHeader& header,

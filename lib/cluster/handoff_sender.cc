@@ -47,9 +47,10 @@ HandoffTransfer* HandoffManager::ForwardOwner(NodeId to, uint64_t request_id) {
 }
 
 void HandoffManager::OnDeltaAck(NodeId from, uint64_t request_id,
-                                const absl::Status& status, NodeId applied_by) {
+                                const absl::Status& status, NodeId applied_by,
+                                const msg::PlaceTaken& taken) {
   std::optional<DeltaProxy::Outgoing> answer;
-  if (proxy_.OnAck(from, request_id, status, applied_by, &answer)) {
+  if (proxy_.OnAck(from, request_id, status, applied_by, taken, &answer)) {
     if (answer.has_value()) out_.Send(answer->to, std::move(answer->bytes));
     return;
   }

@@ -450,6 +450,14 @@ std::optional<ServeEntry> MembershipState::EntryOf(NodeId node,
   return std::nullopt;
 }
 
+NodeId MembershipState::SharesPlaceWith(uint32_t partition, NodeId from,
+                                        uint64_t since) const {
+  if (from == 0) return 0;
+  const std::optional<ServeEntry> now = EntryOf(from, partition);
+  if (now.has_value() && now->since != 0 && now->since != since) return 0;
+  return from;
+}
+
 std::optional<MembershipState::Taker> MembershipState::ReplacedBy(
     uint32_t partition) const {
   const ServeEntry* mine = Own(partition);

@@ -112,6 +112,15 @@ class MembershipState {
     NodeId holder = 0;
   };
   std::optional<Taker> ReplacedBy(uint32_t partition) const;
+  // Whether a node that took `from`'s place (its episode `since`) and a
+  // node of the serving list `from` are one place, for a write coordinator
+  // whose list came from an earlier view (a node it lists may have left
+  // and since taken the place of another it lists): `from`, unless this
+  // view knows that `from` serves `partition` in another episode (it left
+  // and came back: another place), or `from` is 0; then 0. A node this
+  // view only guesses at (episode 0) is taken to be the one: grouping two
+  // places as one only costs availability.
+  NodeId SharesPlaceWith(uint32_t partition, NodeId from, uint64_t since) const;
   // Whether a node took `node`'s place in its current episode of serving
   // `partition` (in this view).
   bool Replaced(NodeId node, uint32_t partition) const;

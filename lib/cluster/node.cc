@@ -263,22 +263,30 @@ void Node::Impl::InstallHotRoutes() {
                                       std::string_view body) {
     absl::Status status;
     NodeId applied_by = 0;
-    if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
-    CarryProtocol(&handoff_,
-                  handoff_.HandleDeltaAck(from, header.request_id, status,
-                                          applied_by, scheduler_->NowMicros()));
+    msg::PlaceTaken taken;
+    if (!ParseStatusBody(body, &status, &applied_by, &taken).ok()) {
+      return false;
+    }
+    CarryProtocol(&handoff_, handoff_.HandleDeltaAck(from, header.request_id,
+                                                     status, applied_by, taken,
+                                                     scheduler_->NowMicros()));
     return true;
   });
   d.OnRaw(T::kReplicateAck, [this](NodeId from, const MessageHeader& header,
                                    std::string_view body) {
     absl::Status status;
     NodeId applied_by = 0;
-    if (!ParseStatusBody(body, &status, &applied_by).ok()) return false;
+    msg::PlaceTaken taken;
+    if (!ParseStatusBody(body, &status, &applied_by, &taken).ok()) {
+      return false;
+    }
     if (WriteCoordinator* write =
             requests_.FindOwnOrRouted<WriteCoordinator>(header.request_id)) {
       const uint64_t id = write->id();
       Carry<WriteCoordinator>(
-          id, write->Acknowledged(header.request_id, from, applied_by, status));
+          id, write->Acknowledged(
+                  header.request_id, from, applied_by,
+                  roles_.SharesPlaceWith(header.partition, taken), status));
     } else {
       anti_entropy_.OnReplicateAck(header.request_id, from, status);
     }

@@ -81,6 +81,22 @@ class PartitionRoles {
     return view_->ServingList(partition);
   }
 
+  // The place this node serves `partition` in (msg::PlaceTaken): whose
+  // place its current episode took; none when it took none or does not
+  // serve the partition.
+  msg::PlaceTaken PlaceOf(uint32_t partition) const {
+    const ServeEntry* own = view_->Own(partition);
+    if (own == nullptr) return msg::PlaceTaken();
+    return msg::PlaceTaken{.from = own->took_from, .since = own->took_since};
+  }
+
+  // MembershipState::SharesPlaceWith for the place an acknowledgement
+  // names.
+  NodeId SharesPlaceWith(uint32_t partition,
+                         const msg::PlaceTaken& taken) const {
+    return view_->SharesPlaceWith(partition, taken.from, taken.since);
+  }
+
   // `partitions` partitions, each released.
   void Reset(uint32_t partitions) { entries_.assign(partitions, Entry{}); }
   void Set(uint32_t partition, Entry entry) { entries_[partition] = entry; }

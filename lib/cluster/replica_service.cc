@@ -124,7 +124,7 @@ ServiceOutput ReplicaService::HandleDelta(NodeId from,
                                       ? MessageType::kHandoffDeltaAck
                                       : MessageType::kReplicateAck,
                                   header.request_id, header.partition},
-                    applied, self_, &ack);
+                    applied, self_, roles_->PlaceOf(header.partition), &ack);
   out.sends.emplace_back(from, std::move(ack));
   return out;
 }
@@ -140,7 +140,8 @@ ServiceOutput ReplicaService::RefuseDelta(NodeId from,
                                       ? MessageType::kHandoffDeltaAck
                                       : MessageType::kReplicateAck,
                                   header.request_id, header.partition},
-                    NotAReplica(self_, header.partition), self_, &ack);
+                    NotAReplica(self_, header.partition), self_,
+                    msg::PlaceTaken(), &ack);
   out.sends.emplace_back(from, std::move(ack));
   return out;
 }
@@ -175,7 +176,8 @@ ServiceOutput ReplicaService::FlushAcks() {
   acks.swap(pending_acks_);
   for (const PendingAck& a : acks) {
     std::string bytes;
-    EncodeStatusReply(a.header, synced, self_, &bytes);
+    EncodeStatusReply(a.header, synced, self_,
+                      roles_->PlaceOf(a.header.partition), &bytes);
     out.sends.emplace_back(a.to, std::move(bytes));
   }
   return out;

@@ -252,12 +252,20 @@ RequestOutput WriteCoordinator::NumberExtra(uint64_t extra_id, uint64_t now) {
 
 RequestOutput WriteCoordinator::Acknowledged(uint64_t request_id, NodeId from,
                                              NodeId applied_by,
+                                             NodeId same_place,
                                              const absl::Status& status) {
   RequestOutput out;
   if (!coordinated() || !status.ok()) return out;
   int index = IndexOf(applied_by);
   if (index < 0) index = IndexOf(from);
   if (index < 0) return out;
+  if (const int giver = same_place != 0 ? IndexOf(same_place) : -1;
+      giver >= 0 && IndexOf(applied_by) == index) {
+    // The list was taken before the view heard that applied_by took the
+    // place of the giver (which may have applied the write and handed it
+    // over with its place): one place, whatever the list said.
+    MergePlaces(static_cast<size_t>(index), static_cast<size_t>(giver));
+  }
   if (request_id == id_) {
     // A given-up candidate that applied the chosen delta without a delta of
     // its own never coordinated the write, and now never will (fenced).
@@ -359,6 +367,29 @@ void WriteCoordinator::Ack(int index) {
   }
   place_acked_[place] = true;
   ++place_acks_;
+}
+
+void WriteCoordinator::MergePlaces(size_t a, size_t b) {
+  const uint32_t keep = std::min(places_[a], places_[b]);
+  const uint32_t drop = std::max(places_[a], places_[b]);
+  if (keep == drop) return;
+  for (uint32_t& place : places_) {
+    if (place == drop) place = keep;
+  }
+  place_acked_.assign(places_.size(), false);
+  place_acks_ = 0;
+  for (size_t i = 0; i < places_.size(); ++i) {
+    const uint32_t place = places_[i];
+    if (place != i) continue;  // Named by its smallest index.
+    bool all = true;
+    for (size_t j = 0; j < places_.size(); ++j) {
+      if (places_[j] == place && !acked_[j]) all = false;
+    }
+    if (all) {
+      place_acked_[place] = true;
+      ++place_acks_;
+    }
+  }
 }
 
 RequestOutput WriteCoordinator::Tick(uint64_t now) {

@@ -126,8 +126,14 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   // passed it on to (it handed the partition over), which counts in its
   // own place if the write asked it too, so that W acknowledgements are W
   // distinct replicas; `from` counts too if it shares that place.
+  // `same_place` (0: none) is a node whose place `applied_by` took
+  // (MembershipState::SharesPlaceWith): if the list holds both as two
+  // places (it came from a view that had not heard of the move), they
+  // count as one from now on, so that an acknowledgement of the node that
+  // handed its place over and one of its taker are not two places.
   RequestOutput Acknowledged(uint64_t request_id, NodeId from,
-                             NodeId applied_by, const absl::Status& status);
+                             NodeId applied_by, NodeId same_place,
+                             const absl::Status& status);
   // The request id of the oldest extra delta without one (REQUIRES: an
   // output asked for it); sends it. `now` extends the write's deadline by
   // a timeout for it to spread.
@@ -156,6 +162,10 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   void SendUpdate(RequestOutput* out);
   int IndexOf(NodeId node) const;
   void Ack(int index);
+  // Makes the places of list indices `a` and `b` one (named by the
+  // smallest index of its nodes), and counts the acknowledged places
+  // again.
+  void MergePlaces(size_t a, size_t b);
   // Sends the chosen delta to preference_[i]: kReplicateGivenUp if the
   // write gave up on it as coordinator, else kReplicate.
   void SendChosen(size_t i, RequestOutput* out);

@@ -139,11 +139,13 @@ void EncodeDeltaMessage(const MessageHeader& header, const Delta& delta,
 absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta);
 
 // Acknowledgements of deltas (ReplicateAck, HandoffDeltaAck; header.type
-// says which): a status and the node that applied the delta.
+// says which): a status, the node that applied the delta, and the place
+// that node took (msg::PlaceTaken; absent from the bytes when none).
 void EncodeStatusReply(const MessageHeader& header, const absl::Status& status,
-                       NodeId applied_by, std::string* dst);
+                       NodeId applied_by, const msg::PlaceTaken& taken,
+                       std::string* dst);
 absl::Status ParseStatusBody(std::string_view body, absl::Status* status,
-                             NodeId* applied_by);
+                             NodeId* applied_by, msg::PlaceTaken* taken);
 
 }  // namespace bigset
 

@@ -56,18 +56,20 @@ absl::Status ParseDeltaBody(std::string_view body, std::string_view* delta) {
 }
 
 void EncodeStatusReply(const MessageHeader& header, const absl::Status& status,
-                       NodeId applied_by, std::string* dst) {
+                       NodeId applied_by, const msg::PlaceTaken& taken,
+                       std::string* dst) {
   const size_t start = dst->size();
   EncodeHeader(header, dst);
   BodyWriter w(dst);
-  msg::ReplicateAck::Fields(w, status, applied_by);
+  msg::ReplicateAck::Fields(w, status, applied_by, taken);
   FinishMessage(start, dst);
 }
 
 absl::Status ParseStatusBody(std::string_view body, absl::Status* status,
-                             NodeId* applied_by) {
+                             NodeId* applied_by, msg::PlaceTaken* taken) {
   BodyReader r(body);
-  if (!msg::ReplicateAck::Fields(r, *status, *applied_by) || !r.empty()) {
+  if (!msg::ReplicateAck::Fields(r, *status, *applied_by, *taken) ||
+      !r.empty()) {
     return Malformed(MessageType::kReplicateAck, "body");
   }
   return absl::OkStatus();

@@ -286,7 +286,7 @@ TEST_CASE(
   // Plain acks of the write from outsiders.
   std::string ack;
   EncodeStatusReply(MessageHeader{MessageType::kReplicateAck, id, f.partition},
-                    absl::OkStatus(), outsider, &ack);
+                    absl::OkStatus(), outsider, msg::PlaceTaken(), &ack);
   f.c.queue().push_back(Sent{outsider, f.client, ack});
   // Garbage bodies with valid checksums, and truncated messages.
   testing::Rng rng(42);

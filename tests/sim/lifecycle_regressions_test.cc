@@ -146,7 +146,7 @@ TEST_CASE(
     std::string bytes;
     EncodeStatusReply(
         MessageHeader{MessageType::kReplicateAck, id, f.partition},
-        absl::OkStatus(), applied_by, &bytes);
+        absl::OkStatus(), applied_by, msg::PlaceTaken(), &bytes);
     f.c.queue().push_back({from, f.client, std::move(bytes)});
   };
   ack(f.pl[1], f.pl[0]);

@@ -64,14 +64,17 @@ TEST_CASE(
 
   std::optional<DeltaProxy::Outgoing> answer;
   // Not an id it passed a delta on under: not its business.
-  CHECK_FALSE(p.proxy.OnAck(kOwner, id + 1, absl::OkStatus(), kOwner, &answer));
+  CHECK_FALSE(
+      p.proxy.OnAck(kOwner, id + 1, absl::OkStatus(), kOwner, {}, &answer));
   CHECK_FALSE(answer.has_value());
   // From a node the partition did not go to: taken, not answered.
-  CHECK(p.proxy.OnAck(8, id, absl::OkStatus(), 8, &answer));
+  CHECK(p.proxy.OnAck(8, id, absl::OkStatus(), 8, {}, &answer));
   CHECK_FALSE(answer.has_value());
   CHECK(p.proxy.awaiting());
-  // From the new owner: the coordinator's answer, counting the new owner.
-  CHECK(p.proxy.OnAck(kOwner, id, absl::OkStatus(), kOwner, &answer));
+  // From the new owner: the coordinator's answer, counting the new owner
+  // in the place it took (this node's).
+  const msg::PlaceTaken taken{.from = 5, .since = 12};
+  CHECK(p.proxy.OnAck(kOwner, id, absl::OkStatus(), kOwner, taken, &answer));
   REQUIRE(answer.has_value());
   CHECK(answer->to == kCoordinator);
   const Message reply = Decode(answer->bytes);
@@ -80,9 +83,10 @@ TEST_CASE(
   CHECK(reply.header.partition == kMoved);
   CHECK(reply.As<msg::ReplicateAck>()->status.ok());
   CHECK(reply.As<msg::ReplicateAck>()->applied_by == kOwner);
+  CHECK(reply.As<msg::ReplicateAck>()->taken == taken);
   CHECK_FALSE(p.proxy.awaiting());
   // Answered once.
-  CHECK_FALSE(p.proxy.OnAck(kOwner, id, absl::OkStatus(), kOwner, &answer));
+  CHECK_FALSE(p.proxy.OnAck(kOwner, id, absl::OkStatus(), kOwner, {}, &answer));
 }
 
 TEST_CASE(
@@ -152,7 +156,7 @@ TEST_CASE(
     }
     REQUIRE(m.type() == MessageType::kHandoffDelta);
     std::optional<DeltaProxy::Outgoing> answer;
-    REQUIRE(p.proxy.OnAck(kOwner, m.header.request_id, row.status, kOwner,
+    REQUIRE(p.proxy.OnAck(kOwner, m.header.request_id, row.status, kOwner, {},
                           &answer));
     REQUIRE(answer.has_value());
     CHECK(answer->to == row.from);
@@ -187,9 +191,11 @@ TEST_CASE(
   const uint64_t future = pass(90'000);
   p.proxy.Expire(/*now=*/6000, /*max_age=*/5000);
   std::optional<DeltaProxy::Outgoing> answer;
-  CHECK_FALSE(p.proxy.OnAck(kOwner, old, absl::OkStatus(), kOwner, &answer));
-  CHECK_FALSE(p.proxy.OnAck(kOwner, future, absl::OkStatus(), kOwner, &answer));
-  CHECK(p.proxy.OnAck(kOwner, recent, absl::OkStatus(), kOwner, &answer));
+  CHECK_FALSE(
+      p.proxy.OnAck(kOwner, old, absl::OkStatus(), kOwner, {}, &answer));
+  CHECK_FALSE(
+      p.proxy.OnAck(kOwner, future, absl::OkStatus(), kOwner, {}, &answer));
+  CHECK(p.proxy.OnAck(kOwner, recent, absl::OkStatus(), kOwner, {}, &answer));
   CHECK(answer.has_value());
 
   CHECK(p.proxy.PassesOnTo(kMoved) == kOwner);

@@ -152,6 +152,21 @@ TEST_CASE("membership: places taken, handed on, and pruned") {
   const uint32_t p = PartitionWith(ring, 1, 4);
   const uint64_t since = a.Own(p)->since;
   CHECK_FALSE(a.ReplacedBy(p).has_value());
+  // An acknowledging node and the node whose place it took are one place
+  // (SharesPlaceWith) unless that node serves again in another episode:
+  // this node itself in the episode it serves, and node 2, first guessed
+  // from the ring (episode 0: one place with whoever names it), then heard.
+  CHECK(a.SharesPlaceWith(p, 0, 0) == 0);
+  CHECK(a.SharesPlaceWith(p, 1, since) == 1);
+  CHECK(a.SharesPlaceWith(p, 1, since + 1) == 0);
+  const uint32_t r = PartitionWith(ring, 2, 4);
+  CHECK(a.SharesPlaceWith(r, 2, 7) == 2);
+  bool heard = false;
+  a.Merge({NodeServing{2, 3, {ServeEntry{r, 3, 0, 0, 0, false}}}}, &heard);
+  CHECK(a.SharesPlaceWith(r, 2, 3) == 2);    // The episode taken.
+  CHECK(a.SharesPlaceWith(r, 2, 1) == 0);    // An earlier one: it came back.
+  a.Merge({NodeServing{2, 5, {}}}, &heard);  // Handed over, serves no more.
+  CHECK(a.SharesPlaceWith(r, 2, 3) == 2);
   // Node 4 took node 1's place, then handed it on to node 5.
   bool raised = false;
   NodeServing four{4, 7, {ServeEntry{p, 7, 1, since, 0, false}}};
@@ -173,6 +188,7 @@ TEST_CASE("membership: places taken, handed on, and pruned") {
   CHECK(a.Claimed(p, 4));
   REQUIRE(a.StopServing(p).ok());
   CHECK_FALSE(a.Serves(p));
+  CHECK(a.SharesPlaceWith(p, 1, since + 1) == 1);  // Let go: the one.
   CHECK(std::none_of(a.own().entries.begin(), a.own().entries.end(),
                      [&](const ServeEntry& e) { return e.partition == p; }));
   // Node 1 takes node 3's place somewhere: when it leaves again, a departed

@@ -80,10 +80,11 @@ class WriteRun {
     }
     driver.Input([&](WriteCoordinator& w) { return w.Step(from, m); });
   }
-  void Ack(uint64_t request_id, NodeId from, NodeId applied_by = 0) {
+  void Ack(uint64_t request_id, NodeId from, NodeId applied_by = 0,
+           NodeId same_place = 0) {
     driver.Input([&](WriteCoordinator& w) {
       return w.Acknowledged(request_id, from, applied_by ? applied_by : from,
-                            absl::OkStatus());
+                            same_place, absl::OkStatus());
     });
   }
   // The messages of `type` sent to `to`.
@@ -175,6 +176,60 @@ TEST_CASE(
   REQUIRE(run.answer.has_value());
   CHECK(run.answer->ok());
   CHECK_FALSE(run.driver.running());
+}
+
+TEST_CASE(
+    "write coordinator: defect: a coordinator that handed its place over "
+    "counted its taker's acknowledgement as a second place",
+    "[regression]") {
+  // The lifecycle soak (network partitions, seed 1592641156, 600
+  // operations): this node's list {self, 2, 4} came from a view that still
+  // had node 4 in the place it had left; while the write waited, node 4
+  // took this node's place (this node applied the write and handed it over
+  // with the place). Its acknowledgement, naming the place it took, is not
+  // a second place: only node 2's makes W = 2.
+  WriteRun run({kSelf, 2, 4}, {0, 1, 2}, /*w=*/2);
+  REQUIRE(run.coordinated_here == 1);
+  run.Ack(kId, 4, 4, /*same_place=*/kSelf);
+  CHECK_FALSE(run.answer.has_value());
+  run.Ack(kId, 2);
+  REQUIRE(run.answer.has_value());
+  CHECK(run.answer->ok());
+  CHECK_FALSE(run.driver.running());
+}
+
+TEST_CASE(
+    "write coordinator: an acknowledgement naming the place its node took "
+    "merges that place with the giver's, and names outside the list change "
+    "nothing") {
+  SECTION("a remote giver that acknowledged before it handed over") {
+    // {2, 3, 4, 5}, W = 3: node 4 took node 3's place after 3 applied.
+    WriteRun run({2, 3, 4, 5}, {0, 1, 2, 3}, /*w=*/3);
+    run.UpdateReply(2, OneAdd(2));
+    run.Ack(kId, 3);
+    run.Ack(kId, 4, 4, /*same_place=*/3);
+    CHECK_FALSE(run.answer.has_value());
+    run.Ack(kId, 5);
+    REQUIRE(run.answer.has_value());
+    CHECK(run.answer->ok());
+  }
+  SECTION("the taker first: its place waits for the giver too") {
+    WriteRun run({2, 3, 4, 5}, {0, 1, 2, 3}, /*w=*/3);
+    run.UpdateReply(2, OneAdd(2));
+    run.Ack(kId, 4, 4, /*same_place=*/3);
+    run.Ack(kId, 5);
+    CHECK_FALSE(run.answer.has_value());
+    run.Ack(kId, 3);
+    REQUIRE(run.answer.has_value());
+    CHECK(run.answer->ok());
+  }
+  SECTION("a giver the list does not hold") {
+    WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2);
+    run.UpdateReply(2, OneAdd(2));
+    run.Ack(kId, 4, 4, /*same_place=*/9);
+    REQUIRE(run.answer.has_value());
+    CHECK(run.answer->ok());
+  }
 }
 
 TEST_CASE(

@@ -132,12 +132,20 @@ Message RandomMessage(Rng& rng) {
       auto& b = m.body.emplace<msg::ReplicateAck>();
       if (Uniform(rng, 0, 1)) b.status = err;
       b.applied_by = static_cast<NodeId>(rng());
+      if (Uniform(rng, 0, 1)) {
+        b.taken = msg::PlaceTaken{.from = static_cast<NodeId>(rng() | 1),
+                                  .since = rng()};
+      }
       break;
     }
     case MessageType::kHandoffDeltaAck: {
       auto& b = m.body.emplace<msg::HandoffDeltaAck>();
       if (Uniform(rng, 0, 1)) b.status = err;
       b.applied_by = static_cast<NodeId>(rng());
+      if (Uniform(rng, 0, 1)) {
+        b.taken = msg::PlaceTaken{.from = static_cast<NodeId>(rng() | 1),
+                                  .since = rng()};
+      }
       break;
     }
     case MessageType::kTransferChunk: {
@@ -408,15 +416,20 @@ TEST_CASE("message: the hot paths write and read their structs' bytes") {
             ack != nullptr ? ack->status : handoff_ack->status;
         const NodeId by =
             ack != nullptr ? ack->applied_by : handoff_ack->applied_by;
-        EncodeStatusReply(m.header, status, by, &got);
+        const msg::PlaceTaken& taken =
+            ack != nullptr ? ack->taken : handoff_ack->taken;
+        EncodeStatusReply(m.header, status, by, taken, &got);
         REQUIRE(ParseHeader(want, &header, &body).ok());
         absl::Status back_status;
         NodeId back_by = 0;
-        REQUIRE(ParseStatusBody(body, &back_status, &back_by).ok());
+        msg::PlaceTaken back_taken{.from = 5, .since = 5};
+        REQUIRE(
+            ParseStatusBody(body, &back_status, &back_by, &back_taken).ok());
         CHECK(back_status == status);
         CHECK(back_by == by);
+        CHECK(back_taken == taken);
         CHECK_FALSE(ParseStatusBody(body.substr(0, body.size() - 1),
-                                    &back_status, &back_by)
+                                    &back_status, &back_by, &back_taken)
                         .ok());
       } else {
         continue;
@@ -424,6 +437,45 @@ TEST_CASE("message: the hot paths write and read their structs' bytes") {
       CHECK(got == "prefix" + want);
     }
   }
+}
+
+TEST_CASE(
+    "message: an acknowledgement names the place its node took only when "
+    "there is one, and keeps its old bytes otherwise") {
+  const MessageHeader header{MessageType::kReplicateAck, 9, 3};
+  std::string plain, placed;
+  EncodeStatusReply(header, absl::OkStatus(), 4, msg::PlaceTaken(), &plain);
+  EncodeStatusReply(header, absl::OkStatus(), 4,
+                    msg::PlaceTaken{.from = 3, .since = 300}, &placed);
+  MessageHeader h;
+  std::string_view plain_body, body;
+  REQUIRE(ParseHeader(plain, &h, &plain_body).ok());
+  REQUIRE(ParseHeader(placed, &h, &body).ok());
+  // The place follows the fields every acknowledgement had: node 3 and
+  // episode 300 as varints (the trailing checksum aside).
+  REQUIRE(body.size() == plain_body.size() + 3);
+  CHECK(body.substr(0, plain_body.size()) == plain_body);
+  absl::Status status;
+  NodeId by = 0;
+  msg::PlaceTaken taken;
+  REQUIRE(ParseStatusBody(body, &status, &by, &taken).ok());
+  CHECK(by == 4);
+  CHECK(taken == msg::PlaceTaken{.from = 3, .since = 300});
+  // A place cut short is malformed, and so is one that names node 0 (it
+  // is sent only when there is one) or has bytes after it.
+  for (size_t n = plain_body.size() + 1; n < body.size(); ++n) {
+    CAPTURE(n);
+    CHECK_FALSE(ParseStatusBody(body.substr(0, n), &status, &by, &taken).ok());
+  }
+  CHECK_FALSE(ParseStatusBody(std::string(plain_body) + std::string("\0\1", 2),
+                              &status, &by, &taken)
+                  .ok());
+  CHECK_FALSE(
+      ParseStatusBody(std::string(body) + "x", &status, &by, &taken).ok());
+  // An acknowledgement without a place, as every earlier node sends it.
+  taken = msg::PlaceTaken{.from = 8, .since = 8};
+  REQUIRE(ParseStatusBody(plain_body, &status, &by, &taken).ok());
+  CHECK(taken == msg::PlaceTaken());
 }
 
 TEST_CASE("message: DescribeMessage names what membership messages move") {
@@ -577,7 +629,7 @@ std::vector<Message> PinnedMessages() {
       update,
       msg::UpdateReply{absl::OkStatus(), delta},
       msg::Replicate{delta},
-      msg::ReplicateAck{refused, 7},
+      msg::ReplicateAck{refused, 7, {}},
       msg::Read{.set = "s", .bounds = bounds, .batch_size = 300},
       msg::ReadClock{absl::OkStatus(), clock},
       msg::ReadChunk{.seq = 3, .last = true, .elements = elements},
@@ -600,7 +652,7 @@ std::vector<Message> PinnedMessages() {
                          .elements = elements},
       msg::TransferAck{refused, 2, 1, 0xabcdef},
       msg::HandoffDelta{delta},
-      msg::HandoffDeltaAck{absl::OkStatus(), 3},
+      msg::HandoffDeltaAck{absl::OkStatus(), 3, {}},
       msg::HandoffDone{.epoch = 6,
                        .from_node = 1,
                        .to_node = 2,
