@@ -450,12 +450,21 @@ std::optional<ServeEntry> MembershipState::EntryOf(NodeId node,
   return std::nullopt;
 }
 
-NodeId MembershipState::SharesPlaceWith(uint32_t partition, NodeId from,
-                                        uint64_t since) const {
-  if (from == 0) return 0;
-  const std::optional<ServeEntry> now = EntryOf(from, partition);
-  if (now.has_value() && now->since != 0 && now->since != since) return 0;
-  return from;
+std::vector<NodeId> MembershipState::PlaceGivers(uint32_t partition,
+                                                 NodeId from,
+                                                 uint64_t since) const {
+  std::vector<NodeId> givers;
+  while (from != 0 && givers.size() < kMaxGivers) {
+    const std::optional<ServeEntry> now = EntryOf(from, partition);
+    if (!now.has_value() || now->since == 0 || now->since == since) {
+      givers.push_back(from);
+    }
+    const ServeEntry* then = EpisodeOf(from, partition, since);
+    if (then == nullptr) break;
+    from = then->took_from;
+    since = then->took_since;
+  }
+  return givers;
 }
 
 std::optional<MembershipState::Taker> MembershipState::ReplacedBy(

@@ -112,15 +112,18 @@ class MembershipState {
     NodeId holder = 0;
   };
   std::optional<Taker> ReplacedBy(uint32_t partition) const;
-  // Whether a node that took `from`'s place (its episode `since`) and a
-  // node of the serving list `from` are one place, for a write coordinator
-  // whose list came from an earlier view (a node it lists may have left
-  // and since taken the place of another it lists): `from`, unless this
-  // view knows that `from` serves `partition` in another episode (it left
-  // and came back: another place), or `from` is 0; then 0. A node this
-  // view only guesses at (episode 0) is taken to be the one: grouping two
-  // places as one only costs availability.
-  NodeId SharesPlaceWith(uint32_t partition, NodeId from, uint64_t since) const;
+  // The nodes a node that took `from`'s place (its episode `since`) is one
+  // place with, for a write coordinator whose list came from an earlier
+  // view (a node it lists may have left and since taken the place of
+  // another it lists): `from`, the node whose place `from` took in that
+  // episode, and so on as far as this view follows the chain (at most
+  // kMaxGivers). A node this view knows to serve `partition` in another
+  // episode than the chain's is left out (it left and came back: another
+  // place); one it only guesses at (episode 0) is kept: grouping two
+  // places as one only costs availability. Empty if `from` is 0.
+  static constexpr size_t kMaxGivers = 8;
+  std::vector<NodeId> PlaceGivers(uint32_t partition, NodeId from,
+                                  uint64_t since) const;
   // Whether a node took `node`'s place in its current episode of serving
   // `partition` (in this view).
   bool Replaced(NodeId node, uint32_t partition) const;

@@ -284,9 +284,9 @@ void Node::Impl::InstallHotRoutes() {
             requests_.FindOwnOrRouted<WriteCoordinator>(header.request_id)) {
       const uint64_t id = write->id();
       Carry<WriteCoordinator>(
-          id, write->Acknowledged(
-                  header.request_id, from, applied_by,
-                  roles_.SharesPlaceWith(header.partition, taken), status));
+          id, write->Acknowledged(header.request_id, from, applied_by,
+                                  roles_.PlaceGivers(header.partition, taken),
+                                  status));
     } else {
       anti_entropy_.OnReplicateAck(header.request_id, from, status);
     }

@@ -90,11 +90,11 @@ class PartitionRoles {
     return msg::PlaceTaken{.from = own->took_from, .since = own->took_since};
   }
 
-  // MembershipState::SharesPlaceWith for the place an acknowledgement
-  // names.
-  NodeId SharesPlaceWith(uint32_t partition,
-                         const msg::PlaceTaken& taken) const {
-    return view_->SharesPlaceWith(partition, taken.from, taken.since);
+  // MembershipState::PlaceGivers for the place an acknowledgement names.
+  std::vector<NodeId> PlaceGivers(uint32_t partition,
+                                  const msg::PlaceTaken& taken) const {
+    if (taken.from == 0) return {};
+    return view_->PlaceGivers(partition, taken.from, taken.since);
   }
 
   // `partitions` partitions, each released.

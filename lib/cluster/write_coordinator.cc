@@ -252,19 +252,21 @@ RequestOutput WriteCoordinator::NumberExtra(uint64_t extra_id, uint64_t now) {
 
 RequestOutput WriteCoordinator::Acknowledged(uint64_t request_id, NodeId from,
                                              NodeId applied_by,
-                                             NodeId same_place,
+                                             std::span<const NodeId> givers,
                                              const absl::Status& status) {
   RequestOutput out;
   if (!coordinated() || !status.ok()) return out;
   int index = IndexOf(applied_by);
   if (index < 0) index = IndexOf(from);
   if (index < 0) return out;
-  if (const int giver = same_place != 0 ? IndexOf(same_place) : -1;
-      giver >= 0 && IndexOf(applied_by) == index) {
+  for (NodeId node : givers) {
     // The list was taken before the view heard that applied_by took the
-    // place of the giver (which may have applied the write and handed it
-    // over with its place): one place, whatever the list said.
-    MergePlaces(static_cast<size_t>(index), static_cast<size_t>(giver));
+    // place of a node it lists (which may have applied the write and
+    // handed it over with its place): one place, whatever the list said.
+    const int giver = IndexOf(node);
+    if (giver >= 0 && IndexOf(applied_by) == index) {
+      MergePlaces(static_cast<size_t>(index), static_cast<size_t>(giver));
+    }
   }
   if (request_id == id_) {
     // A given-up candidate that applied the chosen delta without a delta of

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -126,13 +127,14 @@ class WriteCoordinator : public CoordinatorOf<RequestKind::kWrite> {
   // passed it on to (it handed the partition over), which counts in its
   // own place if the write asked it too, so that W acknowledgements are W
   // distinct replicas; `from` counts too if it shares that place.
-  // `same_place` (0: none) is a node whose place `applied_by` took
-  // (MembershipState::SharesPlaceWith): if the list holds both as two
-  // places (it came from a view that had not heard of the move), they
-  // count as one from now on, so that an acknowledgement of the node that
-  // handed its place over and one of its taker are not two places.
+  // `givers` are the nodes whose place `applied_by` took, directly or
+  // through nodes that handed it on (MembershipState::PlaceGivers): each
+  // that the list holds as another place (it came from a view that had
+  // not heard of the move) counts as one place with applied_by from now
+  // on, so that an acknowledgement of the node that handed its place over
+  // and one of its taker are not two places.
   RequestOutput Acknowledged(uint64_t request_id, NodeId from,
-                             NodeId applied_by, NodeId same_place,
+                             NodeId applied_by, std::span<const NodeId> givers,
                              const absl::Status& status);
   // The request id of the oldest extra delta without one (REQUIRES: an
   // output asked for it); sends it. `now` extends the write's deadline by

@@ -132,14 +132,7 @@ TEST_CASE(
   REQUIRE(
       f.c.DeliverOne(And(From(f.pl[0]), OfType(MessageType::kUpdateReply))));
   // The write's request id, from the deltas it replicates (held back).
-  uint64_t id = 0;
-  for (const auto& s : f.c.queue()) {
-    if (s.type() != MessageType::kReplicate) continue;
-    MessageHeader h;
-    std::string_view body;
-    REQUIRE(ParseHeader(s.bytes, &h, &body).ok());
-    id = h.request_id;
-  }
+  const uint64_t id = f.QueuedWriteId();
   REQUIRE(id != 0);
   f.c.Hold(OfType(MessageType::kReplicate));
   auto ack = [&](NodeId from, NodeId applied_by) {

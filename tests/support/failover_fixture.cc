@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "net/message.h"
 #include "test_util.h"
 
 namespace bigset::testing {
@@ -22,6 +23,18 @@ FailoverFixture::FailoverFixture(int nodes, int n, NodeOptions options,
   wo.w = 2;
   wo.retry_micros = 100'000;
   wo.timeout_micros = 2'000'000;
+}
+
+uint64_t FailoverFixture::QueuedWriteId() {
+  uint64_t id = 0;
+  for (const ManualCluster::Sent& s : c.queue()) {
+    if (s.type() != MessageType::kReplicate) continue;
+    MessageHeader h;
+    std::string_view body;
+    REQUIRE(ParseHeader(s.bytes, &h, &body).ok());
+    id = h.request_id;
+  }
+  return id;
 }
 
 void FailoverFixture::Write(std::vector<UpdateOp> ops) {

@@ -51,6 +51,9 @@ struct FailoverFixture {
   std::vector<Dot> QuorumDots(NodeId via, const std::string& element,
                               int r = 2);
   NodeStats ClientStats() { return c.node(client).stats(); }
+  // The request id of the client's write, from a delta it replicates
+  // that is still queued (hold kReplicate to keep them); 0 if none is.
+  uint64_t QueuedWriteId();
 
   ManualCluster c;
   NodeId client = 0;

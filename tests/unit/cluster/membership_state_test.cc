@@ -153,20 +153,21 @@ TEST_CASE("membership: places taken, handed on, and pruned") {
   const uint64_t since = a.Own(p)->since;
   CHECK_FALSE(a.ReplacedBy(p).has_value());
   // An acknowledging node and the node whose place it took are one place
-  // (SharesPlaceWith) unless that node serves again in another episode:
+  // (PlaceGivers) unless that node serves again in another episode:
   // this node itself in the episode it serves, and node 2, first guessed
   // from the ring (episode 0: one place with whoever names it), then heard.
-  CHECK(a.SharesPlaceWith(p, 0, 0) == 0);
-  CHECK(a.SharesPlaceWith(p, 1, since) == 1);
-  CHECK(a.SharesPlaceWith(p, 1, since + 1) == 0);
+  CHECK(a.PlaceGivers(p, 0, 0).empty());
+  CHECK(a.PlaceGivers(p, 1, since) == std::vector<NodeId>{1});
+  CHECK(a.PlaceGivers(p, 1, since + 1).empty());
   const uint32_t r = PartitionWith(ring, 2, 4);
-  CHECK(a.SharesPlaceWith(r, 2, 7) == 2);
+  CHECK(a.PlaceGivers(r, 2, 7) == std::vector<NodeId>{2});
   bool heard = false;
   a.Merge({NodeServing{2, 3, {ServeEntry{r, 3, 0, 0, 0, false}}}}, &heard);
-  CHECK(a.SharesPlaceWith(r, 2, 3) == 2);    // The episode taken.
-  CHECK(a.SharesPlaceWith(r, 2, 1) == 0);    // An earlier one: it came back.
+  CHECK(a.PlaceGivers(r, 2, 3) ==
+        std::vector<NodeId>{2});             // The episode taken.
+  CHECK(a.PlaceGivers(r, 2, 1).empty());     // An earlier one: it came back.
   a.Merge({NodeServing{2, 5, {}}}, &heard);  // Handed over, serves no more.
-  CHECK(a.SharesPlaceWith(r, 2, 3) == 2);
+  CHECK(a.PlaceGivers(r, 2, 3) == std::vector<NodeId>{2});
   // Node 4 took node 1's place, then handed it on to node 5.
   bool raised = false;
   NodeServing four{4, 7, {ServeEntry{p, 7, 1, since, 0, false}}};
@@ -181,6 +182,9 @@ TEST_CASE("membership: places taken, handed on, and pruned") {
   CHECK(a.ReplacedBy(p)->holder == 0);  // Where it went is not known yet.
   a.Merge({NodeServing{5, 4, {ServeEntry{p, 4, 4, 7, 0, false}}}}, &raised);
   CHECK(a.ReplacedBy(p)->holder == 5);
+  // Node 5's acknowledgement names node 4's place: the chain goes on to
+  // this node, whose place node 4 had taken.
+  CHECK(a.PlaceGivers(p, 4, 7) == std::vector<NodeId>{4, 1});
   // Node 1 commits, then stops serving: an original member leaves no
   // departed entry.
   REQUIRE(a.SetHandingTo(p, 4).ok());
@@ -188,7 +192,8 @@ TEST_CASE("membership: places taken, handed on, and pruned") {
   CHECK(a.Claimed(p, 4));
   REQUIRE(a.StopServing(p).ok());
   CHECK_FALSE(a.Serves(p));
-  CHECK(a.SharesPlaceWith(p, 1, since + 1) == 1);  // Let go: the one.
+  CHECK(a.PlaceGivers(p, 1, since + 1) ==
+        std::vector<NodeId>{1});  // Let go: the one.
   CHECK(std::none_of(a.own().entries.begin(), a.own().entries.end(),
                      [&](const ServeEntry& e) { return e.partition == p; }));
   // Node 1 takes node 3's place somewhere: when it leaves again, a departed

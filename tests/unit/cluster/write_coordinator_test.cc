@@ -81,10 +81,10 @@ class WriteRun {
     driver.Input([&](WriteCoordinator& w) { return w.Step(from, m); });
   }
   void Ack(uint64_t request_id, NodeId from, NodeId applied_by = 0,
-           NodeId same_place = 0) {
+           std::vector<NodeId> givers = {}) {
     driver.Input([&](WriteCoordinator& w) {
       return w.Acknowledged(request_id, from, applied_by ? applied_by : from,
-                            same_place, absl::OkStatus());
+                            givers, absl::OkStatus());
     });
   }
   // The messages of `type` sent to `to`.
@@ -190,7 +190,7 @@ TEST_CASE(
   // a second place: only node 2's makes W = 2.
   WriteRun run({kSelf, 2, 4}, {0, 1, 2}, /*w=*/2);
   REQUIRE(run.coordinated_here == 1);
-  run.Ack(kId, 4, 4, /*same_place=*/kSelf);
+  run.Ack(kId, 4, 4, /*givers=*/{kSelf});
   CHECK_FALSE(run.answer.has_value());
   run.Ack(kId, 2);
   REQUIRE(run.answer.has_value());
@@ -207,7 +207,7 @@ TEST_CASE(
     WriteRun run({2, 3, 4, 5}, {0, 1, 2, 3}, /*w=*/3);
     run.UpdateReply(2, OneAdd(2));
     run.Ack(kId, 3);
-    run.Ack(kId, 4, 4, /*same_place=*/3);
+    run.Ack(kId, 4, 4, /*givers=*/{3});
     CHECK_FALSE(run.answer.has_value());
     run.Ack(kId, 5);
     REQUIRE(run.answer.has_value());
@@ -216,17 +216,28 @@ TEST_CASE(
   SECTION("the taker first: its place waits for the giver too") {
     WriteRun run({2, 3, 4, 5}, {0, 1, 2, 3}, /*w=*/3);
     run.UpdateReply(2, OneAdd(2));
-    run.Ack(kId, 4, 4, /*same_place=*/3);
+    run.Ack(kId, 4, 4, /*givers=*/{3});
     run.Ack(kId, 5);
     CHECK_FALSE(run.answer.has_value());
     run.Ack(kId, 3);
     REQUIRE(run.answer.has_value());
     CHECK(run.answer->ok());
   }
+  SECTION(
+      "a chain of givers: node 4 took node 9's place, which had taken 3's") {
+    WriteRun run({2, 3, 4, 5}, {0, 1, 2, 3}, /*w=*/3);
+    run.UpdateReply(2, OneAdd(2));
+    run.Ack(kId, 3);
+    run.Ack(kId, 4, 4, /*givers=*/{9, 3});
+    CHECK_FALSE(run.answer.has_value());
+    run.Ack(kId, 5);
+    REQUIRE(run.answer.has_value());
+    CHECK(run.answer->ok());
+  }
   SECTION("a giver the list does not hold") {
     WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2);
     run.UpdateReply(2, OneAdd(2));
-    run.Ack(kId, 4, 4, /*same_place=*/9);
+    run.Ack(kId, 4, 4, /*givers=*/{9});
     REQUIRE(run.answer.has_value());
     CHECK(run.answer->ok());
   }
