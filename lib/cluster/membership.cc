@@ -420,10 +420,18 @@ const ServeEntry* MembershipState::EpisodeOf(NodeId node, uint32_t partition,
                                              uint64_t since) const {
   auto it = states_.find(node);
   if (it == states_.end()) return nullptr;
-  for (const ServeEntry& e : it->second.entries) {
-    if (e.partition == partition && e.since == since) return &e;
+  // Entries are ascending by (partition, since): an acknowledgement's
+  // place is followed through here on the write path.
+  const std::vector<ServeEntry>& entries = it->second.entries;
+  auto e = std::lower_bound(
+      entries.begin(), entries.end(), std::pair(partition, since),
+      [](const ServeEntry& x, std::pair<uint32_t, uint64_t> k) {
+        return std::pair(x.partition, x.since) < k;
+      });
+  if (e == entries.end() || e->partition != partition || e->since != since) {
+    return nullptr;
   }
-  return nullptr;
+  return &*e;
 }
 
 bool MembershipState::Moving(uint32_t partition) const {
