@@ -285,7 +285,7 @@ void Node::Impl::InstallHotRoutes() {
       const uint64_t id = write->id();
       Carry<WriteCoordinator>(
           id, write->Acknowledged(header.request_id, from, applied_by,
-                                  roles_.PlaceGivers(header.partition, taken),
+                                  roles_.PlaceGivers(write->partition(), taken),
                                   status));
     } else {
       anti_entropy_.OnReplicateAck(header.request_id, from, status);

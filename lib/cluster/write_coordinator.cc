@@ -263,8 +263,10 @@ RequestOutput WriteCoordinator::Acknowledged(uint64_t request_id, NodeId from,
     // The list was taken before the view heard that applied_by took the
     // place of a node it lists (which may have applied the write and
     // handed it over with its place): one place, whatever the list said.
+    // An unlisted applier counts through the node that passed the delta
+    // on to it (`index` is that relay's), which is on its chain.
     const int giver = IndexOf(node);
-    if (giver >= 0 && IndexOf(applied_by) == index) {
+    if (giver >= 0) {
       MergePlaces(static_cast<size_t>(index), static_cast<size_t>(giver));
     }
   }

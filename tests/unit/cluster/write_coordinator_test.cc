@@ -234,6 +234,19 @@ TEST_CASE(
     REQUIRE(run.answer.has_value());
     CHECK(run.answer->ok());
   }
+  SECTION(
+      "defect: a relayed acknowledgement whose applier the list does not "
+      "hold was not merged with its givers") {
+    // {2, 3, 4}: 3 applied; 4 (listed apart) took 3's place and handed it
+    // on to 9 (unlisted), which acknowledges through 4.
+    WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/3);
+    run.UpdateReply(2, OneAdd(2));
+    run.Ack(kId, 3);
+    run.Ack(kId, /*from=*/4, /*applied_by=*/9, /*givers=*/{4, 3});
+    // Places {2} and {3, 4} only, every node acknowledged: not OK.
+    REQUIRE(run.answer.has_value());
+    CHECK(absl::IsUnavailable(run.answer->status()));
+  }
   SECTION("a giver the list does not hold") {
     WriteRun run({2, 3, 4}, {0, 1, 2}, /*w=*/2);
     run.UpdateReply(2, OneAdd(2));
